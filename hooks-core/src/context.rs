@@ -1,0 +1,235 @@
+//! The context every tool-call hook receives.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::human::{HumanInputError, HumanInputSource, TerminalInput};
+use crate::name::normalize_tool_name;
+
+/// What a hook can see of the tool being called. The runtime's tool type
+/// implements it; hooks reach the concrete type with
+/// [`ToolCallHookContext::tool_as`].
+pub trait ToolInfo: Any + Send + Sync {
+    /// The tool's normalized name.
+    fn name(&self) -> &str;
+    /// What the tool does, as the model is told.
+    fn description(&self) -> &str;
+    /// The JSON schema of the tool's arguments.
+    fn args_schema(&self) -> &Value;
+}
+
+/// What a hook can see of the agent making the call.
+pub trait AgentInfo: Any + Send + Sync {
+    /// The agent's role; `agents = [...]` filters match it exactly.
+    fn role(&self) -> &str;
+}
+
+/// What a hook can see of the task being worked on.
+pub trait TaskInfo: Any + Send + Sync {
+    /// The task's description, with its inputs filled in.
+    fn description(&self) -> &str;
+}
+
+/// What a hook can see of the crew running the call.
+pub trait CrewInfo: Any + Send + Sync {
+    /// The crew's name.
+    fn name(&self) -> &str;
+}
+
+/// A tool's result as the tool produced it, before any rendering or hook
+/// replacement: reachable as JSON and, when the tool returned a typed value,
+/// by downcast.
+#[derive(Clone)]
+pub struct RawToolResult {
+    json: Value,
+    typed: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl RawToolResult {
+    /// A result that is only JSON (a dynamic tool's output).
+    pub fn from_json(json: Value) -> Self {
+        RawToolResult { json, typed: None }
+    }
+
+    /// A plain-text result (also used for blocked calls and tool errors).
+    pub fn text(text: impl Into<String>) -> Self {
+        RawToolResult::from_json(Value::String(text.into()))
+    }
+
+    /// A typed result, kept as the value and as its JSON form.
+    pub fn typed<T: Any + Send + Sync>(value: T, json: Value) -> Self {
+        RawToolResult {
+            json,
+            typed: Some(Arc::new(value)),
+        }
+    }
+
+    /// The result as JSON.
+    pub fn as_json(&self) -> &Value {
+        &self.json
+    }
+
+    /// The result as text, when it is a JSON string.
+    pub fn as_str(&self) -> Option<&str> {
+        self.json.as_str()
+    }
+
+    /// The typed value, when the tool returned a `T`.
+    pub fn downcast_ref<T: Any>(&self) -> Option<&T> {
+        self.typed.as_deref()?.downcast_ref::<T>()
+    }
+}
+
+impl fmt::Debug for RawToolResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawToolResult")
+            .field("json", &self.json)
+            .field("typed", &self.typed.is_some())
+            .finish()
+    }
+}
+
+/// Everything a hook knows about one tool call.
+///
+/// `PRE_TOOL_CALL` and `POST_TOOL_CALL` hooks of one call receive the same
+/// context, so a PRE hook can leave a value in `tool_input` for a POST hook
+/// (a start time, say); tools ignore keys they do not declare.
+///
+/// Edit `tool_input` in place: what the PRE chain leaves there is exactly
+/// what the tool receives.
+pub struct ToolCallHookContext {
+    /// The tool's normalized name (see [`crate::normalize_tool_name`]).
+    pub tool_name: String,
+    /// The tool's arguments, mutable by PRE hooks.
+    pub tool_input: Map<String, Value>,
+    /// The tool, absent when the model named a tool that does not exist.
+    pub tool: Option<Arc<dyn ToolInfo>>,
+    /// The agent making the call, absent for a call outside an agent.
+    pub agent: Option<Arc<dyn AgentInfo>>,
+    /// The task being worked on.
+    pub task: Option<Arc<dyn TaskInfo>>,
+    /// The crew running the call, absent outside a crew.
+    pub crew: Option<Arc<dyn CrewInfo>>,
+    /// POST only: the text the agent will see. POST hooks replace it by
+    /// returning `Some(text)`.
+    pub tool_result: Option<String>,
+    /// POST only: the tool's own result, never changed by replacements.
+    pub raw_tool_result: Option<RawToolResult>,
+    human_input: Option<Arc<dyn HumanInputSource>>,
+}
+
+impl ToolCallHookContext {
+    /// A context for a call of `tool_name` (normalized here) with these
+    /// arguments, outside any agent, task or crew.
+    pub fn new(tool_name: &str, tool_input: Map<String, Value>) -> Self {
+        ToolCallHookContext {
+            tool_name: normalize_tool_name(tool_name),
+            tool_input,
+            tool: None,
+            agent: None,
+            task: None,
+            crew: None,
+            tool_result: None,
+            raw_tool_result: None,
+            human_input: None,
+        }
+    }
+
+    /// Sets the tool.
+    pub fn with_tool(mut self, tool: Arc<dyn ToolInfo>) -> Self {
+        self.tool = Some(tool);
+        self
+    }
+
+    /// Sets the agent.
+    pub fn with_agent(mut self, agent: Arc<dyn AgentInfo>) -> Self {
+        self.agent = Some(agent);
+        self
+    }
+
+    /// Sets the task.
+    pub fn with_task(mut self, task: Arc<dyn TaskInfo>) -> Self {
+        self.task = Some(task);
+        self
+    }
+
+    /// Sets the crew.
+    pub fn with_crew(mut self, crew: Arc<dyn CrewInfo>) -> Self {
+        self.crew = Some(crew);
+        self
+    }
+
+    /// Sets where [`request_human_input`](Self::request_human_input) gets
+    /// its answers (the terminal when none is set).
+    pub fn with_human_input(mut self, source: Arc<dyn HumanInputSource>) -> Self {
+        self.human_input = Some(source);
+        self
+    }
+
+    /// The agent's role, if the call has an agent.
+    pub fn agent_role(&self) -> Option<&str> {
+        self.agent.as_deref().map(AgentInfo::role)
+    }
+
+    /// The concrete tool type, e.g. `ctx.tool_as::<Tool>()`.
+    pub fn tool_as<T: Any>(&self) -> Option<&T> {
+        let tool: &dyn Any = self.tool.as_deref()?;
+        tool.downcast_ref()
+    }
+
+    /// The concrete agent type, e.g. `ctx.agent_as::<Agent>()`.
+    pub fn agent_as<T: Any>(&self) -> Option<&T> {
+        let agent: &dyn Any = self.agent.as_deref()?;
+        agent.downcast_ref()
+    }
+
+    /// The concrete task type.
+    pub fn task_as<T: Any>(&self) -> Option<&T> {
+        let task: &dyn Any = self.task.as_deref()?;
+        task.downcast_ref()
+    }
+
+    /// The concrete crew type.
+    pub fn crew_as<T: Any>(&self) -> Option<&T> {
+        let crew: &dyn Any = self.crew.as_deref()?;
+        crew.downcast_ref()
+    }
+
+    /// Asks a person: shows `prompt` and `default_message`, reads one line
+    /// and returns it trimmed.
+    ///
+    /// The answer comes from the crew's human-input source (the terminal by
+    /// default, with the crew's live output paused while asking). When no
+    /// answer can be had (input closed, not a terminal, a timeout) this is
+    /// an error, and `?` in a PRE hook turns it into a block: an approval
+    /// gate fails closed.
+    pub fn request_human_input(
+        &self,
+        prompt: &str,
+        default_message: &str,
+    ) -> Result<String, HumanInputError> {
+        let answer = match &self.human_input {
+            Some(source) => source.ask(prompt, default_message)?,
+            None => TerminalInput::new().ask(prompt, default_message)?,
+        };
+        Ok(answer.trim().to_owned())
+    }
+}
+
+impl fmt::Debug for ToolCallHookContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolCallHookContext")
+            .field("tool_name", &self.tool_name)
+            .field("tool_input", &self.tool_input)
+            .field("tool", &self.tool.as_deref().map(ToolInfo::name))
+            .field("agent", &self.agent_role())
+            .field("task", &self.task.as_deref().map(TaskInfo::description))
+            .field("crew", &self.crew.as_deref().map(CrewInfo::name))
+            .field("tool_result", &self.tool_result)
+            .field("raw_tool_result", &self.raw_tool_result)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,284 @@
+//! One registered hook: its identity, filters, origin and callable.
+
+use std::any::TypeId;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::context::ToolCallHookContext;
+use crate::name::normalize_tool_name;
+use crate::outcome::{PostDecision, PreDecision};
+use crate::point::InterceptionPoint;
+
+/// Identifies one registration; returned by every `register_*` call and
+/// accepted by every `unregister_*` call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HookId(pub(crate) u64);
+
+impl fmt::Display for HookId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "hook#{}", self.0)
+    }
+}
+
+/// What happens when a hook panics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum FailureMode {
+    /// The panic is contained and the hook's decision dropped; later hooks
+    /// run. The default.
+    #[default]
+    FailOpen,
+    /// The panic is contained and treated as a refusal: at `PRE_TOOL_CALL`
+    /// the call is blocked, at `POST_TOOL_CALL` the result is withheld.
+    FailClosed,
+}
+
+/// Which API or attribute registered a hook. All styles share one chain per
+/// point; the style only decides how the hook's return value is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HookStyle {
+    /// `#[on(...)]` or `register_hook`.
+    On,
+    /// `#[before_tool_call]` or `register_before_tool_call_hook`.
+    BeforeToolCall,
+    /// `#[after_tool_call]` or `register_after_tool_call_hook`.
+    AfterToolCall,
+}
+
+/// Where a hook came from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum HookOrigin {
+    /// An attribute on a free function, registered at link time.
+    LinkTime {
+        /// The module the function is in.
+        module_path: &'static str,
+        /// The source file.
+        file: &'static str,
+        /// The line of the attribute.
+        line: u32,
+        /// The column of the attribute.
+        column: u32,
+    },
+    /// A `register_*` call at run time.
+    Runtime,
+    /// A hook method of a `#[crew_base]` crew: it belongs to that crew only.
+    Crew {
+        /// The crew's type name.
+        crew: String,
+    },
+}
+
+impl fmt::Display for HookOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HookOrigin::LinkTime { file, line, .. } => write!(f, "{file}:{line}"),
+            HookOrigin::Runtime => f.write_str("registered at run time"),
+            HookOrigin::Crew { crew } => write!(f, "crew {crew}"),
+        }
+    }
+}
+
+/// A description of a registered hook, as `get_hooks` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookInfo {
+    /// The registration's id.
+    pub id: HookId,
+    /// The point the hook runs at.
+    pub point: InterceptionPoint,
+    /// The hook's name: the function path for attributes, the closure's
+    /// type name or the name given in [`HookOptions`] otherwise.
+    pub name: String,
+    /// Normalized tool names the hook is limited to (empty: every tool).
+    pub tools: Vec<String>,
+    /// Agent roles the hook is limited to (empty: every agent).
+    pub agents: Vec<String>,
+    /// Where the hook came from.
+    pub origin: HookOrigin,
+    /// The `order = N` argument of a link-time hook (0 otherwise).
+    pub order: i32,
+    /// What a panic of this hook means.
+    pub failure: FailureMode,
+    /// How it was registered.
+    pub style: HookStyle,
+}
+
+/// Options for a hook registered at run time.
+///
+/// ```
+/// use hooks_core::{HookOptions, FailureMode};
+/// let options = HookOptions::new()
+///     .name("approval-gate")
+///     .tools(["send_email", "Make Purchase"])
+///     .agents(["Assistant"])
+///     .fail_closed();
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct HookOptions {
+    pub(crate) name: Option<String>,
+    pub(crate) tools: Vec<String>,
+    pub(crate) agents: Vec<String>,
+    pub(crate) failure: FailureMode,
+    pub(crate) order: i32,
+}
+
+impl HookOptions {
+    /// No filters, fail-open, named after the function's type.
+    pub fn new() -> Self {
+        HookOptions::default()
+    }
+
+    /// The name `get_hooks`, `explain` and telemetry show.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Limits the hook to these tools (normalized like tool names).
+    pub fn tools<I, S>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.tools = tools
+            .into_iter()
+            .map(|t| normalize_tool_name(t.as_ref()))
+            .collect();
+        self
+    }
+
+    /// Limits the hook to agents with these roles (matched exactly).
+    pub fn agents<I, S>(mut self, agents: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.agents = agents.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Makes a panic of this hook a refusal (see [`FailureMode::FailClosed`]).
+    pub fn fail_closed(mut self) -> Self {
+        self.failure = FailureMode::FailClosed;
+        self
+    }
+
+    /// Records an `order = N` (used by crew-scoped hooks, which a crew
+    /// registers sorted by it).
+    pub fn order(mut self, order: i32) -> Self {
+        self.order = order;
+        self
+    }
+}
+
+pub(crate) type PreFn = dyn Fn(&mut ToolCallHookContext) -> PreDecision + Send + Sync;
+pub(crate) type PostFn = dyn Fn(&mut ToolCallHookContext) -> PostDecision + Send + Sync;
+
+/// The callable of a hook, already adapted to its point.
+#[derive(Clone)]
+pub(crate) enum HookFn {
+    Pre(Arc<PreFn>),
+    Post(Arc<PostFn>),
+}
+
+/// One hook as a chain holds it.
+pub(crate) struct HookEntry {
+    pub(crate) info: HookInfo,
+    /// Position in the global order: link-time hooks by their sorted index,
+    /// run-time hooks by a process-wide sequence above every index.
+    pub(crate) rank: u64,
+    /// The function's type, for unregistering by function (only for
+    /// zero-sized callables, whose type names exactly one function).
+    pub(crate) type_id: Option<TypeId>,
+    /// The link-time record this entry came from, for `restore_static_hooks`.
+    pub(crate) static_index: Option<usize>,
+    pub(crate) call: HookFn,
+}
+
+impl HookEntry {
+    /// Whether the hook's filters let it run for this call.
+    #[inline]
+    pub(crate) fn agent_matches(&self, role: Option<&str>) -> bool {
+        match role {
+            Some(role) => {
+                self.info.agents.is_empty() || self.info.agents.iter().any(|a| a == role)
+            }
+            // A call without an agent passes an agents filter.
+            None => true,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn tool_matches(&self, tool: &str) -> bool {
+        self.info.tools.is_empty() || self.info.tools.iter().any(|t| t == tool)
+    }
+}
+
+/// Something that names registered hooks for `unregister_*`: a [`HookId`],
+/// or the hook function itself.
+///
+/// A function (or a closure that captures nothing) names every registration
+/// of that function at the point. A closure that captures state has no
+/// identity beyond its registration: unregister it by its id.
+pub trait HookHandle<Marker> {
+    /// The key the registry matches against.
+    #[doc(hidden)]
+    fn hook_key(&self) -> HookKey;
+}
+
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookKey {
+    Id(HookId),
+    Function(TypeId),
+    Unnamed,
+}
+
+impl HookKey {
+    pub(crate) fn selects(&self, entry: &HookEntry) -> bool {
+        match *self {
+            HookKey::Id(id) => entry.info.id == id,
+            HookKey::Function(type_id) => entry.type_id == Some(type_id),
+            HookKey::Unnamed => false,
+        }
+    }
+}
+
+/// Marker for [`HookHandle`] on a [`HookId`].
+#[doc(hidden)]
+pub enum ById {}
+/// Marker for [`HookHandle`] on a function taking `&mut ToolCallHookContext`.
+#[doc(hidden)]
+pub struct ByMutFn<R>(std::marker::PhantomData<R>);
+/// Marker for [`HookHandle`] on a function taking `&ToolCallHookContext`.
+#[doc(hidden)]
+pub struct ByRefFn<R>(std::marker::PhantomData<R>);
+
+impl HookHandle<ById> for HookId {
+    fn hook_key(&self) -> HookKey {
+        HookKey::Id(*self)
+    }
+}
+
+pub(crate) fn function_key<F: 'static>() -> Option<TypeId> {
+    // Only a zero-sized callable (a fn item, a capture-less closure) is
+    // fully named by its type; a fn pointer or a capturing closure is not.
+    (std::mem::size_of::<F>() == 0).then(TypeId::of::<F>)
+}
+
+impl<F, R> HookHandle<ByMutFn<R>> for F
+where
+    F: Fn(&mut ToolCallHookContext) -> R + 'static,
+{
+    fn hook_key(&self) -> HookKey {
+        function_key::<F>().map_or(HookKey::Unnamed, HookKey::Function)
+    }
+}
+
+impl<F, R> HookHandle<ByRefFn<R>> for F
+where
+    F: Fn(&ToolCallHookContext) -> R + 'static,
+{
+    fn hook_key(&self) -> HookKey {
+        function_key::<F>().map_or(HookKey::Unnamed, HookKey::Function)
+    }
+}

@@ -1,0 +1,98 @@
+//! Tool-name normalization, shared by filters (at compile time, through the
+//! macros) and by the runtime (for every tool and every model-named call).
+
+use unicode_normalization::UnicodeNormalization;
+
+/// Normalizes a tool name the way filters and `ToolCallHookContext::tool_name`
+/// use it.
+///
+/// The steps: fold to ASCII (compatibility decomposition, non-ASCII dropped),
+/// split camelCase (`WebSearch` → `Web_Search`), lowercase, replace every run
+/// of characters other than `a-z`/`0-9` with one `_`, and strip leading and
+/// trailing `_`.
+///
+/// ```
+/// use hooks_core::normalize_tool_name;
+/// assert_eq!(normalize_tool_name("Web Search"), "web_search");
+/// assert_eq!(normalize_tool_name("WebSearch"), "web_search");
+/// assert_eq!(normalize_tool_name("web-search"), "web_search");
+/// assert_eq!(normalize_tool_name("__Café  Menu__"), "cafe_menu");
+/// ```
+pub fn normalize_tool_name(name: &str) -> String {
+    if is_normalized_tool_name(name) {
+        return name.to_owned();
+    }
+    let mut out = String::with_capacity(name.len());
+    // `true` after a lowercase letter or digit: an uppercase letter then
+    // starts a new camelCase word.
+    let mut after_lower = false;
+    let mut separator_pending = false;
+    for ch in name.nfkd() {
+        if !ch.is_ascii() {
+            // Combining marks and letters with no ASCII form vanish, as an
+            // ASCII-ignoring encode does.
+            continue;
+        }
+        if ch.is_ascii_alphanumeric() {
+            if ch.is_ascii_uppercase() && after_lower {
+                separator_pending = true;
+            }
+            if separator_pending && !out.is_empty() {
+                out.push('_');
+            }
+            separator_pending = false;
+            out.push(ch.to_ascii_lowercase());
+            after_lower = ch.is_ascii_lowercase() || ch.is_ascii_digit();
+        } else {
+            separator_pending = true;
+            after_lower = false;
+        }
+    }
+    out
+}
+
+/// Whether `name` is already in normalized form (so normalizing it is the
+/// identity). Cheap: one pass over the bytes, no allocation.
+pub fn is_normalized_tool_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    if bytes.first() == Some(&b'_') || bytes.last() == Some(&b'_') {
+        return false;
+    }
+    let mut previous_underscore = false;
+    for &b in bytes {
+        match b {
+            b'a'..=b'z' | b'0'..=b'9' => previous_underscore = false,
+            b'_' if !previous_underscore => previous_underscore = true,
+            _ => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filter_names_are_normalized_like_tool_names() {
+        for spelled in ["Web Search", "WebSearch", "web-search", "web_search", " web__search "] {
+            assert_eq!(normalize_tool_name(spelled), "web_search", "{spelled:?}");
+        }
+        assert_eq!(normalize_tool_name("HTTPRequest"), "httprequest");
+        assert_eq!(normalize_tool_name("readFile2Disk"), "read_file2_disk");
+        assert_eq!(normalize_tool_name("Ünïcödé Tool"), "unicode_tool");
+        assert_eq!(normalize_tool_name("!!!"), "");
+        assert_eq!(normalize_tool_name(""), "");
+    }
+
+    #[test]
+    fn normalized_check_agrees_with_normalize() {
+        for name in ["a", "web_search", "_a", "a_", "a__b", "A", "a b", "", "x9_y"] {
+            assert_eq!(
+                is_normalized_tool_name(name),
+                normalize_tool_name(name) == name,
+                "{name:?}"
+            );
+        }
+    }
+}

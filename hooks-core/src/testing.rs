@@ -1,0 +1,73 @@
+//! A fixture for tests that touch the global registry.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::registry::{Snapshot, global_registry};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Serializes tests that touch the global registry and puts it back as it
+/// was (link-time hooks and global listeners included) when dropped, also
+/// when the test panics.
+///
+/// On creation the global registry is reset to its link-time hooks only, so
+/// each test starts from the same state whatever ran before.
+///
+/// ```
+/// use hooks_core::{testing::GlobalHooksFixture, clear_all_hooks, get_hooks, PRE_TOOL_CALL};
+/// let fixture = GlobalHooksFixture::new();
+/// clear_all_hooks();
+/// assert!(get_hooks(PRE_TOOL_CALL).is_empty());
+/// drop(fixture); // the link-time hooks are back
+/// ```
+#[must_use = "the registry is restored when the fixture is dropped"]
+pub struct GlobalHooksFixture {
+    saved: Arc<Snapshot>,
+    saved_listeners: Arc<Vec<(crate::events::ListenerId, ListenerFn)>>,
+    _serial: MutexGuard<'static, ()>,
+}
+
+type ListenerFn = Arc<dyn Fn(&crate::events::Event) + Send + Sync>;
+
+impl GlobalHooksFixture {
+    /// Waits for other fixture holders, saves the global registry and resets
+    /// it to the link-time hooks.
+    pub fn new() -> Self {
+        // A test that panicked while holding the fixture poisons the lock;
+        // its drop already restored the registry, so the lock is reusable.
+        let serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+        let registry = global_registry();
+        let saved = registry.snapshot_full();
+        let saved_listeners = registry.events().listeners_snapshot();
+        registry.clear_all_hooks();
+        registry.restore_static_hooks();
+        registry.events().clear();
+        GlobalHooksFixture {
+            saved,
+            saved_listeners,
+            _serial: serial,
+        }
+    }
+}
+
+impl Default for GlobalHooksFixture {
+    fn default() -> Self {
+        GlobalHooksFixture::new()
+    }
+}
+
+impl Drop for GlobalHooksFixture {
+    fn drop(&mut self) {
+        let registry = global_registry();
+        registry.restore_snapshot(Arc::clone(&self.saved));
+        registry
+            .events()
+            .restore_listeners(Arc::clone(&self.saved_listeners));
+    }
+}
+
+impl std::fmt::Debug for GlobalHooksFixture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GlobalHooksFixture").finish_non_exhaustive()
+    }
+}

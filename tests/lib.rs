@@ -1,0 +1,1 @@
+//! Hooks registered from a library module nothing refers to.
