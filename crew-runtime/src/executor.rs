@@ -10,9 +10,7 @@
 //! agent that reaches its `max_iter` turns without answering stops with a
 //! note as its output, and the crew goes on.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use hooks_core::{AgentInfo, CrewInfo, Dispatcher, Event, TaskInfo};
 
@@ -21,6 +19,7 @@ use crate::error::CrewError;
 use crate::inputs::Inputs;
 use crate::llm::{ChatMessage, LlmRequest, ModelTurn, ToolCallRequest};
 use crate::output::{CrewOutput, TaskOutput};
+use crate::pool::{CallPool, Turn};
 use crate::prompt;
 use crate::task::Task;
 
@@ -29,9 +28,9 @@ pub(crate) fn kickoff(crew: &Crew, inputs: &Inputs) -> Result<CrewOutput, CrewEr
     let inner = crew.inner();
     let tasks = fill_inputs(inner, inputs)?;
     let crew_info: Arc<dyn CrewInfo> = Arc::new(crew.clone());
-    let dispatcher = crew.dispatcher();
+    let mut pool = CallPool::new(inner.max_concurrent_tool_calls);
     let mut outputs: Vec<TaskOutput> = Vec::with_capacity(tasks.len());
-    for (position, (crew_task, task)) in inner.tasks.iter().zip(&tasks).enumerate() {
+    for (position, (crew_task, task)) in inner.tasks.iter().zip(tasks).enumerate() {
         // Built crews only hold agent indices they resolved themselves.
         let agent = &inner.agents[crew_task.agent];
         let context: Vec<&str> = crew_task
@@ -40,16 +39,15 @@ pub(crate) fn kickoff(crew: &Crew, inputs: &Inputs) -> Result<CrewOutput, CrewEr
             .filter_map(|&earlier| outputs.get(earlier))
             .map(|output| output.raw.as_str())
             .collect();
-        let run = AgentRun {
-            crew: inner,
-            dispatcher,
-            agent,
-            task,
+        let run = Arc::new(AgentRun {
+            crew: crew.clone(),
+            agent: crew_task.agent,
             agent_info: agent.agent.clone(),
             task_info: task.clone(),
+            task,
             crew_info: crew_info.clone(),
             verbose: inner.verbose || agent.agent.verbose(),
-        };
+        });
         if run.verbose {
             hooks_core::console::print_line(&format!(
                 "[{}] task {}/{} for {}: {}",
@@ -57,10 +55,10 @@ pub(crate) fn kickoff(crew: &Crew, inputs: &Inputs) -> Result<CrewOutput, CrewEr
                 position + 1,
                 inner.tasks.len(),
                 agent.agent.role(),
-                excerpt(task.description(), 200)
+                excerpt(run.task.description(), 200)
             ));
         }
-        let output = run.work(&context)?;
+        let output = run.work(&context, &mut pool)?;
         outputs.push(output);
     }
     let raw = outputs.last().map(|o| o.raw.clone()).unwrap_or_default();
@@ -94,33 +92,51 @@ fn fill_inputs(inner: &CrewInner, inputs: &Inputs) -> Result<Vec<Arc<Task>>, Cre
 
 /// One agent working on one task: everything a tool call needs, shared by
 /// the threads that run one turn's calls.
-pub(crate) struct AgentRun<'a> {
-    pub(crate) crew: &'a CrewInner,
-    pub(crate) dispatcher: Dispatcher<'a>,
-    pub(crate) agent: &'a CrewAgent,
-    pub(crate) task: &'a Task,
+pub(crate) struct AgentRun {
+    pub(crate) crew: Crew,
+    /// Index into the crew's agents.
+    pub(crate) agent: usize,
+    pub(crate) task: Arc<Task>,
     pub(crate) agent_info: Arc<dyn AgentInfo>,
     pub(crate) task_info: Arc<dyn TaskInfo>,
     pub(crate) crew_info: Arc<dyn CrewInfo>,
     pub(crate) verbose: bool,
 }
 
-impl AgentRun<'_> {
-    fn role(&self) -> &str {
-        self.agent.agent.role()
+impl AgentRun {
+    pub(crate) fn inner(&self) -> &CrewInner {
+        self.crew.inner()
+    }
+
+    pub(crate) fn agent(&self) -> &CrewAgent {
+        // Built crews only hold agent indices they resolved themselves.
+        &self.crew.inner().agents[self.agent]
+    }
+
+    pub(crate) fn dispatcher(&self) -> Dispatcher<'_> {
+        self.crew.dispatcher()
+    }
+
+    pub(crate) fn role(&self) -> &str {
+        self.agent().agent.role()
     }
 
     /// The model-turn loop of one task.
-    fn work(&self, context: &[&str]) -> Result<TaskOutput, CrewError> {
-        let agent = &*self.agent.agent;
+    fn work(
+        self: &Arc<Self>,
+        context: &[&str],
+        pool: &mut CallPool,
+    ) -> Result<TaskOutput, CrewError> {
+        let crew_agent = self.agent();
+        let agent = &*crew_agent.agent;
         let mut messages = vec![
             prompt::system_message(agent),
-            prompt::task_message(self.task, context),
+            prompt::task_message(&self.task, context),
         ];
         for turn in 1..=agent.max_iter() {
             let request = LlmRequest {
                 messages: &messages,
-                tools: &self.agent.definitions,
+                tools: &crew_agent.definitions,
             };
             let answer = agent
                 .llm()
@@ -143,14 +159,13 @@ impl AgentRun<'_> {
                     calls.len()
                 ));
             }
-            messages.push(ChatMessage::assistant_tool_calls(content, calls));
-            let calls = &messages[messages.len() - 1].tool_calls;
-            let observations = self.run_calls(calls)?;
+            let (calls, observations) = self.run_calls(calls, pool)?;
             let answers: Vec<ChatMessage> = calls
                 .iter()
                 .zip(observations)
                 .map(|(call, observation)| ChatMessage::tool(call.id.clone(), observation))
                 .collect();
+            messages.push(ChatMessage::assistant_tool_calls(content, calls));
             messages.extend(answers);
         }
         let note = format!(
@@ -175,68 +190,31 @@ impl AgentRun<'_> {
         }
     }
 
-    /// Runs one turn's calls and returns their observations in call order.
+    /// Runs one turn's calls; returns them with their observations, in
+    /// call order.
     ///
     /// A single call runs on this thread. Several run on up to
     /// `max_concurrent_tool_calls` threads (this one included), each taking
     /// the next call in order. Once a POST hook aborts, no further call
     /// starts; calls already running finish, and the abort of the earliest
     /// call (in call order) ends the run.
-    fn run_calls(&self, calls: &[ToolCallRequest]) -> Result<Vec<String>, CrewError> {
-        let threads = self.crew.max_concurrent_tool_calls.min(calls.len());
-        if threads <= 1 {
-            return calls.iter().map(|call| self.run_call(call)).collect();
+    #[allow(clippy::type_complexity)]
+    fn run_calls(
+        self: &Arc<Self>,
+        calls: Vec<ToolCallRequest>,
+        pool: &mut CallPool,
+    ) -> Result<(Vec<ToolCallRequest>, Vec<String>), CrewError> {
+        if calls.len() <= 1 || self.inner().max_concurrent_tool_calls <= 1 {
+            let observations = calls
+                .iter()
+                .map(|call| self.run_call(call))
+                .collect::<Result<_, _>>()?;
+            return Ok((calls, observations));
         }
-        let slots: Vec<OnceLock<Result<String, CrewError>>> =
-            calls.iter().map(|_| OnceLock::new()).collect();
-        let next = AtomicUsize::new(0);
-        let stop = AtomicBool::new(false);
-        let work = || {
-            while !stop.load(Ordering::Relaxed) {
-                let index = next.fetch_add(1, Ordering::Relaxed);
-                let (Some(call), Some(slot)) = (calls.get(index), slots.get(index)) else {
-                    break;
-                };
-                let result = self.run_call(call);
-                if result.is_err() {
-                    stop.store(true, Ordering::Relaxed);
-                }
-                // Each index is taken by one thread only, so the slot is empty.
-                let _ = slot.set(result);
-            }
-        };
-        std::thread::scope(|scope| {
-            let mut handles = Vec::with_capacity(threads - 1);
-            for worker in 1..threads {
-                let spawned = std::thread::Builder::new()
-                    .name(format!("tool-call-{worker}"))
-                    .spawn_scoped(scope, work);
-                match spawned {
-                    Ok(handle) => handles.push(handle),
-                    Err(error) => {
-                        // Fewer threads only means less concurrency.
-                        tracing::warn!(
-                            target: "crew_runtime::executor",
-                            "could not start a thread for tool calls ({error}); running them on fewer threads"
-                        );
-                        break;
-                    }
-                }
-            }
-            // Hook and tool panics are contained inside `run_call`; this
-            // only guards the executor's own code.
-            if catch_unwind(AssertUnwindSafe(&work)).is_err() {
-                stop.store(true, Ordering::Relaxed);
-            }
-            for handle in handles {
-                if handle.join().is_err() {
-                    stop.store(true, Ordering::Relaxed);
-                }
-            }
-        });
+        let (calls, outcomes) = pool.run(Turn::new(Arc::clone(self), calls));
         let mut observations = Vec::with_capacity(calls.len());
-        for slot in slots {
-            match slot.into_inner() {
+        for outcome in outcomes {
+            match outcome {
                 Some(Ok(observation)) => observations.push(observation),
                 Some(Err(error)) => return Err(error),
                 None => observations.push(
@@ -245,7 +223,7 @@ impl AgentRun<'_> {
                 ),
             }
         }
-        Ok(observations)
+        Ok((calls, observations))
     }
 
     pub(crate) fn say(&self, line: &str) {
@@ -253,14 +231,16 @@ impl AgentRun<'_> {
     }
 
     pub(crate) fn listening(&self) -> bool {
-        self.crew.global.events().has_listeners() || self.crew.scoped.events().has_listeners()
+        let inner = self.inner();
+        inner.global.events().has_listeners() || inner.scoped.events().has_listeners()
     }
 
     /// Sends a tool-usage event to the global registry's bus and the
     /// crew's, as dispatches do.
     pub(crate) fn emit(&self, event: Event) {
-        self.crew.global.events().emit(&event);
-        self.crew.scoped.events().emit(&event);
+        let inner = self.inner();
+        inner.global.events().emit(&event);
+        inner.scoped.events().emit(&event);
     }
 }
 

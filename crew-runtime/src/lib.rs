@@ -66,6 +66,7 @@ mod executor;
 mod inputs;
 pub mod llm;
 mod output;
+mod pool;
 mod prompt;
 mod scripted;
 mod task;

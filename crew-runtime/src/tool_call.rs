@@ -31,7 +31,7 @@ use crate::executor::{AgentRun, excerpt};
 use crate::llm::ToolCallRequest;
 use crate::tool::Tool;
 
-impl AgentRun<'_> {
+impl AgentRun {
     /// Runs one tool call the model asked for and returns the observation
     /// the model gets, or the abort of a POST hook.
     pub(crate) fn run_call(&self, call: &ToolCallRequest) -> Result<String, CrewError> {
@@ -43,8 +43,8 @@ impl AgentRun<'_> {
             .with_agent(Arc::clone(&self.agent_info))
             .with_task(Arc::clone(&self.task_info))
             .with_crew(Arc::clone(&self.crew_info))
-            .with_human_input(Arc::clone(&self.crew.human_input));
-        let tool = self.agent.find_tool(&ctx.tool_name);
+            .with_human_input(Arc::clone(&self.inner().human_input));
+        let tool = self.agent().find_tool(&ctx.tool_name);
         if let Some(tool) = tool {
             ctx.tool = Some(Arc::clone(tool) as Arc<dyn ToolInfo>);
         }
@@ -55,7 +55,7 @@ impl AgentRun<'_> {
 
         let mut ran_for = Duration::ZERO;
         let mut before_post = None;
-        let result = self.dispatcher.run_tool_call(&mut ctx, |ctx| {
+        let result = self.dispatcher().run_tool_call(&mut ctx, |ctx| {
             let output = match tool {
                 Some(tool) => self.execute(tool, ctx, &mut ran_for),
                 None => self.not_found(call),
@@ -86,9 +86,9 @@ impl AgentRun<'_> {
                         result: report.observation.clone(),
                         blocked: report.blocked.is_some(),
                         duration: ran_for,
-                        agent_role: Some(self.agent.agent.role().to_owned()),
+                        agent_role: Some(self.role().to_owned()),
                         task: Some(self.task.description().to_owned()),
-                        crew: Some(self.crew.name.clone()),
+                        crew: Some(self.inner().name.clone()),
                     }));
                 }
                 Ok(report.observation)
@@ -102,7 +102,7 @@ impl AgentRun<'_> {
                 }
                 Err(CrewError::Aborted {
                     tool: ctx.tool_name,
-                    agent: self.agent.agent.role().to_owned(),
+                    agent: self.role().to_owned(),
                     abort,
                 })
             }
@@ -121,9 +121,9 @@ impl AgentRun<'_> {
             self.emit(Event::ToolUsageStarted(ToolUsageStartedEvent {
                 tool_name: ctx.tool_name.clone(),
                 tool_input: Value::Object(ctx.tool_input.clone()),
-                agent_role: Some(self.agent.agent.role().to_owned()),
+                agent_role: Some(self.role().to_owned()),
                 task: Some(self.task.description().to_owned()),
-                crew: Some(self.crew.name.clone()),
+                crew: Some(self.inner().name.clone()),
             }));
         }
         let started = (listening || self.verbose).then(Instant::now);
@@ -139,7 +139,7 @@ impl AgentRun<'_> {
                 tracing::warn!(
                     target: "crew_runtime::executor",
                     tool = %ctx.tool_name,
-                    agent = %self.agent.agent.role(),
+                    agent = %self.role(),
                     "{message}; the panic was contained and reported to the agent"
                 );
                 message
@@ -154,7 +154,7 @@ impl AgentRun<'_> {
         let message = format!(
             "Tool not found: {}. Available tools: {}",
             call.name,
-            self.agent.tool_names()
+            self.agent().tool_names()
         );
         self.report_error(&call.name, &message);
         ToolOutput::text(message)
@@ -168,7 +168,7 @@ impl AgentRun<'_> {
             "Invalid arguments for tool `{name}`: {problem}. No tool ran; call it again with a \
              JSON object of arguments that matches its schema."
         );
-        let event_name = if self.agent.find_tool(&name).is_some() {
+        let event_name = if self.agent().find_tool(&name).is_some() {
             name.as_str()
         } else {
             call.name.as_str()
@@ -185,9 +185,9 @@ impl AgentRun<'_> {
             self.emit(Event::ToolUsageError(ToolUsageErrorEvent {
                 tool_name: tool_name.to_owned(),
                 error: error.to_owned(),
-                agent_role: Some(self.agent.agent.role().to_owned()),
+                agent_role: Some(self.role().to_owned()),
                 task: Some(self.task.description().to_owned()),
-                crew: Some(self.crew.name.clone()),
+                crew: Some(self.inner().name.clone()),
             }));
         }
     }
