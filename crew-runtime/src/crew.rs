@@ -106,18 +106,6 @@ pub(crate) struct CrewTask {
     pub(crate) context: Vec<usize>,
 }
 
-impl CrewInner {
-    fn filter_warnings(&self) -> Vec<FilterWarning> {
-        let tools: BTreeSet<&str> = self
-            .agents
-            .iter()
-            .flat_map(|a| a.tools.iter().map(|t| t.name()))
-            .collect();
-        let roles: BTreeSet<&str> = self.agents.iter().map(|a| a.agent.role()).collect();
-        check_filters(&self.name, &[&self.global, &self.scoped], &tools, &roles)
-    }
-}
-
 pub(crate) struct CrewInner {
     pub(crate) name: String,
     pub(crate) agents: Vec<CrewAgent>,
@@ -130,6 +118,18 @@ pub(crate) struct CrewInner {
     pub(crate) max_concurrent_tool_calls: usize,
     strict: bool,
     warnings: Vec<FilterWarning>,
+}
+
+impl CrewInner {
+    fn filter_warnings(&self) -> Vec<FilterWarning> {
+        let tools: BTreeSet<&str> = self
+            .agents
+            .iter()
+            .flat_map(|a| a.tools.iter().map(|t| t.name()))
+            .collect();
+        let roles: BTreeSet<&str> = self.agents.iter().map(|a| a.agent.role()).collect();
+        check_filters(&self.name, &[&self.global, &self.scoped], &tools, &roles)
+    }
 }
 
 /// A crew: agents working through tasks, every tool call through the hook

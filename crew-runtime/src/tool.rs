@@ -58,6 +58,15 @@ struct ToolInner {
 /// `web_search`), so `tools = ["Web Search"]` and the tool always agree.
 ///
 /// Hooks reach the tool as `ctx.tool_as::<Tool>()`.
+///
+/// A tool only runs inside a crew, each call through the hook chains: there
+/// is no method to call one directly.
+///
+/// ```compile_fail,E0624
+/// use crew_runtime::Tool;
+/// let tool = Tool::dynamic("t", "", serde_json::json!({}), |v| Ok::<_, String>(v));
+/// tool.invoke(&Default::default()); // private: only the executor runs tools
+/// ```
 #[derive(Clone)]
 pub struct Tool {
     inner: Arc<ToolInner>,
@@ -369,6 +378,16 @@ mod tests {
         assert_eq!(output.rendered, r#"{"titles":["rust"],"total":3}"#);
         assert_eq!(output.raw.downcast_ref::<Hits>().map(|h| h.total), Some(3));
         assert_eq!(output.raw.as_json()["total"], 3);
+    }
+
+    #[test]
+    fn typed_accepts_explicit_argument_and_output_types() {
+        let tool: Tool = Tool::typed::<Args, usize, _>("len", "", |args| {
+            Ok::<_, std::convert::Infallible>(args.query.len())
+        })
+        .build();
+        let output = tool.invoke(&object(json!({"query": "four"})));
+        assert_eq!(output.map(|o| o.rendered), Ok("4".to_owned()));
     }
 
     #[test]

@@ -273,3 +273,63 @@ fn crew_build_errors_say_what_to_fix() {
         assert_eq!(result.map(|_| ()), Err(expected));
     }
 }
+
+#[test]
+fn verbose_output_does_not_change_the_run() {
+    let global = fresh_registry();
+    global
+        .register_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().tools(["delete_file"]),
+            |_: &mut ToolCallHookContext| -> Result<(), HookAborted> {
+                Err(HookAborted::new("no deletes", "policy"))
+            },
+        )
+        .expect("registers");
+    global
+        .register_hook(POST_TOOL_CALL, |ctx: &mut ToolCallHookContext| {
+            ctx.tool_result.as_deref().map(str::to_uppercase)
+        })
+        .expect("registers");
+    let run = |verbose: bool| {
+        let llm = Arc::new(
+            ScriptedLlm::new()
+                .calls([
+                    ("web_search", json!({"query": "rust"})),
+                    ("delete_file", json!({"path": "x"})),
+                ])
+                .call_raw("web_search", "[]")
+                .answer("done"),
+        );
+        let researcher = Agent::builder("Researcher")
+            .tool(search_tool(&log()))
+            .llm(llm.clone())
+            .verbose(verbose)
+            .build();
+        let crew = Crew::builder()
+            .agent(researcher.clone())
+            .task(Task::builder("Research").agent(&researcher).build())
+            .global_registry(global.clone())
+            .build()
+            .expect("builds");
+        let output = crew.kickoff(()).expect("runs");
+        let seen: Vec<Vec<String>> = llm
+            .requests()
+            .iter()
+            .map(|r| r.observations().into_iter().map(str::to_owned).collect())
+            .collect();
+        (output, seen)
+    };
+
+    let quiet = run(false);
+    let verbose = run(true);
+
+    assert_eq!(quiet, verbose);
+    assert_eq!(
+        quiet.1[1],
+        [
+            "RESULTS FOR RUST",
+            "TOOL EXECUTION BLOCKED BY HOOK. TOOL: DELETE_FILE"
+        ]
+    );
+}
