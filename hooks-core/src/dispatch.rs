@@ -172,7 +172,9 @@ impl<'a> Dispatcher<'a> {
             .map(|snapshot| &snapshot.chains[point.index()]);
 
         let listening = self.global.events().has_listeners()
-            || scoped.is_some_and(|s| s.events().has_listeners())
+            // The crew's bus hears every dispatch of its calls, also when
+            // the crew has no hooks of its own at this point.
+            || self.scoped.is_some_and(|s| s.events().has_listeners())
             || tracing::enabled!(target: "hooks_core::dispatch", tracing::Level::DEBUG);
         let started = listening.then(Instant::now);
 
@@ -183,7 +185,7 @@ impl<'a> Dispatcher<'a> {
                 continue;
             }
             state.hooks_run += 1;
-            if run_one(point, entry, ctx, &mut state, self, scoped).is_break() {
+            if run_one(point, entry, ctx, &mut state, self, self.scoped).is_break() {
                 break;
             }
         }
@@ -212,7 +214,7 @@ impl<'a> Dispatcher<'a> {
                 abort_source = event.abort_source.as_deref().unwrap_or(""),
                 "hook chain dispatched"
             );
-            self.emit(scoped, Event::HookDispatched(event));
+            self.emit(self.scoped, Event::HookDispatched(event));
         }
         outcome
     }

@@ -1,0 +1,177 @@
+//! Agents: a role, a goal, a backstory, tools and a model.
+
+use std::fmt;
+use std::sync::Arc;
+
+use hooks_core::AgentInfo;
+
+use crate::llm::Llm;
+use crate::scripted::ScriptedLlm;
+use crate::tool::Tool;
+
+/// How many model turns an agent gets per task unless told otherwise.
+pub const DEFAULT_MAX_ITER: usize = 15;
+
+/// An agent: it works on tasks by asking its model, which may call the
+/// agent's tools (every call through the hook chains) before answering.
+///
+/// The role names the agent: `agents = [...]` hook filters match it exactly,
+/// and a crew's agents must have different roles.
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::{Agent, ScriptedLlm};
+///
+/// let researcher = Agent::builder("Researcher")
+///     .goal("Find facts")
+///     .backstory("A careful analyst")
+///     .llm(Arc::new(ScriptedLlm::new().answer("Rust is memory-safe.")))
+///     .max_iter(5)
+///     .build();
+/// assert_eq!(researcher.role(), "Researcher");
+/// ```
+#[derive(Clone)]
+pub struct Agent {
+    role: String,
+    goal: String,
+    backstory: String,
+    tools: Vec<Tool>,
+    llm: Arc<dyn Llm>,
+    max_iter: usize,
+    verbose: bool,
+}
+
+impl Agent {
+    /// Starts an agent with this role.
+    pub fn builder(role: impl Into<String>) -> AgentBuilder {
+        AgentBuilder {
+            agent: Agent {
+                role: role.into(),
+                goal: String::new(),
+                backstory: String::new(),
+                tools: Vec::new(),
+                llm: Arc::new(ScriptedLlm::new()),
+                max_iter: DEFAULT_MAX_ITER,
+                verbose: false,
+            },
+        }
+    }
+
+    /// The role.
+    pub fn role(&self) -> &str {
+        &self.role
+    }
+
+    /// The goal.
+    pub fn goal(&self) -> &str {
+        &self.goal
+    }
+
+    /// The backstory.
+    pub fn backstory(&self) -> &str {
+        &self.backstory
+    }
+
+    /// The tools the agent may call.
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// The model.
+    pub fn llm(&self) -> &Arc<dyn Llm> {
+        &self.llm
+    }
+
+    /// The most model turns the agent takes per task.
+    pub fn max_iter(&self) -> usize {
+        self.max_iter
+    }
+
+    /// Whether the agent prints its turns, tool calls and hook decisions.
+    pub fn verbose(&self) -> bool {
+        self.verbose
+    }
+}
+
+impl AgentInfo for Agent {
+    fn role(&self) -> &str {
+        &self.role
+    }
+}
+
+impl fmt::Debug for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Agent")
+            .field("role", &self.role)
+            .field("goal", &self.goal)
+            .field(
+                "tools",
+                &self.tools.iter().map(Tool::name).collect::<Vec<_>>(),
+            )
+            .field("llm", &self.llm.name())
+            .field("max_iter", &self.max_iter)
+            .field("verbose", &self.verbose)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds an [`Agent`]; start with [`Agent::builder`].
+#[derive(Debug, Clone)]
+#[must_use = "call .build() to get the agent"]
+pub struct AgentBuilder {
+    agent: Agent,
+}
+
+impl AgentBuilder {
+    /// What the agent tries to achieve.
+    pub fn goal(mut self, goal: impl Into<String>) -> Self {
+        self.agent.goal = goal.into();
+        self
+    }
+
+    /// Who the agent is.
+    pub fn backstory(mut self, backstory: impl Into<String>) -> Self {
+        self.agent.backstory = backstory.into();
+        self
+    }
+
+    /// Adds a tool.
+    pub fn tool(mut self, tool: impl Into<Tool>) -> Self {
+        self.agent.tools.push(tool.into());
+        self
+    }
+
+    /// Adds several tools.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
+        self.agent.tools.extend(tools);
+        self
+    }
+
+    /// The model the agent asks. Without one the agent has an empty
+    /// [`ScriptedLlm`], so its first turn fails with
+    /// `LlmError::ScriptExhausted`: give every agent a model.
+    pub fn llm(mut self, llm: Arc<dyn Llm>) -> Self {
+        self.agent.llm = llm;
+        self
+    }
+
+    /// The most model turns per task (default [`DEFAULT_MAX_ITER`]). An
+    /// agent that reaches it without a final answer stops with a note as
+    /// its output (see [`TaskOutput::iteration_limit_reached`](crate::TaskOutput::iteration_limit_reached)).
+    pub fn max_iter(mut self, max_iter: usize) -> Self {
+        self.agent.max_iter = max_iter;
+        self
+    }
+
+    /// Prints the agent's turns, tool calls, hook decisions and
+    /// observations on the console.
+    pub fn verbose(mut self, verbose: bool) -> Self {
+        self.agent.verbose = verbose;
+        self
+    }
+
+    /// The agent.
+    pub fn build(self) -> Agent {
+        self.agent
+    }
+}

@@ -1,0 +1,159 @@
+//! What can go wrong building a crew or running one.
+
+use hooks_core::{HookAborted, RegisterError};
+
+use crate::check::FilterWarning;
+use crate::llm::LlmError;
+
+/// Why a crew could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The crew has no task.
+    #[error("a crew needs at least one task: add one with Crew::builder().task(..)")]
+    NoTasks,
+    /// A task has no agent.
+    #[error(
+        "task {index} ({task:?}) has no agent: give it one with Task::builder(..).agent(&agent)"
+    )]
+    TaskWithoutAgent {
+        /// The task's position (1-based).
+        index: usize,
+        /// The task's description.
+        task: String,
+    },
+    /// Two agents share a role.
+    #[error(
+        "two agents of the crew have the role `{role}`: roles name agents in hook filters \
+         and in tasks, so each agent of a crew needs its own"
+    )]
+    DuplicateRole {
+        /// The role.
+        role: String,
+    },
+    /// An agent has two tools with one (normalized) name.
+    #[error(
+        "agent `{role}` has two tools named `{tool}` (after normalization): the model could not \
+         tell them apart; rename one"
+    )]
+    DuplicateTool {
+        /// The agent's role.
+        role: String,
+        /// The tool name.
+        tool: String,
+    },
+    /// A tool's name normalizes to nothing.
+    #[error(
+        "agent `{role}` has a tool whose name is empty after normalization (described as \
+         {description:?}): name tools with letters or digits"
+    )]
+    EmptyToolName {
+        /// The agent's role.
+        role: String,
+        /// The tool's description, to find it by.
+        description: String,
+    },
+    /// An agent may take no model turn at all.
+    #[error("agent `{role}` has max_iter 0, so it could never ask its model: use at least 1")]
+    ZeroMaxIter {
+        /// The agent's role.
+        role: String,
+    },
+    /// A task takes context from a task that does not run before it.
+    #[error(
+        "task {index} ({task:?}) takes context from a task that does not run before it in this \
+         crew: list that task earlier in the crew"
+    )]
+    ContextNotEarlier {
+        /// The task's position (1-based).
+        index: usize,
+        /// The task's description.
+        task: String,
+    },
+    /// A crew hook could not be registered.
+    #[error("a crew hook could not be registered: {0}")]
+    Register(#[from] RegisterError),
+    /// Strict mode: some hook filters name nothing in the crew.
+    #[error(
+        "strict mode: {} hook filter(s) name no tool or role of this crew:\n{}",
+        .0.len(),
+        bullet_list(.0)
+    )]
+    UnmatchedHookFilters(Vec<FilterWarning>),
+}
+
+fn bullet_list(warnings: &[FilterWarning]) -> String {
+    warnings
+        .iter()
+        .map(|w| format!("  - {w}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Why a kickoff did not finish.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CrewError {
+    /// A task uses `{placeholder}`s that the kickoff inputs do not give.
+    /// Checked for every task before any runs.
+    #[error(
+        "task {index} ({task:?}) uses {} that kickoff was not given; inputs given: {}",
+        names(.missing),
+        names_or_none(.provided)
+    )]
+    MissingInputs {
+        /// The task's position (1-based).
+        index: usize,
+        /// The task's description, as written.
+        task: String,
+        /// The placeholders without a value.
+        missing: Vec<String>,
+        /// The names of the inputs given.
+        provided: Vec<String>,
+    },
+    /// A `POST_TOOL_CALL` hook aborted the run (after the tool ran).
+    #[error("the run was aborted after `{tool}` (agent `{agent}`) ran: {abort}")]
+    Aborted {
+        /// The normalized tool name of the call whose POST chain aborted.
+        tool: String,
+        /// The role of the agent that made the call.
+        agent: String,
+        /// The hook's reason and source.
+        #[source]
+        abort: HookAborted,
+    },
+    /// An agent's model failed.
+    #[error("agent `{agent}`: the model failed: {source}")]
+    Model {
+        /// The agent's role.
+        agent: String,
+        /// What the model said.
+        #[source]
+        source: LlmError,
+    },
+}
+
+impl CrewError {
+    /// The hook's abort, when a POST hook ended the run.
+    pub fn abort(&self) -> Option<&HookAborted> {
+        match self {
+            CrewError::Aborted { abort, .. } => Some(abort),
+            _ => None,
+        }
+    }
+}
+
+fn names(list: &[String]) -> String {
+    list.iter()
+        .map(|name| format!("{{{name}}}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn names_or_none(list: &[String]) -> String {
+    if list.is_empty() {
+        "none".to_owned()
+    } else {
+        list.join(", ")
+    }
+}

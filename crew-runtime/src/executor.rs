@@ -1,0 +1,253 @@
+//! The executor: runs a crew's tasks, each as a loop of model turns, and
+//! every tool call the model asks for through one path (see
+//! [`tool_call`](crate::tool_call)).
+//!
+//! A task's loop: the model is told who the agent is and what the task is
+//! (with the outputs of its context tasks); each turn it either answers, or
+//! asks for tool calls. The calls of one turn run concurrently (up to the
+//! crew's `max_concurrent_tool_calls`, a single call on the agent's own
+//! thread), and their observations go back to the model in call order. An
+//! agent that reaches its `max_iter` turns without answering stops with a
+//! note as its output, and the crew goes on.
+
+use std::sync::Arc;
+
+use hooks_core::{AgentInfo, CrewInfo, Dispatcher, Event, TaskInfo};
+
+use crate::crew::{Crew, CrewAgent, CrewInner};
+use crate::error::CrewError;
+use crate::inputs::Inputs;
+use crate::llm::{ChatMessage, LlmRequest, ModelTurn, ToolCallRequest};
+use crate::output::{CrewOutput, TaskOutput};
+use crate::pool::{CallPool, Turn};
+use crate::prompt;
+use crate::task::Task;
+
+/// Runs a crew's tasks in order.
+pub(crate) fn kickoff(crew: &Crew, inputs: &Inputs) -> Result<CrewOutput, CrewError> {
+    let inner = crew.inner();
+    let tasks = fill_inputs(inner, inputs)?;
+    let crew_info: Arc<dyn CrewInfo> = Arc::new(crew.clone());
+    let mut pool = CallPool::new(inner.max_concurrent_tool_calls);
+    let mut outputs: Vec<TaskOutput> = Vec::with_capacity(tasks.len());
+    for (position, (crew_task, task)) in inner.tasks.iter().zip(tasks).enumerate() {
+        // Built crews only hold agent indices they resolved themselves.
+        let agent = &inner.agents[crew_task.agent];
+        let context: Vec<&str> = crew_task
+            .context
+            .iter()
+            .filter_map(|&earlier| outputs.get(earlier))
+            .map(|output| output.raw.as_str())
+            .collect();
+        let run = Arc::new(AgentRun {
+            crew: crew.clone(),
+            agent: crew_task.agent,
+            agent_info: agent.agent.clone(),
+            task_info: task.clone(),
+            task,
+            crew_info: crew_info.clone(),
+            verbose: inner.verbose || agent.agent.verbose(),
+        });
+        if run.verbose {
+            hooks_core::console::print_line(&format!(
+                "[{}] task {}/{} for {}: {}",
+                inner.name,
+                position + 1,
+                inner.tasks.len(),
+                agent.agent.role(),
+                excerpt(run.task.description(), 200)
+            ));
+        }
+        let output = run.work(&context, &mut pool)?;
+        outputs.push(output);
+    }
+    let raw = outputs.last().map(|o| o.raw.clone()).unwrap_or_default();
+    Ok(CrewOutput {
+        raw,
+        tasks_output: outputs,
+    })
+}
+
+/// Every task with its inputs filled in, or the first task that uses an
+/// input that was not given (checked before anything runs).
+fn fill_inputs(inner: &CrewInner, inputs: &Inputs) -> Result<Vec<Arc<Task>>, CrewError> {
+    let mut filled = Vec::with_capacity(inner.tasks.len());
+    for (position, crew_task) in inner.tasks.iter().enumerate() {
+        let task = &crew_task.task;
+        let mut missing = Vec::new();
+        let description = inputs.interpolate(task.description(), &mut missing);
+        let expected_output = inputs.interpolate(task.expected_output(), &mut missing);
+        if !missing.is_empty() {
+            return Err(CrewError::MissingInputs {
+                index: position + 1,
+                task: task.description().to_owned(),
+                missing,
+                provided: inputs.names().map(str::to_owned).collect(),
+            });
+        }
+        filled.push(Arc::new(task.with_texts(description, expected_output)));
+    }
+    Ok(filled)
+}
+
+/// One agent working on one task: everything a tool call needs, shared by
+/// the threads that run one turn's calls.
+pub(crate) struct AgentRun {
+    pub(crate) crew: Crew,
+    /// Index into the crew's agents.
+    pub(crate) agent: usize,
+    pub(crate) task: Arc<Task>,
+    pub(crate) agent_info: Arc<dyn AgentInfo>,
+    pub(crate) task_info: Arc<dyn TaskInfo>,
+    pub(crate) crew_info: Arc<dyn CrewInfo>,
+    pub(crate) verbose: bool,
+}
+
+impl AgentRun {
+    pub(crate) fn inner(&self) -> &CrewInner {
+        self.crew.inner()
+    }
+
+    pub(crate) fn agent(&self) -> &CrewAgent {
+        // Built crews only hold agent indices they resolved themselves.
+        &self.crew.inner().agents[self.agent]
+    }
+
+    pub(crate) fn dispatcher(&self) -> Dispatcher<'_> {
+        self.crew.dispatcher()
+    }
+
+    pub(crate) fn role(&self) -> &str {
+        self.agent().agent.role()
+    }
+
+    /// The model-turn loop of one task.
+    fn work(
+        self: &Arc<Self>,
+        context: &[&str],
+        pool: &mut CallPool,
+    ) -> Result<TaskOutput, CrewError> {
+        let crew_agent = self.agent();
+        let agent = &*crew_agent.agent;
+        let mut messages = vec![
+            prompt::system_message(agent),
+            prompt::task_message(&self.task, context),
+        ];
+        for turn in 1..=agent.max_iter() {
+            let request = LlmRequest {
+                messages: &messages,
+                tools: &crew_agent.definitions,
+            };
+            let answer = agent
+                .llm()
+                .complete(&request)
+                .map_err(|source| CrewError::Model {
+                    agent: self.role().to_owned(),
+                    source,
+                })?;
+            let (content, calls) = match answer {
+                ModelTurn::FinalAnswer(answer) => return Ok(self.finish(answer, false)),
+                // Text with no calls is the model answering.
+                ModelTurn::ToolCalls { content, calls } if calls.is_empty() => {
+                    return Ok(self.finish(content, false));
+                }
+                ModelTurn::ToolCalls { content, calls } => (content, calls),
+            };
+            if self.verbose {
+                self.say(&format!(
+                    "turn {turn}: asks for {} tool call(s)",
+                    calls.len()
+                ));
+            }
+            let (calls, observations) = self.run_calls(calls, pool)?;
+            let answers: Vec<ChatMessage> = calls
+                .iter()
+                .zip(observations)
+                .map(|(call, observation)| ChatMessage::tool(call.id.clone(), observation))
+                .collect();
+            messages.push(ChatMessage::assistant_tool_calls(content, calls));
+            messages.extend(answers);
+        }
+        let note = format!(
+            "Agent stopped: it reached its limit of {} model turns (max_iter) without giving a \
+             final answer.",
+            agent.max_iter()
+        );
+        tracing::warn!(target: "crew_runtime::executor", agent = %self.role(), "{note}");
+        Ok(self.finish(note, true))
+    }
+
+    fn finish(&self, raw: String, iteration_limit_reached: bool) -> TaskOutput {
+        if self.verbose {
+            self.say(&format!("final answer: {}", excerpt(&raw, 500)));
+        }
+        TaskOutput {
+            description: self.task.description().to_owned(),
+            expected_output: self.task.expected_output().to_owned(),
+            agent: self.role().to_owned(),
+            raw,
+            iteration_limit_reached,
+        }
+    }
+
+    /// Runs one turn's calls; returns them with their observations, in
+    /// call order.
+    ///
+    /// A single call runs on this thread. Several run on up to
+    /// `max_concurrent_tool_calls` threads (this one included), each taking
+    /// the next call in order. Once a POST hook aborts, no further call
+    /// starts; calls already running finish, and the abort of the earliest
+    /// call (in call order) ends the run.
+    #[allow(clippy::type_complexity)]
+    fn run_calls(
+        self: &Arc<Self>,
+        calls: Vec<ToolCallRequest>,
+        pool: &mut CallPool,
+    ) -> Result<(Vec<ToolCallRequest>, Vec<String>), CrewError> {
+        if calls.len() <= 1 || self.inner().max_concurrent_tool_calls <= 1 {
+            let observations = calls
+                .iter()
+                .map(|call| self.run_call(call))
+                .collect::<Result<_, _>>()?;
+            return Ok((calls, observations));
+        }
+        let (calls, outcomes) = pool.run(Turn::new(Arc::clone(self), calls));
+        let mut observations = Vec::with_capacity(calls.len());
+        for outcome in outcomes {
+            match outcome {
+                Some(Ok(observation)) => observations.push(observation),
+                Some(Err(error)) => return Err(error),
+                None => observations.push(
+                    "Error executing tool: the call was interrupted by an internal error"
+                        .to_owned(),
+                ),
+            }
+        }
+        Ok((calls, observations))
+    }
+
+    pub(crate) fn say(&self, line: &str) {
+        hooks_core::console::print_line(&format!("[{}] {line}", self.role()));
+    }
+
+    pub(crate) fn listening(&self) -> bool {
+        let inner = self.inner();
+        inner.global.events().has_listeners() || inner.scoped.events().has_listeners()
+    }
+
+    /// Sends a tool-usage event to the global registry's bus and the
+    /// crew's, as dispatches do.
+    pub(crate) fn emit(&self, event: Event) {
+        let inner = self.inner();
+        inner.global.events().emit(&event);
+        inner.scoped.events().emit(&event);
+    }
+}
+
+/// At most `limit` characters of `text`, with `…` when cut.
+pub(crate) fn excerpt(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}

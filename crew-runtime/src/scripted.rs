@@ -1,0 +1,356 @@
+//! A model that replays a fixed plan: the embedded default, so examples and
+//! tests run offline and deterministically.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::Value;
+
+use crate::llm::{ChatMessage, Llm, LlmError, LlmRequest, ModelTurn, Role, ToolCallRequest};
+
+/// One tool call in a [`ScriptedLlm`] plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptedCall {
+    name: String,
+    arguments: String,
+}
+
+impl ScriptedCall {
+    /// A call of `name` with these JSON arguments.
+    pub fn new(name: impl Into<String>, arguments: Value) -> Self {
+        ScriptedCall::raw(name, arguments.to_string())
+    }
+
+    /// A call whose arguments are this exact text (which may be invalid
+    /// JSON, or JSON that is not an object: what a confused model sends).
+    pub fn raw(name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        ScriptedCall {
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+}
+
+impl<N: Into<String>> From<(N, Value)> for ScriptedCall {
+    fn from((name, arguments): (N, Value)) -> Self {
+        ScriptedCall::new(name, arguments)
+    }
+}
+
+type AnswerFn = dyn FnOnce(&LlmRequest<'_>) -> String + Send;
+
+enum PlannedTurn {
+    Fixed(ModelTurn),
+    Answer(Box<AnswerFn>),
+}
+
+/// A request the scripted model received: what the model saw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    /// The conversation, oldest first.
+    pub messages: Vec<ChatMessage>,
+    /// The names of the tools on offer.
+    pub tools: Vec<String>,
+}
+
+impl RecordedRequest {
+    /// The tool observations answering the model's previous turn, in call
+    /// order (the trailing `Role::Tool` messages).
+    pub fn observations(&self) -> Vec<&str> {
+        let trailing = self
+            .messages
+            .iter()
+            .rev()
+            .take_while(|m| m.role == Role::Tool)
+            .count();
+        self.messages[self.messages.len() - trailing..]
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect()
+    }
+
+    /// The first user message (the task as the agent was given it).
+    pub fn task_prompt(&self) -> Option<&str> {
+        self.messages
+            .iter()
+            .find(|m| m.role == Role::User)
+            .map(|m| m.content.as_str())
+    }
+}
+
+/// A model that replays a plan of turns, one per request, and records every
+/// request it receives. When the plan is used up it answers
+/// [`LlmError::ScriptExhausted`].
+///
+/// Share it as an `Arc` to read the recorded requests after a run:
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::{ScriptedCall, ScriptedLlm};
+/// use serde_json::json;
+///
+/// let llm = Arc::new(
+///     ScriptedLlm::new()
+///         .call("web_search", json!({"query": "rust"}))
+///         .calls([
+///             ScriptedCall::new("read_page", json!({"url": "a"})),
+///             ScriptedCall::raw("read_page", "{not json"),
+///         ])
+///         .answer("done"),
+/// );
+/// assert_eq!(llm.remaining(), 3);
+/// ```
+pub struct ScriptedLlm {
+    name: String,
+    plan: Mutex<VecDeque<PlannedTurn>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+    asked: AtomicUsize,
+    record: bool,
+    next_call: usize,
+}
+
+impl ScriptedLlm {
+    /// A model with an empty plan, recording requests.
+    pub fn new() -> Self {
+        ScriptedLlm {
+            name: "scripted".to_owned(),
+            plan: Mutex::new(VecDeque::new()),
+            requests: Mutex::new(Vec::new()),
+            asked: AtomicUsize::new(0),
+            record: true,
+            next_call: 0,
+        }
+    }
+
+    /// The name logs show (default `scripted`).
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Stops recording requests (each recording copies the whole
+    /// conversation; a long benchmark does not want that).
+    pub fn without_recording(mut self) -> Self {
+        self.record = false;
+        self
+    }
+
+    /// A turn asking for one tool call.
+    pub fn call(self, name: impl Into<String>, arguments: Value) -> Self {
+        self.calls([ScriptedCall::new(name, arguments)])
+    }
+
+    /// A turn asking for one tool call whose arguments are this exact text.
+    pub fn call_raw(self, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        self.calls([ScriptedCall::raw(name, arguments)])
+    }
+
+    /// A turn asking for several tool calls at once (they run concurrently).
+    /// Calls get the ids `call_1`, `call_2`, … in plan order.
+    pub fn calls<C: Into<ScriptedCall>>(mut self, calls: impl IntoIterator<Item = C>) -> Self {
+        let calls = calls
+            .into_iter()
+            .map(|call| {
+                let ScriptedCall { name, arguments } = call.into();
+                self.next_call += 1;
+                ToolCallRequest {
+                    id: format!("call_{}", self.next_call),
+                    name,
+                    arguments,
+                }
+            })
+            .collect();
+        self.turn(ModelTurn::ToolCalls {
+            content: String::new(),
+            calls,
+        })
+    }
+
+    /// A final answer.
+    pub fn answer(self, text: impl Into<String>) -> Self {
+        self.turn(ModelTurn::FinalAnswer(text.into()))
+    }
+
+    /// A final answer computed from the request (to echo an observation,
+    /// say).
+    pub fn answer_with(
+        self,
+        answer: impl FnOnce(&LlmRequest<'_>) -> String + Send + 'static,
+    ) -> Self {
+        self.push(PlannedTurn::Answer(Box::new(answer)))
+    }
+
+    /// Any turn.
+    pub fn turn(self, turn: ModelTurn) -> Self {
+        self.push(PlannedTurn::Fixed(turn))
+    }
+
+    fn push(self, turn: PlannedTurn) -> Self {
+        self.plan
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push_back(turn);
+        self
+    }
+
+    /// The requests received so far (empty when recording is off).
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// How many requests it received.
+    pub fn asked(&self) -> usize {
+        self.asked.load(Ordering::Relaxed)
+    }
+
+    /// How many planned turns are left.
+    pub fn remaining(&self) -> usize {
+        self.plan
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}
+
+impl Default for ScriptedLlm {
+    fn default() -> Self {
+        ScriptedLlm::new()
+    }
+}
+
+impl Llm for ScriptedLlm {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
+        let asked = self.asked.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.record {
+            self.requests
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(RecordedRequest {
+                    messages: request.messages.to_vec(),
+                    tools: request.tools.iter().map(|t| t.name.clone()).collect(),
+                });
+        }
+        // The lock is released before an answer function runs, so it may
+        // take as long as it likes.
+        let next = self
+            .plan
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front();
+        match next {
+            Some(PlannedTurn::Fixed(turn)) => Ok(turn),
+            Some(PlannedTurn::Answer(answer)) => Ok(ModelTurn::FinalAnswer(answer(request))),
+            None => Err(LlmError::ScriptExhausted { asked }),
+        }
+    }
+}
+
+impl fmt::Debug for ScriptedLlm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptedLlm")
+            .field("name", &self.name)
+            .field("remaining", &self.remaining())
+            .field("asked", &self.asked())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ask(llm: &ScriptedLlm, messages: &[ChatMessage]) -> Result<ModelTurn, LlmError> {
+        llm.complete(&LlmRequest {
+            messages,
+            tools: &[],
+        })
+    }
+
+    #[test]
+    fn replays_the_plan_then_is_exhausted() {
+        let llm = ScriptedLlm::new()
+            .call("web_search", json!({"query": "rust"}))
+            .calls([("a", json!({})), ("b", json!([1]))])
+            .call_raw("x", "{not json")
+            .answer("done");
+        let messages = [ChatMessage::user("go")];
+        let first = ask(&llm, &messages);
+        assert_eq!(
+            first,
+            Ok(ModelTurn::ToolCalls {
+                content: String::new(),
+                calls: vec![ToolCallRequest {
+                    id: "call_1".into(),
+                    name: "web_search".into(),
+                    arguments: r#"{"query":"rust"}"#.into(),
+                }],
+            })
+        );
+        let Ok(ModelTurn::ToolCalls { calls, .. }) = ask(&llm, &messages) else {
+            panic!("expected tool calls");
+        };
+        let ids: Vec<_> = calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(ids, [("call_2", "{}"), ("call_3", "[1]")]);
+        let Ok(ModelTurn::ToolCalls { calls, .. }) = ask(&llm, &messages) else {
+            panic!("expected tool calls");
+        };
+        assert_eq!(calls[0].arguments, "{not json");
+        assert_eq!(
+            ask(&llm, &messages),
+            Ok(ModelTurn::FinalAnswer("done".into()))
+        );
+        assert_eq!(
+            ask(&llm, &messages),
+            Err(LlmError::ScriptExhausted { asked: 5 })
+        );
+        assert_eq!(llm.requests().len(), 5);
+    }
+
+    #[test]
+    fn answer_with_sees_the_request() {
+        let llm = ScriptedLlm::new()
+            .answer_with(|request| format!("saw {} messages", request.messages.len()));
+        let messages = [ChatMessage::system("s"), ChatMessage::user("u")];
+        assert_eq!(
+            ask(&llm, &messages),
+            Ok(ModelTurn::FinalAnswer("saw 2 messages".into()))
+        );
+    }
+
+    #[test]
+    fn observations_are_the_trailing_tool_messages() {
+        let request = RecordedRequest {
+            messages: vec![
+                ChatMessage::user("task"),
+                ChatMessage::tool("old", "earlier"),
+                ChatMessage::assistant("x"),
+                ChatMessage::tool("1", "first"),
+                ChatMessage::tool("2", "second"),
+            ],
+            tools: Vec::new(),
+        };
+        assert_eq!(request.observations(), ["first", "second"]);
+        assert_eq!(request.task_prompt(), Some("task"));
+    }
+
+    #[test]
+    fn without_recording_keeps_no_requests() {
+        let llm = ScriptedLlm::new().without_recording().answer("a");
+        let _ = ask(&llm, &[ChatMessage::user("u")]);
+        assert!(llm.requests().is_empty());
+        assert_eq!(llm.asked(), 1);
+    }
+}

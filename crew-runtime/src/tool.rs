@@ -1,0 +1,449 @@
+//! Tools: what an agent can call, with a name, a description and a JSON
+//! schema of their arguments.
+//!
+//! A tool is only ever run by the executor, through the hook chains: there
+//! is no public way to call one. Its call function is private to this crate.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use hooks_core::{RawToolResult, ToolInfo, ToolOutput, normalize_tool_name};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::llm::ToolDefinition;
+
+/// Why a tool produced no result. The executor turns it into the text
+/// `Error executing tool: <message>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ToolFailure {
+    /// The arguments did not deserialize into the tool's argument type.
+    InvalidArguments(String),
+    /// The tool returned an error.
+    Failed(String),
+    /// The tool's result could not be turned into JSON.
+    Unrenderable(String),
+}
+
+impl fmt::Display for ToolFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolFailure::InvalidArguments(message) => write!(f, "invalid arguments: {message}"),
+            ToolFailure::Failed(message) => f.write_str(message),
+            ToolFailure::Unrenderable(message) => {
+                write!(f, "the result could not be rendered as JSON: {message}")
+            }
+        }
+    }
+}
+
+type Invoke = dyn Fn(&Map<String, Value>) -> Result<ToolOutput, ToolFailure> + Send + Sync;
+
+struct ToolInner {
+    name: String,
+    description: String,
+    parameters: Value,
+    invoke: Box<Invoke>,
+}
+
+/// A tool an agent can call. Cloning is cheap (the tool is shared).
+///
+/// Make one from a function over a typed argument struct with
+/// [`Tool::typed`], or from a JSON function with [`Tool::dynamic`] for tools
+/// discovered at run time.
+///
+/// The name is normalized the way hook filters are (`"Web Search"` becomes
+/// `web_search`), so `tools = ["Web Search"]` and the tool always agree.
+///
+/// Hooks reach the tool as `ctx.tool_as::<Tool>()`.
+///
+/// A tool only runs inside a crew, each call through the hook chains: there
+/// is no method to call one directly.
+///
+/// ```compile_fail,E0624
+/// use crew_runtime::Tool;
+/// let tool = Tool::dynamic("t", "", serde_json::json!({}), |v| Ok::<_, String>(v));
+/// tool.invoke(&Default::default()); // private: only the executor runs tools
+/// ```
+#[derive(Clone)]
+pub struct Tool {
+    inner: Arc<ToolInner>,
+}
+
+impl Tool {
+    /// A tool from a function over typed arguments.
+    ///
+    /// The arguments' JSON schema (what the model is told) is derived from
+    /// `Args` with `schemars`. The model's arguments are checked by
+    /// deserializing them into `Args`: when that fails the tool does not
+    /// run and the agent sees `Error executing tool: invalid arguments: …`.
+    /// Keys `Args` does not declare are ignored, so a PRE hook can stash a
+    /// value in `tool_input` for a POST hook.
+    ///
+    /// The result is shown to the agent as text when its JSON form is a
+    /// string (a `String`, say), and as compact JSON otherwise; see
+    /// [`TypedTool::with_formatter`] for a formatter of your own. POST hooks
+    /// also get the typed value through `raw_tool_result.downcast_ref::<Out>()`.
+    ///
+    /// An `Err(e)` from the function reaches the agent as
+    /// `Error executing tool: <e>`, and the run goes on.
+    ///
+    /// ```
+    /// use crew_runtime::Tool;
+    /// use crew_runtime::schemars::JsonSchema;
+    /// use serde::Deserialize;
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// #[schemars(crate = "crew_runtime::schemars")]
+    /// struct SearchArgs {
+    ///     /// What to look for.
+    ///     query: String,
+    /// }
+    ///
+    /// let search: Tool = Tool::typed("Web Search", "Searches the web", |args: SearchArgs| {
+    ///     Ok::<_, std::convert::Infallible>(format!("results for {}", args.query))
+    /// })
+    /// .into();
+    /// assert_eq!(search.name(), "web_search");
+    /// assert_eq!(search.parameters()["required"][0], "query");
+    /// ```
+    pub fn typed<Args, Out, E>(
+        name: impl AsRef<str>,
+        description: impl Into<String>,
+        function: impl Fn(Args) -> Result<Out, E> + Send + Sync + 'static,
+    ) -> TypedTool<Args, Out>
+    where
+        Args: DeserializeOwned + schemars::JsonSchema + 'static,
+        Out: Serialize + Send + Sync + 'static,
+        E: fmt::Display,
+    {
+        TypedTool {
+            name: normalize_tool_name(name.as_ref()),
+            description: description.into(),
+            body: Arc::new(move |args| function(args).map_err(|error| error.to_string())),
+            formatter: None,
+            args: PhantomData,
+        }
+    }
+
+    /// A tool whose arguments and result are plain JSON: for tools
+    /// discovered at run time (an MCP server, a plugin).
+    ///
+    /// `parameters` is the JSON schema the model is told (an object
+    /// schema). The function receives the arguments as a JSON object, after
+    /// the PRE hooks. Its result is shown as text when it is a JSON string,
+    /// and as compact JSON otherwise.
+    pub fn dynamic<E>(
+        name: impl AsRef<str>,
+        description: impl Into<String>,
+        parameters: Value,
+        function: impl Fn(Value) -> Result<Value, E> + Send + Sync + 'static,
+    ) -> Tool
+    where
+        E: fmt::Display,
+    {
+        let invoke = move |input: &Map<String, Value>| {
+            let json = function(Value::Object(input.clone()))
+                .map_err(|error| ToolFailure::Failed(error.to_string()))?;
+            Ok(ToolOutput {
+                rendered: render_json(&json),
+                raw: RawToolResult::from_json(json),
+            })
+        };
+        Tool::from_parts(
+            normalize_tool_name(name.as_ref()),
+            description.into(),
+            parameters,
+            Box::new(invoke),
+        )
+    }
+
+    fn from_parts(
+        name: String,
+        description: String,
+        parameters: Value,
+        invoke: Box<Invoke>,
+    ) -> Tool {
+        Tool {
+            inner: Arc::new(ToolInner {
+                name,
+                description,
+                parameters,
+                invoke,
+            }),
+        }
+    }
+
+    /// The normalized name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// What the tool does, as the model is told.
+    pub fn description(&self) -> &str {
+        &self.inner.description
+    }
+
+    /// The JSON schema of the tool's arguments.
+    pub fn parameters(&self) -> &Value {
+        &self.inner.parameters
+    }
+
+    /// The tool as the model is told about it.
+    pub fn definition(&self) -> ToolDefinition {
+        ToolDefinition {
+            name: self.inner.name.clone(),
+            description: self.inner.description.clone(),
+            parameters: self.inner.parameters.clone(),
+        }
+    }
+
+    /// Runs the tool on arguments that already went through the PRE chain.
+    /// Crate-private on purpose: only the executor calls it, inside
+    /// `Dispatcher::run_tool_call`, so no tool runs without its hooks.
+    pub(crate) fn invoke(&self, input: &Map<String, Value>) -> Result<ToolOutput, ToolFailure> {
+        (self.inner.invoke)(input)
+    }
+}
+
+impl ToolInfo for Tool {
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    fn description(&self) -> &str {
+        &self.inner.description
+    }
+
+    fn args_schema(&self) -> &Value {
+        &self.inner.parameters
+    }
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.inner.name)
+            .field("description", &self.inner.description)
+            .finish_non_exhaustive()
+    }
+}
+
+type Body<Args, Out> = dyn Fn(Args) -> Result<Out, String> + Send + Sync;
+type Formatter<Out> = dyn Fn(&Out) -> String + Send + Sync;
+
+/// A tool made by [`Tool::typed`], before it becomes a [`Tool`]: the place
+/// to add a formatter that knows the result type. Every API that takes a
+/// tool takes `impl Into<Tool>`, so it can be passed as is.
+pub struct TypedTool<Args, Out> {
+    name: String,
+    description: String,
+    body: Arc<Body<Args, Out>>,
+    formatter: Option<Arc<Formatter<Out>>>,
+    args: PhantomData<fn(Args)>,
+}
+
+impl<Args, Out> TypedTool<Args, Out>
+where
+    Args: DeserializeOwned + schemars::JsonSchema + 'static,
+    Out: Serialize + Send + Sync + 'static,
+{
+    /// Shows the result to the agent as `formatter` renders it (Markdown,
+    /// say) instead of as JSON. `raw_tool_result` still holds the typed
+    /// value and its JSON form.
+    pub fn with_formatter(
+        mut self,
+        formatter: impl Fn(&Out) -> String + Send + Sync + 'static,
+    ) -> Self {
+        self.formatter = Some(Arc::new(formatter));
+        self
+    }
+
+    /// The finished tool.
+    pub fn build(self) -> Tool {
+        let TypedTool {
+            name,
+            description,
+            body,
+            formatter,
+            args: _,
+        } = self;
+        let invoke = move |input: &Map<String, Value>| {
+            let args = Args::deserialize(input)
+                .map_err(|error| ToolFailure::InvalidArguments(error.to_string()))?;
+            let out = body(args).map_err(ToolFailure::Failed)?;
+            let json = serde_json::to_value(&out)
+                .map_err(|error| ToolFailure::Unrenderable(error.to_string()))?;
+            let rendered = match &formatter {
+                Some(formatter) => formatter(&out),
+                None => render_json(&json),
+            };
+            Ok(ToolOutput {
+                rendered,
+                raw: RawToolResult::typed(out, json),
+            })
+        };
+        Tool::from_parts(name, description, schema_of::<Args>(), Box::new(invoke))
+    }
+}
+
+impl<Args, Out> From<TypedTool<Args, Out>> for Tool
+where
+    Args: DeserializeOwned + schemars::JsonSchema + 'static,
+    Out: Serialize + Send + Sync + 'static,
+{
+    fn from(tool: TypedTool<Args, Out>) -> Tool {
+        tool.build()
+    }
+}
+
+impl<Args, Out> fmt::Debug for TypedTool<Args, Out> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TypedTool")
+            .field("name", &self.name)
+            .field("args", &std::any::type_name::<Args>())
+            .field("out", &std::any::type_name::<Out>())
+            .field("formatter", &self.formatter.is_some())
+            .finish()
+    }
+}
+
+/// A result as the agent sees it: a JSON string as its text, anything else
+/// as compact JSON.
+fn render_json(json: &Value) -> String {
+    match json {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The JSON schema of `Args`, without the `$schema` marker (models are told
+/// the schema itself, not which draft it follows).
+fn schema_of<Args: schemars::JsonSchema>() -> Value {
+    let mut schema = schemars::SchemaGenerator::default().into_root_schema_for::<Args>();
+    schema.remove("$schema");
+    schema.to_value()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    #[derive(Debug, Deserialize, schemars::JsonSchema)]
+    struct Args {
+        query: String,
+        #[serde(default)]
+        limit: Option<u32>,
+    }
+
+    #[derive(Debug, PartialEq, Serialize)]
+    struct Hits {
+        titles: Vec<String>,
+        total: u32,
+    }
+
+    fn object(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap_or_default()
+    }
+
+    fn search() -> Tool {
+        Tool::typed("Web Search", "Searches", |args: Args| {
+            Ok::<_, String>(Hits {
+                titles: vec![args.query],
+                total: args.limit.unwrap_or(1),
+            })
+        })
+        .into()
+    }
+
+    #[test]
+    fn typed_tool_has_normalized_name_and_derived_schema() {
+        let tool = search();
+        assert_eq!(tool.name(), "web_search");
+        assert_eq!(tool.parameters()["type"], "object");
+        assert_eq!(tool.parameters()["required"], json!(["query"]));
+        assert!(tool.parameters().get("$schema").is_none());
+    }
+
+    #[test]
+    fn serialize_result_renders_as_compact_json_and_stays_typed() {
+        let output = search()
+            .invoke(&object(json!({"query": "rust", "limit": 3, "stash": 1})))
+            .map_err(|f| f.to_string());
+        let output = output.expect("the call succeeds");
+        assert_eq!(output.rendered, r#"{"titles":["rust"],"total":3}"#);
+        assert_eq!(output.raw.downcast_ref::<Hits>().map(|h| h.total), Some(3));
+        assert_eq!(output.raw.as_json()["total"], 3);
+    }
+
+    #[test]
+    fn typed_accepts_explicit_argument_and_output_types() {
+        let tool: Tool = Tool::typed::<Args, usize, _>("len", "", |args| {
+            Ok::<_, std::convert::Infallible>(args.query.len())
+        })
+        .build();
+        let output = tool.invoke(&object(json!({"query": "four"})));
+        assert_eq!(output.map(|o| o.rendered), Ok("4".to_owned()));
+    }
+
+    #[test]
+    fn string_result_renders_as_is() {
+        let tool: Tool = Tool::typed("echo", "", |args: Args| Ok::<_, String>(args.query)).into();
+        let output = tool.invoke(&object(json!({"query": "a \"quoted\" text"})));
+        assert_eq!(
+            output.map(|o| o.rendered),
+            Ok("a \"quoted\" text".to_owned())
+        );
+    }
+
+    #[test]
+    fn invalid_arguments_never_reach_the_body() {
+        let tool: Tool = Tool::typed("t", "", |_: Args| -> Result<String, String> {
+            panic!("the body must not run")
+        })
+        .into();
+        let failure = tool
+            .invoke(&object(json!({"limit": 2})))
+            .map(|o| o.rendered);
+        assert_eq!(
+            failure.map_err(|f| f.to_string()),
+            Err("invalid arguments: missing field `query`".to_owned())
+        );
+    }
+
+    #[test]
+    fn formatter_replaces_rendering_only() {
+        let tool: Tool = Tool::typed("t", "", |args: Args| {
+            Ok::<_, String>(Hits {
+                titles: vec![args.query],
+                total: 1,
+            })
+        })
+        .with_formatter(|hits: &Hits| format!("- {}", hits.titles.join("\n- ")))
+        .into();
+        let output = tool
+            .invoke(&object(json!({"query": "x"})))
+            .map_err(|f| f.to_string());
+        let output = output.expect("the call succeeds");
+        assert_eq!(output.rendered, "- x");
+        assert_eq!(output.raw.as_json()["titles"], json!(["x"]));
+    }
+
+    #[test]
+    fn dynamic_tool_takes_and_gives_json() {
+        let tool = Tool::dynamic("Lookup", "", json!({"type": "object"}), |args: Value| {
+            Ok::<_, String>(json!({"echo": args["key"]}))
+        });
+        let output = tool
+            .invoke(&object(json!({"key": "v"})))
+            .map_err(|f| f.to_string());
+        let output = output.expect("the call succeeds");
+        assert_eq!(tool.name(), "lookup");
+        assert_eq!(output.rendered, r#"{"echo":"v"}"#);
+        assert!(output.raw.downcast_ref::<Value>().is_none());
+    }
+}

@@ -1,0 +1,140 @@
+//! Helpers shared by the behavior tests: a fresh registry per test, tools
+//! that record what they received, an event recorder.
+#![allow(dead_code)] // each test file uses a different part
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crew_runtime::events::{
+    HookDispatchedEvent, ToolUsageErrorEvent, ToolUsageFinishedEvent, ToolUsageStartedEvent,
+};
+use crew_runtime::prelude::*;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A shared, lockable log.
+pub(crate) type Log<T> = Arc<Mutex<Vec<T>>>;
+
+pub(crate) fn log<T>() -> Log<T> {
+    Arc::new(Mutex::new(Vec::new()))
+}
+
+pub(crate) fn push<T>(log: &Log<T>, item: T) {
+    log.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(item);
+}
+
+pub(crate) fn take<T: Clone>(log: &Log<T>) -> Vec<T> {
+    log.lock().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+/// A global registry of the test's own: no test depends on global state.
+pub(crate) fn fresh_registry() -> Arc<HookRegistry> {
+    Arc::new(HookRegistry::new())
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+pub(crate) struct SearchArgs {
+    pub(crate) query: String,
+    #[serde(default)]
+    pub(crate) limit: Option<u32>,
+}
+
+/// A typed `web_search` tool recording the arguments it received and
+/// answering `results for <query>`.
+pub(crate) fn search_tool(received: &Log<SearchArgs>) -> Tool {
+    let received = received.clone();
+    Tool::typed("web_search", "Searches the web", move |args: SearchArgs| {
+        let answer = format!("results for {}", args.query);
+        push(&received, args);
+        Ok::<_, String>(answer)
+    })
+    .into()
+}
+
+/// An agent with these tools and this model.
+pub(crate) fn agent(role: &str, tools: Vec<Tool>, llm: &Arc<ScriptedLlm>) -> Agent {
+    Agent::builder(role)
+        .goal("Get the task done")
+        .backstory("A test agent")
+        .tools(tools)
+        .llm(llm.clone())
+        .build()
+}
+
+/// A crew named `test-crew` with one agent and one task, on `global`.
+pub(crate) fn crew(global: &Arc<HookRegistry>, agent: Agent) -> Crew {
+    let task = Task::builder("Do the work")
+        .expected_output("A short answer")
+        .agent(&agent)
+        .build();
+    Crew::builder()
+        .name("test-crew")
+        .agent(agent)
+        .task(task)
+        .global_registry(global.clone())
+        .build()
+        .expect("the test crew builds")
+}
+
+/// Records every event of `bus` as a short line, in order.
+pub(crate) fn record_events(bus: &EventBus) -> Log<String> {
+    let lines = log();
+    let sink = lines.clone();
+    bus.subscribe(move |event| push(&sink, describe(event)));
+    lines
+}
+
+/// One line per event, with the fields the tests check.
+pub(crate) fn describe(event: &Event) -> String {
+    match event {
+        Event::HookDispatched(HookDispatchedEvent {
+            point,
+            outcome,
+            hooks_run,
+            tool_name,
+            agent_role,
+            abort_reason,
+            abort_source,
+            ..
+        }) => {
+            let mut line = format!(
+                "dispatched {point} {outcome} hooks={hooks_run} tool={tool_name} agent={}",
+                agent_role.as_deref().unwrap_or("-")
+            );
+            if let (Some(reason), Some(source)) = (abort_reason, abort_source) {
+                line.push_str(&format!(" abort=({source}: {reason})"));
+            }
+            line
+        }
+        Event::HookPanicked(panicked) => {
+            format!(
+                "panicked {} {} fail_closed={}",
+                panicked.point, panicked.hook, panicked.fail_closed
+            )
+        }
+        Event::ToolUsageStarted(ToolUsageStartedEvent {
+            tool_name,
+            tool_input,
+            agent_role,
+            ..
+        }) => format!(
+            "started tool={tool_name} input={tool_input} agent={}",
+            agent_role.as_deref().unwrap_or("-")
+        ),
+        Event::ToolUsageFinished(ToolUsageFinishedEvent {
+            tool_name,
+            result,
+            blocked,
+            agent_role,
+            ..
+        }) => format!(
+            "finished tool={tool_name} blocked={blocked} result={result} agent={}",
+            agent_role.as_deref().unwrap_or("-")
+        ),
+        Event::ToolUsageError(ToolUsageErrorEvent {
+            tool_name, error, ..
+        }) => format!("error tool={tool_name} error={error}"),
+        other => format!("{other:?}"),
+    }
+}
