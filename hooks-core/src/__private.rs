@@ -165,6 +165,11 @@ pub(crate) fn static_entries() -> [Vec<Arc<HookEntry>>; 2] {
 
 /// Implemented by the runtime's crew type so that `#[crew_base]` code can
 /// attach a crew instance's hook methods to the crew it builds.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a crew that `#[crew_base]` can attach hook methods to",
+    label = "the `#[crew]` method returns this type",
+    note = "the `#[crew]` method of a `#[crew_base]` impl returns the runtime's `Crew` (any type implementing `CrewScope`)"
+)]
 pub trait CrewScope {
     /// The crew's own registry: hooks there fire for this crew's calls only.
     fn crew_hooks(&self) -> &HookRegistry;
