@@ -120,13 +120,23 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#item #compile_errors);
         }
     };
-    let collected = collect(&mut block, &mut errors);
     if let Some((_, trait_path, _)) = &block.trait_ {
         errors.spanned(
             trait_path,
             "`#[crew_base]` goes on an inherent impl block (`impl MyCrew { ... }`), not on a trait impl",
         );
+        // Only the error above: the methods' markers just pass through.
+        for item in &mut block.items {
+            if let ImplItem::Fn(method) = item {
+                method
+                    .attrs
+                    .iter_mut()
+                    .filter(|attribute| Role::of(attribute).is_some())
+                    .for_each(mark_collected);
+            }
+        }
     } else {
+        let collected = collect(&mut block, &mut errors);
         generate(
             &mut block,
             collected,
@@ -382,15 +392,16 @@ fn wrap_crew(
     // A crew type without `Clone` (or not `Send + Sync`) is reported on the
     // impl's self type.
     let keep_instance = respan(quote!(#shared_arc::new(#clone(self))), self_span);
-    let output_span = match &method.sig.output {
-        syn::ReturnType::Type(_, ty) => ty
-            .to_token_stream()
-            .into_iter()
-            .next()
-            .map_or_else(Span::call_site, |token| token.span()),
-        syn::ReturnType::Default => Span::call_site(),
+    // Naming the return type as the trait's self type makes rustc report
+    // a crew type without `CrewScope` on the `#[crew]` method's return
+    // type (an `impl Trait` return cannot be named here, and is checked by
+    // the plain call instead).
+    let crew_hooks = match &method.sig.output {
+        syn::ReturnType::Type(_, ty) if !matches!(**ty, Type::ImplTrait(_)) => {
+            quote!(<#ty as #crew_scope>::crew_hooks)
+        }
+        _ => quote!(#crew_scope::crew_hooks),
     };
-    let crew_hooks = respan(quote!(#crew_scope::crew_hooks), output_span);
     let registrations = hooks
         .iter()
         .map(|hook| registration(hook, self_span, crew_name, paths));

@@ -28,16 +28,18 @@ pub(crate) fn free_hook(
     errors: &mut Errors,
 ) -> Option<HookSignature> {
     let mut valid = plain_fn(sig, &format!("a `#[{}]` hook", kind.attribute()), errors);
-    let mut inputs = sig.inputs.iter();
+    let mut inputs = sig.inputs.iter().peekable();
+    if let Some(FnArg::Receiver(receiver)) = inputs.peek() {
+        errors.spanned(
+            receiver,
+            "hook methods taking `self` are only collected by `#[crew_base]` on the impl block",
+        );
+        valid = false;
+        inputs.next();
+    }
     let context = match inputs.next() {
-        Some(FnArg::Receiver(receiver)) => {
-            errors.spanned(
-                receiver,
-                "hook methods taking `self` are only collected by `#[crew_base]` on the impl block",
-            );
-            None
-        }
         Some(argument) => context_argument(argument, errors),
+        None if !valid => None,
         None => {
             errors.at(
                 sig.paren_token.span.join(),
