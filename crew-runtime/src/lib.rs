@@ -2,3 +2,6 @@
 //! tool-call hooks.
 
 pub mod llm;
+/// A client for OpenAI-compatible chat-completions servers (OpenAI, Ollama,
+/// vLLM, llama.cpp) with native tool calling.
+pub mod openai;

@@ -97,7 +97,13 @@ pub fn register_scoped_pre(
     options: HookOptions,
     call: impl Fn(&mut ToolCallHookContext) -> PreDecision + Send + Sync + 'static,
 ) -> HookId {
-    registry.insert_scoped(InterceptionPoint::PRE_TOOL_CALL, crew, style, options, HookFn::Pre(Arc::new(call)))
+    registry.insert_scoped(
+        InterceptionPoint::PRE_TOOL_CALL,
+        crew,
+        style,
+        options,
+        HookFn::Pre(Arc::new(call)),
+    )
 }
 
 /// Registers a crew-scoped POST hook method on a crew's own registry.
@@ -108,7 +114,13 @@ pub fn register_scoped_post(
     options: HookOptions,
     call: impl Fn(&mut ToolCallHookContext) -> PostDecision + Send + Sync + 'static,
 ) -> HookId {
-    registry.insert_scoped(InterceptionPoint::POST_TOOL_CALL, crew, style, options, HookFn::Post(Arc::new(call)))
+    registry.insert_scoped(
+        InterceptionPoint::POST_TOOL_CALL,
+        crew,
+        style,
+        options,
+        HookFn::Post(Arc::new(call)),
+    )
 }
 
 /// The link-time hooks as chain entries, sorted by `order`, module path and

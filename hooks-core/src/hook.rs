@@ -199,9 +199,7 @@ impl HookEntry {
     #[inline]
     pub(crate) fn agent_matches(&self, role: Option<&str>) -> bool {
         match role {
-            Some(role) => {
-                self.info.agents.is_empty() || self.info.agents.iter().any(|a| a == role)
-            }
+            Some(role) => self.info.agents.is_empty() || self.info.agents.iter().any(|a| a == role),
             // A call without an agent passes an agents filter.
             None => true,
         }

@@ -226,10 +226,12 @@ impl HumanInputSource for ChannelInput {
             .unwrap_or_else(PoisonError::into_inner)
             .send(request)
             .map_err(|_| HumanInputError::Closed)?;
-        answer.recv_timeout(self.timeout).map_err(|error| match error {
-            mpsc::RecvTimeoutError::Timeout => HumanInputError::TimedOut(self.timeout),
-            mpsc::RecvTimeoutError::Disconnected => HumanInputError::Closed,
-        })
+        answer
+            .recv_timeout(self.timeout)
+            .map_err(|error| match error {
+                mpsc::RecvTimeoutError::Timeout => HumanInputError::TimedOut(self.timeout),
+                mpsc::RecvTimeoutError::Disconnected => HumanInputError::Closed,
+            })
     }
 }
 

@@ -75,7 +75,13 @@ mod tests {
 
     #[test]
     fn filter_names_are_normalized_like_tool_names() {
-        for spelled in ["Web Search", "WebSearch", "web-search", "web_search", " web__search "] {
+        for spelled in [
+            "Web Search",
+            "WebSearch",
+            "web-search",
+            "web_search",
+            " web__search ",
+        ] {
             assert_eq!(normalize_tool_name(spelled), "web_search", "{spelled:?}");
         }
         assert_eq!(normalize_tool_name("HTTPRequest"), "httprequest");
@@ -87,7 +93,17 @@ mod tests {
 
     #[test]
     fn normalized_check_agrees_with_normalize() {
-        for name in ["a", "web_search", "_a", "a_", "a__b", "A", "a b", "", "x9_y"] {
+        for name in [
+            "a",
+            "web_search",
+            "_a",
+            "a_",
+            "a__b",
+            "A",
+            "a b",
+            "",
+            "x9_y",
+        ] {
             assert_eq!(
                 is_normalized_tool_name(name),
                 normalize_tool_name(name) == name,

@@ -246,7 +246,11 @@ impl HookRegistry {
     /// assert!(registry.unregister_hook(PRE_TOOL_CALL, id));
     /// # Ok::<(), hooks_core::RegisterError>(())
     /// ```
-    pub fn register_hook<F, R>(&self, point: InterceptionPoint, hook: F) -> Result<HookId, RegisterError>
+    pub fn register_hook<F, R>(
+        &self,
+        point: InterceptionPoint,
+        hook: F,
+    ) -> Result<HookId, RegisterError>
     where
         F: Fn(&mut ToolCallHookContext) -> R + Send + Sync + 'static,
         R: HookReturn,
@@ -347,7 +351,12 @@ impl HookRegistry {
 
     /// Removes every hook at every point; returns how many were removed.
     pub fn clear_all_hooks(&self) -> usize {
-        self.modify(|lists| lists.iter_mut().map(|list| std::mem::take(list).len()).sum())
+        self.modify(|lists| {
+            lists
+                .iter_mut()
+                .map(|list| std::mem::take(list).len())
+                .sum()
+        })
     }
 
     /// Puts back every link-time hook that was unregistered or cleared, in
