@@ -89,6 +89,13 @@ pub fn type_id_of<T: 'static>(_: &T) -> TypeId {
     TypeId::of::<T>()
 }
 
+/// The copy of a `#[crew_base]` instance its hook methods keep. The bounds
+/// are checked here, with the type named by the caller, so that rustc
+/// reports a missing `Clone`, `Send` or `Sync` on the impl's self type.
+pub fn share_crew_instance<T: Clone + Send + Sync + 'static>(instance: &T) -> Arc<T> {
+    Arc::new(instance.clone())
+}
+
 /// Registers a crew-scoped hook method on a crew's own registry.
 pub fn register_scoped_pre(
     registry: &HookRegistry,

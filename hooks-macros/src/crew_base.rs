@@ -212,8 +212,8 @@ fn collect(block: &mut ItemImpl, errors: &mut Errors) -> Collected {
                     collected.crew = Some(index);
                 }
             }
-            Some((Role::Hook(kind), args)) => {
-                let signature = validate::hook_method(&method.sig, kind, errors);
+            Some((Role::Hook(_), args)) => {
+                let signature = validate::hook_method(&method.sig, errors);
                 if let (Some(args), Some(signature)) = (args, signature)
                     && let Some(point) = args.point
                 {
@@ -382,16 +382,10 @@ fn wrap_crew(
     inner.attrs.push(syn::parse_quote!(#[doc(hidden)]));
 
     let crew_scope = paths.crew_scope();
-    let shared_arc = paths.shared_arc();
-    let clone = paths::clone();
-    let self_span = self_ty
-        .to_token_stream()
-        .into_iter()
-        .next()
-        .map_or_else(Span::call_site, |token| token.span());
-    // A crew type without `Clone` (or not `Send + Sync`) is reported on the
-    // impl's self type.
-    let keep_instance = respan(quote!(#shared_arc::new(#clone(self))), self_span);
+    // The self type named as the type argument: a crew type that is not
+    // `Clone + Send + Sync + 'static` is reported on the impl's self type.
+    let share_crew_instance = paths.share_crew_instance();
+    let keep_instance = quote!(#share_crew_instance::<#self_ty>(self));
     // Naming the return type as the trait's self type makes rustc report
     // a crew type without `CrewScope` on the `#[crew]` method's return
     // type (an `impl Trait` return cannot be named here, and is checked by
@@ -404,7 +398,7 @@ fn wrap_crew(
     };
     let registrations = hooks
         .iter()
-        .map(|hook| registration(hook, self_span, crew_name, paths));
+        .map(|hook| registration(hook, crew_name, paths));
 
     let attrs = method
         .attrs
@@ -428,7 +422,7 @@ fn wrap_crew(
 }
 
 /// One hook method's registration on the crew's registry.
-fn registration(hook: &HookMethod, self_span: Span, crew_name: &str, paths: &Paths) -> TokenStream {
+fn registration(hook: &HookMethod, crew_name: &str, paths: &Paths) -> TokenStream {
     // A hook method's own `crate = path` roots its registration.
     let own_paths;
     let paths = match &hook.args.krate {
@@ -442,7 +436,6 @@ fn registration(hook: &HookMethod, self_span: Span, crew_name: &str, paths: &Pat
         Point::Pre => (paths.register_scoped_pre(), paths.pre_decision()),
         Point::Post => (paths.register_scoped_post(), paths.post_decision()),
     };
-    let register = respan(register, self_span);
     let context = paths.context();
     let shared_arc = paths.shared_arc();
     let ident = &hook.ident;

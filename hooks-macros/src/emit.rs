@@ -41,7 +41,7 @@ pub(crate) fn hook_attribute(kind: HookKind, args: TokenStream, item: TokenStrea
     };
     let signature = function
         .as_ref()
-        .and_then(|function| validate::free_hook(&function.sig, kind, &mut errors));
+        .and_then(|function| validate::free_hook(&function.sig, &mut errors));
     let registration = match (&function, &signature, hook_args.point) {
         (Some(function), Some(signature), Some(point)) if errors.is_empty() => {
             static_record(&function.sig.ident, &hook_args, point, signature)

@@ -120,32 +120,11 @@ fn set_once<T>(slot: &mut Option<T>, value: T, key: &impl ToTokens, errors: &mut
 /// Parses the arguments of `#[on]`, `#[before_tool_call]` or
 /// `#[after_tool_call]`, recording every error found.
 pub(crate) fn hook_args(kind: HookKind, args: TokenStream, errors: &mut Errors) -> HookArgs {
-    let mut pieces = split_at_commas(args).into_iter();
+    let mut pieces = split_at_commas(args);
     let point = match kind {
         HookKind::BeforeToolCall => Some(Point::Pre),
         HookKind::AfterToolCall => Some(Point::Post),
-        HookKind::On => match pieces.next() {
-            None => {
-                errors.at(
-                    Span::call_site(),
-                    "`#[on]` needs an interception point: `#[on(PRE_TOOL_CALL)]` or `#[on(POST_TOOL_CALL)]`",
-                );
-                None
-            }
-            Some(first) if starts_like_named_argument(&first.tokens) => {
-                errors.spanned(
-                    &first.tokens,
-                    "`#[on]` takes the interception point first: `#[on(PRE_TOOL_CALL, ...)]` or `#[on(POST_TOOL_CALL, ...)]`",
-                );
-                // The piece is still an argument: check it like the others.
-                pieces = std::iter::once(first)
-                    .chain(pieces)
-                    .collect::<Vec<_>>()
-                    .into_iter();
-                None
-            }
-            Some(first) => parse_point(first, errors),
-        },
+        HookKind::On => take_point(&mut pieces, errors),
     };
 
     let mut slots = Slots::default();
@@ -251,6 +230,28 @@ fn starts_like_named_argument(tokens: &TokenStream) -> bool {
             .iter()
             .any(|name| ident == name),
         _ => false,
+    }
+}
+
+/// Takes `#[on]`'s first piece as its interception point. A first piece
+/// that is a named argument is left in place (and checked as one).
+fn take_point(pieces: &mut Vec<Piece>, errors: &mut Errors) -> Option<Point> {
+    match pieces.first() {
+        None => {
+            errors.at(
+                Span::call_site(),
+                "`#[on]` needs an interception point: `#[on(PRE_TOOL_CALL)]` or `#[on(POST_TOOL_CALL)]`",
+            );
+            None
+        }
+        Some(first) if starts_like_named_argument(&first.tokens) => {
+            errors.spanned(
+                &first.tokens,
+                "`#[on]` takes the interception point first: `#[on(PRE_TOOL_CALL, ...)]` or `#[on(POST_TOOL_CALL, ...)]`",
+            );
+            None
+        }
+        Some(_) => parse_point(pieces.remove(0), errors),
     }
 }
 

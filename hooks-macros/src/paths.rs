@@ -160,6 +160,12 @@ impl Paths {
         quote!(#private::HookOptions)
     }
 
+    /// Copies a crew instance for its hook methods, checking its bounds.
+    pub(crate) fn share_crew_instance(&self) -> TokenStream {
+        let private = self.private();
+        quote!(#private::share_crew_instance)
+    }
+
     /// `std::sync::Arc`, holding a crew instance for its hook methods.
     pub(crate) fn shared_arc(&self) -> TokenStream {
         let private = self.private();
@@ -182,11 +188,6 @@ pub(crate) fn vec_macro() -> TokenStream {
     quote!(::std::vec!)
 }
 
-/// `Clone::clone`, for the crew instance its hook methods keep.
-pub(crate) fn clone() -> TokenStream {
-    quote!(::core::clone::Clone::clone)
-}
-
 /// The position macros recorded in a link-time hook.
 pub(crate) fn source_position() -> [TokenStream; 4] {
     [
@@ -199,17 +200,80 @@ pub(crate) fn source_position() -> [TokenStream; 4] {
 
 /// The root as the calling package's manifest allows (see the module docs).
 fn default_root() -> TokenStream {
-    match crate_name("hooks-core") {
-        Ok(FoundCrate::Name(name)) => {
+    root_for(crate_name("hooks-core").ok(), || {
+        crate_name("crew-runtime").ok()
+    })
+}
+
+/// The root, given how the calling package names `hooks-core` and
+/// `crew-runtime` (looked up only when needed).
+fn root_for(
+    hooks_core: Option<FoundCrate>,
+    crew_runtime: impl FnOnce() -> Option<FoundCrate>,
+) -> TokenStream {
+    match hooks_core {
+        Some(FoundCrate::Name(name)) => {
             let name = Ident::new(&name, Span::call_site());
-            return quote!(::#name);
+            quote!(::#name)
         }
-        Ok(FoundCrate::Itself) => return quote!(::hooks_core),
-        Err(_) => {}
+        // `hooks-core`'s own tests and doctests name it like any user.
+        Some(FoundCrate::Itself) => quote!(::hooks_core),
+        None => match crew_runtime() {
+            Some(FoundCrate::Name(name)) => {
+                let name = Ident::new(&name, Span::call_site());
+                quote!(::#name::hooks_core)
+            }
+            // `crew-runtime` depends on `hooks-core`, so it never gets here;
+            // the fallback lets rustc name the missing crate.
+            Some(FoundCrate::Itself) | None => quote!(::hooks_core),
+        },
     }
-    if let Ok(FoundCrate::Name(name)) = crate_name("crew-runtime") {
-        let name = Ident::new(&name, Span::call_site());
-        return quote!(::#name::hooks_core);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root(hooks_core: Option<FoundCrate>, crew_runtime: Option<FoundCrate>) -> String {
+        root_for(hooks_core, || crew_runtime)
+            .to_string()
+            .replace(' ', "")
     }
-    quote!(::hooks_core)
+
+    #[test]
+    fn a_direct_dependency_on_hooks_core_is_used_under_its_name() {
+        let runtime = Some(FoundCrate::Name("crew_runtime".into()));
+        assert_eq!(
+            root(Some(FoundCrate::Name("hooks_core".into())), runtime.clone()),
+            "::hooks_core"
+        );
+        assert_eq!(
+            root(Some(FoundCrate::Name("engine".into())), runtime),
+            "::engine"
+        );
+        assert_eq!(root(Some(FoundCrate::Itself), None), "::hooks_core");
+    }
+
+    #[test]
+    fn users_of_crew_runtime_alone_go_through_its_re_export() {
+        let runtime = Some(FoundCrate::Name("crew_runtime".into()));
+        assert_eq!(root(None, runtime), "::crew_runtime::hooks_core");
+        let renamed = Some(FoundCrate::Name("crews".into()));
+        assert_eq!(root(None, renamed), "::crews::hooks_core");
+    }
+
+    #[test]
+    fn without_either_the_path_names_the_crate_to_add() {
+        assert_eq!(root(None, None), "::hooks_core");
+    }
+
+    #[test]
+    fn crate_argument_overrides_the_manifest() {
+        let path: Path = syn::parse_quote!(crate::facade::engine);
+        let paths = Paths::new(Some(&path));
+        assert_eq!(
+            paths.static_hooks().to_string().replace(' ', ""),
+            "crate::facade::engine::__private::STATIC_HOOKS"
+        );
+    }
 }

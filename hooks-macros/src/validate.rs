@@ -10,7 +10,6 @@ use quote::ToTokens;
 use syn::{FnArg, GenericParam, Receiver, ReturnType, Signature, Type};
 
 use crate::errors::Errors;
-use crate::parse::HookKind;
 
 /// What the emitted code needs to know of a valid hook signature.
 pub(crate) struct HookSignature {
@@ -22,12 +21,8 @@ pub(crate) struct HookSignature {
 }
 
 /// Checks a hook on a free function: `fn(ctx: &mut ToolCallHookContext) -> R`.
-pub(crate) fn free_hook(
-    sig: &Signature,
-    kind: HookKind,
-    errors: &mut Errors,
-) -> Option<HookSignature> {
-    let mut valid = plain_fn(sig, &format!("a `#[{}]` hook", kind.attribute()), errors);
+pub(crate) fn free_hook(sig: &Signature, errors: &mut Errors) -> Option<HookSignature> {
+    let mut valid = plain_fn(sig, "a hook", errors);
     let mut inputs = sig.inputs.iter().peekable();
     if let Some(FnArg::Receiver(receiver)) = inputs.peek() {
         errors.spanned(
@@ -65,16 +60,8 @@ pub(crate) fn free_hook(
 
 /// Checks a hook method of a `#[crew_base]` impl:
 /// `fn(&self, ctx: &mut ToolCallHookContext) -> R`.
-pub(crate) fn hook_method(
-    sig: &Signature,
-    kind: HookKind,
-    errors: &mut Errors,
-) -> Option<HookSignature> {
-    let mut valid = plain_fn(
-        sig,
-        &format!("a `#[{}]` hook method", kind.attribute()),
-        errors,
-    );
+pub(crate) fn hook_method(sig: &Signature, errors: &mut Errors) -> Option<HookSignature> {
+    let mut valid = plain_fn(sig, "a hook method", errors);
     let expected = format!(
         "a hook method of a `#[crew_base]` impl takes `&self`, then the context: \
          `fn {}(&self, ctx: &mut ToolCallHookContext)`",
@@ -118,7 +105,8 @@ pub(crate) fn builder_method(
 ) -> Option<Type> {
     let expected =
         format!("`#[{marker}]` methods take only `&self` and return the {marker}: `{example}`");
-    let mut valid = plain_fn(sig, &format!("an `#[{marker}]` method"), errors);
+    let article = if marker == "agent" { "an" } else { "a" };
+    let mut valid = plain_fn(sig, &format!("{article} `#[{marker}]` method"), errors);
     let mut inputs = sig.inputs.iter();
     match inputs.next() {
         Some(FnArg::Receiver(receiver)) if is_shared_self(receiver) => {}

@@ -97,8 +97,12 @@ impl Rooted {
     #[on(PRE_TOOL_CALL)]
     fn noop(&self, _ctx: &mut ToolCallHookContext) {}
 
+    #[after_tool_call(crate = ::hooks_core, tools = ["read_file"])]
+    fn own_root(&self, _ctx: &ToolCallHookContext) {}
+
+    // A crew type the caller cannot name.
     #[crew]
-    fn crew(&self) -> Crew {
+    fn crew(&self) -> impl CrewScope {
         Crew { agents: Vec::new(), tasks: Vec::new(), hooks: HookRegistry::new() }
     }
 }
@@ -131,5 +135,7 @@ fn main() {
     let empty = ResearchCrew { topic: String::new() }.crew();
     assert_eq!(empty.hooks.get_hooks(PRE_TOOL_CALL).len(), 2);
 
-    assert_eq!(Rooted.crew().hooks.get_hooks(PRE_TOOL_CALL).len(), 1);
+    let rooted = Rooted.crew();
+    assert_eq!(rooted.crew_hooks().get_hooks(PRE_TOOL_CALL).len(), 1);
+    assert_eq!(rooted.crew_hooks().get_hooks(POST_TOOL_CALL)[0].tools, ["read_file"]);
 }
