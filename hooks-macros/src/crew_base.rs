@@ -7,7 +7,9 @@
 //! - the `#[crew]` method wrapped so that the crew it builds gets this
 //!   instance's hook methods on the crew's own registry (never the global
 //!   one), registered once per built crew, sorted by `order` then
-//!   declaration order;
+//!   declaration order. The user's body moves unchanged into a hidden
+//!   `__crew_base_<name>` method, so `return` and `?` in it keep working;
+//! - `agents()` / `tasks()` get the `#[crew]` method's visibility;
 //! - every attribute it read rewritten to `#[attr(__crew_base_collected)]`,
 //!   which expands to the method unchanged.
 
@@ -374,11 +376,12 @@ fn wrap_crew(
     let mut inner = method.clone();
     inner.sig.ident = inner_ident.clone();
     inner.vis = syn::Visibility::Inherited;
-    // Body lints (`#[allow]`, ...) stay with the body; the docs and the
-    // marker go to the wrapper users call.
+    // What speaks to callers (docs, `#[must_use]`, `#[deprecated]`) and the
+    // marker go to the wrapper users call; body lints (`#[allow]`, ...)
+    // stay with the body; `#[cfg]` goes to both.
     inner
         .attrs
-        .retain(|attribute| !attribute.path().is_ident("doc") && Role::of(attribute).is_none());
+        .retain(|attribute| !for_callers(attribute) || is_cfg(attribute));
     inner.attrs.push(syn::parse_quote!(#[doc(hidden)]));
 
     let crew_scope = paths.crew_scope();
@@ -403,7 +406,7 @@ fn wrap_crew(
     let attrs = method
         .attrs
         .iter()
-        .filter(|attribute| attribute.path().is_ident("doc") || Role::of(attribute).is_some());
+        .filter(|attribute| for_callers(attribute));
     let vis = &method.vis;
     let sig = &method.sig;
     let wrapper = quote! {
@@ -419,6 +422,20 @@ fn wrap_crew(
         }
     };
     [ImplItem::Fn(inner), ImplItem::Verbatim(wrapper)]
+}
+
+/// Whether an attribute of the `#[crew]` method belongs on the wrapper.
+fn for_callers(attribute: &Attribute) -> bool {
+    let path = attribute.path();
+    Role::of(attribute).is_some()
+        || is_cfg(attribute)
+        || ["doc", "must_use", "deprecated"]
+            .iter()
+            .any(|name| path.is_ident(name))
+}
+
+fn is_cfg(attribute: &Attribute) -> bool {
+    attribute.path().is_ident("cfg")
 }
 
 /// One hook method's registration on the crew's registry.

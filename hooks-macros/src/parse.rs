@@ -335,13 +335,15 @@ fn argument(
         let key: kw::order = input.parse()?;
         input.parse::<Token![=]>()?;
         let value: Expr = input.parse()?;
-        match order_value(&value) {
-            Some(order) => set_once(&mut slots.order, order, &key, errors),
-            None => errors.spanned(
+        let order = order_value(&value).unwrap_or_else(|| {
+            errors.spanned(
                 &value,
                 "`order` takes an integer literal that fits in an `i32`, like `order = 10` or `order = -5`",
-            ),
-        }
+            );
+            // Still counts as given, for the "given twice" check.
+            0
+        });
+        set_once(&mut slots.order, order, &key, errors);
     } else if lookahead.peek(kw::fail_closed) {
         let key: kw::fail_closed = input.parse()?;
         set_once(&mut slots.fail_closed, (), &key, errors);

@@ -24,17 +24,18 @@ pub(crate) struct HookSignature {
 pub(crate) fn free_hook(sig: &Signature, errors: &mut Errors) -> Option<HookSignature> {
     let mut valid = plain_fn(sig, "a hook", errors);
     let mut inputs = sig.inputs.iter().peekable();
-    if let Some(FnArg::Receiver(receiver)) = inputs.peek() {
+    let receiver = inputs.next_if(|argument| matches!(argument, FnArg::Receiver(_)));
+    if let Some(receiver) = receiver {
         errors.spanned(
             receiver,
             "hook methods taking `self` are only collected by `#[crew_base]` on the impl block",
         );
         valid = false;
-        inputs.next();
     }
     let context = match inputs.next() {
         Some(argument) => context_argument(argument, errors),
-        None if !valid => None,
+        // `fn check(&self)`: the receiver's error says enough.
+        None if receiver.is_some() => None,
         None => {
             errors.at(
                 sig.paren_token.span.join(),
@@ -131,7 +132,7 @@ pub(crate) fn builder_method(
 }
 
 /// The checks every attributed function shares. `what` names it in
-/// messages ("a `#[on]` hook").
+/// messages ("a hook", "an `#[agent]` method").
 fn plain_fn(sig: &Signature, what: &str, errors: &mut Errors) -> bool {
     let mut valid = true;
     if let Some(asyncness) = &sig.asyncness {

@@ -75,7 +75,11 @@ impl ResearchCrew {
         Ok(None)
     }
 
+    /// Builds the crew: attributes for callers stay on the method callers
+    /// see, body lints stay with the body.
     #[crew]
+    #[must_use]
+    #[allow(clippy::needless_return)]
     pub fn crew(&self) -> Crew {
         if self.topic.is_empty() {
             // An early return still gets the hooks attached.
