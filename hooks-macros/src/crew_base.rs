@@ -9,6 +9,8 @@
 //!   one), registered once per built crew, sorted by `order` then
 //!   declaration order. The user's body moves unchanged into a hidden
 //!   `__crew_base_<name>` method, so `return` and `?` in it keep working;
+//!   it may return the crew or a `Result` holding it (hooks are attached
+//!   to an `Ok` crew);
 //! - `agents()` / `tasks()` get the `#[crew]` method's visibility;
 //! - every attribute it read rewritten to `#[attr(__crew_base_collected)]`,
 //!   which expands to the method unchanged.
@@ -384,20 +386,21 @@ fn wrap_crew(
         .retain(|attribute| !for_callers(attribute) || is_cfg(attribute));
     inner.attrs.push(syn::parse_quote!(#[doc(hidden)]));
 
-    let crew_scope = paths.crew_scope();
+    let built_crew = paths.built_crew();
+    let some = paths.some();
     // The self type named as the type argument: a crew type that is not
     // `Clone + Send + Sync + 'static` is reported on the impl's self type.
     let share_crew_instance = paths.share_crew_instance();
     let keep_instance = quote!(#share_crew_instance::<#self_ty>(self));
     // Naming the return type as the trait's self type makes rustc report
-    // a crew type without `CrewScope` on the `#[crew]` method's return
-    // type (an `impl Trait` return cannot be named here, and is checked by
-    // the plain call instead).
+    // a type that is no crew on the `#[crew]` method's return type (an
+    // `impl Trait` return cannot be named here, and is checked by the plain
+    // call instead).
     let crew_hooks = match &method.sig.output {
         syn::ReturnType::Type(_, ty) if !matches!(**ty, Type::ImplTrait(_)) => {
-            quote!(<#ty as #crew_scope>::crew_hooks)
+            quote!(<#ty as #built_crew>::built_crew_hooks)
         }
-        _ => quote!(#crew_scope::crew_hooks),
+        _ => quote!(#built_crew::built_crew_hooks),
     };
     let registrations = hooks
         .iter()
@@ -413,8 +416,7 @@ fn wrap_crew(
         #(#attrs)*
         #vis #sig {
             let __crew = Self::#inner_ident(self);
-            {
-                let __registry = #crew_hooks(&__crew);
+            if let #some(__registry) = #crew_hooks(&__crew) {
                 let __this = #keep_instance;
                 #(#registrations)*
             }

@@ -136,10 +136,11 @@ impl Paths {
         quote!(#private::type_id_of)
     }
 
-    /// The trait giving a crew's own registry.
-    pub(crate) fn crew_scope(&self) -> TokenStream {
+    /// The trait giving a built crew's own registry (of a crew or a
+    /// `Result` holding one).
+    pub(crate) fn built_crew(&self) -> TokenStream {
         let private = self.private();
-        quote!(#private::CrewScope)
+        quote!(#private::BuiltCrew)
     }
 
     /// Registers a crew-scoped PRE hook method.
@@ -164,6 +165,12 @@ impl Paths {
     pub(crate) fn share_crew_instance(&self) -> TokenStream {
         let private = self.private();
         quote!(#private::share_crew_instance)
+    }
+
+    /// `Option::Some`.
+    pub(crate) fn some(&self) -> TokenStream {
+        let private = self.private();
+        quote!(#private::Option::Some)
     }
 
     /// `std::sync::Arc`, holding a crew instance for its hook methods.

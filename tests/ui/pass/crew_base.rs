@@ -111,6 +111,31 @@ impl Rooted {
     }
 }
 
+#[derive(Clone)]
+struct Fallible {
+    fail: bool,
+}
+
+fn build(fail: bool) -> Result<Crew, String> {
+    if fail {
+        return Err("no agents".to_owned());
+    }
+    Ok(Crew { agents: Vec::new(), tasks: Vec::new(), hooks: HookRegistry::new() })
+}
+
+#[crew_base]
+impl Fallible {
+    #[on(PRE_TOOL_CALL)]
+    fn noop(&self, _ctx: &mut ToolCallHookContext) {}
+
+    // The crew may come out of a builder that can fail.
+    #[crew]
+    fn crew(&self) -> Result<Crew, String> {
+        let crew = build(self.fail)?;
+        Ok(crew)
+    }
+}
+
 fn main() {
     let base = ResearchCrew { topic: "rust".into() };
     assert_eq!(base.helper(), 4);
@@ -138,6 +163,10 @@ fn main() {
 
     let empty = ResearchCrew { topic: String::new() }.crew();
     assert_eq!(empty.hooks.get_hooks(PRE_TOOL_CALL).len(), 2);
+
+    let built = Fallible { fail: false }.crew().expect("built");
+    assert_eq!(built.hooks.get_hooks(PRE_TOOL_CALL).len(), 1);
+    assert_eq!(Fallible { fail: true }.crew().err().as_deref(), Some("no agents"));
 
     let rooted = Rooted.crew();
     assert_eq!(rooted.crew_hooks().get_hooks(PRE_TOOL_CALL).len(), 1);
