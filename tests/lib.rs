@@ -1,1 +1,6 @@
-//! Hooks registered from a library module nothing refers to.
+//! Cross-crate behavior tests and compile-fail tests of the hook attributes.
+//!
+//! The library holds only hooks registered from a module nothing refers
+//! to: link-time registration must find them all the same.
+
+mod orphan_hooks;

@@ -89,6 +89,13 @@ pub fn type_id_of<T: 'static>(_: &T) -> TypeId {
     TypeId::of::<T>()
 }
 
+/// The copy of a `#[crew_base]` instance its hook methods keep. The bounds
+/// are checked here, with the type named by the caller, so that rustc
+/// reports a missing `Clone`, `Send` or `Sync` on the impl's self type.
+pub fn share_crew_instance<T: Clone + Send + Sync + 'static>(instance: &T) -> Arc<T> {
+    Arc::new(instance.clone())
+}
+
 /// Registers a crew-scoped hook method on a crew's own registry.
 pub fn register_scoped_pre(
     registry: &HookRegistry,
@@ -177,7 +184,37 @@ pub(crate) fn static_entries() -> [Vec<Arc<HookEntry>>; 2] {
 
 /// Implemented by the runtime's crew type so that `#[crew_base]` code can
 /// attach a crew instance's hook methods to the crew it builds.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a crew that `#[crew_base]` can attach hook methods to",
+    label = "the `#[crew]` method returns this type",
+    note = "the `#[crew]` method of a `#[crew_base]` impl returns the runtime's `Crew` or `Result<Crew, _>` (any type implementing `CrewScope`)"
+)]
 pub trait CrewScope {
     /// The crew's own registry: hooks there fire for this crew's calls only.
     fn crew_hooks(&self) -> &HookRegistry;
+}
+
+/// What a `#[crew]` method may return: a crew, or a `Result` holding one
+/// (so the method can use `?` on the runtime's builder). Hook methods are
+/// attached only to a crew that was built.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a crew that `#[crew_base]` can attach hook methods to",
+    label = "the `#[crew]` method returns this type",
+    note = "the `#[crew]` method of a `#[crew_base]` impl returns the runtime's `Crew` or `Result<Crew, _>` (any type implementing `CrewScope`)"
+)]
+pub trait BuiltCrew {
+    /// The built crew's own registry, if a crew was built.
+    fn built_crew_hooks(&self) -> Option<&HookRegistry>;
+}
+
+impl<C: CrewScope> BuiltCrew for C {
+    fn built_crew_hooks(&self) -> Option<&HookRegistry> {
+        Some(self.crew_hooks())
+    }
+}
+
+impl<C: CrewScope, E> BuiltCrew for Result<C, E> {
+    fn built_crew_hooks(&self) -> Option<&HookRegistry> {
+        self.as_ref().ok().map(CrewScope::crew_hooks)
+    }
 }

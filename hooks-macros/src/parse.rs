@@ -1,0 +1,445 @@
+//! Parsing of attribute arguments.
+//!
+//! The arguments are split at top-level commas and each piece is parsed on
+//! its own, so one bad argument does not hide the errors of the others.
+
+use hooks_core::normalize_tool_name;
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::ToTokens;
+use syn::ext::IdentExt;
+use syn::parse::{ParseStream, Parser};
+use syn::punctuated::Punctuated;
+use syn::{Expr, ExprLit, ExprUnary, Ident, Lit, LitStr, Path, Token, UnOp, bracketed, token};
+
+use crate::errors::Errors;
+
+mod kw {
+    syn::custom_keyword!(tools);
+    syn::custom_keyword!(agents);
+    syn::custom_keyword!(order);
+    syn::custom_keyword!(fail_closed);
+}
+
+/// The argument `#[crew_base]` leaves on the attributes it has collected, so
+/// that they stay resolved (no "unused import") and expand to nothing more
+/// than the method itself.
+pub(crate) const COLLECTED: &str = "__crew_base_collected";
+
+/// Whether an attribute's arguments are the [`COLLECTED`] marker.
+pub(crate) fn is_collected(args: &TokenStream) -> bool {
+    let mut tokens = args.clone().into_iter();
+    matches!(
+        (tokens.next(), tokens.next()),
+        (Some(TokenTree::Ident(ident)), None) if ident == COLLECTED
+    )
+}
+
+/// Which hook attribute is being expanded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HookKind {
+    /// `#[on(POINT, ...)]`.
+    On,
+    /// `#[before_tool_call]`.
+    BeforeToolCall,
+    /// `#[after_tool_call]`.
+    AfterToolCall,
+}
+
+impl HookKind {
+    /// The attribute's name, for messages.
+    pub(crate) fn attribute(self) -> &'static str {
+        match self {
+            HookKind::On => "on",
+            HookKind::BeforeToolCall => "before_tool_call",
+            HookKind::AfterToolCall => "after_tool_call",
+        }
+    }
+
+    /// The hook attribute an attribute path names, by its last segment.
+    pub(crate) fn from_path(path: &Path) -> Option<HookKind> {
+        let last = path.segments.last()?;
+        if last.ident == "on" {
+            Some(HookKind::On)
+        } else if last.ident == "before_tool_call" {
+            Some(HookKind::BeforeToolCall)
+        } else if last.ident == "after_tool_call" {
+            Some(HookKind::AfterToolCall)
+        } else {
+            None
+        }
+    }
+}
+
+/// Where a hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Point {
+    /// `PRE_TOOL_CALL`.
+    Pre,
+    /// `POST_TOOL_CALL`.
+    Post,
+}
+
+/// The arguments of one hook attribute, with defaults filled in.
+pub(crate) struct HookArgs {
+    pub(crate) kind: HookKind,
+    /// `None` only when `#[on]` had no valid point (an error was recorded).
+    pub(crate) point: Option<Point>,
+    /// Normalized tool names, without repeats.
+    pub(crate) tools: Vec<String>,
+    /// Agent roles, without repeats.
+    pub(crate) agents: Vec<String>,
+    pub(crate) order: i32,
+    pub(crate) fail_closed: bool,
+    /// `crate = path`.
+    pub(crate) krate: Option<Path>,
+}
+
+/// Each argument may be given once; `set_once` is the one place that
+/// enforces it.
+#[derive(Default)]
+struct Slots {
+    tools: Option<Vec<String>>,
+    agents: Option<Vec<String>>,
+    order: Option<i32>,
+    fail_closed: Option<()>,
+    krate: Option<Path>,
+}
+
+fn set_once<T>(slot: &mut Option<T>, value: T, key: &impl ToTokens, errors: &mut Errors) {
+    if slot.is_some() {
+        let name = key.to_token_stream().to_string();
+        errors.spanned(
+            key,
+            format!("`{name}` is given twice: each argument may appear once"),
+        );
+    } else {
+        *slot = Some(value);
+    }
+}
+
+/// Parses the arguments of `#[on]`, `#[before_tool_call]` or
+/// `#[after_tool_call]`, recording every error found.
+pub(crate) fn hook_args(kind: HookKind, args: TokenStream, errors: &mut Errors) -> HookArgs {
+    let mut pieces = split_at_commas(args);
+    let point = match kind {
+        HookKind::BeforeToolCall => Some(Point::Pre),
+        HookKind::AfterToolCall => Some(Point::Post),
+        HookKind::On => take_point(&mut pieces, errors),
+    };
+
+    let mut slots = Slots::default();
+    for piece in pieces {
+        if piece.tokens.is_empty() {
+            errors.at(piece.comma, "expected an argument before this comma");
+            continue;
+        }
+        let parsed = Parser::parse2(
+            |input: ParseStream<'_>| argument(kind, input, &mut slots, errors),
+            piece.tokens,
+        );
+        if let Err(error) = parsed {
+            errors.push(error);
+        }
+    }
+
+    HookArgs {
+        kind,
+        point,
+        tools: slots.tools.unwrap_or_default(),
+        agents: slots.agents.unwrap_or_default(),
+        order: slots.order.unwrap_or(0),
+        fail_closed: slots.fail_closed.is_some(),
+        krate: slots.krate,
+    }
+}
+
+/// Parses `#[crew_base]`'s arguments: only `crate = path`.
+pub(crate) fn crew_base_args(args: TokenStream, errors: &mut Errors) -> Option<Path> {
+    let mut krate = None;
+    for piece in split_at_commas(args) {
+        if piece.tokens.is_empty() {
+            errors.at(piece.comma, "expected an argument before this comma");
+            continue;
+        }
+        let parsed = Parser::parse2(
+            |input: ParseStream<'_>| {
+                let lookahead = input.lookahead1();
+                if lookahead.peek(Token![crate]) {
+                    let key: Token![crate] = input.parse()?;
+                    input.parse::<Token![=]>()?;
+                    let path = input.call(Path::parse_mod_style)?;
+                    set_once(&mut krate, path, &key, errors);
+                    Ok(())
+                } else if input.peek(Ident::peek_any) {
+                    let ident = input.call(Ident::parse_any)?;
+                    errors.spanned(
+                        &ident,
+                        format!(
+                            "unknown argument `{ident}`: `#[crew_base]` accepts only `crate = path`"
+                        ),
+                    );
+                    input.parse::<TokenStream>().map(drop)
+                } else {
+                    Err(lookahead.error())
+                }
+            },
+            piece.tokens,
+        );
+        if let Err(error) = parsed {
+            errors.push(error);
+        }
+    }
+    krate
+}
+
+/// One comma-separated piece of an argument list.
+struct Piece {
+    tokens: TokenStream,
+    /// The comma after the piece (or the call site for the last one), for
+    /// the error on an empty piece.
+    comma: Span,
+}
+
+fn split_at_commas(args: TokenStream) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    let mut current = TokenStream::new();
+    for tree in args {
+        match &tree {
+            TokenTree::Punct(punct) if punct.as_char() == ',' => {
+                pieces.push(Piece {
+                    tokens: std::mem::take(&mut current),
+                    comma: punct.span(),
+                });
+            }
+            _ => current.extend([tree]),
+        }
+    }
+    // A trailing comma leaves an empty last piece: that is fine.
+    if !current.is_empty() {
+        pieces.push(Piece {
+            tokens: current,
+            comma: Span::call_site(),
+        });
+    }
+    pieces
+}
+
+fn starts_like_named_argument(tokens: &TokenStream) -> bool {
+    match tokens.clone().into_iter().next() {
+        Some(TokenTree::Ident(ident)) => ["tools", "agents", "order", "fail_closed", "crate"]
+            .iter()
+            .any(|name| ident == name),
+        _ => false,
+    }
+}
+
+/// Takes `#[on]`'s first piece as its interception point. A first piece
+/// that is a named argument is left in place (and checked as one).
+fn take_point(pieces: &mut Vec<Piece>, errors: &mut Errors) -> Option<Point> {
+    match pieces.first() {
+        None => {
+            errors.at(
+                Span::call_site(),
+                "`#[on]` needs an interception point: `#[on(PRE_TOOL_CALL)]` or `#[on(POST_TOOL_CALL)]`",
+            );
+            None
+        }
+        Some(first) if starts_like_named_argument(&first.tokens) => {
+            errors.spanned(
+                &first.tokens,
+                "`#[on]` takes the interception point first: `#[on(PRE_TOOL_CALL, ...)]` or `#[on(POST_TOOL_CALL, ...)]`",
+            );
+            None
+        }
+        Some(_) => parse_point(pieces.remove(0), errors),
+    }
+}
+
+fn parse_point(piece: Piece, errors: &mut Errors) -> Option<Point> {
+    if piece.tokens.is_empty() {
+        errors.at(
+            piece.comma,
+            "expected an interception point before this comma: `PRE_TOOL_CALL` or `POST_TOOL_CALL`",
+        );
+        return None;
+    }
+    let path = match Parser::parse2(Path::parse_mod_style, piece.tokens) {
+        Ok(path) => path,
+        Err(error) => {
+            errors.push(error);
+            return None;
+        }
+    };
+    let last = path
+        .segments
+        .last()
+        .map(|segment| segment.ident.to_string());
+    match last.as_deref() {
+        Some("PRE_TOOL_CALL") => Some(Point::Pre),
+        Some("POST_TOOL_CALL") => Some(Point::Post),
+        _ => {
+            let written = path.to_token_stream().to_string().replace(' ', "");
+            errors.spanned(
+                &path,
+                format!(
+                    "unknown interception point `{written}`: expected `PRE_TOOL_CALL` or `POST_TOOL_CALL` \
+                     (or `InterceptionPoint::PRE_TOOL_CALL` / `InterceptionPoint::POST_TOOL_CALL`)"
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// Parses one `key = value` (or `fail_closed`) argument into `slots`.
+fn argument(
+    kind: HookKind,
+    input: ParseStream<'_>,
+    slots: &mut Slots,
+    errors: &mut Errors,
+) -> syn::Result<()> {
+    let lookahead = input.lookahead1();
+    if lookahead.peek(kw::tools) {
+        let key: kw::tools = input.parse()?;
+        input.parse::<Token![=]>()?;
+        let mut tools = Vec::new();
+        for literal in string_list(input, "tools", "web_search", errors)? {
+            let normalized = normalize_tool_name(&literal.value());
+            if normalized.is_empty() {
+                errors.spanned(
+                    &literal,
+                    format!(
+                        "tool name {:?} normalizes to an empty name: a tool name needs at least one ASCII letter or digit",
+                        literal.value()
+                    ),
+                );
+            } else if !tools.contains(&normalized) {
+                tools.push(normalized);
+            }
+        }
+        set_once(&mut slots.tools, tools, &key, errors);
+    } else if lookahead.peek(kw::agents) {
+        let key: kw::agents = input.parse()?;
+        input.parse::<Token![=]>()?;
+        let mut agents = Vec::new();
+        for literal in string_list(input, "agents", "Researcher", errors)? {
+            let role = literal.value();
+            if role.is_empty() {
+                errors.spanned(&literal, "an empty agent role matches no agent");
+            } else if !agents.contains(&role) {
+                agents.push(role);
+            }
+        }
+        set_once(&mut slots.agents, agents, &key, errors);
+    } else if lookahead.peek(kw::order) {
+        let key: kw::order = input.parse()?;
+        input.parse::<Token![=]>()?;
+        let value: Expr = input.parse()?;
+        let order = order_value(&value).unwrap_or_else(|| {
+            errors.spanned(
+                &value,
+                "`order` takes an integer literal that fits in an `i32`, like `order = 10` or `order = -5`",
+            );
+            // Still counts as given, for the "given twice" check.
+            0
+        });
+        set_once(&mut slots.order, order, &key, errors);
+    } else if lookahead.peek(kw::fail_closed) {
+        let key: kw::fail_closed = input.parse()?;
+        set_once(&mut slots.fail_closed, (), &key, errors);
+    } else if lookahead.peek(Token![crate]) {
+        let key: Token![crate] = input.parse()?;
+        input.parse::<Token![=]>()?;
+        let path = input.call(Path::parse_mod_style)?;
+        set_once(&mut slots.krate, path, &key, errors);
+    } else if input.peek(Ident::peek_any) {
+        let ident = input.call(Ident::parse_any)?;
+        let attribute = kind.attribute();
+        let message = if ident == "PRE_TOOL_CALL" || ident == "POST_TOOL_CALL" {
+            match kind {
+                HookKind::On => {
+                    "`#[on]` takes one interception point, as its first argument".to_owned()
+                }
+                HookKind::BeforeToolCall => {
+                    "`#[before_tool_call]` always runs at PRE_TOOL_CALL: it takes no interception point".to_owned()
+                }
+                HookKind::AfterToolCall => {
+                    "`#[after_tool_call]` always runs at POST_TOOL_CALL: it takes no interception point".to_owned()
+                }
+            }
+        } else {
+            format!(
+                "unknown argument `{ident}`: `#[{attribute}]` accepts `tools = [...]`, `agents = [...]`, \
+                 `order = N`, `fail_closed` and `crate = path`"
+            )
+        };
+        errors.spanned(&ident, message);
+        // The rest of the piece belongs to the unknown argument.
+        input.parse::<TokenStream>()?;
+    } else {
+        return Err(lookahead.error());
+    }
+    Ok(())
+}
+
+/// Parses `[ "a", "b" ]`, recording an error on each entry that is not a
+/// string literal.
+fn string_list(
+    input: ParseStream<'_>,
+    key: &str,
+    example: &str,
+    errors: &mut Errors,
+) -> syn::Result<Vec<LitStr>> {
+    if !input.peek(token::Bracket) {
+        return Err(input.error(format!(
+            "`{key}` takes a list of string literals, like `{key} = [\"{example}\"]`"
+        )));
+    }
+    let content;
+    bracketed!(content in input);
+    let entries = Punctuated::<Expr, Token![,]>::parse_terminated(&content)?;
+    let mut literals = Vec::new();
+    for entry in entries {
+        match entry {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(literal),
+                attrs,
+            }) if attrs.is_empty() => literals.push(literal),
+            other => errors.spanned(
+                &other,
+                format!(
+                    "`{key}` entries are string literals, like `{key} = [\"{example}\"]`: \
+                     filters are read at compile time"
+                ),
+            ),
+        }
+    }
+    Ok(literals)
+}
+
+/// The value of an `order = N` literal, negative ones included.
+fn order_value(value: &Expr) -> Option<i32> {
+    let (negative, literal) = match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(literal),
+            ..
+        }) => (false, literal),
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_),
+            expr,
+            ..
+        }) => match &**expr {
+            Expr::Lit(ExprLit {
+                lit: Lit::Int(literal),
+                ..
+            }) => (true, literal),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    if !matches!(literal.suffix(), "" | "i32") {
+        return None;
+    }
+    let magnitude: i64 = literal.base10_parse().ok()?;
+    i32::try_from(if negative { -magnitude } else { magnitude }).ok()
+}
