@@ -176,9 +176,9 @@ impl<'a> Dispatcher<'a> {
             || tracing::enabled!(target: "hooks_core::dispatch", tracing::Level::DEBUG);
         let started = listening.then(Instant::now);
 
-        let mut walk = MergedChain::new(global_chain, scoped_chain, &ctx.tool_name);
+        let walk = MergedChain::new(global_chain, scoped_chain, &ctx.tool_name);
         let mut state = ChainState::default();
-        while let Some(entry) = walk.next() {
+        for entry in walk {
             if !entry.agent_matches(ctx.agent_role()) {
                 continue;
             }
