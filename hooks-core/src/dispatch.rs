@@ -179,7 +179,8 @@ impl<'a> Dispatcher<'a> {
         let walk = MergedChain::new(global_chain, scoped_chain, &ctx.tool_name);
         let mut state = ChainState::default();
         for entry in walk {
-            if !entry.agent_matches(ctx.agent_role()) {
+            // The role is a virtual call: ask for it only when a filter needs it.
+            if !entry.info.agents.is_empty() && !entry.agent_matches(ctx.agent_role()) {
                 continue;
             }
             state.hooks_run += 1;
@@ -188,33 +189,70 @@ impl<'a> Dispatcher<'a> {
             }
         }
         let hooks_run = state.hooks_run;
-        let outcome = state.outcome();
-        if let Some(started) = started
-            && hooks_run > 0
-        {
-            let event = HookDispatchedEvent::new(
-                point,
-                &outcome,
-                hooks_run,
-                started.elapsed(),
-                &ctx.tool_name,
-                ctx.agent_role(),
-            );
-            tracing::debug!(
-                target: "hooks_core::dispatch",
-                point = %point,
-                outcome = event.outcome,
-                hooks_run = event.hooks_run,
-                duration_ns = event.duration.as_nanos() as u64,
-                tool = %event.tool_name,
-                agent = event.agent_role.as_deref().unwrap_or(""),
-                abort_reason = event.abort_reason.as_deref().unwrap_or(""),
-                abort_source = event.abort_source.as_deref().unwrap_or(""),
-                "hook chain dispatched"
-            );
-            self.emit(scoped, Event::HookDispatched(event));
+        let report = started.filter(|_| hooks_run > 0);
+        match state.aborted {
+            Some(abort) => {
+                let outcome = DispatchOutcome::Aborted(abort);
+                if let Some(started) = report {
+                    self.report_dispatch(point, scoped, &outcome, hooks_run, started, ctx);
+                }
+                outcome
+            }
+            None => {
+                // Returned by value, never borrowed: a borrowed outcome is built
+                // on the stack and copied out whole, and reading back the
+                // partly written value stalls the load on every dispatch.
+                let outcome = if state.modified {
+                    &DispatchOutcome::Modified
+                } else {
+                    &DispatchOutcome::Proceeded
+                };
+                if let Some(started) = report {
+                    self.report_dispatch(point, scoped, outcome, hooks_run, started, ctx);
+                }
+                if state.modified {
+                    DispatchOutcome::Modified
+                } else {
+                    DispatchOutcome::Proceeded
+                }
+            }
         }
-        outcome
+    }
+
+    /// Emits the [`HookDispatchedEvent`] of a dispatch someone listens to.
+    /// Kept out of line so that the unobserved path keeps a small frame.
+    #[cold]
+    #[inline(never)]
+    fn report_dispatch(
+        &self,
+        point: InterceptionPoint,
+        scoped: Option<&HookRegistry>,
+        outcome: &DispatchOutcome,
+        hooks_run: usize,
+        started: Instant,
+        ctx: &ToolCallHookContext,
+    ) {
+        let event = HookDispatchedEvent::new(
+            point,
+            outcome,
+            hooks_run,
+            started.elapsed(),
+            &ctx.tool_name,
+            ctx.agent_role(),
+        );
+        tracing::debug!(
+            target: "hooks_core::dispatch",
+            point = %point,
+            outcome = event.outcome,
+            hooks_run = event.hooks_run,
+            duration_ns = event.duration.as_nanos() as u64,
+            tool = %event.tool_name,
+            agent = event.agent_role.as_deref().unwrap_or(""),
+            abort_reason = event.abort_reason.as_deref().unwrap_or(""),
+            abort_source = event.abort_source.as_deref().unwrap_or(""),
+            "hook chain dispatched"
+        );
+        self.emit(scoped, Event::HookDispatched(event));
     }
 
     fn emit(&self, scoped: Option<&HookRegistry>, event: Event) {
@@ -230,16 +268,6 @@ struct ChainState {
     hooks_run: usize,
     modified: bool,
     aborted: Option<HookAborted>,
-}
-
-impl ChainState {
-    fn outcome(self) -> DispatchOutcome {
-        match (self.aborted, self.modified) {
-            (Some(abort), _) => DispatchOutcome::Aborted(abort),
-            (None, true) => DispatchOutcome::Modified,
-            (None, false) => DispatchOutcome::Proceeded,
-        }
-    }
 }
 
 /// Runs one hook with its panic contained; `Break` stops the chain.
