@@ -165,20 +165,43 @@ impl<'a> Dispatcher<'a> {
         ctx: &mut ToolCallHookContext,
     ) -> DispatchOutcome {
         let global_snapshot = self.global.snapshot();
-        let scoped_snapshot = scoped.map(HookRegistry::snapshot);
         let global_chain = &global_snapshot.chains[point.index()];
-        let scoped_chain = scoped_snapshot
-            .as_ref()
-            .map(|snapshot| &snapshot.chains[point.index()]);
+        match scoped {
+            // Most dispatches have no crew hooks: walk the one chain directly.
+            None => {
+                let candidates = global_chain.candidates(&ctx.tool_name);
+                let hooks = candidates
+                    .iter()
+                    .filter_map(|&position| global_chain.entries.get(position as usize))
+                    .map(|entry| &**entry);
+                self.run_chain(point, None, hooks, ctx)
+            }
+            Some(scoped) => {
+                let scoped_snapshot = scoped.snapshot();
+                let scoped_chain = &scoped_snapshot.chains[point.index()];
+                let hooks = MergedChain::new(global_chain, Some(scoped_chain), &ctx.tool_name);
+                self.run_chain(point, Some(scoped), hooks, ctx)
+            }
+        }
+    }
 
+    /// Runs `hooks` (the candidates for this tool, in order) and reports the
+    /// dispatch to whoever listens.
+    #[inline(always)]
+    fn run_chain<'c>(
+        &self,
+        point: InterceptionPoint,
+        scoped: Option<&HookRegistry>,
+        hooks: impl Iterator<Item = &'c HookEntry>,
+        ctx: &mut ToolCallHookContext,
+    ) -> DispatchOutcome {
         let listening = self.global.events().has_listeners()
             || scoped.is_some_and(|s| s.events().has_listeners())
             || tracing::enabled!(target: "hooks_core::dispatch", tracing::Level::DEBUG);
         let started = listening.then(Instant::now);
 
-        let walk = MergedChain::new(global_chain, scoped_chain, &ctx.tool_name);
         let mut state = ChainState::default();
-        for entry in walk {
+        for entry in hooks {
             // The role is a virtual call: ask for it only when a filter needs it.
             if !entry.info.agents.is_empty() && !entry.agent_matches(ctx.agent_role()) {
                 continue;
