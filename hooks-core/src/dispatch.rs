@@ -165,12 +165,35 @@ impl<'a> Dispatcher<'a> {
         ctx: &mut ToolCallHookContext,
     ) -> DispatchOutcome {
         let global_snapshot = self.global.snapshot();
-        let scoped_snapshot = scoped.map(HookRegistry::snapshot);
         let global_chain = &global_snapshot.chains[point.index()];
-        let scoped_chain = scoped_snapshot
-            .as_ref()
-            .map(|snapshot| &snapshot.chains[point.index()]);
+        match scoped {
+            // Most dispatches have no crew hooks: walk the one chain directly.
+            None => {
+                let candidates = global_chain.candidates(&ctx.tool_name);
+                let hooks = candidates
+                    .iter()
+                    .filter_map(|&position| global_chain.entries.get(position as usize))
+                    .map(|entry| &**entry);
+                self.run_chain(point, hooks, ctx)
+            }
+            Some(scoped) => {
+                let scoped_snapshot = scoped.snapshot();
+                let scoped_chain = &scoped_snapshot.chains[point.index()];
+                let hooks = MergedChain::new(global_chain, Some(scoped_chain), &ctx.tool_name);
+                self.run_chain(point, hooks, ctx)
+            }
+        }
+    }
 
+    /// Runs `hooks` (the candidates for this tool, in order) and reports the
+    /// dispatch to whoever listens.
+    #[inline(always)]
+    fn run_chain<'c>(
+        &self,
+        point: InterceptionPoint,
+        hooks: impl Iterator<Item = &'c HookEntry>,
+        ctx: &mut ToolCallHookContext,
+    ) -> DispatchOutcome {
         let listening = self.global.events().has_listeners()
             // The crew's bus hears every dispatch of its calls, also when
             // the crew has no hooks of its own at this point.
@@ -178,50 +201,88 @@ impl<'a> Dispatcher<'a> {
             || tracing::enabled!(target: "hooks_core::dispatch", tracing::Level::DEBUG);
         let started = listening.then(Instant::now);
 
-        let walk = MergedChain::new(global_chain, scoped_chain, &ctx.tool_name);
         let mut state = ChainState::default();
-        for entry in walk {
-            if !entry.agent_matches(ctx.agent_role()) {
+        for entry in hooks {
+            // The role is a virtual call: ask for it only when a filter needs it.
+            if !entry.info.agents.is_empty() && !entry.agent_matches(ctx.agent_role()) {
                 continue;
             }
             state.hooks_run += 1;
-            if run_one(point, entry, ctx, &mut state, self, self.scoped).is_break() {
+            if run_one(point, entry, ctx, &mut state, self).is_break() {
                 break;
             }
         }
         let hooks_run = state.hooks_run;
-        let outcome = state.outcome();
-        if let Some(started) = started
-            && hooks_run > 0
-        {
-            let event = HookDispatchedEvent::new(
-                point,
-                &outcome,
-                hooks_run,
-                started.elapsed(),
-                &ctx.tool_name,
-                ctx.agent_role(),
-            );
-            tracing::debug!(
-                target: "hooks_core::dispatch",
-                point = %point,
-                outcome = event.outcome,
-                hooks_run = event.hooks_run,
-                duration_ns = event.duration.as_nanos() as u64,
-                tool = %event.tool_name,
-                agent = event.agent_role.as_deref().unwrap_or(""),
-                abort_reason = event.abort_reason.as_deref().unwrap_or(""),
-                abort_source = event.abort_source.as_deref().unwrap_or(""),
-                "hook chain dispatched"
-            );
-            self.emit(self.scoped, Event::HookDispatched(event));
+        let report = started.filter(|_| hooks_run > 0);
+        match state.aborted {
+            Some(abort) => {
+                let outcome = DispatchOutcome::Aborted(abort);
+                if let Some(started) = report {
+                    self.report_dispatch(point, &outcome, hooks_run, started, ctx);
+                }
+                outcome
+            }
+            None => {
+                // Returned by value, never borrowed: a borrowed outcome is built
+                // on the stack and copied out whole, and reading back the
+                // partly written value stalls the load on every dispatch.
+                let outcome = if state.modified {
+                    &DispatchOutcome::Modified
+                } else {
+                    &DispatchOutcome::Proceeded
+                };
+                if let Some(started) = report {
+                    self.report_dispatch(point, outcome, hooks_run, started, ctx);
+                }
+                if state.modified {
+                    DispatchOutcome::Modified
+                } else {
+                    DispatchOutcome::Proceeded
+                }
+            }
         }
-        outcome
     }
 
-    fn emit(&self, scoped: Option<&HookRegistry>, event: Event) {
+    /// Emits the [`HookDispatchedEvent`] of a dispatch someone listens to.
+    /// Kept out of line so that the unobserved path keeps a small frame.
+    #[cold]
+    #[inline(never)]
+    fn report_dispatch(
+        &self,
+        point: InterceptionPoint,
+        outcome: &DispatchOutcome,
+        hooks_run: usize,
+        started: Instant,
+        ctx: &ToolCallHookContext,
+    ) {
+        let event = HookDispatchedEvent::new(
+            point,
+            outcome,
+            hooks_run,
+            started.elapsed(),
+            &ctx.tool_name,
+            ctx.agent_role(),
+        );
+        tracing::debug!(
+            target: "hooks_core::dispatch",
+            point = %point,
+            outcome = event.outcome,
+            hooks_run = event.hooks_run,
+            duration_ns = event.duration.as_nanos() as u64,
+            tool = %event.tool_name,
+            agent = event.agent_role.as_deref().unwrap_or(""),
+            abort_reason = event.abort_reason.as_deref().unwrap_or(""),
+            abort_source = event.abort_source.as_deref().unwrap_or(""),
+            "hook chain dispatched"
+        );
+        self.emit(Event::HookDispatched(event));
+    }
+
+    /// Delivers an event to the global bus and, for a crew's dispatcher, to
+    /// the crew's bus (also when the crew has no hooks of its own).
+    fn emit(&self, event: Event) {
         self.global.events().emit(&event);
-        if let Some(scoped) = scoped {
+        if let Some(scoped) = self.scoped {
             scoped.events().emit(&event);
         }
     }
@@ -234,16 +295,6 @@ struct ChainState {
     aborted: Option<HookAborted>,
 }
 
-impl ChainState {
-    fn outcome(self) -> DispatchOutcome {
-        match (self.aborted, self.modified) {
-            (Some(abort), _) => DispatchOutcome::Aborted(abort),
-            (None, true) => DispatchOutcome::Modified,
-            (None, false) => DispatchOutcome::Proceeded,
-        }
-    }
-}
-
 /// Runs one hook with its panic contained; `Break` stops the chain.
 fn run_one(
     point: InterceptionPoint,
@@ -251,7 +302,6 @@ fn run_one(
     ctx: &mut ToolCallHookContext,
     state: &mut ChainState,
     dispatcher: &Dispatcher<'_>,
-    scoped: Option<&HookRegistry>,
 ) -> std::ops::ControlFlow<()> {
     use std::ops::ControlFlow::{Break, Continue};
     let name = || entry.info.name.as_str();
@@ -267,7 +317,7 @@ fn run_one(
             }
             Err(panic) => {
                 let closed = entry.info.failure == FailureMode::FailClosed;
-                let message = report_panic(point, entry, ctx, &*panic, dispatcher, scoped);
+                let message = report_panic(point, entry, ctx, &*panic, dispatcher);
                 if closed {
                     state.aborted = Some(HookAborted::new(
                         format!("fail-closed hook panicked: {message}"),
@@ -294,7 +344,7 @@ fn run_one(
                 Break(())
             }
             Err(panic) => {
-                report_panic(point, entry, ctx, &*panic, dispatcher, scoped);
+                report_panic(point, entry, ctx, &*panic, dispatcher);
                 if entry.info.failure == FailureMode::FailClosed {
                     ctx.tool_result = Some(withheld_message(&ctx.tool_name));
                     state.modified = true;
@@ -322,7 +372,6 @@ fn report_panic(
     ctx: &ToolCallHookContext,
     panic: &(dyn std::any::Any + Send),
     dispatcher: &Dispatcher<'_>,
-    scoped: Option<&HookRegistry>,
 ) -> String {
     let message = panic_message(panic);
     let fail_closed = entry.info.failure == FailureMode::FailClosed;
@@ -339,16 +388,13 @@ fn report_panic(
             "fail-open, so its effect is dropped"
         }
     );
-    dispatcher.emit(
-        scoped,
-        Event::HookPanicked(HookPanickedEvent {
-            point,
-            hook: entry.info.name.clone(),
-            message: message.clone(),
-            fail_closed,
-            tool_name: ctx.tool_name.clone(),
-        }),
-    );
+    dispatcher.emit(Event::HookPanicked(HookPanickedEvent {
+        point,
+        hook: entry.info.name.clone(),
+        message: message.clone(),
+        fail_closed,
+        tool_name: ctx.tool_name.clone(),
+    }));
     message
 }
 
