@@ -118,6 +118,9 @@ pub(crate) struct CrewInner {
     pub(crate) max_concurrent_tool_calls: usize,
     strict: bool,
     warnings: Vec<FilterWarning>,
+    /// Filter problems of hook methods attached after the build (by
+    /// `#[crew_base]` code); in strict mode they fail every kickoff.
+    attached_violations: std::sync::Mutex<Vec<FilterWarning>>,
 }
 
 impl CrewInner {
@@ -247,6 +250,15 @@ impl Crew {
     /// blocked or failing tool call does not (the agent sees why and goes
     /// on).
     pub fn kickoff(&self, inputs: impl Into<Inputs>) -> Result<CrewOutput, CrewError> {
+        let violations = self
+            .inner
+            .attached_violations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if !violations.is_empty() {
+            return Err(CrewError::UnmatchedHookFilters(violations));
+        }
         crate::executor::kickoff(self, &inputs.into())
     }
 
@@ -264,6 +276,27 @@ impl CrewInfo for Crew {
 impl CrewScope for Crew {
     fn crew_hooks(&self) -> &HookRegistry {
         &self.inner.scoped
+    }
+
+    /// Checks the filters of hook methods attached after the build, as the
+    /// build checked the others: a warning each, and in strict mode every
+    /// kickoff of this crew fails with them.
+    fn scoped_hooks_attached(&self) {
+        let inner = &self.inner;
+        let warnings: Vec<FilterWarning> = inner
+            .filter_warnings()
+            .into_iter()
+            .filter(|w| !inner.warnings.contains(w))
+            .collect();
+        for warning in &warnings {
+            tracing::warn!(target: "crew_runtime::crew", crew = %inner.name, "{warning}");
+        }
+        if inner.strict {
+            *inner
+                .attached_violations
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = warnings;
+        }
     }
 }
 
@@ -498,6 +531,7 @@ impl CrewBuilder {
             max_concurrent_tool_calls: self.max_concurrent_tool_calls,
             strict: self.strict,
             warnings: Vec::new(),
+            attached_violations: std::sync::Mutex::new(Vec::new()),
         };
         let warnings = inner.filter_warnings();
         for warning in &warnings {

@@ -131,6 +131,13 @@ pub enum CrewError {
         #[source]
         source: LlmError,
     },
+    /// Strict mode: hook methods attached to the crew by `#[crew_base]` have
+    /// filters naming no tool or role of the crew.
+    #[error(
+        "strict mode: hooks attached to this crew have filters that name nothing in it:\n{}",
+        bullet_list(.0)
+    )]
+    UnmatchedHookFilters(Vec<FilterWarning>),
 }
 
 impl CrewError {

@@ -84,6 +84,12 @@ pub use hooks_core::*;
 #[doc(hidden)]
 pub use hooks_core;
 
+/// The attributes: `#[on]`, `#[before_tool_call]`, `#[after_tool_call]`
+/// register hooks at link time; `#[crew_base]` (with `#[agent]`, `#[task]`,
+/// `#[crew]`) scopes hook methods to the crews an instance builds.
+#[doc(inline)]
+pub use hooks_macros::{after_tool_call, agent, before_tool_call, crew, crew_base, on, task};
+
 pub use schemars;
 pub use serde;
 pub use serde_json;
@@ -116,5 +122,6 @@ pub mod prelude {
         register_hook_with, unregister_after_tool_call_hook, unregister_before_tool_call_hook,
         unregister_hook,
     };
+    pub use hooks_macros::{after_tool_call, agent, before_tool_call, crew, crew_base, on, task};
     pub use serde_json::{Value, json};
 }

@@ -192,6 +192,10 @@ pub(crate) fn static_entries() -> [Vec<Arc<HookEntry>>; 2] {
 pub trait CrewScope {
     /// The crew's own registry: hooks there fire for this crew's calls only.
     fn crew_hooks(&self) -> &HookRegistry;
+
+    /// Called once the instance's hook methods are attached, so the crew can
+    /// check their filters as it checked the others when it was built.
+    fn scoped_hooks_attached(&self) {}
 }
 
 /// What a `#[crew]` method may return: a crew, or a `Result` holding one
@@ -205,16 +209,29 @@ pub trait CrewScope {
 pub trait BuiltCrew {
     /// The built crew's own registry, if a crew was built.
     fn built_crew_hooks(&self) -> Option<&HookRegistry>;
+
+    /// Tells the built crew (if any) that its hook methods are attached.
+    fn built_crew_hooks_attached(&self);
 }
 
 impl<C: CrewScope> BuiltCrew for C {
     fn built_crew_hooks(&self) -> Option<&HookRegistry> {
         Some(self.crew_hooks())
     }
+
+    fn built_crew_hooks_attached(&self) {
+        self.scoped_hooks_attached();
+    }
 }
 
 impl<C: CrewScope, E> BuiltCrew for Result<C, E> {
     fn built_crew_hooks(&self) -> Option<&HookRegistry> {
         self.as_ref().ok().map(CrewScope::crew_hooks)
+    }
+
+    fn built_crew_hooks_attached(&self) {
+        if let Ok(crew) = self {
+            crew.scoped_hooks_attached();
+        }
     }
 }

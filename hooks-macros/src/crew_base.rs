@@ -396,11 +396,15 @@ fn wrap_crew(
     // a type that is no crew on the `#[crew]` method's return type (an
     // `impl Trait` return cannot be named here, and is checked by the plain
     // call instead).
-    let crew_hooks = match &method.sig.output {
-        syn::ReturnType::Type(_, ty) if !matches!(**ty, Type::ImplTrait(_)) => {
-            quote!(<#ty as #built_crew>::built_crew_hooks)
-        }
-        _ => quote!(#built_crew::built_crew_hooks),
+    let (crew_hooks, hooks_attached) = match &method.sig.output {
+        syn::ReturnType::Type(_, ty) if !matches!(**ty, Type::ImplTrait(_)) => (
+            quote!(<#ty as #built_crew>::built_crew_hooks),
+            quote!(<#ty as #built_crew>::built_crew_hooks_attached),
+        ),
+        _ => (
+            quote!(#built_crew::built_crew_hooks),
+            quote!(#built_crew::built_crew_hooks_attached),
+        ),
     };
     let registrations = hooks
         .iter()
@@ -420,6 +424,7 @@ fn wrap_crew(
                 let __this = #keep_instance;
                 #(#registrations)*
             }
+            #hooks_attached(&__crew);
             __crew
         }
     };
