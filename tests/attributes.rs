@@ -482,3 +482,41 @@ fn crew_base_hook_methods_belong_to_the_crews_an_instance_builds() {
         "tool ran via b"
     );
 }
+
+// Linking ---------------------------------------------------------------
+//
+// CI runs this file under `--profile release-lto` (fat LTO) and
+// `--profile release-cgu1` (one codegen unit): whole-program optimization
+// must not drop a single registration.
+
+#[test]
+fn every_link_time_hook_of_the_binary_is_registered() {
+    let _fixture = GlobalHooksFixture::new();
+    let mut names: Vec<String> = get_hooks(PRE_TOOL_CALL)
+        .into_iter()
+        .chain(get_hooks(POST_TOOL_CALL))
+        .filter(|hook| matches!(hook.origin, HookOrigin::LinkTime { .. }))
+        .map(|hook| hook.name)
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "alpha_first_in_file",
+            "alpha_late",
+            "alpha_second_in_file",
+            "legacy_blocker",
+            "link_time_probe",
+            "normalized_filter_probe",
+            "orphan_marks_input",
+            "orphan_tags_result",
+            "panics_fail_closed",
+            "panics_fail_open",
+            "removable_after",
+            "removable_probe",
+            "zeta_default",
+            "zeta_early",
+            "zeta_late",
+        ]
+    );
+}
