@@ -58,6 +58,72 @@
 //! the derives at them with `#[schemars(crate = "crew_runtime::schemars")]`
 //! and `#[serde(crate = "crew_runtime::serde")]`).
 
+//!
+//! ## Hooks as attributes, and crew-scoped hooks
+//!
+//! Attributes on free functions register global hooks at link time; hook
+//! methods of a `#[crew_base]` type belong only to the crews an instance
+//! builds, and see the instance's state.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use crew_runtime::prelude::*;
+//!
+//! // Global: every crew of the program, unless a crew injects its own
+//! // registry. Filtered, so it only meets `drop_table` calls.
+//! #[on(PRE_TOOL_CALL, tools = ["Drop Table"])]
+//! fn no_ddl(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+//!     Err(HookAborted::new(format!("{} is not allowed", ctx.tool_name), "safety-policy"))
+//! }
+//!
+//! #[derive(Clone)]
+//! struct ReportCrew {
+//!     banned_word: &'static str,
+//!     llm: Arc<ScriptedLlm>,
+//! }
+//!
+//! #[crew_base]
+//! impl ReportCrew {
+//!     #[agent]
+//!     fn analyst(&self) -> Agent {
+//!         let lookup = Tool::dynamic("lookup", "Looks a term up", json!({"type": "object"}), |args| {
+//!             Ok::<_, String>(json!({"found": args}))
+//!         });
+//!         Agent::builder("Analyst").tool(lookup).llm(self.llm.clone()).build()
+//!     }
+//!
+//!     #[task]
+//!     fn report(&self) -> Task {
+//!         Task::builder("Report on {topic}").agent(&self.analyst()).build()
+//!     }
+//!
+//!     // Crew-scoped: runs for this crew's calls only, with this instance's state.
+//!     #[on(PRE_TOOL_CALL, tools = ["lookup"])]
+//!     fn screen_terms(&self, ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+//!         let term = ctx.tool_input.get("term").and_then(|t| t.as_str()).unwrap_or("");
+//!         if term.contains(self.banned_word) {
+//!             return Err(HookAborted::new("term not allowed", "report-crew"));
+//!         }
+//!         Ok(())
+//!     }
+//!
+//!     #[crew]
+//!     fn crew(&self) -> Result<Crew, BuildError> {
+//!         Crew::builder().agents(self.agents()).tasks(self.tasks()).build()
+//!     }
+//! }
+//!
+//! let llm = Arc::new(
+//!     ScriptedLlm::new()
+//!         .call("lookup", json!({"term": "secret plans"}))
+//!         .answer("done"),
+//! );
+//! let crew = ReportCrew { banned_word: "secret", llm: llm.clone() }.crew()?;
+//! crew.kickoff([("topic", "plans")])?;
+//! // What the model was told after its tool call:
+//! assert_eq!(llm.requests()[1].observations(), ["Tool execution blocked by hook. Tool: lookup"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 mod agent;
 mod check;
 mod crew;

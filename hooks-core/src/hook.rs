@@ -84,8 +84,9 @@ pub struct HookInfo {
     pub id: HookId,
     /// The point the hook runs at.
     pub point: InterceptionPoint,
-    /// The hook's name: the function path for attributes, the closure's
-    /// type name or the name given in [`HookOptions`] otherwise.
+    /// The hook's name: the function's name for attributes
+    /// (`Type::method` for crew hook methods), the name given in
+    /// [`HookOptions`], or else the closure's type name.
     pub name: String,
     /// Normalized tool names the hook is limited to (empty: every tool).
     pub tools: Vec<String>,
