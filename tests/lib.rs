@@ -4,3 +4,9 @@
 //! to: link-time registration must find them all the same.
 
 mod orphan_hooks;
+
+/// The README's code blocks, compiled and run as doctests so the front page
+/// never drifts from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -180,13 +180,13 @@ pub mod prelude {
     pub use hooks_core::{
         CallbackInput, ChannelInput, Event, EventBus, FailureMode, HookAborted, HookId, HookInfo,
         HookOptions, HookRegistry, HumanInputError, HumanInputSource, InterceptionPoint,
-        POST_TOOL_CALL, PRE_TOOL_CALL, RawToolResult, ScriptedInput, TerminalInput,
+        POST_TOOL_CALL, PRE_TOOL_CALL, RawToolResult, RegisterError, ScriptedInput, TerminalInput,
         ToolCallHookContext, clear_after_tool_call_hooks, clear_all_hooks,
-        clear_all_tool_call_hooks, clear_before_tool_call_hooks, clear_hooks,
-        get_after_tool_call_hooks, get_before_tool_call_hooks, get_hooks,
+        clear_all_tool_call_hooks, clear_before_tool_call_hooks, clear_hooks, explain,
+        get_after_tool_call_hooks, get_before_tool_call_hooks, get_hooks, global_registry,
         register_after_tool_call_hook, register_before_tool_call_hook, register_hook,
-        register_hook_with, unregister_after_tool_call_hook, unregister_before_tool_call_hook,
-        unregister_hook,
+        register_hook_with, restore_static_hooks, unregister_after_tool_call_hook,
+        unregister_before_tool_call_hook, unregister_hook,
     };
     pub use hooks_macros::{after_tool_call, agent, before_tool_call, crew, crew_base, on, task};
     pub use serde_json::{Value, json};
