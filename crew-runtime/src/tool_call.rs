@@ -10,7 +10,9 @@
 //! - a call a PRE hook blocks: `Tool execution blocked by hook. Tool: …`
 //!   (POST hooks run and may replace it);
 //! - a tool that fails or panics: `Error executing tool: <message>` (POST
-//!   hooks see it); a `ToolUsageError` event;
+//!   hooks see it); a `ToolUsageError` event, sent after the POST chain
+//!   with the message as the hooks left it (so a redacting hook's work
+//!   holds there too);
 //! - otherwise the tool's rendered result, after POST hooks.
 //!
 //! Every call that reaches the hooks ends with one `ToolUsageFinished` event
@@ -54,10 +56,11 @@ impl AgentRun {
         }
 
         let mut ran_for = Duration::ZERO;
+        let mut failed = false;
         let mut before_post = None;
         let result = self.dispatcher().run_tool_call(&mut ctx, |ctx| {
             let output = match tool {
-                Some(tool) => self.execute(tool, ctx, &mut ran_for),
+                Some(tool) => self.execute(tool, ctx, &mut ran_for, &mut failed),
                 None => self.not_found(call),
             };
             if self.verbose {
@@ -68,6 +71,9 @@ impl AgentRun {
 
         match result {
             Ok(report) => {
+                if failed {
+                    self.report_error(&ctx.tool_name, failure_text(&report.observation));
+                }
                 if self.verbose {
                     if let Some(abort) = &report.blocked {
                         self.say(&format!("  blocked by {}: {}", abort.source, abort.reason));
@@ -94,6 +100,10 @@ impl AgentRun {
                 Ok(report.observation)
             }
             Err(abort) => {
+                if failed {
+                    let text = ctx.tool_result.as_deref().unwrap_or_default();
+                    self.report_error(&ctx.tool_name, failure_text(text));
+                }
                 if self.verbose {
                     self.say(&format!(
                         "  run aborted after {} by {}: {}",
@@ -110,11 +120,14 @@ impl AgentRun {
     }
 
     /// Runs the tool on the input the PRE chain left, containing a panic.
+    /// Sets `failed` when the tool failed or panicked: the caller reports
+    /// the error once the POST chain has seen (and maybe redacted) it.
     fn execute(
         &self,
         tool: &Tool,
         ctx: &ToolCallHookContext,
         ran_for: &mut Duration,
+        failed: &mut bool,
     ) -> ToolOutput {
         let listening = self.listening();
         if listening {
@@ -145,7 +158,7 @@ impl AgentRun {
                 message
             }
         };
-        self.report_error(&ctx.tool_name, &failure);
+        *failed = true;
         ToolOutput::error(failure)
     }
 
@@ -213,6 +226,17 @@ fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
         )),
     }
 }
+
+/// The error of a failed call as the agent was told it, without the
+/// `Error executing tool: ` its observation starts with.
+fn failure_text(observation: &str) -> &str {
+    observation
+        .strip_prefix(ERROR_PREFIX)
+        .unwrap_or(observation)
+}
+
+/// How `ToolOutput::error` starts the observation of a failed call.
+const ERROR_PREFIX: &str = "Error executing tool: ";
 
 fn json_kind(value: &Value) -> &'static str {
     match value {
