@@ -56,7 +56,7 @@ impl AgentRun {
         }
 
         let mut ran_for = Duration::ZERO;
-        let mut failed = false;
+        let mut failed = None;
         let mut before_post = None;
         let result = self.dispatcher().run_tool_call(&mut ctx, |ctx| {
             let output = match tool {
@@ -71,8 +71,8 @@ impl AgentRun {
 
         match result {
             Ok(report) => {
-                if failed {
-                    self.report_error(&ctx.tool_name, failure_text(&report.observation));
+                if let Some(failure) = failed {
+                    self.report_failure(failure, &ctx.tool_name, &report.observation);
                 }
                 if self.verbose {
                     if let Some(abort) = &report.blocked {
@@ -100,9 +100,9 @@ impl AgentRun {
                 Ok(report.observation)
             }
             Err(abort) => {
-                if failed {
+                if let Some(failure) = failed {
                     let text = ctx.tool_result.as_deref().unwrap_or_default();
-                    self.report_error(&ctx.tool_name, failure_text(text));
+                    self.report_failure(failure, &ctx.tool_name, text);
                 }
                 if self.verbose {
                     self.say(&format!(
@@ -121,13 +121,14 @@ impl AgentRun {
 
     /// Runs the tool on the input the PRE chain left, containing a panic.
     /// Sets `failed` when the tool failed or panicked: the caller reports
-    /// the error once the POST chain has seen (and maybe redacted) it.
+    /// (and logs) the error once the POST chain has seen, and maybe
+    /// redacted, it.
     fn execute(
         &self,
         tool: &Tool,
         ctx: &ToolCallHookContext,
         ran_for: &mut Duration,
-        failed: &mut bool,
+        failed: &mut Option<Failure>,
     ) -> ToolOutput {
         let listening = self.listening();
         if listening {
@@ -144,22 +145,31 @@ impl AgentRun {
         if let Some(started) = started {
             *ran_for = started.elapsed();
         }
-        let failure = match result {
+        let (kind, message) = match result {
             Ok(Ok(output)) => return output,
-            Ok(Err(failure)) => failure.to_string(),
-            Err(panic) => {
-                let message = format!("the tool panicked: {}", panic_message(&*panic));
-                tracing::warn!(
-                    target: "crew_runtime::executor",
-                    tool = %ctx.tool_name,
-                    agent = %self.role(),
-                    "{message}; the panic was contained and reported to the agent"
-                );
-                message
-            }
+            Ok(Err(failure)) => (Failure::Error, failure.to_string()),
+            Err(panic) => (
+                Failure::Panic,
+                format!("the tool panicked: {}", panic_message(&*panic)),
+            ),
         };
-        *failed = true;
-        ToolOutput::error(failure)
+        *failed = Some(kind);
+        ToolOutput::error(message)
+    }
+
+    /// Reports a failed call with its error as the agent was told it:
+    /// a `ToolUsageError` event, and for a panic a warning in the log.
+    fn report_failure(&self, failure: Failure, tool_name: &str, told: &str) {
+        let error = failure_text(told);
+        if failure == Failure::Panic {
+            tracing::warn!(
+                target: "crew_runtime::executor",
+                tool = %tool_name,
+                agent = %self.role(),
+                "{error}; the panic was contained and reported to the agent"
+            );
+        }
+        self.report_error(tool_name, error);
     }
 
     /// The observation for a tool the agent does not have.
@@ -225,6 +235,15 @@ fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
             excerpt(trimmed, 200)
         )),
     }
+}
+
+/// How a tool call failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    /// The tool returned an error (or its arguments did not fit).
+    Error,
+    /// The tool panicked.
+    Panic,
 }
 
 /// The error of a failed call as the agent was told it, without the
