@@ -232,7 +232,9 @@ impl Expected {
             Expected::SearchRefused => {
                 observation.starts_with("Error executing tool: invalid arguments: ")
             }
-            Expected::Echoed(input) => observation == Value::Object(input.clone()).to_string(),
+            Expected::Echoed(input) => {
+                serde_json::to_string(input).is_ok_and(|rendered| rendered == observation)
+            }
         };
         if fits {
             Ok(())
