@@ -16,6 +16,16 @@ pub trait Clock: Send + Sync {
     fn now(&self) -> Instant;
 }
 
+/// Any `Fn() -> Instant` is a clock.
+impl<F> Clock for F
+where
+    F: Fn() -> Instant + Send + Sync,
+{
+    fn now(&self) -> Instant {
+        self()
+    }
+}
+
 /// The system's monotonic clock ([`Instant::now`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;

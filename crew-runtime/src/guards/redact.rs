@@ -78,7 +78,10 @@ fn render_key_value(captures: &Captures<'_>, out: &mut String) {
     out.push_str(part("key"));
     out.push_str(part("kq"));
     out.push_str(part("assign"));
-    if let Some(quote) = captures.name("dq").or_else(|| captures.name("sq")) {
+    let quoted = ["dq", "edq", "sq"]
+        .iter()
+        .find_map(|name| captures.name(name));
+    if let Some(quote) = quoted {
         out.push_str(quote.as_str());
         out.push_str(REDACTED);
     } else {
@@ -120,7 +123,9 @@ const BUILT_IN: &[(&str, &str)] = &[
 /// `api_key=…`, `"password": "…"`, `token: …`, `client_secret => '…'`,
 /// also with the quotes escaped (`\"token\":\"…\"`, JSON inside a JSON
 /// string). Keys end at a word boundary, so `tokens` or `token_count` are
-/// left alone.
+/// left alone. A value in plain double quotes runs to its closing quote,
+/// escaped quotes included; one in escaped quotes (`\"…\"`) stops at the
+/// next escaped quote.
 const KEY_VALUE: &str = r#"(?ix)
     (?P<key>\b(?:[a-z0-9]+[_-])*
         (?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret
@@ -129,7 +134,8 @@ const KEY_VALUE: &str = r#"(?ix)
     (?P<kq>\\*["'])?
     (?P<assign>[\ \t]*(?:=>|[:=])[\ \t]*)
     (?:
-        (?P<dq>\\*")(?:[^"\\\r\n]|\\[^"\\\r\n])+
+        (?P<dq>")(?:[^"\\\r\n]|\\[^\r\n])+
+      | (?P<edq>\\+")(?:[^"\\\r\n]|\\[^"\\\r\n])+
       | (?P<sq>\\*')(?:[^'\\\r\n]|\\[^'\\\r\n])+
       | [^\s"'\\,;&<>\[\]{}()]+
     )"#;
@@ -205,8 +211,9 @@ fn compile(pattern: &str) -> Option<Regex> {
 /// - otherwise it returns the decoded view with every match replaced, in
 ///   pattern order (each pattern runs on the output of the one before).
 ///   For JSON input this is still valid JSON meaning the same thing apart
-///   from the replaced parts: replacements add no quote or backslash of
-///   their own, and never remove one.
+///   from the replaced parts: the built-in replacements never remove a
+///   quote or a backslash, and add quotes only around the `[REDACTED]` of
+///   a bare value after a quoted key.
 ///
 /// Not covered: secrets escaped twice (`\\u0041`: a JSON document inside a
 /// JSON string is matched only where its escaped quotes are the only
@@ -471,6 +478,10 @@ mod tests {
             ),
             (r#"{"db_password":1234}"#, r#"{"db_password":"[REDACTED]"}"#),
             ("client_secret => 'x y'", "client_secret => '[REDACTED]'"),
+            (
+                r#"{"password": "a\"b\\", "n": 1}"#,
+                r#"{"password": "[REDACTED]", "n": 1}"#,
+            ),
             (
                 r#"{"body":"{\"token\":\"abc\"}"}"#,
                 r#"{"body":"{\"token\":\"[REDACTED]\"}"}"#,
