@@ -1,6 +1,7 @@
-//! Ready-made hooks for common guard rails: [`SecretRedactor`] keeps secrets
-//! out of what agents, events and logs see, and [`RateLimiter`] caps how
-//! often a tool runs.
+//! Ready-made hooks for common guard rails:
+//! [`SecretRedactor`](crate::guards::SecretRedactor) keeps secrets out of
+//! what agents, events and logs see, and
+//! [`RateLimiter`](crate::guards::RateLimiter) caps how often a tool runs.
 //!
 //! Both are plain values with a method that returns a hook closure, so they
 //! register like any other hook, globally or on one crew:
