@@ -129,6 +129,9 @@ mod check;
 mod crew;
 mod error;
 mod executor;
+/// Ready-made guard hooks: a secret redactor for tool results and a
+/// sliding-window rate limiter for tool calls.
+pub mod guards;
 mod inputs;
 pub mod llm;
 /// A client for OpenAI-compatible chat-completions servers (OpenAI, Ollama,

@@ -10,7 +10,9 @@
 //! - a call a PRE hook blocks: `Tool execution blocked by hook. Tool: …`
 //!   (POST hooks run and may replace it);
 //! - a tool that fails or panics: `Error executing tool: <message>` (POST
-//!   hooks see it); a `ToolUsageError` event;
+//!   hooks see it); a `ToolUsageError` event, sent after the POST chain
+//!   with the message as the hooks left it (so a redacting hook's work
+//!   holds there too);
 //! - otherwise the tool's rendered result, after POST hooks.
 //!
 //! Every call that reaches the hooks ends with one `ToolUsageFinished` event
@@ -54,10 +56,11 @@ impl AgentRun {
         }
 
         let mut ran_for = Duration::ZERO;
+        let mut failed = None;
         let mut before_post = None;
         let result = self.dispatcher().run_tool_call(&mut ctx, |ctx| {
             let output = match tool {
-                Some(tool) => self.execute(tool, ctx, &mut ran_for),
+                Some(tool) => self.execute(tool, ctx, &mut ran_for, &mut failed),
                 None => self.not_found(call),
             };
             if self.verbose {
@@ -68,6 +71,9 @@ impl AgentRun {
 
         match result {
             Ok(report) => {
+                if let Some(failure) = failed {
+                    self.report_failure(failure, &ctx.tool_name, &report.observation);
+                }
                 if self.verbose {
                     if let Some(abort) = &report.blocked {
                         self.say(&format!("  blocked by {}: {}", abort.source, abort.reason));
@@ -94,6 +100,10 @@ impl AgentRun {
                 Ok(report.observation)
             }
             Err(abort) => {
+                if let Some(failure) = failed {
+                    let text = ctx.tool_result.as_deref().unwrap_or_default();
+                    self.report_failure(failure, &ctx.tool_name, text);
+                }
                 if self.verbose {
                     self.say(&format!(
                         "  run aborted after {} by {}: {}",
@@ -110,11 +120,15 @@ impl AgentRun {
     }
 
     /// Runs the tool on the input the PRE chain left, containing a panic.
+    /// Sets `failed` when the tool failed or panicked: the caller reports
+    /// (and logs) the error once the POST chain has seen, and maybe
+    /// redacted, it.
     fn execute(
         &self,
         tool: &Tool,
         ctx: &ToolCallHookContext,
         ran_for: &mut Duration,
+        failed: &mut Option<Failure>,
     ) -> ToolOutput {
         let listening = self.listening();
         if listening {
@@ -131,22 +145,31 @@ impl AgentRun {
         if let Some(started) = started {
             *ran_for = started.elapsed();
         }
-        let failure = match result {
+        let (kind, message) = match result {
             Ok(Ok(output)) => return output,
-            Ok(Err(failure)) => failure.to_string(),
-            Err(panic) => {
-                let message = format!("the tool panicked: {}", panic_message(&*panic));
-                tracing::warn!(
-                    target: "crew_runtime::executor",
-                    tool = %ctx.tool_name,
-                    agent = %self.role(),
-                    "{message}; the panic was contained and reported to the agent"
-                );
-                message
-            }
+            Ok(Err(failure)) => (Failure::Error, failure.to_string()),
+            Err(panic) => (
+                Failure::Panic,
+                format!("the tool panicked: {}", panic_message(&*panic)),
+            ),
         };
-        self.report_error(&ctx.tool_name, &failure);
-        ToolOutput::error(failure)
+        *failed = Some(kind);
+        ToolOutput::error(message)
+    }
+
+    /// Reports a failed call with its error as the agent was told it:
+    /// a `ToolUsageError` event, and for a panic a warning in the log.
+    fn report_failure(&self, failure: Failure, tool_name: &str, told: &str) {
+        let error = failure_text(told);
+        if failure == Failure::Panic {
+            tracing::warn!(
+                target: "crew_runtime::executor",
+                tool = %tool_name,
+                agent = %self.role(),
+                "{error}; the panic was contained and reported to the agent"
+            );
+        }
+        self.report_error(tool_name, error);
     }
 
     /// The observation for a tool the agent does not have.
@@ -213,6 +236,26 @@ fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
         )),
     }
 }
+
+/// How a tool call failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    /// The tool returned an error (or its arguments did not fit).
+    Error,
+    /// The tool panicked.
+    Panic,
+}
+
+/// The error of a failed call as the agent was told it, without the
+/// `Error executing tool: ` its observation starts with.
+fn failure_text(observation: &str) -> &str {
+    observation
+        .strip_prefix(ERROR_PREFIX)
+        .unwrap_or(observation)
+}
+
+/// How `ToolOutput::error` starts the observation of a failed call.
+const ERROR_PREFIX: &str = "Error executing tool: ";
 
 fn json_kind(value: &Value) -> &'static str {
     match value {

@@ -138,3 +138,42 @@ pub(crate) fn describe(event: &Event) -> String {
         other => format!("{other:?}"),
     }
 }
+
+/// How much larger long-running tests run: `HOOKS_TEST_SCALE` (default 1;
+/// CI runs 20).
+pub(crate) fn test_scale() -> usize {
+    std::env::var("HOOKS_TEST_SCALE")
+        .ok()
+        .and_then(|scale| scale.parse().ok())
+        .filter(|&scale| scale >= 1)
+        .unwrap_or(1)
+}
+
+/// Whether this process is the child that [`run_in_child`] started with
+/// `marker` set.
+pub(crate) fn is_child(marker: &str) -> bool {
+    std::env::var_os(marker).is_some()
+}
+
+/// Runs the test `test` of this same test binary again in a child process
+/// with `marker` set, standard input from `/dev/null` (not a terminal,
+/// closed), and returns what it printed on standard output. The test's own
+/// body checks [`is_child`] to know which side it is on.
+pub(crate) fn run_in_child(test: &str, marker: &str) -> String {
+    let exe = std::env::current_exe().expect("the test binary knows its path");
+    let output = std::process::Command::new(exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(marker, "1")
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("the test binary runs again as a child");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "the child failed ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}

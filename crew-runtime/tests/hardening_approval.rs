@@ -1,0 +1,375 @@
+//! The approval guarantee: a `send_email` gated by a PRE hook that asks a
+//! person (`ctx.request_human_input(..)?`) never sends unless the person
+//! answered `yes` for that very call — whether the answer source is closed,
+//! fails, times out, panics, or standard input is not a terminal.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::Duration;
+
+use common::*;
+use crew_runtime::events::HookPanickedEvent;
+use crew_runtime::prelude::*;
+
+const BLOCKED: &str = "Tool execution blocked by hook. Tool: send_email";
+
+/// The gate, as the guide writes it: ask, and let the call through only on
+/// `yes`.
+fn approval_gate(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+    let to = ctx.tool_input["to"].as_str().unwrap_or("nobody").to_owned();
+    let answer = ctx.request_human_input(
+        &format!("Send an email to {to}?"),
+        "Type yes to approve, anything else to refuse",
+    )?;
+    if answer == "yes" {
+        Ok(())
+    } else {
+        Err(HookAborted::new(
+            format!("refused: {answer}"),
+            "approval-gate",
+        ))
+    }
+}
+
+/// A registry with the gate on `send_email` only, fail-closed (a panic
+/// while asking refuses the call).
+fn gated_registry() -> Arc<HookRegistry> {
+    let global = fresh_registry();
+    global
+        .register_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new()
+                .name("approval-gate")
+                .tools(["send_email"])
+                .fail_closed(),
+            approval_gate,
+        )
+        .expect("registers");
+    global
+}
+
+/// A crew whose agent has `send_email` (recording every address it sends
+/// to) and runs its calls up to four at once.
+fn email_crew(
+    global: &Arc<HookRegistry>,
+    input: Option<Arc<dyn HumanInputSource>>,
+    sent: &Log<String>,
+    llm: &Arc<ScriptedLlm>,
+) -> Crew {
+    let sink = sent.clone();
+    let send = Tool::dynamic(
+        "send_email",
+        "Sends an email",
+        json!({"type": "object", "properties": {"to": {"type": "string"}}}),
+        move |args| {
+            let to = args["to"].as_str().unwrap_or("").to_owned();
+            push(&sink, to.clone());
+            Ok::<_, String>(json!(format!("sent to {to}")))
+        },
+    );
+    let assistant = agent("Assistant", vec![send], llm);
+    let mut builder = Crew::builder()
+        .name("mailroom")
+        .agent(assistant.clone())
+        .task(Task::builder("Email the team").agent(&assistant).build())
+        .global_registry(global.clone())
+        .max_concurrent_tool_calls(4);
+    if let Some(input) = input {
+        builder = builder.human_input(input);
+    }
+    builder.build().expect("builds")
+}
+
+fn one_email() -> Arc<ScriptedLlm> {
+    Arc::new(
+        ScriptedLlm::new()
+            .call("send_email", json!({"to": "team@example.com"}))
+            .answer("done"),
+    )
+}
+
+/// Runs one gated email with `input`; returns what was sent, what the
+/// model was told, and the abort the gate's dispatch reported.
+fn run_one(input: Arc<dyn HumanInputSource>) -> (Vec<String>, String, Option<(String, String)>) {
+    let global = gated_registry();
+    let sent = log();
+    let llm = one_email();
+    let crew = email_crew(&global, Some(input), &sent, &llm);
+    let aborts = log();
+    let sink = aborts.clone();
+    crew.events().subscribe(move |event| {
+        if let Event::HookDispatched(dispatch) = event
+            && let (Some(source), Some(reason)) = (&dispatch.abort_source, &dispatch.abort_reason)
+        {
+            push(&sink, (source.clone(), reason.clone()));
+        }
+    });
+
+    crew.kickoff(())
+        .expect("an unanswered gate blocks the call; the run goes on");
+
+    let observation = llm.requests()[1].observations().concat();
+    (take(&sent), observation, take(&aborts).into_iter().next())
+}
+
+#[test]
+fn gate_blocks_when_the_answer_source_is_closed_or_fails() {
+    let failures = [
+        HumanInputError::Closed,
+        HumanInputError::NotATerminal,
+        HumanInputError::Exhausted,
+        HumanInputError::TimedOut(Duration::from_secs(30)),
+        HumanInputError::Io("broken pipe".into()),
+    ];
+    let mut sources: Vec<(String, Arc<dyn HumanInputSource>)> = vec![(
+        "a script with no answer".into(),
+        Arc::new(ScriptedInput::new(Vec::<String>::new())),
+    )];
+    for failure in failures {
+        let scripted = ScriptedInput::new(Vec::<String>::new()).then_fail(failure.clone());
+        sources.push((format!("scripted {failure:?}"), Arc::new(scripted)));
+        let callback = CallbackInput::new(move |_: &str, _: &str| Err(failure.clone()));
+        sources.push(("a failing callback".into(), Arc::new(callback)));
+    }
+    for (name, source) in sources {
+        let (sent, observation, abort) = run_one(source);
+
+        assert!(sent.is_empty(), "{name}: nothing is sent");
+        assert_eq!(observation, BLOCKED, "{name}");
+        let (source, reason) = abort.expect("the gate's dispatch reports its abort");
+        assert_eq!(source, "human-input", "{name}");
+        assert!(
+            reason.starts_with("no human approval: "),
+            "{name}: {reason}"
+        );
+    }
+}
+
+#[test]
+fn gate_blocks_when_nobody_answers_in_time() {
+    let (input, questions) = ChannelInput::new(Duration::from_millis(20));
+
+    let (sent, observation, abort) = run_one(Arc::new(input));
+
+    assert!(sent.is_empty());
+    assert_eq!(observation, BLOCKED);
+    let (_, reason) = abort.expect("an abort");
+    assert!(reason.contains("no answer within"), "{reason}");
+    // The question did go out; an answer after the timeout changes nothing.
+    let question = questions
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the gate asked");
+    assert_eq!(question.prompt, "Send an email to team@example.com?");
+    assert!(!question.reply("yes"), "nobody waits for a late answer");
+    assert!(sent.is_empty());
+}
+
+#[test]
+fn gate_blocks_when_the_answering_side_is_gone() {
+    // The UI's receiving end dropped before anything was asked.
+    let (gone, questions) = ChannelInput::new(Duration::from_secs(30));
+    drop(questions);
+    // A UI that drops every question unanswered.
+    let (dropping, questions) = ChannelInput::new(Duration::from_secs(30));
+    let ui = std::thread::spawn(move || {
+        let mut asked = 0;
+        while let Ok(question) = questions.recv() {
+            asked += 1;
+            drop(question);
+        }
+        asked
+    });
+
+    for input in [gone, dropping] {
+        let (sent, observation, abort) = run_one(Arc::new(input));
+        assert!(sent.is_empty());
+        assert_eq!(observation, BLOCKED);
+        let (_, reason) = abort.expect("an abort");
+        assert!(reason.ends_with("human input is closed: no answer can be read"));
+    }
+    assert_eq!(ui.join().expect("the UI thread ends"), 1);
+}
+
+#[test]
+fn gate_blocks_when_asking_panics_because_it_is_fail_closed() {
+    let panicking = CallbackInput::new(|_: &str, _: &str| -> Result<String, HumanInputError> {
+        panic!("the approval UI crashed")
+    });
+    let global = gated_registry();
+    let sent = log();
+    let llm = one_email();
+    let crew = email_crew(&global, Some(Arc::new(panicking)), &sent, &llm);
+    let panics = log();
+    let sink = panics.clone();
+    crew.events().subscribe(move |event| {
+        if let Event::HookPanicked(HookPanickedEvent {
+            hook, fail_closed, ..
+        }) = event
+        {
+            push(&sink, (hook.clone(), *fail_closed));
+        }
+    });
+
+    crew.kickoff(()).expect("the panic is contained");
+
+    assert!(take(&sent).is_empty());
+    assert_eq!(llm.requests()[1].observations(), [BLOCKED]);
+    assert_eq!(take(&panics), [("approval-gate".to_owned(), true)]);
+}
+
+const TERMINAL_CHILD: &str = "HARDENING_APPROVAL_TERMINAL_CHILD";
+
+#[test]
+fn gate_blocks_when_stdin_is_not_a_terminal() {
+    if is_child(TERMINAL_CHILD) {
+        // Standard input is /dev/null here. Three sources that read it: the
+        // crew's default, the terminal, the terminal with a timeout.
+        let sources: [Option<Arc<dyn HumanInputSource>>; 3] = [
+            None,
+            Some(Arc::new(TerminalInput::new())),
+            Some(Arc::new(
+                TerminalInput::new().with_timeout(Duration::from_secs(30)),
+            )),
+        ];
+        for source in sources {
+            let global = gated_registry();
+            let sent = log();
+            let llm = one_email();
+            email_crew(&global, source, &sent, &llm)
+                .kickoff(())
+                .expect("the run goes on");
+            println!("SENT={}", take(&sent).len());
+            println!("OBSERVATION={}", llm.requests()[1].observations().concat());
+        }
+        return;
+    }
+    let stdout = run_in_child("gate_blocks_when_stdin_is_not_a_terminal", TERMINAL_CHILD);
+    // The test harness may print `test … ... ` in front of the first line.
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| {
+            ["SENT=", "OBSERVATION="]
+                .iter()
+                .find_map(|marker| l.find(marker).map(|at| &l[at..]))
+        })
+        .collect();
+    let expected_one = ["SENT=0".to_owned(), format!("OBSERVATION={BLOCKED}")];
+    let expected: Vec<&str> = expected_one
+        .iter()
+        .map(String::as_str)
+        .cycle()
+        .take(6)
+        .collect();
+    assert_eq!(lines, expected, "child output:\n{stdout}");
+}
+
+#[test]
+fn yes_lets_exactly_that_call_through() {
+    // Four calls at once, two of them spelled differently (the gate's
+    // `tools` filter is normalized like tool names); only bob is approved.
+    let approver = CallbackInput::new(|prompt: &str, _: &str| {
+        Ok(if prompt.contains("bob@") {
+            " yes \n".to_owned()
+        } else if prompt.contains("carol@") {
+            "yes please".to_owned()
+        } else {
+            "y".to_owned()
+        })
+    });
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .calls([
+                ("send_email", json!({"to": "alice@example.com"})),
+                ("Send Email", json!({"to": "bob@example.com"})),
+                ("sendEmail", json!({"to": "carol@example.com"})),
+                ("send-email", json!({"to": "dave@example.com"})),
+            ])
+            .answer("done"),
+    );
+    let global = gated_registry();
+    let sent = log();
+    let crew = email_crew(&global, Some(Arc::new(approver)), &sent, &llm);
+
+    crew.kickoff(()).expect("runs");
+
+    assert_eq!(take(&sent), ["bob@example.com"]);
+    assert_eq!(
+        llm.requests()[1].observations(),
+        [BLOCKED, "sent to bob@example.com", BLOCKED, BLOCKED]
+    );
+}
+
+#[test]
+fn a_ui_answering_over_a_channel_approves_only_what_it_approves() {
+    let (input, questions) = ChannelInput::new(Duration::from_secs(30));
+    let ui = std::thread::spawn(move || {
+        let mut asked = Vec::new();
+        loop {
+            match questions.recv_timeout(Duration::from_secs(30)) {
+                Ok(question) => {
+                    let answer = if question.prompt.contains("bob@") {
+                        "yes"
+                    } else {
+                        "no"
+                    };
+                    asked.push(question.prompt.clone());
+                    question.reply(answer);
+                }
+                Err(RecvTimeoutError::Disconnected | RecvTimeoutError::Timeout) => {
+                    return asked;
+                }
+            }
+        }
+    });
+    let scale = test_scale();
+    let recipients: Vec<String> = (0..8 * scale)
+        .map(|n| {
+            if n % 4 == 1 {
+                format!("bob@example.com#{n}")
+            } else {
+                format!("user{n}@example.com")
+            }
+        })
+        .collect();
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .calls(
+                recipients
+                    .iter()
+                    .map(|to| ("send_email", json!({ "to": to }))),
+            )
+            .answer("done"),
+    );
+    let global = gated_registry();
+    let sent = log();
+    let crew = email_crew(&global, Some(Arc::new(input)), &sent, &llm);
+
+    crew.kickoff(()).expect("runs");
+    drop(crew);
+
+    let mut sent = take(&sent);
+    sent.sort();
+    let mut approved: Vec<String> = recipients
+        .iter()
+        .filter(|to| to.starts_with("bob@"))
+        .cloned()
+        .collect();
+    approved.sort();
+    assert_eq!(sent, approved);
+    let asked = ui.join().expect("the UI thread ends");
+    assert_eq!(asked.len(), recipients.len(), "one question per call");
+    let observations = llm.requests()[1]
+        .observations()
+        .iter()
+        .map(|o| o.to_string())
+        .collect::<Vec<_>>();
+    for (to, observation) in recipients.iter().zip(&observations) {
+        if to.starts_with("bob@") {
+            assert_eq!(observation, &format!("sent to {to}"));
+        } else {
+            assert_eq!(observation, BLOCKED);
+        }
+    }
+}
