@@ -174,9 +174,13 @@ impl AgentRun {
 
     /// The observation for a tool the agent does not have.
     fn not_found(&self, call: &ToolCallRequest) -> ToolOutput {
+        let named = if call.name.trim().is_empty() {
+            "(the call named no tool)"
+        } else {
+            call.name.as_str()
+        };
         let message = format!(
-            "Tool not found: {}. Available tools: {}",
-            call.name,
+            "Tool not found: {named}. Available tools: {}",
             self.agent().tool_names()
         );
         self.report_error(&call.name, &message);

@@ -223,7 +223,12 @@ impl Expected {
                     && observation.ends_with(INVALID_ARGUMENTS_END)
             }
             Expected::NotFound { name } => {
-                observation == format!("Tool not found: {name}. {AVAILABLE}")
+                let shown = if name.trim().is_empty() {
+                    "(the call named no tool)"
+                } else {
+                    name.as_str()
+                };
+                observation == format!("Tool not found: {shown}. {AVAILABLE}")
             }
             Expected::Blocked { tool } => {
                 observation == format!("Tool execution blocked by hook. Tool: {tool}")
@@ -722,7 +727,7 @@ fn near_misses_are_not_found_and_normalized_spellings_run() {
             format!("Tool not found: web_serch. {AVAILABLE}"),
             "results for b".to_owned(),
             format!("Tool not found: w\u{0435}b_search. {AVAILABLE}"),
-            format!("Tool not found: . {AVAILABLE}"),
+            format!("Tool not found: (the call named no tool). {AVAILABLE}"),
             "results for e".to_owned(),
         ]
     );
