@@ -25,7 +25,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hooks_core::events::{ToolUsageErrorEvent, ToolUsageFinishedEvent, ToolUsageStartedEvent};
-use hooks_core::{Event, ToolCallHookContext, ToolInfo, ToolOutput, normalize_tool_name};
+use hooks_core::{
+    Event, ToolCallHookContext, ToolInfo, ToolOutput, normalize_tool_name, panic_message,
+};
 use serde_json::{Map, Value};
 
 use crate::error::CrewError;
@@ -269,16 +271,6 @@ fn json_kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    }
-}
-
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = panic.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = panic.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a non-text panic payload".to_owned()
     }
 }
 

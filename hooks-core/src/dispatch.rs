@@ -355,7 +355,10 @@ fn run_one(
     }
 }
 
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+/// The text of a panic payload (a `&str` or `String` message), as contained
+/// panics of hooks are reported; tools run by a runtime can be reported the
+/// same way.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     if let Some(text) = panic.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = panic.downcast_ref::<String>() {

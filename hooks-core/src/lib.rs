@@ -89,7 +89,9 @@ pub use api::{
     unregister_after_tool_call_hook, unregister_before_tool_call_hook, unregister_hook,
 };
 pub use context::{AgentInfo, CrewInfo, RawToolResult, TaskInfo, ToolCallHookContext, ToolInfo};
-pub use dispatch::{Dispatcher, ToolCallReport, ToolOutput, blocked_message, withheld_message};
+pub use dispatch::{
+    Dispatcher, ToolCallReport, ToolOutput, blocked_message, panic_message, withheld_message,
+};
 pub use events::{Event, EventBus, HookDispatchedEvent};
 pub use explain::{ExplainedHook, Explanation, Verdict};
 pub use hook::{FailureMode, HookHandle, HookId, HookInfo, HookOptions, HookOrigin, HookStyle};
