@@ -6,7 +6,7 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crew_examples::Transcript;
+use crew_examples::{Transcript, describe_hook};
 use crew_runtime::prelude::*;
 
 // A PRE_TOOL_CALL hook runs before a tool. `Err` blocks the call: the tool
@@ -32,14 +32,14 @@ fn redact_password(ctx: &mut ToolCallHookContext) -> Option<String> {
 
 fn run() -> Result<Vec<String>, Box<dyn Error>> {
     let transcript = Transcript::new();
+    transcript.line("Hooks registered by their attributes (nothing was called at start-up):");
     for point in [PRE_TOOL_CALL, POST_TOOL_CALL] {
         for hook in get_hooks(point) {
-            transcript.line(format!(
-                "{point} hook: {}",
-                crew_examples::describe_hook(&hook)
-            ));
+            transcript.line(format!("  {:<15}{}", point.as_str(), describe_hook(&hook)));
         }
     }
+    transcript.line("");
+    transcript.line("The run (the model's turns at the left, what hooks and tools did indented):");
 
     // Two tools over JSON arguments (see `Tool::typed` for typed ones).
     let path = json!({"type": "object", "properties": {"path": {"type": "string"}}});
