@@ -182,6 +182,8 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
     register_before_tool_call_hook(|_: &mut ToolCallHookContext| true);
     register_after_tool_call_hook(|_: &mut ToolCallHookContext| None::<String>);
     t.line("registered one before and one after hook");
+    let cleared = clear_before_tool_call_hooks();
+    t.line(format!("clear_before_tool_call_hooks() -> {cleared}"));
     let (before, after) = clear_all_tool_call_hooks();
     t.line(format!(
         "clear_all_tool_call_hooks() -> ({before}, {after})"
@@ -239,7 +241,8 @@ mod tests {
             "    tool run_shell runs with {\"command\":\"df -h\"}",
             "[Operator] agent saw: ran `df -h` [checked]",
             "clear_hooks(POST_TOOL_CALL) -> 1",
-            "clear_all_tool_call_hooks() -> (1, 1)",
+            "clear_before_tool_call_hooks() -> 1",
+            "clear_all_tool_call_hooks() -> (0, 1)",
             "restore_static_hooks() -> 2",
             "get_hooks(PRE_TOOL_CALL) -> 1 hook(s)",
             "    audit_calls #[on] (link time)",

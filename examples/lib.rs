@@ -39,6 +39,7 @@
 
 use std::error::Error;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use crew_runtime::events::{
@@ -117,12 +118,21 @@ impl Transcript {
 
     /// Listens to `crew`'s event bus (hook dispatches, tool usage), and
     /// receives the [`note`]s of hooks running for this crew's calls.
+    /// Attach once per crew: each call adds a listener.
     pub fn attach(&self, crew: &Crew) {
+        let id = NEXT_ATTACHMENT.fetch_add(1, Ordering::Relaxed);
+        attached_transcripts().push(Attachment {
+            id,
+            crew: crew_key(crew),
+            transcript: Arc::downgrade(&self.state),
+        });
         let sink = self.clone();
-        crew.events().subscribe(move |event| sink.record(event));
-        let mut attached = attached_transcripts();
-        attached.retain(|(_, state)| state.strong_count() > 0);
-        attached.push((crew_key(crew), Arc::downgrade(&self.state)));
+        let detach = Detach(id);
+        crew.events().subscribe(move |event| {
+            // The listener owns the attachment: both go with the crew.
+            let _attached = &detach;
+            sink.record(event);
+        });
     }
 
     /// Adds a line.
@@ -203,19 +213,36 @@ pub fn note(ctx: &ToolCallHookContext, line: impl AsRef<str>) {
     let state = attached_transcripts()
         .iter()
         .rev()
-        .find(|(other, state)| *other == key && state.strong_count() > 0)
-        .and_then(|(_, state)| state.upgrade());
+        .find(|attachment| attachment.crew == key)
+        .and_then(|attachment| attachment.transcript.upgrade());
     if let Some(state) = state {
         Transcript { state }.line(format!("{DETAIL}{}", line.as_ref()));
     }
 }
 
-type Attached = Vec<(usize, Weak<Mutex<State>>)>;
+/// A transcript attached to a crew, for [`note`] to find.
+struct Attachment {
+    id: u64,
+    crew: usize,
+    transcript: Weak<Mutex<State>>,
+}
 
-static ATTACHED: Mutex<Attached> = Mutex::new(Vec::new());
+static ATTACHED: Mutex<Vec<Attachment>> = Mutex::new(Vec::new());
+static NEXT_ATTACHMENT: AtomicU64 = AtomicU64::new(0);
 
-fn attached_transcripts() -> MutexGuard<'static, Attached> {
+fn attached_transcripts() -> MutexGuard<'static, Vec<Attachment>> {
     ATTACHED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Removes an attachment when the crew's event bus drops the listener that
+/// owns it, that is when the crew is gone: a crew built later at the same
+/// address never writes to this transcript.
+struct Detach(u64);
+
+impl Drop for Detach {
+    fn drop(&mut self) {
+        attached_transcripts().retain(|attachment| attachment.id != self.0);
+    }
 }
 
 /// Identifies a crew across its clones: the address of its own hook
@@ -432,5 +459,103 @@ pub fn report(result: Result<Vec<String>, Box<dyn Error>>) -> ExitCode {
             eprintln!("error: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crew_runtime::serde_json::json;
+    use crew_runtime::{Agent, HookRegistry, PRE_TOOL_CALL, ScriptedLlm, Task, Tool};
+
+    /// A crew of one agent calling `echo` once, with a crew hook that notes
+    /// `label`, on a registry of its own (no global state).
+    fn noting_crew(label: &'static str, transcript: &Transcript) -> Crew {
+        let echo = Tool::dynamic("echo", "Echoes", json!({"type": "object"}), |args| {
+            Ok::<_, String>(args)
+        });
+        let model = ScriptedLlm::new()
+            .call("echo", json!({"text": label}))
+            .answer(label);
+        let agent = Agent::builder("Echoer")
+            .tool(echo)
+            .llm(transcript.model("Echoer", Arc::new(model)))
+            .build();
+        Crew::builder()
+            .agent(agent.clone())
+            .task(Task::builder("Echo").agent(&agent).build())
+            .global_registry(Arc::new(HookRegistry::new()))
+            .hook(PRE_TOOL_CALL, move |ctx: &mut ToolCallHookContext| {
+                note(ctx, format!("note from {label}"));
+            })
+            .build()
+            .expect("the crew builds")
+    }
+
+    fn is_attached(transcript: &Transcript) -> bool {
+        let weak = Arc::downgrade(&transcript.state);
+        attached_transcripts()
+            .iter()
+            .any(|attachment| attachment.transcript.ptr_eq(&weak))
+    }
+
+    #[test]
+    fn a_transcript_reads_the_model_the_events_and_the_notes() {
+        let transcript = Transcript::new();
+        let crew = noting_crew("a", &transcript);
+        transcript.attach(&crew);
+        crew.kickoff(()).expect("the crew runs");
+        assert_eq!(
+            transcript.lines(),
+            [
+                "[Echoer] task: Echo",
+                "[Echoer] model asks: echo {\"text\":\"a\"}",
+                "    note from a",
+                "    PRE_TOOL_CALL  let the call through (1 hook ran)",
+                "    tool echo runs with {\"text\":\"a\"}",
+                "[Echoer] agent saw: {\"text\":\"a\"}",
+                "[Echoer] model answers: a",
+            ]
+        );
+    }
+
+    #[test]
+    fn notes_reach_only_their_own_crews_transcript() {
+        let (first, second) = (Transcript::new().quiet_events(), Transcript::new());
+        let crew_a = noting_crew("a", &first);
+        let crew_b = noting_crew("b", &second);
+        first.attach(&crew_a);
+        second.attach(&crew_b);
+        crew_a.kickoff(()).expect("a runs");
+        crew_b.kickoff(()).expect("b runs");
+        let notes = |t: &Transcript| -> Vec<String> {
+            t.lines()
+                .into_iter()
+                .filter(|l| l.contains("note"))
+                .collect()
+        };
+        assert_eq!(notes(&first), ["    note from a"]);
+        assert_eq!(notes(&second), ["    note from b"]);
+        assert_eq!(first.dispatches().len(), 1, "quiet, but events kept");
+    }
+
+    #[test]
+    fn an_attachment_goes_with_its_crew() {
+        let transcript = Transcript::new();
+        let crew = noting_crew("gone", &transcript);
+        transcript.attach(&crew);
+        assert!(is_attached(&transcript));
+        drop(crew);
+        assert!(!is_attached(&transcript));
+    }
+
+    #[test]
+    fn masked_keys_hide_their_values_only() {
+        let input = json!({"_start_ns": 123, "query": "rust"});
+        assert_eq!(
+            masked(&input, &["_start_ns".to_owned()]),
+            r#"{"_start_ns":"…","query":"rust"}"#
+        );
+        assert_eq!(masked(&input, &[]), r#"{"_start_ns":123,"query":"rust"}"#);
     }
 }
