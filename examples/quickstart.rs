@@ -62,11 +62,14 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
         .goal("Tidy up the project folder")
         .tool(read_file)
         .tool(delete_file)
+        // Wrapped so the transcript sees each model turn.
         .llm(transcript.model("Assistant", Arc::new(model)))
         .build();
+    // `{file}` is filled in by the kickoff's inputs.
     let task = Task::builder("Tidy up {file}").agent(&assistant).build();
     // No registry given: the crew uses the global one, with the hooks above.
     let crew = Crew::builder().agent(assistant).task(task).build()?;
+    // The transcript listens to the crew's events: hook decisions, tool runs.
     transcript.attach(&crew);
 
     let output = crew.kickoff([("file", "notes.txt")])?;
