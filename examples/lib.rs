@@ -1,1 +1,561 @@
-//! Shared helpers for the examples.
+//! Shared helpers for the examples: a [`Transcript`] that turns what really
+//! happened in a crew run into readable lines.
+//!
+//! Each example is a small program (`cargo run --example NAME`) that builds a
+//! crew on the offline [`ScriptedLlm`](crew_runtime::ScriptedLlm), runs it,
+//! and prints a transcript. Nothing in a transcript is written by hand: the
+//! lines come from
+//!
+//! - the model itself, wrapped by [`Transcript::model`]: each task it is
+//!   given, each tool call it asks for, what it saw as the result of each
+//!   call (the observation the agent handed back), and its final answer;
+//! - the crew's event bus, listened to by [`Transcript::attach`]: every hook
+//!   dispatch with its outcome (and the reason and source of a block), every
+//!   tool that really ran with the arguments it received, tool failures and
+//!   contained hook panics;
+//! - hooks that have something to report, through [`note`].
+//!
+//! ```
+//! use std::sync::Arc;
+//! use crew_examples::Transcript;
+//! use crew_runtime::prelude::*;
+//!
+//! let transcript = Transcript::new();
+//! let llm = transcript.model("Writer", Arc::new(ScriptedLlm::new().answer("Done.")));
+//! let writer = Agent::builder("Writer").llm(llm).build();
+//! let crew = Crew::builder()
+//!     .agent(writer.clone())
+//!     .task(Task::builder("Write a haiku").agent(&writer).build())
+//!     .global_registry(Arc::new(HookRegistry::new()))
+//!     .build()?;
+//! transcript.attach(&crew);
+//! crew.kickoff(())?;
+//! assert_eq!(
+//!     transcript.lines(),
+//!     ["[Writer] task: Write a haiku", "[Writer] model answers: Done."]
+//! );
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::error::Error;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use crew_runtime::events::{
+    HookDispatchedEvent, HookPanickedEvent, ToolUsageErrorEvent, ToolUsageStartedEvent,
+};
+use crew_runtime::llm::{Llm, LlmError, LlmRequest, ModelTurn, Role};
+use crew_runtime::{
+    Crew, Event, HookInfo, HookOrigin, HookStyle, InterceptionPoint, ToolCallHookContext,
+};
+// The examples depend on `crew-runtime` alone: its re-export is their
+// `serde_json`.
+use crew_runtime::serde_json::{Map, Value};
+
+/// How far lines about hooks and tools are indented under the model's turn
+/// they belong to.
+const DETAIL: &str = "    ";
+
+/// What a transcript has gathered so far.
+#[derive(Default)]
+struct State {
+    lines: Vec<String>,
+    events: Vec<Event>,
+    quiet_events: bool,
+    echo: bool,
+    masked_keys: Vec<String>,
+}
+
+/// The lines of one crew run, gathered from the model, the crew's events
+/// and the hooks, in the order things happened. Cloning is cheap: clones
+/// write to the same transcript, from any thread.
+#[derive(Clone, Default)]
+pub struct Transcript {
+    state: Arc<Mutex<State>>,
+}
+
+impl Transcript {
+    /// An empty transcript.
+    pub fn new() -> Self {
+        Transcript::default()
+    }
+
+    /// Keeps events (see [`Transcript::events`]) without writing a line for
+    /// each: for turns whose calls run concurrently, where events arrive in
+    /// whatever order the threads finish and a line per event would read as
+    /// noise. The model's lines are still written.
+    pub fn quiet_events(self) -> Self {
+        self.lock().quiet_events = true;
+        self
+    }
+
+    /// Also prints each line as it is added, through the runtime's console
+    /// (which a terminal prompt pauses): for runs a person follows live.
+    pub fn echo(self) -> Self {
+        self.lock().echo = true;
+        self
+    }
+
+    /// Shows `key` of tool arguments as `"…"`: for values that change on
+    /// every run (a start time a hook stashed), so a transcript stays the
+    /// same from run to run.
+    pub fn mask_input(self, key: impl Into<String>) -> Self {
+        self.lock().masked_keys.push(key.into());
+        self
+    }
+
+    /// Wraps `llm` so that each request and answer of the agent with this
+    /// `role` is written down: the task, what the agent saw from its last
+    /// tool calls, the calls the model asks for, and its final answer.
+    pub fn model(&self, role: impl Into<String>, llm: Arc<dyn Llm>) -> Arc<dyn Llm> {
+        Arc::new(NarratedModel {
+            role: role.into(),
+            inner: llm,
+            transcript: self.clone(),
+        })
+    }
+
+    /// Listens to `crew`'s event bus (hook dispatches, tool usage), and
+    /// receives the [`note`]s of hooks running for this crew's calls.
+    /// Attach once per crew: each call adds a listener.
+    pub fn attach(&self, crew: &Crew) {
+        let id = NEXT_ATTACHMENT.fetch_add(1, Ordering::Relaxed);
+        attached_transcripts().push(Attachment {
+            id,
+            crew: crew_key(crew),
+            transcript: Arc::downgrade(&self.state),
+        });
+        let sink = self.clone();
+        let detach = Detach(id);
+        crew.events().subscribe(move |event| {
+            // The listener owns the attachment: both go with the crew.
+            let _attached = &detach;
+            sink.record(event);
+        });
+    }
+
+    /// Adds a line.
+    pub fn line(&self, line: impl Into<String>) {
+        let line = line.into();
+        let echo = {
+            let mut state = self.lock();
+            state.lines.push(line.clone());
+            state.echo
+        };
+        if echo {
+            crew_runtime::console::print_line(&line);
+        }
+    }
+
+    /// The lines so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lock().lines.clone()
+    }
+
+    /// Every event received so far, in the order they arrived.
+    pub fn events(&self) -> Vec<Event> {
+        self.lock().events.clone()
+    }
+
+    /// The `HookDispatched` events received so far.
+    pub fn dispatches(&self) -> Vec<HookDispatchedEvent> {
+        self.lock()
+            .events
+            .iter()
+            .filter_map(|event| match event {
+                Event::HookDispatched(dispatched) => Some(dispatched.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn record(&self, event: &Event) {
+        let line = {
+            let mut state = self.lock();
+            state.events.push(event.clone());
+            if state.quiet_events {
+                return;
+            }
+            describe_event(event, &state.masked_keys)
+        };
+        if let Some(line) = line {
+            self.line(line);
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A listener that panicked mid-push leaves at worst a missing line.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl std::fmt::Debug for Transcript {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.lock();
+        f.debug_struct("Transcript")
+            .field("lines", &state.lines.len())
+            .field("events", &state.events.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Lets a hook add a line to the transcript of the crew whose call it is
+/// looking at (the way a real hook would log). Outside a crew, or for a
+/// crew no transcript is attached to, the line is dropped.
+///
+/// The line appears indented, between the dispatch lines of that call.
+pub fn note(ctx: &ToolCallHookContext, line: impl AsRef<str>) {
+    let Some(crew) = ctx.crew_as::<Crew>() else {
+        return;
+    };
+    let key = crew_key(crew);
+    let state = attached_transcripts()
+        .iter()
+        .rev()
+        .find(|attachment| attachment.crew == key)
+        .and_then(|attachment| attachment.transcript.upgrade());
+    if let Some(state) = state {
+        Transcript { state }.line(format!("{DETAIL}{}", line.as_ref()));
+    }
+}
+
+/// A transcript attached to a crew, for [`note`] to find.
+struct Attachment {
+    id: u64,
+    crew: usize,
+    transcript: Weak<Mutex<State>>,
+}
+
+static ATTACHED: Mutex<Vec<Attachment>> = Mutex::new(Vec::new());
+static NEXT_ATTACHMENT: AtomicU64 = AtomicU64::new(0);
+
+fn attached_transcripts() -> MutexGuard<'static, Vec<Attachment>> {
+    ATTACHED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Removes an attachment when the crew's event bus drops the listener that
+/// owns it, that is when the crew is gone: a crew built later at the same
+/// address never writes to this transcript.
+struct Detach(u64);
+
+impl Drop for Detach {
+    fn drop(&mut self) {
+        attached_transcripts().retain(|attachment| attachment.id != self.0);
+    }
+}
+
+/// Identifies a crew across its clones: the address of its own hook
+/// registry, which every clone shares and which lives as long as the crew.
+fn crew_key(crew: &Crew) -> usize {
+    std::ptr::from_ref(crew.hooks()).addr()
+}
+
+/// One line for an event, or `None` for events the model's lines already
+/// cover (a finished call: its result is what the agent saw next).
+fn describe_event(event: &Event, masked_keys: &[String]) -> Option<String> {
+    let line = match event {
+        Event::HookDispatched(dispatched) => describe_dispatch(dispatched),
+        Event::ToolUsageStarted(ToolUsageStartedEvent {
+            tool_name,
+            tool_input,
+            ..
+        }) => format!(
+            "tool {tool_name} runs with {}",
+            masked(tool_input, masked_keys)
+        ),
+        Event::ToolUsageError(ToolUsageErrorEvent {
+            tool_name, error, ..
+        }) => format!("tool {tool_name} failed: {error}"),
+        Event::HookPanicked(HookPanickedEvent {
+            point,
+            hook,
+            message,
+            fail_closed,
+            ..
+        }) => {
+            let effect = if *fail_closed {
+                "fail-closed: treated as a refusal"
+            } else {
+                "fail-open: its effect was dropped"
+            };
+            format!("hook {hook} panicked at {point}: {message} ({effect})")
+        }
+        Event::ToolUsageFinished(_) => return None,
+        other => format!("{other:?}"),
+    };
+    Some(format!("{DETAIL}{line}"))
+}
+
+/// `PRE_TOOL_CALL  blocked the call: <reason> [source: <source>] (1 hook ran)`
+/// and the like.
+pub fn describe_dispatch(dispatched: &HookDispatchedEvent) -> String {
+    let point = dispatched.point;
+    let what = match (point, dispatched.outcome) {
+        (_, "aborted") => {
+            let reason = dispatched.abort_reason.as_deref().unwrap_or("no reason");
+            let source = dispatched.abort_source.as_deref().unwrap_or("unknown");
+            let verb = match point {
+                InterceptionPoint::PRE_TOOL_CALL => "blocked the call",
+                InterceptionPoint::POST_TOOL_CALL => "aborted the run",
+            };
+            format!("{verb}: {reason} [source: {source}]")
+        }
+        (InterceptionPoint::PRE_TOOL_CALL, _) => "let the call through".to_owned(),
+        (InterceptionPoint::POST_TOOL_CALL, "modified") => "replaced the result".to_owned(),
+        (InterceptionPoint::POST_TOOL_CALL, _) => "kept the result".to_owned(),
+    };
+    let hooks = match dispatched.hooks_run {
+        1 => "1 hook ran".to_owned(),
+        n => format!("{n} hooks ran"),
+    };
+    format!("{:<15}{what} ({hooks})", point.as_str())
+}
+
+/// Tool arguments as compact JSON, with masked keys shown as `"…"`.
+fn masked(input: &Value, masked_keys: &[String]) -> String {
+    match input {
+        Value::Object(map) if masked_keys.iter().any(|key| map.contains_key(key)) => {
+            let shown: Map<String, Value> = map
+                .iter()
+                .map(|(key, value)| {
+                    let value = if masked_keys.contains(key) {
+                        Value::from("…")
+                    } else {
+                        value.clone()
+                    };
+                    (key.clone(), value)
+                })
+                .collect();
+            Value::Object(shown).to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A model whose requests and answers are written to a transcript.
+struct NarratedModel {
+    role: String,
+    inner: Arc<dyn Llm>,
+    transcript: Transcript,
+}
+
+impl NarratedModel {
+    fn say(&self, line: impl std::fmt::Display) {
+        self.transcript.line(format!("[{}] {line}", self.role));
+    }
+
+    /// Writes what the request tells the model: a new task, or the
+    /// observations of the calls the model asked for last.
+    fn narrate_request(&self, request: &LlmRequest<'_>) {
+        let messages = request.messages;
+        let first_turn = !messages.iter().any(|m| m.role == Role::Assistant);
+        if first_turn {
+            if let Some(task) = messages.iter().find(|m| m.role == Role::User) {
+                // The task message starts with `Current Task: <description>`.
+                let first_line = task.content.lines().next().unwrap_or_default();
+                let description = first_line
+                    .strip_prefix("Current Task: ")
+                    .unwrap_or(first_line);
+                self.say(format_args!("task: {description}"));
+            }
+            return;
+        }
+        let trailing = messages
+            .iter()
+            .rev()
+            .take_while(|m| m.role == Role::Tool)
+            .count();
+        let observations = &messages[messages.len() - trailing..];
+        for message in observations {
+            match (&message.tool_call_id, observations.len()) {
+                (Some(id), 2..) => self.say(format_args!("agent saw ({id}): {}", message.content)),
+                _ => self.say(format_args!("agent saw: {}", message.content)),
+            }
+        }
+    }
+
+    fn narrate_answer(&self, answer: &Result<ModelTurn, LlmError>) {
+        match answer {
+            Ok(ModelTurn::FinalAnswer(text)) => self.say(format_args!("model answers: {text}")),
+            Ok(ModelTurn::ToolCalls { content, calls }) => {
+                if !content.is_empty() {
+                    self.say(format_args!("model says: {content}"));
+                }
+                if calls.len() > 1 {
+                    self.say(format_args!(
+                        "model asks for {} tool calls in one turn (they run concurrently):",
+                        calls.len()
+                    ));
+                    for call in calls {
+                        self.say(format_args!(
+                            "  {}: {} {}",
+                            call.id, call.name, call.arguments
+                        ));
+                    }
+                } else {
+                    for call in calls {
+                        self.say(format_args!("model asks: {} {}", call.name, call.arguments));
+                    }
+                }
+            }
+            Err(error) => self.say(format_args!("model failed: {error}")),
+        }
+    }
+}
+
+impl Llm for NarratedModel {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
+        self.narrate_request(request);
+        let answer = self.inner.complete(request);
+        self.narrate_answer(&answer);
+        answer
+    }
+}
+
+/// One line for a registered hook: its name, point, style, filters, order
+/// and where it came from (without source lines, which move as files are
+/// edited).
+pub fn describe_hook(hook: &HookInfo) -> String {
+    let style = match hook.style {
+        HookStyle::On => "#[on]",
+        HookStyle::BeforeToolCall => "#[before_tool_call]",
+        HookStyle::AfterToolCall => "#[after_tool_call]",
+    };
+    let origin = match &hook.origin {
+        HookOrigin::LinkTime { .. } => "link time".to_owned(),
+        HookOrigin::Runtime => "run time".to_owned(),
+        HookOrigin::Crew { crew } => format!("crew {crew}"),
+    };
+    let mut line = format!("{} {style}", hook.name);
+    if !hook.tools.is_empty() {
+        line.push_str(&format!(" tools={:?}", hook.tools));
+    }
+    if !hook.agents.is_empty() {
+        line.push_str(&format!(" agents={:?}", hook.agents));
+    }
+    if hook.order != 0 {
+        line.push_str(&format!(" order={}", hook.order));
+    }
+    line.push_str(&format!(" ({origin})"));
+    line
+}
+
+/// Prints an example's lines and exits 0, or prints its error to standard
+/// error and exits 1.
+pub fn report(result: Result<Vec<String>, Box<dyn Error>>) -> ExitCode {
+    match result {
+        Ok(lines) => {
+            for line in lines {
+                println!("{line}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crew_runtime::serde_json::json;
+    use crew_runtime::{Agent, HookRegistry, PRE_TOOL_CALL, ScriptedLlm, Task, Tool};
+
+    /// A crew of one agent calling `echo` once, with a crew hook that notes
+    /// `label`, on a registry of its own (no global state).
+    fn noting_crew(label: &'static str, transcript: &Transcript) -> Crew {
+        let echo = Tool::dynamic("echo", "Echoes", json!({"type": "object"}), |args| {
+            Ok::<_, String>(args)
+        });
+        let model = ScriptedLlm::new()
+            .call("echo", json!({"text": label}))
+            .answer(label);
+        let agent = Agent::builder("Echoer")
+            .tool(echo)
+            .llm(transcript.model("Echoer", Arc::new(model)))
+            .build();
+        Crew::builder()
+            .agent(agent.clone())
+            .task(Task::builder("Echo").agent(&agent).build())
+            .global_registry(Arc::new(HookRegistry::new()))
+            .hook(PRE_TOOL_CALL, move |ctx: &mut ToolCallHookContext| {
+                note(ctx, format!("note from {label}"));
+            })
+            .build()
+            .expect("the crew builds")
+    }
+
+    fn is_attached(transcript: &Transcript) -> bool {
+        let weak = Arc::downgrade(&transcript.state);
+        attached_transcripts()
+            .iter()
+            .any(|attachment| attachment.transcript.ptr_eq(&weak))
+    }
+
+    #[test]
+    fn a_transcript_reads_the_model_the_events_and_the_notes() {
+        let transcript = Transcript::new();
+        let crew = noting_crew("a", &transcript);
+        transcript.attach(&crew);
+        crew.kickoff(()).expect("the crew runs");
+        assert_eq!(
+            transcript.lines(),
+            [
+                "[Echoer] task: Echo",
+                "[Echoer] model asks: echo {\"text\":\"a\"}",
+                "    note from a",
+                "    PRE_TOOL_CALL  let the call through (1 hook ran)",
+                "    tool echo runs with {\"text\":\"a\"}",
+                "[Echoer] agent saw: {\"text\":\"a\"}",
+                "[Echoer] model answers: a",
+            ]
+        );
+    }
+
+    #[test]
+    fn notes_reach_only_their_own_crews_transcript() {
+        let (first, second) = (Transcript::new().quiet_events(), Transcript::new());
+        let crew_a = noting_crew("a", &first);
+        let crew_b = noting_crew("b", &second);
+        first.attach(&crew_a);
+        second.attach(&crew_b);
+        crew_a.kickoff(()).expect("a runs");
+        crew_b.kickoff(()).expect("b runs");
+        let notes = |t: &Transcript| -> Vec<String> {
+            t.lines()
+                .into_iter()
+                .filter(|l| l.contains("note"))
+                .collect()
+        };
+        assert_eq!(notes(&first), ["    note from a"]);
+        assert_eq!(notes(&second), ["    note from b"]);
+        assert_eq!(first.dispatches().len(), 1, "quiet, but events kept");
+    }
+
+    #[test]
+    fn an_attachment_goes_with_its_crew() {
+        let transcript = Transcript::new();
+        let crew = noting_crew("gone", &transcript);
+        transcript.attach(&crew);
+        assert!(is_attached(&transcript));
+        drop(crew);
+        assert!(!is_attached(&transcript));
+    }
+
+    #[test]
+    fn masked_keys_hide_their_values_only() {
+        let input = json!({"_start_ns": 123, "query": "rust"});
+        assert_eq!(
+            masked(&input, &["_start_ns".to_owned()]),
+            r#"{"_start_ns":"…","query":"rust"}"#
+        );
+        assert_eq!(masked(&input, &[]), r#"{"_start_ns":123,"query":"rust"}"#);
+    }
+}
