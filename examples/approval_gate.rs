@@ -168,26 +168,23 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    fn has(lines: &[String], expected: &str) -> bool {
-        lines.iter().any(|l| l == expected)
-    }
-
     #[test]
     fn scripted_answers_approve_the_email_and_deny_the_purchase() {
         let answers = ScriptedInput::new(["yes", "no"]);
         let lines = run(Arc::new(answers), Transcript::new()).expect("runs");
-        for expected in [
-            "    human asked \"Approve send_email?\" and answered \"yes\"",
-            "    PRE_TOOL_CALL  let the call through (1 hook ran)",
-            "    tool send_email runs with {\"subject\":\"Release notes\",\"to\":\"team@example.com\"}",
-            "[Assistant] agent saw: sent to team@example.com",
-            "    human asked \"Approve make_purchase?\" and answered \"no\"",
-            "    PRE_TOOL_CALL  blocked the call: denied by operator (answered \"no\") [source: approval-gate] (1 hook ran)",
-            "[Assistant] agent saw: Tool execution blocked by hook. Tool: make_purchase",
-            "tools that really ran: e-mail to team@example.com: Release notes",
-        ] {
-            assert!(has(&lines, expected), "missing {expected:?} in {lines:#?}");
-        }
+        crew_examples::assert_has_lines(
+            &lines,
+            &[
+                "    human asked \"Approve send_email?\" and answered \"yes\"",
+                "    PRE_TOOL_CALL  let the call through (1 hook ran)",
+                "    tool send_email runs with {\"subject\":\"Release notes\",\"to\":\"team@example.com\"}",
+                "[Assistant] agent saw: sent to team@example.com",
+                "    human asked \"Approve make_purchase?\" and answered \"no\"",
+                "    PRE_TOOL_CALL  blocked the call: denied by operator (answered \"no\") [source: approval-gate] (1 hook ran)",
+                "[Assistant] agent saw: Tool execution blocked by hook. Tool: make_purchase",
+                "tools that really ran: e-mail to team@example.com: Release notes",
+            ],
+        );
         assert!(!lines.iter().any(|l| l.contains("bought")), "{lines:#?}");
     }
 
@@ -195,15 +192,16 @@ mod tests {
     fn closed_input_denies_every_gated_call() {
         let closed = CallbackInput::new(|_: &str, _: &str| Err(HumanInputError::Closed));
         let lines = run(Arc::new(closed), Transcript::new()).expect("runs");
-        for expected in [
-            "    human asked \"Approve send_email?\": no answer (human input is closed: no answer can be read)",
-            "    PRE_TOOL_CALL  blocked the call: no human approval: human input is closed: no answer can be read [source: human-input] (1 hook ran)",
-            "[Assistant] agent saw: Tool execution blocked by hook. Tool: send_email",
-            "[Assistant] agent saw: Tool execution blocked by hook. Tool: make_purchase",
-            "tools that really ran: none",
-        ] {
-            assert!(has(&lines, expected), "missing {expected:?} in {lines:#?}");
-        }
+        crew_examples::assert_has_lines(
+            &lines,
+            &[
+                "    human asked \"Approve send_email?\": no answer (human input is closed: no answer can be read)",
+                "    PRE_TOOL_CALL  blocked the call: no human approval: human input is closed: no answer can be read [source: human-input] (1 hook ran)",
+                "[Assistant] agent saw: Tool execution blocked by hook. Tool: send_email",
+                "[Assistant] agent saw: Tool execution blocked by hook. Tool: make_purchase",
+                "tools that really ran: none",
+            ],
+        );
         assert!(
             !lines.iter().any(|l| l.contains(" runs with ")),
             "{lines:#?}"

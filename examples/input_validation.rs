@@ -124,23 +124,21 @@ mod tests {
     #[test]
     fn bad_inputs_are_blocked_and_queries_cleaned() {
         let lines = super::run().expect("the example runs");
-        for expected in [
-            "[Researcher] model asks: web_search {\"query\":\"ab\"}",
-            "    PRE_TOOL_CALL  blocked the call: search query too short [source: input-validation] (1 hook ran)",
-            "[Researcher] model asks: web_search {\"query\":\"  Rust ASYNC Traits  \"}",
-            "    tool web_search runs with {\"query\":\"rust async traits\"}",
-            "[Researcher] agent saw: 3 results for \"rust async traits\"",
-            "    PRE_TOOL_CALL  blocked the call: invalid file path \"../../etc/passwd\" [source: input-validation] (1 hook ran)",
-            "    PRE_TOOL_CALL  blocked the call: invalid file path \"/etc/shadow\" [source: input-validation] (1 hook ran)",
-            "[Researcher] agent saw: Tool execution blocked by hook. Tool: read_file",
-            "    tool read_file runs with {\"path\":\"docs/notes..v2.md\"}",
-            "[Researcher] agent saw: contents of docs/notes..v2.md",
-        ] {
-            assert!(
-                lines.iter().any(|l| l == expected),
-                "missing {expected:?} in {lines:#?}"
-            );
-        }
+        crew_examples::assert_has_lines(
+            &lines,
+            &[
+                "[Researcher] model asks: web_search {\"query\":\"ab\"}",
+                "    PRE_TOOL_CALL  blocked the call: search query too short [source: input-validation] (1 hook ran)",
+                "[Researcher] model asks: web_search {\"query\":\"  Rust ASYNC Traits  \"}",
+                "    tool web_search runs with {\"query\":\"rust async traits\"}",
+                "[Researcher] agent saw: 3 results for \"rust async traits\"",
+                "    PRE_TOOL_CALL  blocked the call: invalid file path \"../../etc/passwd\" [source: input-validation] (1 hook ran)",
+                "    PRE_TOOL_CALL  blocked the call: invalid file path \"/etc/shadow\" [source: input-validation] (1 hook ran)",
+                "[Researcher] agent saw: Tool execution blocked by hook. Tool: read_file",
+                "    tool read_file runs with {\"path\":\"docs/notes..v2.md\"}",
+                "[Researcher] agent saw: contents of docs/notes..v2.md",
+            ],
+        );
         let ran = lines.iter().filter(|l| l.contains(" runs with ")).count();
         assert_eq!(ran, 2, "{lines:#?}");
     }

@@ -191,12 +191,6 @@ mod tests {
             "    PRE_TOOL_CALL  blocked the call: before_tool_call hook returned False [source: block_dangerous_tools] (2 hooks ran)",
             "[Researcher] agent saw: Tool execution blocked by hook. Tool: drop_table",
         ];
-        let mut rest = lines.iter();
-        for expected in in_order {
-            assert!(
-                rest.any(|l| l == expected),
-                "missing (in order) {expected:?} in {lines:#?}"
-            );
-        }
+        crew_examples::assert_lines_in_order(&lines, &in_order);
     }
 }

@@ -462,6 +462,31 @@ pub fn report(result: Result<Vec<String>, Box<dyn Error>>) -> ExitCode {
     }
 }
 
+/// Panics unless every `expected` line is among `lines` (for the
+/// examples' tests).
+#[track_caller]
+pub fn assert_has_lines(lines: &[String], expected: &[&str]) {
+    for wanted in expected {
+        assert!(
+            lines.iter().any(|l| l == wanted),
+            "missing {wanted:?} in {lines:#?}"
+        );
+    }
+}
+
+/// Panics unless the `expected` lines appear among `lines` in this order
+/// (others may stand between them).
+#[track_caller]
+pub fn assert_lines_in_order(lines: &[String], expected: &[&str]) {
+    let mut rest = lines.iter();
+    for wanted in expected {
+        assert!(
+            rest.any(|l| l == wanted),
+            "missing (in order) {wanted:?} in {lines:#?}"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

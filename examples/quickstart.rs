@@ -86,20 +86,18 @@ mod tests {
     #[test]
     fn blocks_the_delete_and_redacts_the_read() {
         let lines = super::run().expect("the quickstart runs");
-        for expected in [
-            "[Assistant] task: Tidy up notes.txt",
-            "[Assistant] model asks: read_file {\"path\":\"notes.txt\"}",
-            "    tool read_file runs with {\"path\":\"notes.txt\"}",
-            "    POST_TOOL_CALL replaced the result (1 hook ran)",
-            "[Assistant] agent saw: notes.txt: db password is [REDACTED]",
-            "    PRE_TOOL_CALL  blocked the call: delete_file is not allowed [source: safety-policy] (1 hook ran)",
-            "[Assistant] agent saw: Tool execution blocked by hook. Tool: delete_file",
-        ] {
-            assert!(
-                lines.iter().any(|l| l == expected),
-                "missing {expected:?} in {lines:#?}"
-            );
-        }
+        crew_examples::assert_has_lines(
+            &lines,
+            &[
+                "[Assistant] task: Tidy up notes.txt",
+                "[Assistant] model asks: read_file {\"path\":\"notes.txt\"}",
+                "    tool read_file runs with {\"path\":\"notes.txt\"}",
+                "    POST_TOOL_CALL replaced the result (1 hook ran)",
+                "[Assistant] agent saw: notes.txt: db password is [REDACTED]",
+                "    PRE_TOOL_CALL  blocked the call: delete_file is not allowed [source: safety-policy] (1 hook ran)",
+                "[Assistant] agent saw: Tool execution blocked by hook. Tool: delete_file",
+            ],
+        );
         assert!(
             !lines.iter().any(|l| l.contains("tool delete_file runs")),
             "{lines:#?}"

@@ -159,18 +159,16 @@ mod tests {
     #[test]
     fn exactly_ten_of_fifteen_concurrent_calls_run() {
         let lines = super::run().expect("the example runs");
-        for expected in [
-            "[Analyst] model asks for 15 tool calls in one turn (they run concurrently):",
-            "get_quote: 10 let through, 5 blocked (rate limit exceeded for get_quote [source: rate-limiter])",
-            "get_news: 1 let through, 0 blocked",
-            "the get_quote tool itself ran 10 times",
-            "the agent was told \"Tool execution blocked by hook. Tool: get_quote\" 5 times",
-        ] {
-            assert!(
-                lines.iter().any(|l| l == expected),
-                "missing {expected:?} in {lines:#?}"
-            );
-        }
+        crew_examples::assert_has_lines(
+            &lines,
+            &[
+                "[Analyst] model asks for 15 tool calls in one turn (they run concurrently):",
+                "get_quote: 10 let through, 5 blocked (rate limit exceeded for get_quote [source: rate-limiter])",
+                "get_news: 1 let through, 0 blocked",
+                "the get_quote tool itself ran 10 times",
+                "the agent was told \"Tool execution blocked by hook. Tool: get_quote\" 5 times",
+            ],
+        );
         let served = lines
             .iter()
             .filter(|l| l.starts_with("[Analyst] agent saw (call_") && l.ends_with(": 123.45 USD"))

@@ -150,19 +150,17 @@ mod tests {
     #[test]
     fn the_agent_sees_redacted_text_and_hooks_the_raw_value() {
         let lines = run().expect("the example runs");
-        for expected in [
-            "    POST_TOOL_CALL kept the result (2 hooks ran)",
-            "    audit: raw HttpResponse (status 200) holds 0 secret(s); the agent's text holds 0",
-            "[Operator] agent saw: HTTP 200: all systems normal",
-            "    audit: raw HttpResponse (status 200) holds 3 secret(s); the agent's text holds 0",
-            "    POST_TOOL_CALL replaced the result (2 hooks ran)",
-            "[Operator] agent saw: HTTP 200: service=billing api-key: [REDACTED] token: [REDACTED] owner=[EMAIL-REDACTED]",
-        ] {
-            assert!(
-                lines.iter().any(|l| l == expected),
-                "missing {expected:?} in {lines:#?}"
-            );
-        }
+        crew_examples::assert_has_lines(
+            &lines,
+            &[
+                "    POST_TOOL_CALL kept the result (2 hooks ran)",
+                "    audit: raw HttpResponse (status 200) holds 0 secret(s); the agent's text holds 0",
+                "[Operator] agent saw: HTTP 200: all systems normal",
+                "    audit: raw HttpResponse (status 200) holds 3 secret(s); the agent's text holds 0",
+                "    POST_TOOL_CALL replaced the result (2 hooks ran)",
+                "[Operator] agent saw: HTTP 200: service=billing api-key: [REDACTED] token: [REDACTED] owner=[EMAIL-REDACTED]",
+            ],
+        );
         assert!(
             !lines
                 .iter()

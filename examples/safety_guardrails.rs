@@ -129,25 +129,23 @@ mod tests {
     #[test]
     fn destructive_tools_are_blocked_and_the_agent_is_told() {
         let lines = super::run().expect("the example runs");
-        for expected in [
-            "explain(drop_table): PRE_TOOL_CALL hooks that run: [\"safety_check\"]",
-            "explain(read_file): PRE_TOOL_CALL hooks that run: []",
-            "    tool read_file runs with {\"path\":\"logs/index.txt\"}",
-            "    audit: read_file allowed",
-            "[Janitor] model asks: delete_file {\"path\":\"logs/old.log\"}",
-            "    PRE_TOOL_CALL  blocked the call: delete_file is destructive [source: safety-policy] (1 hook ran)",
-            "    audit: delete_file BLOCKED",
-            "[Janitor] agent saw: Tool execution blocked by hook. Tool: delete_file",
-            "[Janitor] model asks: DropTable {\"table\":\"sessions\"}",
-            "[Janitor] agent saw: Tool execution blocked by hook. Tool: drop_table",
-            "blocked: delete_file (reason: delete_file is destructive, source: safety-policy)",
-            "blocked: drop_table (reason: drop_table is destructive, source: safety-policy)",
-        ] {
-            assert!(
-                lines.iter().any(|l| l == expected),
-                "missing {expected:?} in {lines:#?}"
-            );
-        }
+        crew_examples::assert_has_lines(
+            &lines,
+            &[
+                "explain(drop_table): PRE_TOOL_CALL hooks that run: [\"safety_check\"]",
+                "explain(read_file): PRE_TOOL_CALL hooks that run: []",
+                "    tool read_file runs with {\"path\":\"logs/index.txt\"}",
+                "    audit: read_file allowed",
+                "[Janitor] model asks: delete_file {\"path\":\"logs/old.log\"}",
+                "    PRE_TOOL_CALL  blocked the call: delete_file is destructive [source: safety-policy] (1 hook ran)",
+                "    audit: delete_file BLOCKED",
+                "[Janitor] agent saw: Tool execution blocked by hook. Tool: delete_file",
+                "[Janitor] model asks: DropTable {\"table\":\"sessions\"}",
+                "[Janitor] agent saw: Tool execution blocked by hook. Tool: drop_table",
+                "blocked: delete_file (reason: delete_file is destructive, source: safety-policy)",
+                "blocked: drop_table (reason: drop_table is destructive, source: safety-policy)",
+            ],
+        );
         let ran: Vec<&String> = lines.iter().filter(|l| l.contains(" runs with ")).collect();
         assert_eq!(ran.len(), 1, "only read_file ran: {ran:?}");
     }
