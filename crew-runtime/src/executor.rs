@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use hooks_core::{AgentInfo, CrewInfo, Dispatcher, Event, TaskInfo};
+use hooks_core::{AgentInfo, CrewInfo, Dispatcher, Event, TaskInfo, ToolOutput};
 
 use crate::crew::{Crew, CrewAgent, CrewInner};
 use crate::error::CrewError;
@@ -218,8 +218,7 @@ impl AgentRun {
                 Some(Ok(observation)) => observations.push(observation),
                 Some(Err(error)) => return Err(error),
                 None => observations.push(
-                    "Error executing tool: the call was interrupted by an internal error"
-                        .to_owned(),
+                    ToolOutput::error("the call was interrupted by an internal error").rendered,
                 ),
             }
         }

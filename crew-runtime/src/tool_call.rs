@@ -26,7 +26,8 @@ use std::time::{Duration, Instant};
 
 use hooks_core::events::{ToolUsageErrorEvent, ToolUsageFinishedEvent, ToolUsageStartedEvent};
 use hooks_core::{
-    Event, ToolCallHookContext, ToolInfo, ToolOutput, normalize_tool_name, panic_message,
+    Event, TOOL_ERROR_PREFIX, ToolCallHookContext, ToolInfo, ToolOutput, normalize_tool_name,
+    panic_message,
 };
 use serde_json::{Map, Value};
 
@@ -256,12 +257,9 @@ enum Failure {
 /// `Error executing tool: ` its observation starts with.
 fn failure_text(observation: &str) -> &str {
     observation
-        .strip_prefix(ERROR_PREFIX)
+        .strip_prefix(TOOL_ERROR_PREFIX)
         .unwrap_or(observation)
 }
-
-/// How `ToolOutput::error` starts the observation of a failed call.
-const ERROR_PREFIX: &str = "Error executing tool: ";
 
 fn json_kind(value: &Value) -> &'static str {
     match value {

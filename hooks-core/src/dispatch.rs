@@ -21,6 +21,9 @@ pub fn blocked_message(tool_name: &str) -> String {
     format!("Tool execution blocked by hook. Tool: {tool_name}")
 }
 
+/// How the observation of a failed tool call starts (rule 15).
+pub const TOOL_ERROR_PREFIX: &str = "Error executing tool: ";
+
 /// The text the agent receives when a fail-closed POST hook panics.
 pub fn withheld_message(tool_name: &str) -> String {
     format!("Tool result withheld: a fail-closed hook failed. Tool: {tool_name}")
@@ -47,7 +50,7 @@ impl ToolOutput {
 
     /// The output of a tool that failed: `Error executing tool: <message>`.
     pub fn error(message: impl std::fmt::Display) -> Self {
-        ToolOutput::text(format!("Error executing tool: {message}"))
+        ToolOutput::text(format!("{TOOL_ERROR_PREFIX}{message}"))
     }
 }
 

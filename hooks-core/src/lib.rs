@@ -90,7 +90,8 @@ pub use api::{
 };
 pub use context::{AgentInfo, CrewInfo, RawToolResult, TaskInfo, ToolCallHookContext, ToolInfo};
 pub use dispatch::{
-    Dispatcher, ToolCallReport, ToolOutput, blocked_message, panic_message, withheld_message,
+    Dispatcher, TOOL_ERROR_PREFIX, ToolCallReport, ToolOutput, blocked_message, panic_message,
+    withheld_message,
 };
 pub use events::{Event, EventBus, HookDispatchedEvent};
 pub use explain::{ExplainedHook, Explanation, Verdict};
