@@ -32,3 +32,36 @@ pub fn print_line(line: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}");
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, mpsc};
+    use std::time::Duration;
+
+    #[test]
+    fn output_waits_while_a_prompt_has_the_console_paused() {
+        let paused = super::pause();
+        let printed = Arc::new(AtomicBool::new(false));
+        let (started, on_start) = mpsc::channel();
+        let printer = {
+            let printed = Arc::clone(&printed);
+            std::thread::spawn(move || {
+                let _ = started.send(());
+                super::print_line("console test line");
+                printed.store(true, Ordering::SeqCst);
+            })
+        };
+        on_start.recv().expect("the printer thread started");
+        // Give the printer every chance to get through; it must not while
+        // the console is paused.
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!printed.load(Ordering::SeqCst), "printed through a pause");
+        drop(paused);
+        printer.join().expect("printer thread");
+        assert!(
+            printed.load(Ordering::SeqCst),
+            "printing resumed after the pause"
+        );
+    }
+}
