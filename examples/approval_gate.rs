@@ -23,7 +23,7 @@ use crew_runtime::serde::Deserialize;
 fn require_approval(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
     let input = Value::Object(ctx.tool_input.clone());
     let answer = ctx.request_human_input(
-        &format!("Approve {}?", ctx.tool_name),
+        &format!("Approve {}?", ctx.tool_name()),
         &format!("Input: {input}\nType 'yes' to approve:"),
     )?;
     if answer.eq_ignore_ascii_case("yes") {

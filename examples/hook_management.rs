@@ -22,7 +22,7 @@ use crew_runtime::{explain, restore_static_hooks};
 /// Link time: in the chain before `main` starts.
 #[on(PRE_TOOL_CALL)]
 fn audit_calls(ctx: &ToolCallHookContext) {
-    note(ctx, format!("audit_calls saw {}", ctx.tool_name));
+    note(ctx, format!("audit_calls saw {}", ctx.tool_name()));
 }
 
 /// Link time, legacy style.
@@ -90,7 +90,7 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
     t.line("== 2. register at run time");
     // A closure that captures nothing; named after its type in listings.
     let closure_id = register_hook(PRE_TOOL_CALL, |ctx: &mut ToolCallHookContext| {
-        note(ctx, format!("closure hook saw {}", ctx.tool_name));
+        note(ctx, format!("closure hook saw {}", ctx.tool_name()));
     })?;
     t.line(format!(
         "register_hook(PRE_TOOL_CALL, closure) -> {closure_id}"
@@ -111,10 +111,16 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
     t.line(format!(
         "register_after_tool_call_hook(append_footer) -> {footer_id}"
     ));
-    // A return type that does not fit the point is refused, not ignored.
-    let misfit = register_hook(PRE_TOOL_CALL, append_footer);
+    // A return type that does not fit the point does not compile
+    // (`register_hook(PRE_TOOL_CALL, append_footer)` is refused by rustc);
+    // a filter the point does not take is refused at registration.
+    let misfit = register_hook_with(
+        OUTPUT,
+        HookOptions::new().tools(["web_search"]),
+        |_: &mut OutputContext| {},
+    );
     t.line(format!(
-        "register_hook(PRE_TOOL_CALL, append_footer) -> {}",
+        "register_hook_with(OUTPUT, tools = [web_search]) -> {}",
         match misfit {
             Ok(id) => format!("{id}"),
             Err(error) => format!("refused: {error}"),
@@ -250,9 +256,9 @@ mod tests {
             "restore_static_hooks() -> 2",
         ];
         crew_examples::assert_lines_in_order(&lines, &in_order);
-        let refused = lines
-            .iter()
-            .any(|l| l.starts_with("register_hook(PRE_TOOL_CALL, append_footer) -> refused: "));
+        let refused = lines.iter().any(|l| {
+            l.starts_with("register_hook_with(OUTPUT, tools = [web_search]) -> refused: ")
+        });
         assert!(refused, "{lines:#?}");
         let true_removals = lines
             .iter()

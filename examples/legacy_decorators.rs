@@ -25,13 +25,13 @@ use crew_runtime::serde::Deserialize;
 #[before_tool_call]
 fn block_dangerous_tools(ctx: &ToolCallHookContext) -> Option<bool> {
     note(ctx, "PRE  block_dangerous_tools");
-    matches!(ctx.tool_name.as_str(), "delete_database" | "drop_table").then_some(false)
+    matches!(ctx.tool_name(), "delete_database" | "drop_table").then_some(false)
 }
 
 /// `#[on]`, placed first by its order although it is written second.
 #[on(PRE_TOOL_CALL, order = -10)]
 fn log_tool_call(ctx: &mut ToolCallHookContext) {
-    note(ctx, format!("PRE  log_tool_call: {}", ctx.tool_name));
+    note(ctx, format!("PRE  log_tool_call: {}", ctx.tool_name()));
 }
 
 /// Legacy, filtered: a plain `bool`, `false` blocks.
@@ -93,7 +93,10 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
     let transcript = Transcript::new();
 
     // The chains as registered: one list per point, both styles mixed.
-    for point in [PRE_TOOL_CALL, POST_TOOL_CALL] {
+    for point in [
+        InterceptionPoint::PRE_TOOL_CALL,
+        InterceptionPoint::POST_TOOL_CALL,
+    ] {
         transcript.line(format!("get_hooks({point}):"));
         for (position, hook) in get_hooks(point).iter().enumerate() {
             transcript.line(format!("  {}. {}", position + 1, describe_hook(hook)));

@@ -296,14 +296,18 @@ pub fn describe_dispatch(dispatched: &HookDispatchedEvent) -> String {
             let reason = dispatched.abort_reason.as_deref().unwrap_or("no reason");
             let source = dispatched.abort_source.as_deref().unwrap_or("unknown");
             let verb = match point {
-                InterceptionPoint::PRE_TOOL_CALL => "blocked the call",
-                InterceptionPoint::POST_TOOL_CALL => "aborted the run",
+                InterceptionPoint::PRE_TOOL_CALL | InterceptionPoint::PRE_MODEL_CALL => {
+                    "blocked the call"
+                }
+                _ => "aborted the run",
             };
             format!("{verb}: {reason} [source: {source}]")
         }
         (InterceptionPoint::PRE_TOOL_CALL, _) => "let the call through".to_owned(),
         (InterceptionPoint::POST_TOOL_CALL, "modified") => "replaced the result".to_owned(),
         (InterceptionPoint::POST_TOOL_CALL, _) => "kept the result".to_owned(),
+        (_, "modified") => "replaced the value".to_owned(),
+        (_, _) => "let it through".to_owned(),
     };
     let hooks = match dispatched.hooks_run {
         1 => "1 hook ran".to_owned(),
@@ -425,6 +429,8 @@ pub fn describe_hook(hook: &HookInfo) -> String {
         HookStyle::On => "#[on]",
         HookStyle::BeforeToolCall => "#[before_tool_call]",
         HookStyle::AfterToolCall => "#[after_tool_call]",
+        HookStyle::BeforeLlmCall => "#[before_llm_call]",
+        HookStyle::AfterLlmCall => "#[after_llm_call]",
     };
     let origin = match &hook.origin {
         HookOrigin::LinkTime { .. } => "link time".to_owned(),

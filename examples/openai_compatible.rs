@@ -29,7 +29,7 @@ use crew_runtime::serde::Deserialize;
 #[on(PRE_TOOL_CALL, tools = ["delete_file"])]
 fn block_delete(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
     Err(HookAborted::new(
-        format!("{} is not allowed", ctx.tool_name),
+        format!("{} is not allowed", ctx.tool_name()),
         "safety-policy",
     ))
 }

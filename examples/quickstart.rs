@@ -15,7 +15,7 @@ use crew_runtime::prelude::*;
 #[on(PRE_TOOL_CALL, tools = ["delete_file"])]
 fn block_delete(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
     Err(HookAborted::new(
-        format!("{} is not allowed", ctx.tool_name),
+        format!("{} is not allowed", ctx.tool_name()),
         "safety-policy",
     ))
 }
@@ -33,7 +33,10 @@ fn redact_password(ctx: &mut ToolCallHookContext) -> Option<String> {
 fn run() -> Result<Vec<String>, Box<dyn Error>> {
     let transcript = Transcript::new();
     transcript.line("Hooks registered by their attributes (nothing was called at start-up):");
-    for point in [PRE_TOOL_CALL, POST_TOOL_CALL] {
+    for point in [
+        InterceptionPoint::PRE_TOOL_CALL,
+        InterceptionPoint::POST_TOOL_CALL,
+    ] {
         for hook in get_hooks(point) {
             transcript.line(format!("  {:<15}{}", point.as_str(), describe_hook(&hook)));
         }

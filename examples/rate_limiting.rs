@@ -16,10 +16,11 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crew_examples::Transcript;
+use crew_runtime::DEFAULT_MAX_CONCURRENT_TOOL_CALLS;
 use crew_runtime::prelude::*;
+use crew_runtime::runtime::blocked_message;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
-use crew_runtime::{DEFAULT_MAX_CONCURRENT_TOOL_CALLS, blocked_message};
 
 /// Calls allowed per tool within [`WINDOW`].
 const LIMIT: usize = 10;
@@ -37,7 +38,7 @@ static CALL_HISTORY: LazyLock<Mutex<HashMap<String, VecDeque<Instant>>>> =
 fn rate_limit_tools(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
     let now = Instant::now();
     let mut history = CALL_HISTORY.lock().unwrap_or_else(PoisonError::into_inner);
-    let calls = history.entry(ctx.tool_name.clone()).or_default();
+    let calls = history.entry(ctx.tool_name().to_owned()).or_default();
     while calls
         .front()
         .is_some_and(|&then| now.duration_since(then) >= WINDOW)
@@ -46,7 +47,7 @@ fn rate_limit_tools(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
     }
     if calls.len() >= LIMIT {
         return Err(HookAborted::new(
-            format!("rate limit exceeded for {}", ctx.tool_name),
+            format!("rate limit exceeded for {}", ctx.tool_name()),
             "rate-limiter",
         ));
     }
@@ -119,7 +120,7 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
     for tool in ["get_quote", "get_news"] {
         let pre: Vec<_> = dispatches
             .iter()
-            .filter(|d| d.tool_name == tool && d.point == PRE_TOOL_CALL)
+            .filter(|d| d.tool_name.as_deref() == Some(tool) && d.point == PRE_TOOL_CALL)
             .collect();
         let blocked: Vec<_> = pre.iter().filter(|d| d.outcome == "aborted").collect();
         let why = blocked

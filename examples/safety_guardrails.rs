@@ -14,10 +14,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use crew_examples::{Transcript, note};
+use crew_runtime::global_registry;
 use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
-use crew_runtime::{blocked_message, global_registry};
 
 /// The guide's list. A filter rather than an `if` inside the hook: the
 /// hook is not even called for other tools, and `explain` can say why.
@@ -26,18 +26,19 @@ use crew_runtime::{blocked_message, global_registry};
 #[on(PRE_TOOL_CALL, tools = ["delete_file", "drop_table", "remove_user", "system_shutdown"])]
 fn safety_check(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
     Err(HookAborted::new(
-        format!("{} is destructive", ctx.tool_name),
+        format!("{} is destructive", ctx.tool_name()),
         "safety-policy",
     ))
 }
 
 /// POST hooks run for blocked calls too (with the blocked message as the
 /// result): the audit sees every attempt, which is what an audit is for.
+/// `ctx.status()` says what happened, without comparing texts.
 #[on(POST_TOOL_CALL)]
 fn audit_every_attempt(ctx: &ToolCallHookContext) {
-    let blocked = ctx.tool_result.as_deref() == Some(blocked_message(&ctx.tool_name).as_str());
+    let blocked = matches!(ctx.status(), ToolCallStatus::Blocked(_));
     let verdict = if blocked { "BLOCKED" } else { "allowed" };
-    note(ctx, format!("audit: {} {verdict}", ctx.tool_name));
+    note(ctx, format!("audit: {} {verdict}", ctx.tool_name()));
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -108,7 +109,7 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
         .map(|d| {
             format!(
                 "blocked: {} (reason: {}, source: {})",
-                d.tool_name,
+                d.tool_name.as_deref().unwrap_or(""),
                 d.abort_reason.as_deref().unwrap_or_default(),
                 d.abort_source.as_deref().unwrap_or_default()
             )

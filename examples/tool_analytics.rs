@@ -60,7 +60,7 @@ fn track_tool_usage(ctx: &mut ToolCallHookContext) {
         .and_then(|start| start.as_u64())
         .unwrap_or(now);
     let mut stats = TOOL_STATS.lock().unwrap_or_else(PoisonError::into_inner);
-    let entry = stats.entry(ctx.tool_name.clone()).or_default();
+    let entry = stats.entry(ctx.tool_name().to_owned()).or_default();
     entry.count += 1;
     entry.total += Duration::from_nanos(now.saturating_sub(start));
 }

@@ -8,12 +8,13 @@ use std::sync::{Arc, Mutex};
 
 use hooks_core::__private::CrewScope;
 use hooks_core::events::Event;
+use hooks_core::runtime::{Dispatcher, ToolCallReport, ToolOutput, blocked_message};
 use hooks_core::testing::GlobalHooksFixture;
 use hooks_core::{
-    Dispatcher, FailureMode, HookAborted, HookDispatchedEvent, HookInfo, HookOrigin, HookRegistry,
-    HookStyle, InterceptionPoint, LEGACY_BLOCK_REASON, POST_TOOL_CALL, PRE_TOOL_CALL,
-    ToolCallHookContext, ToolCallReport, ToolOutput, blocked_message, get_hooks, global_registry,
-    restore_static_hooks, unregister_after_tool_call_hook, unregister_hook,
+    FailureMode, HookAborted, HookDispatchedEvent, HookInfo, HookOrigin, HookRegistry, HookStyle,
+    InterceptionPoint, LEGACY_BLOCK_REASON, POST_TOOL_CALL, PRE_TOOL_CALL, ToolCallHookContext,
+    get_hooks, global_registry, restore_static_hooks, unregister_after_tool_call_hook,
+    unregister_hook,
 };
 use hooks_macros::{after_tool_call, agent, before_tool_call, crew, crew_base, on, task};
 use serde_json::{Map, Value, json};
@@ -42,7 +43,7 @@ fn call(tool: &str) -> Call {
     call_through(global_registry().dispatcher(), tool)
 }
 
-fn listed(point: InterceptionPoint, name: &str) -> Option<HookInfo> {
+fn listed(point: impl Into<InterceptionPoint>, name: &str) -> Option<HookInfo> {
     get_hooks(point).into_iter().find(|hook| hook.name == name)
 }
 
@@ -235,7 +236,7 @@ fn legacy_false_blocks_with_legacy_reason() {
         Some("before_tool_call hook returned False")
     );
     assert_eq!(pre.abort_source.as_deref(), Some("legacy_blocker"));
-    assert_eq!(pre.tool_name, "ui_probe_legacy_block");
+    assert_eq!(pre.tool_name.as_deref(), Some("ui_probe_legacy_block"));
 }
 
 // Rules 17 and 19 -------------------------------------------------------

@@ -6,18 +6,17 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use hooks_core::__private::CrewScope;
+use hooks_core::runtime::{Dispatcher, register_crew_hook};
 use hooks_core::{
-    CrewInfo, Dispatcher, EventBus, Explanation, HookId, HookOptions, HookRegistry, HookReturn,
-    HookStyle, HumanInputSource, InterceptionPoint, RegisterError, TerminalInput,
-    ToolCallHookContext, global_registry,
+    CrewInfo, CrewOutput, EventBus, Explanation, HookId, HookOptions, HookRegistry, HookReturn,
+    HookStyle, HumanInputSource, Inputs, LlmInfo, Point, RegisterError, TerminalInput,
+    global_registry,
 };
 
 use crate::agent::Agent;
 use crate::check::{FilterWarning, check_filters};
 use crate::error::{BuildError, CrewError};
-use crate::inputs::Inputs;
-use crate::llm::ToolDefinition;
-use crate::output::CrewOutput;
+use crate::llm::{Llm, ToolDefinition};
 use crate::task::Task;
 use crate::tool::Tool;
 
@@ -76,7 +75,9 @@ impl fmt::Debug for SharedRegistry {
 pub(crate) struct CrewAgent {
     pub(crate) agent: Arc<Agent>,
     pub(crate) tools: Vec<Arc<Tool>>,
-    pub(crate) definitions: Vec<ToolDefinition>,
+    pub(crate) definitions: Arc<[ToolDefinition]>,
+    /// The agent's model as model-call hooks see it.
+    pub(crate) llm_info: Arc<dyn LlmInfo>,
 }
 
 impl CrewAgent {
@@ -94,6 +95,15 @@ impl CrewAgent {
             .map(|t| t.name())
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+/// An agent's model as model-call hooks see it (`ctx.llm`).
+struct ModelInfo(Arc<dyn Llm>);
+
+impl LlmInfo for ModelInfo {
+    fn name(&self) -> &str {
+        self.0.name()
     }
 }
 
@@ -259,7 +269,7 @@ impl Crew {
         if !violations.is_empty() {
             return Err(CrewError::UnmatchedHookFilters(violations));
         }
-        crate::executor::kickoff(self, &inputs.into())
+        crate::executor::kickoff(self, inputs.into())
     }
 
     pub(crate) fn inner(&self) -> &CrewInner {
@@ -431,30 +441,42 @@ impl CrewBuilder {
     }
 
     /// Registers a hook of this crew only (on its own registry, when the
-    /// crew is built). A return type that does not fit `point` fails the
-    /// build.
-    pub fn hook<F, R>(self, point: InterceptionPoint, hook: F) -> Self
+    /// crew is built), at any point.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .hook(POST_STEP, |ctx: &mut StepContext| Some(format!("{} (reviewed)", ctx.payload)))
+    ///     .build()?;
+    /// assert_eq!(crew.kickoff(())?.raw, "draft (reviewed)");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn hook<P, F, R>(self, point: P, hook: F) -> Self
     where
-        F: Fn(&mut ToolCallHookContext) -> R + Send + Sync + 'static,
-        R: HookReturn,
+        P: Point,
+        F: Fn(&mut P::Context) -> R + Send + Sync + 'static,
+        R: HookReturn<P>,
     {
         self.hook_with(point, HookOptions::new(), hook)
     }
 
     /// Registers a hook of this crew only, with filters, a name or
-    /// fail-closed behavior.
-    pub fn hook_with<F, R>(
-        mut self,
-        point: InterceptionPoint,
-        options: HookOptions,
-        hook: F,
-    ) -> Self
+    /// fail-closed behavior. A filter the point does not take fails the
+    /// build.
+    pub fn hook_with<P, F, R>(mut self, point: P, options: HookOptions, hook: F) -> Self
     where
-        F: Fn(&mut ToolCallHookContext) -> R + Send + Sync + 'static,
-        R: HookReturn,
+        P: Point,
+        F: Fn(&mut P::Context) -> R + Send + Sync + 'static,
+        R: HookReturn<P>,
     {
         self.hooks.push(Box::new(move |registry, crew| {
-            registry.register_scoped_hook(point, crew, HookStyle::On, options, hook)
+            register_crew_hook(registry, point, crew, HookStyle::On, options, hook)
         }));
         self
     }
@@ -570,10 +592,12 @@ fn prepare_agent(agent: Agent) -> Result<CrewAgent, BuildError> {
     }
     let tools: Vec<Arc<Tool>> = agent.tools().iter().cloned().map(Arc::new).collect();
     let definitions = agent.tools().iter().map(Tool::definition).collect();
+    let llm_info: Arc<dyn LlmInfo> = Arc::new(ModelInfo(agent.llm().clone()));
     Ok(CrewAgent {
         agent: Arc::new(agent),
         tools,
         definitions,
+        llm_info,
     })
 }
 

@@ -1,6 +1,6 @@
 //! What can go wrong building a crew or running one.
 
-use hooks_core::{HookAborted, RegisterError};
+use hooks_core::{HookAborted, InterceptionPoint, RegisterError};
 
 use crate::check::FilterWarning;
 use crate::llm::LlmError;
@@ -122,6 +122,20 @@ pub enum CrewError {
         #[source]
         abort: HookAborted,
     },
+    /// A hook at a point other than `POST_TOOL_CALL` stopped the run: an
+    /// abort at `EXECUTION_START`, `INPUT`, `PRE_STEP`, `POST_STEP`,
+    /// `POST_MODEL_CALL` or `OUTPUT`, a block at `PRE_MODEL_CALL`, or an
+    /// abort at `EXECUTION_END` after a run that had completed.
+    #[error("the run was stopped at {point}{}: {abort}", agent_suffix(.agent))]
+    AbortedAt {
+        /// Where the hook ran.
+        point: InterceptionPoint,
+        /// The agent concerned, at the step and model-call points.
+        agent: Option<String>,
+        /// The hook's reason and source.
+        #[source]
+        abort: HookAborted,
+    },
     /// An agent's model failed.
     #[error("agent `{agent}`: the model failed: {source}")]
     Model {
@@ -141,13 +155,56 @@ pub enum CrewError {
 }
 
 impl CrewError {
-    /// The hook's abort, when a POST hook ended the run.
+    /// The hook's abort, when a hook ended the run.
     pub fn abort(&self) -> Option<&HookAborted> {
         match self {
-            CrewError::Aborted { abort, .. } => Some(abort),
+            CrewError::Aborted { abort, .. } | CrewError::AbortedAt { abort, .. } => Some(abort),
             _ => None,
         }
     }
+
+    /// The point whose hook ended the run, if a hook did.
+    ///
+    /// ```
+    /// use crew_runtime::{CrewError, HookAborted, InterceptionPoint};
+    /// let error = CrewError::AbortedAt {
+    ///     point: InterceptionPoint::EXECUTION_START,
+    ///     agent: None,
+    ///     abort: HookAborted::new("no topic", "input-check"),
+    /// };
+    /// assert_eq!(error.aborted_at(), Some(InterceptionPoint::EXECUTION_START));
+    /// assert_eq!(error.abort().map(|a| a.source.as_str()), Some("input-check"));
+    /// ```
+    pub fn aborted_at(&self) -> Option<InterceptionPoint> {
+        match self {
+            CrewError::Aborted { .. } => Some(InterceptionPoint::POST_TOOL_CALL),
+            CrewError::AbortedAt { point, .. } => Some(*point),
+            _ => None,
+        }
+    }
+}
+
+impl From<CrewError> for HookAborted {
+    /// Lets `?` in a hook stop on a runtime error (a kickoff started from
+    /// the hook, say); the source is the hook's name.
+    fn from(error: CrewError) -> Self {
+        HookAborted::with_reason(error.to_string())
+    }
+}
+
+impl From<LlmError> for HookAborted {
+    /// Lets `?` in a hook stop on a model error; the source is the hook's
+    /// name.
+    fn from(error: LlmError) -> Self {
+        HookAborted::with_reason(error.to_string())
+    }
+}
+
+fn agent_suffix(agent: &Option<String>) -> String {
+    agent
+        .as_deref()
+        .map(|role| format!(" (agent `{role}`)"))
+        .unwrap_or_default()
 }
 
 fn names(list: &[String]) -> String {

@@ -12,22 +12,94 @@
 
 use std::sync::Arc;
 
-use hooks_core::{AgentInfo, CrewInfo, Dispatcher, Event, TaskInfo, ToolOutput};
+use hooks_core::runtime::{Dispatcher, MODEL_CALL_POINTS, ToolOutput};
+use hooks_core::{
+    AgentInfo, CrewInfo, CrewOutput, DispatchOutcome, EXECUTION_END, EXECUTION_START, Event,
+    ExecutionEndContext, ExecutionStartContext, HookAborted, INPUT, InputContext, Inputs,
+    InterceptionPoint, LlmCallHookContext, ModelResponse, OUTPUT, OutputContext, POST_MODEL_CALL,
+    POST_STEP, PRE_MODEL_CALL, PRE_STEP, StepContext, StepKind, TaskInfo, TaskOutput,
+};
 
 use crate::crew::{Crew, CrewAgent, CrewInner};
 use crate::error::CrewError;
-use crate::inputs::Inputs;
 use crate::llm::{ChatMessage, LlmRequest, ModelTurn, ToolCallRequest};
-use crate::output::{CrewOutput, TaskOutput};
 use crate::pool::{CallPool, Turn};
 use crate::prompt;
 use crate::task::Task;
 
-/// Runs a crew's tasks in order.
-pub(crate) fn kickoff(crew: &Crew, inputs: &Inputs) -> Result<CrewOutput, CrewError> {
-    let inner = crew.inner();
-    let tasks = fill_inputs(inner, inputs)?;
+/// Runs a kickoff through every point: `EXECUTION_START`, `INPUT`, each
+/// task (`PRE_STEP`, its model and tool calls, `POST_STEP`), `OUTPUT`, and
+/// `EXECUTION_END` once the rest has completed or failed.
+pub(crate) fn kickoff(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, CrewError> {
+    let dispatcher = crew.dispatcher();
     let crew_info: Arc<dyn CrewInfo> = Arc::new(crew.clone());
+    let mut start = ExecutionStartContext::new(inputs).with_crew(Arc::clone(&crew_info));
+    if let DispatchOutcome::Aborted(abort) = dispatcher.dispatch(EXECUTION_START, &mut start) {
+        // EXECUTION_END fires only for kickoffs that passed EXECUTION_START.
+        return Err(aborted_at(InterceptionPoint::EXECUTION_START, None, abort));
+    }
+    let result = run(crew, start.inputs, &crew_info);
+    finish(&dispatcher, result, crew_info)
+}
+
+/// `EXECUTION_END`, exactly once: with the output, or with the error that
+/// ended the run. On the failure path an abort is ignored (the original
+/// error stands); after a completed run it becomes the kickoff's error.
+fn finish(
+    dispatcher: &Dispatcher<'_>,
+    result: Result<CrewOutput, CrewError>,
+    crew_info: Arc<dyn CrewInfo>,
+) -> Result<CrewOutput, CrewError> {
+    if !dispatcher.has_hooks(InterceptionPoint::EXECUTION_END) {
+        return result;
+    }
+    match result {
+        Ok(output) => {
+            let mut end = ExecutionEndContext::completed(output).with_crew(crew_info);
+            let outcome = dispatcher.dispatch(EXECUTION_END, &mut end);
+            let output = end.output.take().unwrap_or_default();
+            match outcome {
+                DispatchOutcome::Aborted(abort) => {
+                    Err(aborted_at(InterceptionPoint::EXECUTION_END, None, abort))
+                }
+                DispatchOutcome::Proceeded | DispatchOutcome::Modified => Ok(output),
+            }
+        }
+        Err(error) => {
+            let mut end = ExecutionEndContext::failed(&error).with_crew(crew_info);
+            if let DispatchOutcome::Aborted(abort) = dispatcher.dispatch(EXECUTION_END, &mut end) {
+                tracing::warn!(
+                    target: "crew_runtime::executor",
+                    "an EXECUTION_END hook aborted a run that had already failed; the original \
+                     error stands ({abort})"
+                );
+            }
+            Err(error)
+        }
+    }
+}
+
+fn aborted_at(point: InterceptionPoint, agent: Option<&str>, abort: HookAborted) -> CrewError {
+    CrewError::AbortedAt {
+        point,
+        agent: agent.map(str::to_owned),
+        abort,
+    }
+}
+
+/// `INPUT`, the tasks in order, and `OUTPUT`.
+fn run(
+    crew: &Crew,
+    inputs: Inputs,
+    crew_info: &Arc<dyn CrewInfo>,
+) -> Result<CrewOutput, CrewError> {
+    let inner = crew.inner();
+    let dispatcher = crew.dispatcher();
+    let mut input = InputContext::new(inputs).with_crew(Arc::clone(crew_info));
+    if let DispatchOutcome::Aborted(abort) = dispatcher.dispatch(INPUT, &mut input) {
+        return Err(aborted_at(InterceptionPoint::INPUT, None, abort));
+    }
+    let tasks = fill_inputs(inner, &input.inputs)?;
     let mut pool = CallPool::new(inner.max_concurrent_tool_calls);
     let mut outputs: Vec<TaskOutput> = Vec::with_capacity(tasks.len());
     for (position, (crew_task, task)) in inner.tasks.iter().zip(tasks).enumerate() {
@@ -45,7 +117,7 @@ pub(crate) fn kickoff(crew: &Crew, inputs: &Inputs) -> Result<CrewOutput, CrewEr
             agent_info: agent.agent.clone(),
             task_info: task.clone(),
             task,
-            crew_info: crew_info.clone(),
+            crew_info: Arc::clone(crew_info),
             verbose: inner.verbose || agent.agent.verbose(),
         });
         if run.verbose {
@@ -58,14 +130,37 @@ pub(crate) fn kickoff(crew: &Crew, inputs: &Inputs) -> Result<CrewOutput, CrewEr
                 excerpt(run.task.description(), 200)
             ));
         }
-        let output = run.work(&context, &mut pool)?;
+        let mut pre_step = run.step_context(prompt::context_text(&context));
+        if let DispatchOutcome::Aborted(abort) = dispatcher.dispatch(PRE_STEP, &mut pre_step) {
+            return Err(aborted_at(
+                InterceptionPoint::PRE_STEP,
+                Some(run.role()),
+                abort,
+            ));
+        }
+        let mut output = run.work(&pre_step.payload, &mut pool)?;
+        let mut post_step = run.step_context(std::mem::take(&mut output.raw));
+        let outcome = dispatcher.dispatch(POST_STEP, &mut post_step);
+        output.raw = post_step.payload;
+        if let DispatchOutcome::Aborted(abort) = outcome {
+            return Err(aborted_at(
+                InterceptionPoint::POST_STEP,
+                Some(run.role()),
+                abort,
+            ));
+        }
         outputs.push(output);
     }
     let raw = outputs.last().map(|o| o.raw.clone()).unwrap_or_default();
-    Ok(CrewOutput {
+    let mut output = OutputContext::new(CrewOutput {
         raw,
         tasks_output: outputs,
     })
+    .with_crew(Arc::clone(crew_info));
+    if let DispatchOutcome::Aborted(abort) = dispatcher.dispatch(OUTPUT, &mut output) {
+        return Err(aborted_at(InterceptionPoint::OUTPUT, None, abort));
+    }
+    Ok(output.output)
 }
 
 /// Every task with its inputs filled in, or the first task that uses an
@@ -121,22 +216,47 @@ impl AgentRun {
         self.agent().agent.role()
     }
 
-    /// The model-turn loop of one task.
-    fn work(
-        self: &Arc<Self>,
-        context: &[&str],
-        pool: &mut CallPool,
-    ) -> Result<TaskOutput, CrewError> {
+    /// A step context for this task with `payload`.
+    fn step_context(&self, payload: String) -> StepContext {
+        StepContext::new(StepKind::Task, self.task.description(), payload)
+            .with_agent(Arc::clone(&self.agent_info))
+            .with_task(Arc::clone(&self.task_info))
+            .with_crew(Arc::clone(&self.crew_info))
+    }
+
+    /// The model-turn loop of one task. Each model call runs its
+    /// `PRE_MODEL_CALL` chain (what it leaves in the messages is what the
+    /// model receives, and stays in the conversation) and its
+    /// `POST_MODEL_CALL` chain (what it leaves of the answer is what is
+    /// used), on one snapshot of the hooks.
+    fn work(self: &Arc<Self>, context: &str, pool: &mut CallPool) -> Result<TaskOutput, CrewError> {
         let crew_agent = self.agent();
         let agent = &*crew_agent.agent;
+        let dispatcher = self.dispatcher();
         let mut messages = vec![
             prompt::system_message(agent),
             prompt::task_message(&self.task, context),
         ];
         for turn in 1..=agent.max_iter() {
+            let hooks = dispatcher.begin_call(&MODEL_CALL_POINTS);
+            let mut call = LlmCallHookContext::new(std::mem::take(&mut messages))
+                .with_agent(Arc::clone(&self.agent_info))
+                .with_task(Arc::clone(&self.task_info))
+                .with_crew(Arc::clone(&self.crew_info))
+                .with_llm(Arc::clone(&crew_agent.llm_info))
+                .with_tools(Arc::clone(&crew_agent.definitions))
+                .with_iterations(turn)
+                .with_human_input(Arc::clone(&self.inner().human_input));
+            if let DispatchOutcome::Aborted(abort) = hooks.dispatch(PRE_MODEL_CALL, &mut call) {
+                return Err(aborted_at(
+                    InterceptionPoint::PRE_MODEL_CALL,
+                    Some(self.role()),
+                    abort,
+                ));
+            }
             let request = LlmRequest {
-                messages: &messages,
-                tools: &crew_agent.definitions,
+                messages: &call.messages,
+                tools: &call.tools,
             };
             let answer = agent
                 .llm()
@@ -145,14 +265,35 @@ impl AgentRun {
                     agent: self.role().to_owned(),
                     source,
                 })?;
-            let (content, calls) = match answer {
-                ModelTurn::FinalAnswer(answer) => return Ok(self.finish(answer, false)),
-                // Text with no calls is the model answering.
-                ModelTurn::ToolCalls { content, calls } if calls.is_empty() => {
-                    return Ok(self.finish(content, false));
-                }
-                ModelTurn::ToolCalls { content, calls } => (content, calls),
-            };
+            call.response = Some(match answer {
+                ModelTurn::FinalAnswer(content) => ModelResponse {
+                    content,
+                    tool_calls: Vec::new(),
+                },
+                ModelTurn::ToolCalls { content, calls } => ModelResponse {
+                    content,
+                    tool_calls: calls,
+                },
+            });
+            if let DispatchOutcome::Aborted(abort) = hooks.dispatch(POST_MODEL_CALL, &mut call) {
+                return Err(aborted_at(
+                    InterceptionPoint::POST_MODEL_CALL,
+                    Some(self.role()),
+                    abort,
+                ));
+            }
+            drop(hooks);
+            let response = call.response.take().unwrap_or_default();
+            messages = call.messages;
+            // Text with no calls (or whose calls the hooks dropped) is the
+            // model answering.
+            if response.tool_calls.is_empty() {
+                return Ok(self.finish(response.content, false));
+            }
+            let ModelResponse {
+                content,
+                tool_calls: calls,
+            } = response;
             if self.verbose {
                 self.say(&format!(
                     "turn {turn}: asks for {} tool call(s)",

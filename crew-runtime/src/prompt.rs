@@ -7,6 +7,12 @@ use crate::task::Task;
 /// Between the outputs of several context tasks.
 const CONTEXT_SEPARATOR: &str = "\n\n----------\n\n";
 
+/// The context text of a task: the outputs of the tasks it takes context
+/// from (what `PRE_STEP` hooks see as the payload).
+pub(crate) fn context_text(context: &[&str]) -> String {
+    context.join(CONTEXT_SEPARATOR)
+}
+
 /// The system message: who the agent is.
 pub(crate) fn system_message(agent: &Agent) -> ChatMessage {
     let mut text = format!("You are {}.", agent.role());
@@ -21,9 +27,8 @@ pub(crate) fn system_message(agent: &Agent) -> ChatMessage {
     ChatMessage::system(text)
 }
 
-/// The user message: the task (inputs filled in) and the outputs of the
-/// tasks it takes context from.
-pub(crate) fn task_message(task: &Task, context: &[&str]) -> ChatMessage {
+/// The user message: the task (inputs filled in) and its context text.
+pub(crate) fn task_message(task: &Task, context: &str) -> ChatMessage {
     let mut text = format!("Current Task: {}", task.description());
     if !task.expected_output().is_empty() {
         text.push_str("\n\nThis is the expected criteria for your final answer: ");
@@ -31,7 +36,7 @@ pub(crate) fn task_message(task: &Task, context: &[&str]) -> ChatMessage {
     }
     if !context.is_empty() {
         text.push_str("\n\nThis is the context you're working with:\n");
-        text.push_str(&context.join(CONTEXT_SEPARATOR));
+        text.push_str(context);
     }
     text.push_str("\n\nBegin! Use the tools you have when they help, then give your final answer.");
     ChatMessage::user(text)

@@ -8,7 +8,8 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use hooks_core::{RawToolResult, ToolInfo, ToolOutput, normalize_tool_name};
+use hooks_core::runtime::ToolOutput;
+use hooks_core::{RawToolResult, ToolCallStatus, ToolInfo, normalize_tool_name};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -150,6 +151,7 @@ impl Tool {
             Ok(ToolOutput {
                 rendered: render_json(&json),
                 raw: RawToolResult::from_json(json),
+                status: ToolCallStatus::Ran,
             })
         };
         Tool::from_parts(
@@ -283,6 +285,7 @@ where
             Ok(ToolOutput {
                 rendered,
                 raw: RawToolResult::typed(out, json),
+                status: ToolCallStatus::Ran,
             })
         };
         Tool::from_parts(name, description, schema_of::<Args>(), Box::new(invoke))

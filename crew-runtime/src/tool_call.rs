@@ -25,10 +25,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hooks_core::events::{ToolUsageErrorEvent, ToolUsageFinishedEvent, ToolUsageStartedEvent};
-use hooks_core::{
-    Event, TOOL_ERROR_PREFIX, ToolCallHookContext, ToolInfo, ToolOutput, normalize_tool_name,
-    panic_message,
-};
+use hooks_core::runtime::{TOOL_ERROR_PREFIX, ToolOutput, panic_message};
+use hooks_core::{Event, ToolCallHookContext, ToolInfo, normalize_tool_name};
 use serde_json::{Map, Value};
 
 use crate::error::CrewError;
@@ -49,13 +47,13 @@ impl AgentRun {
             .with_task(Arc::clone(&self.task_info))
             .with_crew(Arc::clone(&self.crew_info))
             .with_human_input(Arc::clone(&self.inner().human_input));
-        let tool = self.agent().find_tool(&ctx.tool_name);
+        let tool = self.agent().find_tool(ctx.tool_name());
         if let Some(tool) = tool {
             ctx.tool = Some(Arc::clone(tool) as Arc<dyn ToolInfo>);
         }
         if self.verbose {
             let input = serde_json::to_string(&ctx.tool_input).unwrap_or_default();
-            self.say(&format!("→ {} {}", ctx.tool_name, excerpt(&input, 300)));
+            self.say(&format!("→ {} {}", ctx.tool_name(), excerpt(&input, 300)));
         }
 
         let mut ran_for = Duration::ZERO;
@@ -75,7 +73,7 @@ impl AgentRun {
         match result {
             Ok(report) => {
                 if let Some(failure) = failed {
-                    self.report_failure(failure, &ctx.tool_name, &report.observation);
+                    self.report_failure(failure, ctx.tool_name(), &report.observation);
                 }
                 if self.verbose {
                     if let Some(abort) = &report.blocked {
@@ -85,13 +83,13 @@ impl AgentRun {
                     }
                     self.say(&format!(
                         "← {}: {}",
-                        ctx.tool_name,
+                        ctx.tool_name(),
                         excerpt(&report.observation, 300)
                     ));
                 }
                 if self.listening() {
                     self.emit(Event::ToolUsageFinished(ToolUsageFinishedEvent {
-                        tool_name: ctx.tool_name.clone(),
+                        tool_name: ctx.tool_name().to_owned(),
                         result: report.observation.clone(),
                         blocked: report.blocked.is_some(),
                         duration: ran_for,
@@ -105,16 +103,18 @@ impl AgentRun {
             Err(abort) => {
                 if let Some(failure) = failed {
                     let text = ctx.tool_result.as_deref().unwrap_or_default();
-                    self.report_failure(failure, &ctx.tool_name, text);
+                    self.report_failure(failure, ctx.tool_name(), text);
                 }
                 if self.verbose {
                     self.say(&format!(
                         "  run aborted after {} by {}: {}",
-                        ctx.tool_name, abort.source, abort.reason
+                        ctx.tool_name(),
+                        abort.source,
+                        abort.reason
                     ));
                 }
                 Err(CrewError::Aborted {
-                    tool: ctx.tool_name,
+                    tool: ctx.tool_name().to_owned(),
                     agent: self.role().to_owned(),
                     abort,
                 })
@@ -136,7 +136,7 @@ impl AgentRun {
         let listening = self.listening();
         if listening {
             self.emit(Event::ToolUsageStarted(ToolUsageStartedEvent {
-                tool_name: ctx.tool_name.clone(),
+                tool_name: ctx.tool_name().to_owned(),
                 tool_input: Value::Object(ctx.tool_input.clone()),
                 agent_role: Some(self.role().to_owned()),
                 task: Some(self.task.description().to_owned()),
@@ -187,7 +187,7 @@ impl AgentRun {
             self.agent().tool_names()
         );
         self.report_error(&call.name, &message);
-        ToolOutput::text(message)
+        ToolOutput::not_found(message)
     }
 
     /// The observation for arguments that are not a JSON object: no hook

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 
 use common::*;
+use crew_runtime::Point;
 use crew_runtime::events::ToolUsageFinishedEvent;
 use crew_runtime::llm::{Llm, LlmError, LlmRequest, ModelTurn, Role, ToolCallRequest};
 use crew_runtime::prelude::*;
@@ -165,7 +166,7 @@ fn multiplicities(keys: Vec<CallKey>) -> BTreeMap<CallKey, usize> {
 fn each_crews_hooks_see_only_its_calls_and_global_hooks_see_each_call_once() {
     let _fixture = GlobalHooksFixture::new();
     let global_seen: [Log<CallKey>; 2] = [log(), log()];
-    for (point, sink) in InterceptionPoint::ALL.into_iter().zip(global_seen.clone()) {
+    fn watch<P: Point<Context = ToolCallHookContext>>(point: P, sink: Log<CallKey>) {
         register_hook(point, move |ctx: &mut ToolCallHookContext| {
             let crew = ctx
                 .crew
@@ -176,6 +177,8 @@ fn each_crews_hooks_see_only_its_calls_and_global_hooks_see_each_call_once() {
         })
         .expect("registers");
     }
+    watch(PRE_TOOL_CALL, global_seen[0].clone());
+    watch(POST_TOOL_CALL, global_seen[1].clone());
     let executed = log();
     let (alpha_seen, beta_seen, idle_seen) = (Seen::default(), Seen::default(), Seen::default());
     let (alpha, alpha_llm) = crew("alpha", &executed, &alpha_seen);

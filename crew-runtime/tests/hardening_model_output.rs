@@ -76,7 +76,7 @@ fn guarded_registry(records: &Records) -> Arc<HookRegistry> {
     let pre = records.pre.clone();
     global
         .register_hook(PRE_TOOL_CALL, move |ctx: &mut ToolCallHookContext| {
-            push(&pre, ctx.tool_name.clone());
+            push(&pre, ctx.tool_name().to_owned());
         })
         .expect("registers");
     global
@@ -105,7 +105,7 @@ fn guarded_registry(records: &Records) -> Arc<HookRegistry> {
     let post = records.post.clone();
     global
         .register_hook(POST_TOOL_CALL, move |ctx: &mut ToolCallHookContext| {
-            push(&post, ctx.tool_name.clone());
+            push(&post, ctx.tool_name().to_owned());
         })
         .expect("registers");
     global

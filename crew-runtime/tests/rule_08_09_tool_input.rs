@@ -99,7 +99,7 @@ fn hooks_see_tool_agent_task_and_crew() {
             let agent = ctx.agent_as::<Agent>().map(|a| a.goal().to_owned());
             let task = ctx.task_as::<Task>().map(|t| t.description().to_owned());
             let crew = ctx.crew_as::<Crew>().map(|c| c.name().to_owned());
-            push(&sink, (ctx.tool_name.clone(), tool, agent, task, crew));
+            push(&sink, (ctx.tool_name().to_owned(), tool, agent, task, crew));
         })
         .expect("registers");
     let llm = Arc::new(

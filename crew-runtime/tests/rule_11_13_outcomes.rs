@@ -16,7 +16,7 @@ fn blocked_call_still_runs_post_hooks_and_model_sees_blocked_message() {
             HookOptions::new().tools(["delete_file"]),
             |ctx: &mut ToolCallHookContext| -> Result<(), HookAborted> {
                 Err(HookAborted::new(
-                    format!("{} is not allowed", ctx.tool_name),
+                    format!("{} is not allowed", ctx.tool_name()),
                     "safety-policy",
                 ))
             },
@@ -26,7 +26,7 @@ fn blocked_call_still_runs_post_hooks_and_model_sees_blocked_message() {
     let sink = later_pre_ran.clone();
     global
         .register_hook(PRE_TOOL_CALL, move |ctx: &mut ToolCallHookContext| {
-            push(&sink, ctx.tool_name.clone());
+            push(&sink, ctx.tool_name().to_owned());
         })
         .expect("registers");
     let post_saw = log();
@@ -133,7 +133,7 @@ fn post_abort_ends_kickoff_with_reason_and_source() {
     let sink = later_post_ran.clone();
     global
         .register_hook(POST_TOOL_CALL, move |ctx: &mut ToolCallHookContext| {
-            push(&sink, ctx.tool_name.clone());
+            push(&sink, ctx.tool_name().to_owned());
         })
         .expect("registers");
     let received = log();

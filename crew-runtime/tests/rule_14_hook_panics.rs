@@ -24,7 +24,7 @@ fn panicking_hook_fails_open() {
             PRE_TOOL_CALL,
             HookOptions::new().name("buggy"),
             |ctx: &mut ToolCallHookContext| -> Result<(), HookAborted> {
-                if ctx.tool_name == "web_search" {
+                if ctx.tool_name() == "web_search" {
                     panic!("bug in a hook");
                 }
                 Ok(())

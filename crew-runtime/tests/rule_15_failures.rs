@@ -6,21 +6,24 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
+use crew_runtime::Point;
 use crew_runtime::prelude::*;
 
 /// Records every hook run at either point as `(point, tool_name, has_tool,
 /// tool_result)`.
 fn watch_hooks(global: &HookRegistry) -> Log<(InterceptionPoint, String, bool, Option<String>)> {
-    let seen = log();
-    for point in InterceptionPoint::ALL {
-        let sink = seen.clone();
+    fn watch<P: Point<Context = ToolCallHookContext>>(
+        global: &HookRegistry,
+        point: P,
+        sink: Log<(InterceptionPoint, String, bool, Option<String>)>,
+    ) {
         global
             .register_hook(point, move |ctx: &mut ToolCallHookContext| {
                 push(
                     &sink,
                     (
-                        point,
-                        ctx.tool_name.clone(),
+                        P::ID,
+                        ctx.tool_name().to_owned(),
                         ctx.tool.is_some(),
                         ctx.tool_result.clone(),
                     ),
@@ -28,6 +31,9 @@ fn watch_hooks(global: &HookRegistry) -> Log<(InterceptionPoint, String, bool, O
             })
             .expect("registers");
     }
+    let seen = log();
+    watch(global, PRE_TOOL_CALL, seen.clone());
+    watch(global, POST_TOOL_CALL, seen.clone());
     seen
 }
 
@@ -58,8 +64,13 @@ fn failing_tool_gives_error_text_and_run_goes_on() {
     assert_eq!(
         take(&hooks),
         [
-            (PRE_TOOL_CALL, "fetch".into(), true, None),
-            (POST_TOOL_CALL, "fetch".into(), true, Some(error.clone())),
+            (InterceptionPoint::PRE_TOOL_CALL, "fetch".into(), true, None),
+            (
+                InterceptionPoint::POST_TOOL_CALL,
+                "fetch".into(),
+                true,
+                Some(error.clone())
+            ),
         ]
     );
     assert!(
@@ -145,9 +156,14 @@ fn unknown_tool_runs_hooks_without_tool() {
     assert_eq!(
         take(&hooks),
         [
-            (PRE_TOOL_CALL, "web_serch".into(), false, None),
             (
-                POST_TOOL_CALL,
+                InterceptionPoint::PRE_TOOL_CALL,
+                "web_serch".into(),
+                false,
+                None
+            ),
+            (
+                InterceptionPoint::POST_TOOL_CALL,
                 "web_serch".into(),
                 false,
                 Some(message.clone())

@@ -6,9 +6,10 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use crew_runtime::__private::CrewScope;
+use crew_runtime::HookOrigin;
+use crew_runtime::hooks_core::__private::CrewScope;
 use crew_runtime::prelude::*;
-use crew_runtime::{HookOrigin, ToolOutput};
+use crew_runtime::runtime::ToolOutput;
 
 fn searching_crew(
     name: &str,
@@ -158,12 +159,16 @@ fn crew_hooks_take_their_place_in_registration_order() {
 }
 
 #[test]
-fn a_crew_hook_with_the_wrong_return_type_fails_the_build() {
+fn a_crew_hook_with_a_filter_its_point_does_not_take_fails_the_build() {
+    // A wrong return type no longer reaches run time: it does not compile
+    // (see the compile_fail doctest of `HookRegistry::register_hook`).
     let global = fresh_registry();
     let result = searching_crew("typo", &global, &search_then_answer())
-        .hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| {
-            Some("a POST-only return".to_owned())
-        })
+        .hook_with(
+            POST_STEP,
+            HookOptions::new().tools(["web_search"]),
+            |_: &mut StepContext| {},
+        )
         .build();
 
     assert!(

@@ -143,7 +143,7 @@ fn explain_merges_global_and_crew_hooks() {
 
     let explanation = crew.explain("Web Search", "Researcher");
 
-    assert_eq!(explanation.tool_name, "web_search");
+    assert_eq!(explanation.tool_name.as_deref(), Some("web_search"));
     assert_eq!(explanation.running(PRE_TOOL_CALL), ["fine", "crew-gate"]);
     let verdicts: Vec<(&str, &Verdict)> = explanation
         .hooks

@@ -37,9 +37,10 @@ use std::sync::{Arc, Barrier, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use hooks_core::runtime::{Dispatcher, register_crew_hook};
 use hooks_core::{
-    AgentInfo, DispatchOutcome, Dispatcher, Event, HookAborted, HookOptions, HookRegistry,
-    HookStyle, POST_TOOL_CALL, PRE_TOOL_CALL, ToolCallHookContext,
+    AgentInfo, DispatchOutcome, Event, HookAborted, HookOptions, HookRegistry, HookStyle,
+    POST_TOOL_CALL, PRE_TOOL_CALL, ToolCallHookContext,
 };
 use serde_json::{Map, Value, json};
 
@@ -523,14 +524,16 @@ fn main() -> Result<(), Box<dyn Error>> {
     let global = HookRegistry::new();
     register_one_and_one(&global)?;
     let crew = HookRegistry::new();
-    crew.register_scoped_hook(
+    register_crew_hook(
+        &crew,
         PRE_TOOL_CALL,
         "BenchCrew",
         HookStyle::On,
         HookOptions::new(),
         noop_pre,
     )?;
-    crew.register_scoped_hook(
+    register_crew_hook(
+        &crew,
         POST_TOOL_CALL,
         "BenchCrew",
         HookStyle::On,

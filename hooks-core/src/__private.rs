@@ -3,29 +3,28 @@
 //! `linkme` (or anything else) in their own `Cargo.toml`.
 
 use std::any::TypeId;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 pub use ::core::option::Option;
 pub use ::core::result::Result;
 pub use ::linkme;
 pub use ::std::sync::Arc as SharedArc;
 
-pub use crate::context::ToolCallHookContext;
 pub use crate::hook::{FailureMode, HookOptions, HookStyle};
-pub use crate::outcome::{
-    HookAborted, LegacyBeforeReturn, PostDecision, PostHookReturn, PreDecision, PreHookReturn,
-};
-pub use crate::point::InterceptionPoint;
+pub use crate::outcome::{Decision, HookReturn, LegacyBeforeReturn};
+pub use crate::point::{InterceptionPoint, Point, points};
 pub use crate::registry::{HookRegistry, RegisterError};
 
-use crate::hook::{HookEntry, HookFn, HookId, HookInfo, HookOrigin};
+use crate::chain::Chain;
+use crate::hook::{HookCall, HookEntry, HookId, HookInfo, HookOrigin};
+use crate::point::points::{
+    ExecutionEnd, ExecutionStart, Input, Output, PostModelCall, PostStep, PostToolCall,
+    PreModelCall, PreStep, PreToolCall,
+};
 
-/// A hook registered at link time by `#[on]`, `#[before_tool_call]` or
-/// `#[after_tool_call]` on a free function.
-#[derive(Debug)]
-pub struct StaticHook {
-    /// The point it runs at.
-    pub point: InterceptionPoint,
+/// A hook registered at link time by an attribute on a free function, at
+/// point `P`.
+pub struct StaticHook<P: Point> {
     /// Which attribute registered it.
     pub style: HookStyle,
     /// The function's name.
@@ -47,41 +46,58 @@ pub struct StaticHook {
     /// Fail-open or fail-closed.
     pub failure: FailureMode,
     /// The adapted function.
-    pub call: StaticCall,
+    pub call: fn(&mut P::Context) -> Decision<P::Replacement>,
     /// The type of the user's function, for unregistering by function.
     pub type_id: fn() -> TypeId,
 }
 
-/// The adapted function of a [`StaticHook`].
-#[derive(Debug, Clone, Copy)]
-pub enum StaticCall {
-    /// A PRE hook.
-    Pre(fn(&mut ToolCallHookContext) -> PreDecision),
-    /// A POST hook.
-    Post(fn(&mut ToolCallHookContext) -> PostDecision),
+impl<P: Point> std::fmt::Debug for StaticHook<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StaticHook")
+            .field("point", &P::ID)
+            .field("name", &self.name)
+            .field("module_path", &self.module_path)
+            .field("line", &self.line)
+            .finish_non_exhaustive()
+    }
 }
 
-/// Every link-time hook of the program, in link order (unspecified: sorted
-/// before use).
-#[linkme::distributed_slice]
-pub static STATIC_HOOKS: [StaticHook];
-
-/// Reads a `#[on(PRE_TOOL_CALL)]` hook's return value.
-#[inline(always)]
-pub fn on_pre<R: PreHookReturn>(value: R) -> PreDecision {
-    value.into_pre_decision()
+macro_rules! static_slices {
+    ($($slice:ident: $point:ty),* $(,)?) => {$(
+        /// The link-time hooks of one point, in link order (unspecified:
+        /// sorted before use).
+        #[linkme::distributed_slice]
+        pub static $slice: [StaticHook<$point>];
+    )*};
 }
 
-/// Reads a `#[before_tool_call]` hook's return value.
-#[inline(always)]
-pub fn legacy_before<R: LegacyBeforeReturn>(value: R) -> PreDecision {
-    value.into_pre_decision()
+static_slices! {
+    EXECUTION_START_HOOKS: ExecutionStart,
+    INPUT_HOOKS: Input,
+    PRE_STEP_HOOKS: PreStep,
+    PRE_MODEL_CALL_HOOKS: PreModelCall,
+    POST_MODEL_CALL_HOOKS: PostModelCall,
+    PRE_TOOL_CALL_HOOKS: PreToolCall,
+    POST_TOOL_CALL_HOOKS: PostToolCall,
+    POST_STEP_HOOKS: PostStep,
+    OUTPUT_HOOKS: Output,
+    EXECUTION_END_HOOKS: ExecutionEnd,
 }
 
-/// Reads a POST hook's return value (both styles).
+/// Reads an `#[on]` (or legacy after) hook's return value at point `P`.
 #[inline(always)]
-pub fn post<R: PostHookReturn>(value: R) -> PostDecision {
-    value.into_post_decision()
+pub fn on<P: Point, R: HookReturn<P>>(value: R) -> Decision<P::Replacement> {
+    value.into_decision()
+}
+
+/// Reads a legacy before hook's return value at point `P`.
+#[inline(always)]
+pub fn legacy_before<P, R>(value: R) -> Decision<crate::outcome::NoReplacement>
+where
+    P: crate::outcome::LegacyBeforePoint,
+    R: LegacyBeforeReturn<P>,
+{
+    value.into_decision()
 }
 
 /// The type of a value, for naming a function by its fn-item type.
@@ -96,90 +112,68 @@ pub fn share_crew_instance<T: Clone + Send + Sync + 'static>(instance: &T) -> Ar
     Arc::new(instance.clone())
 }
 
-/// Registers a crew-scoped hook method on a crew's own registry.
-pub fn register_scoped_pre(
+/// Registers a crew-scoped hook method, already adapted to its point, on a
+/// crew's own registry. The attribute checked its filters at compile time.
+pub fn register_scoped<P: Point>(
+    _point: P,
     registry: &HookRegistry,
     crew: &str,
     style: HookStyle,
     options: HookOptions,
-    call: impl Fn(&mut ToolCallHookContext) -> PreDecision + Send + Sync + 'static,
-) -> HookId {
-    registry.insert_scoped(
-        InterceptionPoint::PRE_TOOL_CALL,
-        crew,
-        style,
-        options,
-        HookFn::Pre(Arc::new(call)),
-    )
+    call: impl Fn(&mut P::Context) -> Decision<P::Replacement> + Send + Sync + 'static,
+) -> Result<HookId, RegisterError> {
+    let entry = crate::registry::crew_entry::<P>(crew, style, options, Arc::new(call))?;
+    Ok(registry.insert(entry))
 }
 
-/// Registers a crew-scoped POST hook method on a crew's own registry.
-pub fn register_scoped_post(
-    registry: &HookRegistry,
-    crew: &str,
-    style: HookStyle,
-    options: HookOptions,
-    call: impl Fn(&mut ToolCallHookContext) -> PostDecision + Send + Sync + 'static,
-) -> HookId {
-    registry.insert_scoped(
-        InterceptionPoint::POST_TOOL_CALL,
-        crew,
-        style,
-        options,
-        HookFn::Post(Arc::new(call)),
-    )
-}
-
-/// The link-time hooks as chain entries, sorted by `order`, module path and
-/// source position (the physical order of the slice is unspecified and
-/// changes with the linker, so it is never used).
-pub(crate) fn static_entries() -> [Vec<Arc<HookEntry>>; 2] {
-    static ENTRIES: LazyLock<[Vec<Arc<HookEntry>>; 2]> = LazyLock::new(|| {
-        let mut records: Vec<&'static StaticHook> = STATIC_HOOKS.iter().collect();
-        records.sort_by(|a, b| {
-            (a.order, a.module_path, a.file, a.line, a.column, a.name).cmp(&(
-                b.order,
-                b.module_path,
-                b.file,
-                b.line,
-                b.column,
-                b.name,
-            ))
-        });
-        let mut lists: [Vec<Arc<HookEntry>>; 2] = [Vec::new(), Vec::new()];
-        for (index, record) in records.into_iter().enumerate() {
-            let rank = index as u64 + 1;
-            let call = match record.call {
-                StaticCall::Pre(f) => HookFn::Pre(Arc::new(f)),
-                StaticCall::Post(f) => HookFn::Post(Arc::new(f)),
-            };
-            let info = HookInfo {
-                id: HookId(rank),
-                point: record.point,
-                name: record.name.to_owned(),
-                tools: record.tools.iter().map(|t| (*t).to_owned()).collect(),
-                agents: record.agents.iter().map(|a| (*a).to_owned()).collect(),
-                origin: HookOrigin::LinkTime {
-                    module_path: record.module_path,
-                    file: record.file,
-                    line: record.line,
-                    column: record.column,
+/// The link-time hooks of point `P` as a chain, sorted by `order`, module
+/// path and source position (the physical order of the slice is
+/// unspecified and changes with the linker, so it is never used).
+pub(crate) fn static_chain<P: Point>() -> Chain<P> {
+    let mut records: Vec<(usize, &'static StaticHook<P>)> =
+        P::static_hooks().iter().enumerate().collect();
+    records.sort_by(|(_, a), (_, b)| {
+        (a.order, a.module_path, a.file, a.line, a.column, a.name).cmp(&(
+            b.order,
+            b.module_path,
+            b.file,
+            b.line,
+            b.column,
+            b.name,
+        ))
+    });
+    let entries = records
+        .into_iter()
+        .enumerate()
+        .map(|(position, (_, record))| {
+            // Ranks of link-time hooks sort below every run-time rank; the
+            // point's index keeps ids distinct across points.
+            let rank = ((P::ID.index() as u64) << 24) | (position as u64 + 1);
+            Arc::new(HookEntry {
+                info: HookInfo {
+                    id: HookId(rank),
+                    point: P::ID,
+                    name: record.name.to_owned(),
+                    tools: record.tools.iter().map(|t| (*t).to_owned()).collect(),
+                    agents: record.agents.iter().map(|a| (*a).to_owned()).collect(),
+                    origin: HookOrigin::LinkTime {
+                        module_path: record.module_path,
+                        file: record.file,
+                        line: record.line,
+                        column: record.column,
+                    },
+                    order: record.order,
+                    failure: record.failure,
+                    style: record.style,
                 },
-                order: record.order,
-                failure: record.failure,
-                style: record.style,
-            };
-            lists[record.point.index()].push(Arc::new(HookEntry {
-                info,
                 rank,
                 type_id: Some((record.type_id)()),
-                static_index: Some(index),
-                call,
-            }));
-        }
-        lists
-    });
-    ENTRIES.clone()
+                static_index: Some(position),
+                call: HookCall::Static(record.call),
+            })
+        })
+        .collect();
+    Chain::from_entries(entries)
 }
 
 /// Implemented by the runtime's crew type so that `#[crew_base]` code can

@@ -1,20 +1,27 @@
-//! Running the chains: the hot path of every tool call.
+//! Running the chains: the hot path of every call.
 //!
-//! A dispatch with no hooks costs one relaxed atomic load per registry. With
-//! hooks it loads each registry's snapshot (lock-free), looks the tool up in
-//! the snapshot's filter index, and walks the candidate hooks of the global
-//! and the crew-scoped chain merged by rank. Nothing on this path allocates
-//! or locks unless an event listener or `tracing` subscriber wants an event.
+//! A call with no hooks costs one relaxed atomic load per registry. With
+//! hooks, a call loads each registry's snapshot once (lock-free) and keeps
+//! it for all its points (PRE and POST of one tool call or model call see
+//! the same hooks), looks the tool up in the snapshot's filter index, and
+//! walks the candidate hooks of the global and the crew-scoped chain merged
+//! by rank. Nothing on this path allocates or locks unless an event
+//! listener or `tracing` subscriber wants an event.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::time::Instant;
 
-use crate::context::{RawToolResult, ToolCallHookContext};
+use arc_swap::Guard;
+
+use crate::chain::{Candidates, MergeByRank};
+use crate::context::{RawToolResult, ToolCallHookContext, ToolCallStatus};
 use crate::events::{Event, HookDispatchedEvent, HookPanickedEvent};
-use crate::hook::{FailureMode, HookEntry, HookFn};
-use crate::outcome::{DispatchOutcome, HookAborted, PostDecision, PreDecision};
-use crate::point::{InterceptionPoint, POST_TOOL_CALL, PRE_TOOL_CALL};
-use crate::registry::{Chain, HookRegistry, global_registry};
+use crate::hook::{FailureMode, HookContext, HookEntry};
+use crate::outcome::{Decision, DispatchOutcome, HookAborted};
+use crate::point::points::{PostToolCall, PreToolCall};
+use crate::point::{InterceptionPoint, Point};
+use crate::registry::{ChainSet, HookRegistry, global_registry};
 
 /// The text the agent receives when a PRE hook blocks a call.
 pub fn blocked_message(tool_name: &str) -> String {
@@ -36,21 +43,38 @@ pub struct ToolOutput {
     pub rendered: String,
     /// The tool's own value.
     pub raw: RawToolResult,
+    /// What happened: the tool ran, failed, or was not found.
+    pub status: ToolCallStatus,
 }
 
 impl ToolOutput {
-    /// A plain-text output.
+    /// A plain-text output of a tool that ran.
     pub fn text(text: impl Into<String>) -> Self {
         let rendered = text.into();
         ToolOutput {
             raw: RawToolResult::text(rendered.clone()),
             rendered,
+            status: ToolCallStatus::Ran,
         }
     }
 
     /// The output of a tool that failed: `Error executing tool: <message>`.
     pub fn error(message: impl std::fmt::Display) -> Self {
-        ToolOutput::text(format!("{TOOL_ERROR_PREFIX}{message}"))
+        let error = message.to_string();
+        ToolOutput {
+            status: ToolCallStatus::Failed {
+                error: error.clone(),
+            },
+            ..ToolOutput::text(format!("{TOOL_ERROR_PREFIX}{error}"))
+        }
+    }
+
+    /// The output of a call that named no tool the agent has.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        ToolOutput {
+            status: ToolCallStatus::NotFound,
+            ..ToolOutput::text(message)
+        }
     }
 }
 
@@ -63,7 +87,7 @@ pub struct ToolCallReport {
     pub blocked: Option<HookAborted>,
 }
 
-/// Runs tool calls through a global registry and, for a crew, the crew's own
+/// Runs calls through a global registry and, for a crew, the crew's own
 /// hooks, merged into one order.
 #[derive(Debug, Clone, Copy)]
 pub struct Dispatcher<'a> {
@@ -103,23 +127,59 @@ impl<'a> Dispatcher<'a> {
         self.scoped
     }
 
+    /// Takes the snapshot one call works on, for the points in `points`:
+    /// every dispatch through it sees the hooks registered when the call
+    /// started, whatever is registered or removed meanwhile.
+    ///
+    /// Loads nothing when no registry has a hook at those points.
+    #[inline]
+    pub fn begin_call(&self, points: &[InterceptionPoint]) -> CallHooks<'a> {
+        let mask = points.iter().fold(0u32, |mask, p| mask | 1 << p.index());
+        let global = (self.global.nonempty_mask() & mask != 0).then(|| self.global.snapshot());
+        let scoped = self
+            .scoped
+            .filter(|scoped| scoped.nonempty_mask() & mask != 0)
+            .map(HookRegistry::snapshot);
+        CallHooks {
+            dispatcher: *self,
+            global,
+            scoped,
+        }
+    }
+
+    /// Whether either registry has a hook at `point` (one relaxed load
+    /// each): a runtime can skip building a context nobody will see.
+    #[inline]
+    pub fn has_hooks(&self, point: impl Into<InterceptionPoint>) -> bool {
+        let bit = 1 << point.into().index();
+        self.global.nonempty_mask() & bit != 0
+            || self.scoped.is_some_and(|s| s.nonempty_mask() & bit != 0)
+    }
+
+    /// Runs `point`'s chain once, on a snapshot of its own.
+    #[inline]
+    pub fn dispatch<P: Point>(&self, point: P, ctx: &mut P::Context) -> DispatchOutcome {
+        let _ = point;
+        self.begin_call(&[P::ID]).dispatch(point, ctx)
+    }
+
     /// Runs the `PRE_TOOL_CALL` chain. On [`DispatchOutcome::Aborted`] the
     /// caller must not run the tool.
     #[inline]
     pub fn dispatch_pre(&self, ctx: &mut ToolCallHookContext) -> DispatchOutcome {
-        self.dispatch(PRE_TOOL_CALL, ctx)
+        self.dispatch(PreToolCall, ctx)
     }
 
     /// Runs the `POST_TOOL_CALL` chain. On [`DispatchOutcome::Aborted`] the
     /// caller must end the run with the abort.
     #[inline]
     pub fn dispatch_post(&self, ctx: &mut ToolCallHookContext) -> DispatchOutcome {
-        self.dispatch(POST_TOOL_CALL, ctx)
+        self.dispatch(PostToolCall, ctx)
     }
 
-    /// Runs one whole tool call: the PRE chain, then `execute` unless a hook
-    /// blocked it, then the POST chain (also for a blocked call, whose
-    /// `tool_result` is the blocked message).
+    /// Runs one whole tool call on one snapshot: the PRE chain, then
+    /// `execute` unless a hook blocked it, then the POST chain (also for a
+    /// blocked call, whose `tool_result` is the blocked message).
     ///
     /// Returns the agent's observation, or the abort of a POST hook, which
     /// ends the run.
@@ -128,21 +188,104 @@ impl<'a> Dispatcher<'a> {
         ctx: &mut ToolCallHookContext,
         execute: impl FnOnce(&mut ToolCallHookContext) -> ToolOutput,
     ) -> Result<ToolCallReport, HookAborted> {
-        let blocked = match self.dispatch_pre(ctx) {
+        self.begin_call(&TOOL_CALL_POINTS)
+            .run_tool_call(ctx, execute)
+    }
+
+    /// Delivers an event to the global bus and, for a crew's dispatcher, to
+    /// the crew's bus (also when the crew has no hooks of its own).
+    pub fn emit(&self, event: Event) {
+        self.global.events().emit(&event);
+        if let Some(scoped) = self.scoped {
+            scoped.events().emit(&event);
+        }
+    }
+
+    /// Whether anyone listens on the buses this dispatcher reports to.
+    #[inline]
+    pub fn listening(&self) -> bool {
+        self.global.events().has_listeners()
+            // The crew's bus hears every dispatch of its calls, also when
+            // the crew has no hooks of its own at this point.
+            || self.scoped.is_some_and(|s| s.events().has_listeners())
+    }
+}
+
+/// The points of one tool call.
+pub const TOOL_CALL_POINTS: [InterceptionPoint; 2] = [
+    InterceptionPoint::PRE_TOOL_CALL,
+    InterceptionPoint::POST_TOOL_CALL,
+];
+
+/// The points of one model call.
+pub const MODEL_CALL_POINTS: [InterceptionPoint; 2] = [
+    InterceptionPoint::PRE_MODEL_CALL,
+    InterceptionPoint::POST_MODEL_CALL,
+];
+
+/// The hooks one call works on: a snapshot of each registry taken when the
+/// call started (see [`Dispatcher::begin_call`]).
+pub struct CallHooks<'a> {
+    dispatcher: Dispatcher<'a>,
+    global: Option<Guard<Arc<ChainSet>>>,
+    scoped: Option<Guard<Arc<ChainSet>>>,
+}
+
+impl<'a> CallHooks<'a> {
+    /// Runs `point`'s chain of this call's snapshot.
+    #[inline]
+    pub fn dispatch<P: Point>(&self, point: P, ctx: &mut P::Context) -> DispatchOutcome {
+        let _ = point;
+        let global = self
+            .global
+            .as_ref()
+            .map(|set| P::chain(set))
+            .filter(|c| !c.is_empty());
+        let scoped = self
+            .scoped
+            .as_ref()
+            .map(|set| P::chain(set))
+            .filter(|c| !c.is_empty());
+        match (global, scoped) {
+            (None, None) => DispatchOutcome::Proceeded,
+            // Most calls have hooks in one registry only: walk it directly.
+            (Some(chain), None) | (None, Some(chain)) => {
+                let hooks = chain.candidates(ctx.call_tool_name());
+                self.run_chain::<P, _>(hooks, ctx)
+            }
+            (Some(global), Some(scoped)) => {
+                let tool = ctx.call_tool_name();
+                let hooks: MergeByRank<Candidates<'_, P>, Candidates<'_, P>> =
+                    MergeByRank::new(global.candidates(tool), scoped.candidates(tool));
+                self.run_chain::<P, _>(hooks, ctx)
+            }
+        }
+    }
+
+    /// Runs one whole tool call (see [`Dispatcher::run_tool_call`]) on this
+    /// snapshot.
+    pub fn run_tool_call(
+        &self,
+        ctx: &mut ToolCallHookContext,
+        execute: impl FnOnce(&mut ToolCallHookContext) -> ToolOutput,
+    ) -> Result<ToolCallReport, HookAborted> {
+        let blocked = match self.dispatch(PreToolCall, ctx) {
             DispatchOutcome::Aborted(abort) => {
-                let message = blocked_message(&ctx.tool_name);
+                let message = blocked_message(ctx.tool_name());
                 ctx.raw_tool_result = Some(RawToolResult::text(message.clone()));
                 ctx.tool_result = Some(message);
+                ctx.set_status(ToolCallStatus::Blocked(abort.clone()));
                 Some(abort)
             }
             DispatchOutcome::Proceeded | DispatchOutcome::Modified => {
                 let output = execute(ctx);
                 ctx.tool_result = Some(output.rendered);
                 ctx.raw_tool_result = Some(output.raw);
+                ctx.set_status(output.status);
                 None
             }
         };
-        match self.dispatch_post(ctx) {
+        match self.dispatch(PostToolCall, ctx) {
             DispatchOutcome::Aborted(abort) => Err(abort),
             DispatchOutcome::Proceeded | DispatchOutcome::Modified => Ok(ToolCallReport {
                 observation: ctx.tool_result.clone().unwrap_or_default(),
@@ -151,210 +294,150 @@ impl<'a> Dispatcher<'a> {
         }
     }
 
-    #[inline]
-    fn dispatch(&self, point: InterceptionPoint, ctx: &mut ToolCallHookContext) -> DispatchOutcome {
-        let scoped = self.scoped.filter(|s| s.has_hooks(point));
-        if !self.global.has_hooks(point) && scoped.is_none() {
-            return DispatchOutcome::Proceeded;
-        }
-        self.dispatch_slow(point, scoped, ctx)
-    }
-
-    #[inline(never)]
-    fn dispatch_slow(
-        &self,
-        point: InterceptionPoint,
-        scoped: Option<&HookRegistry>,
-        ctx: &mut ToolCallHookContext,
-    ) -> DispatchOutcome {
-        let global_snapshot = self.global.snapshot();
-        let global_chain = &global_snapshot.chains[point.index()];
-        match scoped {
-            // Most dispatches have no crew hooks: walk the one chain directly.
-            None => {
-                let candidates = global_chain.candidates(&ctx.tool_name);
-                let hooks = candidates
-                    .iter()
-                    .filter_map(|&position| global_chain.entries.get(position as usize))
-                    .map(|entry| &**entry);
-                self.run_chain(point, hooks, ctx)
-            }
-            Some(scoped) => {
-                let scoped_snapshot = scoped.snapshot();
-                let scoped_chain = &scoped_snapshot.chains[point.index()];
-                let hooks = MergedChain::new(global_chain, Some(scoped_chain), &ctx.tool_name);
-                self.run_chain(point, hooks, ctx)
-            }
-        }
-    }
-
-    /// Runs `hooks` (the candidates for this tool, in order) and reports the
+    /// Runs `hooks` (the candidates for this call, in order) and reports the
     /// dispatch to whoever listens.
     #[inline(always)]
-    fn run_chain<'c>(
-        &self,
-        point: InterceptionPoint,
-        hooks: impl Iterator<Item = &'c HookEntry>,
-        ctx: &mut ToolCallHookContext,
-    ) -> DispatchOutcome {
-        let listening = self.global.events().has_listeners()
-            // The crew's bus hears every dispatch of its calls, also when
-            // the crew has no hooks of its own at this point.
-            || self.scoped.is_some_and(|s| s.events().has_listeners())
+    fn run_chain<'c, P: Point, I>(&self, hooks: I, ctx: &mut P::Context) -> DispatchOutcome
+    where
+        I: Iterator<Item = &'c Arc<HookEntry<P>>>,
+    {
+        let listening = self.dispatcher.listening()
             || tracing::enabled!(target: "hooks_core::dispatch", tracing::Level::DEBUG);
         let started = listening.then(Instant::now);
 
-        let mut state = ChainState::default();
+        let mut hooks_run = 0usize;
+        let mut modified = false;
+        let mut aborted = None;
         for entry in hooks {
             // The role is a virtual call: ask for it only when a filter needs it.
-            if !entry.info.agents.is_empty() && !entry.agent_matches(ctx.agent_role()) {
+            if !entry.info.agents.is_empty() && !entry.agent_matches(ctx.call_agent_role()) {
                 continue;
             }
-            state.hooks_run += 1;
-            if run_one(point, entry, ctx, &mut state, self).is_break() {
-                break;
-            }
-        }
-        let hooks_run = state.hooks_run;
-        let report = started.filter(|_| hooks_run > 0);
-        match state.aborted {
-            Some(abort) => {
-                let outcome = DispatchOutcome::Aborted(abort);
-                if let Some(started) = report {
-                    self.report_dispatch(point, &outcome, hooks_run, started, ctx);
+            hooks_run += 1;
+            match catch_unwind(AssertUnwindSafe(|| entry.call.call(ctx))) {
+                Ok(Decision::Continue) => {}
+                Ok(Decision::Replace(value)) => {
+                    P::replace(ctx, value);
+                    modified = true;
                 }
-                outcome
-            }
-            None => {
-                // Returned by value, never borrowed: a borrowed outcome is built
-                // on the stack and copied out whole, and reading back the
-                // partly written value stalls the load on every dispatch.
-                let outcome = if state.modified {
-                    &DispatchOutcome::Modified
-                } else {
-                    &DispatchOutcome::Proceeded
-                };
-                if let Some(started) = report {
-                    self.report_dispatch(point, outcome, hooks_run, started, ctx);
+                Ok(Decision::Abort(mut abort)) => {
+                    if abort.source.is_empty() {
+                        abort.source = entry.info.name.clone();
+                    }
+                    aborted = Some(abort);
+                    break;
                 }
-                if state.modified {
-                    DispatchOutcome::Modified
-                } else {
-                    DispatchOutcome::Proceeded
+                Err(panic) => {
+                    let message = self.report_panic(entry, &*ctx, &*panic);
+                    drop_payload(panic);
+                    if entry.info.failure == FailureMode::FailClosed {
+                        if P::fail_closed_stops() {
+                            aborted = Some(HookAborted::new(
+                                format!("fail-closed hook panicked: {message}"),
+                                entry.info.name.clone(),
+                            ));
+                            break;
+                        }
+                        P::withhold(ctx);
+                        modified = true;
+                    }
                 }
             }
         }
+        let outcome = match aborted {
+            Some(abort) => DispatchOutcome::Aborted(abort),
+            None if modified => DispatchOutcome::Modified,
+            None => DispatchOutcome::Proceeded,
+        };
+        if let Some(started) = started.filter(|_| hooks_run > 0) {
+            self.report_dispatch::<P>(&outcome, hooks_run, started, ctx);
+        }
+        outcome
     }
 
     /// Emits the [`HookDispatchedEvent`] of a dispatch someone listens to.
     /// Kept out of line so that the unobserved path keeps a small frame.
     #[cold]
     #[inline(never)]
-    fn report_dispatch(
+    fn report_dispatch<P: Point>(
         &self,
-        point: InterceptionPoint,
         outcome: &DispatchOutcome,
         hooks_run: usize,
         started: Instant,
-        ctx: &ToolCallHookContext,
+        ctx: &P::Context,
     ) {
         let event = HookDispatchedEvent::new(
-            point,
+            P::ID,
             outcome,
             hooks_run,
             started.elapsed(),
-            &ctx.tool_name,
-            ctx.agent_role(),
+            ctx.call_tool_name(),
+            ctx.call_agent_role(),
         );
         tracing::debug!(
             target: "hooks_core::dispatch",
-            point = %point,
+            point = %P::ID,
             outcome = event.outcome,
             hooks_run = event.hooks_run,
             duration_ns = event.duration.as_nanos() as u64,
-            tool = %event.tool_name,
+            tool = event.tool_name.as_deref().unwrap_or(""),
             agent = event.agent_role.as_deref().unwrap_or(""),
             abort_reason = event.abort_reason.as_deref().unwrap_or(""),
             abort_source = event.abort_source.as_deref().unwrap_or(""),
             "hook chain dispatched"
         );
-        self.emit(Event::HookDispatched(event));
+        self.dispatcher.emit(Event::HookDispatched(event));
     }
 
-    /// Delivers an event to the global bus and, for a crew's dispatcher, to
-    /// the crew's bus (also when the crew has no hooks of its own).
-    fn emit(&self, event: Event) {
-        self.global.events().emit(&event);
-        if let Some(scoped) = self.scoped {
-            scoped.events().emit(&event);
-        }
+    #[cold]
+    #[inline(never)]
+    fn report_panic<P: Point>(
+        &self,
+        entry: &HookEntry<P>,
+        ctx: &P::Context,
+        panic: &(dyn std::any::Any + Send),
+    ) -> String {
+        let message = panic_message(panic);
+        let fail_closed = entry.info.failure == FailureMode::FailClosed;
+        let tool = ctx.call_tool_name();
+        tracing::warn!(
+            target: "hooks_core::dispatch",
+            hook = %entry.info.name,
+            point = %P::ID,
+            tool = tool.unwrap_or(""),
+            fail_closed,
+            "hook panicked: {message}; {}",
+            if fail_closed {
+                "fail-closed, so it counts as a refusal"
+            } else {
+                "fail-open, so its effect is dropped"
+            }
+        );
+        self.dispatcher.emit(Event::HookPanicked(HookPanickedEvent {
+            point: P::ID,
+            hook: entry.info.name.clone(),
+            message: message.clone(),
+            fail_closed,
+            tool_name: tool.map(str::to_owned),
+        }));
+        message
     }
 }
 
-#[derive(Default)]
-struct ChainState {
-    hooks_run: usize,
-    modified: bool,
-    aborted: Option<HookAborted>,
+impl std::fmt::Debug for CallHooks<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallHooks")
+            .field("global", &self.global.is_some())
+            .field("scoped", &self.scoped.is_some())
+            .finish()
+    }
 }
 
-/// Runs one hook with its panic contained; `Break` stops the chain.
-fn run_one(
-    point: InterceptionPoint,
-    entry: &HookEntry,
-    ctx: &mut ToolCallHookContext,
-    state: &mut ChainState,
-    dispatcher: &Dispatcher<'_>,
-) -> std::ops::ControlFlow<()> {
-    use std::ops::ControlFlow::{Break, Continue};
-    let name = || entry.info.name.as_str();
-    match &entry.call {
-        HookFn::Pre(call) => match catch_unwind(AssertUnwindSafe(|| call(ctx))) {
-            Ok(PreDecision::Proceed) => Continue(()),
-            Ok(PreDecision::Block(mut abort)) => {
-                if abort.source.is_empty() {
-                    abort.source = name().to_owned();
-                }
-                state.aborted = Some(abort);
-                Break(())
-            }
-            Err(panic) => {
-                let closed = entry.info.failure == FailureMode::FailClosed;
-                let message = report_panic(point, entry, ctx, &*panic, dispatcher);
-                if closed {
-                    state.aborted = Some(HookAborted::new(
-                        format!("fail-closed hook panicked: {message}"),
-                        name(),
-                    ));
-                    Break(())
-                } else {
-                    Continue(())
-                }
-            }
-        },
-        HookFn::Post(call) => match catch_unwind(AssertUnwindSafe(|| call(ctx))) {
-            Ok(PostDecision::Keep) => Continue(()),
-            Ok(PostDecision::Replace(text)) => {
-                ctx.tool_result = Some(text);
-                state.modified = true;
-                Continue(())
-            }
-            Ok(PostDecision::Abort(mut abort)) => {
-                if abort.source.is_empty() {
-                    abort.source = name().to_owned();
-                }
-                state.aborted = Some(abort);
-                Break(())
-            }
-            Err(panic) => {
-                report_panic(point, entry, ctx, &*panic, dispatcher);
-                if entry.info.failure == FailureMode::FailClosed {
-                    ctx.tool_result = Some(withheld_message(&ctx.tool_name));
-                    state.modified = true;
-                }
-                Continue(())
-            }
-        },
+/// Drops a panic payload, containing a panic of its own `Drop` (a payload
+/// whose drop panics again is leaked rather than unwinding further).
+pub(crate) fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
+    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(again);
     }
 }
 
@@ -371,88 +454,25 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-#[cold]
-fn report_panic(
-    point: InterceptionPoint,
-    entry: &HookEntry,
-    ctx: &ToolCallHookContext,
-    panic: &(dyn std::any::Any + Send),
-    dispatcher: &Dispatcher<'_>,
-) -> String {
-    let message = panic_message(panic);
-    let fail_closed = entry.info.failure == FailureMode::FailClosed;
-    tracing::warn!(
-        target: "hooks_core::dispatch",
-        hook = %entry.info.name,
-        point = %point,
-        tool = %ctx.tool_name,
-        fail_closed,
-        "hook panicked: {message}; {}",
-        if fail_closed {
-            "fail-closed, so the call is refused"
-        } else {
-            "fail-open, so its effect is dropped"
-        }
-    );
-    dispatcher.emit(Event::HookPanicked(HookPanickedEvent {
-        point,
-        hook: entry.info.name.clone(),
-        message: message.clone(),
-        fail_closed,
-        tool_name: ctx.tool_name.clone(),
-    }));
-    message
-}
-
-/// Walks the candidate hooks of up to two chains in rank order.
-struct MergedChain<'c> {
-    first: (&'c [std::sync::Arc<HookEntry>], &'c [u32]),
-    second: (&'c [std::sync::Arc<HookEntry>], &'c [u32]),
-}
-
-impl<'c> MergedChain<'c> {
-    #[inline]
-    fn new(first: &'c Chain, second: Option<&'c Chain>, tool: &str) -> Self {
-        let part = |chain: &'c Chain| (&*chain.entries, chain.candidates(tool));
-        MergedChain {
-            first: part(first),
-            second: second.map_or((&[][..], &[][..]), part),
-        }
-    }
-
-    #[inline]
-    fn peek(part: &(&'c [std::sync::Arc<HookEntry>], &'c [u32])) -> Option<&'c HookEntry> {
-        let (&position, _) = part.1.split_first()?;
-        part.0.get(position as usize).map(|entry| &**entry)
-    }
-}
-
-impl<'c> Iterator for MergedChain<'c> {
-    type Item = &'c HookEntry;
-
-    #[inline]
-    fn next(&mut self) -> Option<&'c HookEntry> {
-        let take_first = match (Self::peek(&self.first), Self::peek(&self.second)) {
-            (None, None) => return None,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (Some(a), Some(b)) => a.rank <= b.rank,
-        };
-        let part = if take_first {
-            &mut self.first
-        } else {
-            &mut self.second
-        };
-        let entry = Self::peek(part);
-        part.1 = &part.1[1..];
-        entry
-    }
-}
-
 impl HookRegistry {
     /// A dispatcher over this registry alone.
     pub fn dispatcher(&self) -> Dispatcher<'_> {
         Dispatcher::new(self)
+    }
+
+    /// Runs this registry's chain at `point`.
+    ///
+    /// ```
+    /// use hooks_core::{HookRegistry, StepContext, StepKind, POST_STEP};
+    /// let registry = HookRegistry::new();
+    /// registry.register_hook(POST_STEP, |ctx: &mut StepContext| Some(ctx.payload.to_uppercase()))?;
+    /// let mut ctx = StepContext::new(StepKind::Task, "research", "done");
+    /// registry.dispatch(POST_STEP, &mut ctx);
+    /// assert_eq!(ctx.payload, "DONE");
+    /// # Ok::<(), hooks_core::RegisterError>(())
+    /// ```
+    pub fn dispatch<P: Point>(&self, point: P, ctx: &mut P::Context) -> DispatchOutcome {
+        self.dispatcher().dispatch(point, ctx)
     }
 
     /// Runs this registry's `PRE_TOOL_CALL` chain.

@@ -30,9 +30,9 @@ pub struct HookDispatchedEvent {
     pub abort_reason: Option<String>,
     /// The abort's source (the hook's name where none was given).
     pub abort_source: Option<String>,
-    /// The normalized tool name.
-    pub tool_name: String,
-    /// The agent's role, if the call had an agent.
+    /// The normalized tool name, at the tool-call points.
+    pub tool_name: Option<String>,
+    /// The agent's role, where the point has an agent.
     pub agent_role: Option<String>,
 }
 
@@ -42,7 +42,7 @@ impl HookDispatchedEvent {
         outcome: &DispatchOutcome,
         hooks_run: usize,
         duration: Duration,
-        tool_name: &str,
+        tool_name: Option<&str>,
         agent_role: Option<&str>,
     ) -> Self {
         let abort = outcome.aborted();
@@ -53,7 +53,7 @@ impl HookDispatchedEvent {
             duration,
             abort_reason: abort.map(|a| a.reason.clone()),
             abort_source: abort.map(|a| a.source.clone()),
-            tool_name: tool_name.to_owned(),
+            tool_name: tool_name.map(str::to_owned),
             agent_role: agent_role.map(str::to_owned),
         }
     }
@@ -71,8 +71,8 @@ pub struct HookPanickedEvent {
     /// Whether the hook was fail-closed (the call was blocked or the result
     /// withheld) or fail-open (its effect was dropped).
     pub fail_closed: bool,
-    /// The normalized tool name.
-    pub tool_name: String,
+    /// The normalized tool name, at the tool-call points.
+    pub tool_name: Option<String>,
 }
 
 /// A tool call is about to run (after the PRE chain let it through).
@@ -215,20 +215,30 @@ impl EventBus {
         self.listeners.load_full()
     }
 
-    pub(crate) fn restore_listeners(&self, saved: Arc<Vec<(ListenerId, Listener)>>) {
+    /// Puts back a saved list of listeners; returns the list it replaces,
+    /// for the caller to drop once its own locks are released.
+    pub(crate) fn restore_listeners(
+        &self,
+        saved: Arc<Vec<(ListenerId, Listener)>>,
+    ) -> Arc<Vec<(ListenerId, Listener)>> {
         let _write = self.write.lock().unwrap_or_else(PoisonError::into_inner);
         self.count.store(saved.len(), Ordering::Relaxed);
-        self.listeners.store(saved);
+        self.listeners.swap(saved)
     }
 
     fn update<T>(&self, change: impl FnOnce(&mut Vec<(ListenerId, Listener)>) -> T) -> T {
-        // The lock only orders writers; it guards no data a panic could
-        // leave half-changed, so poisoning is ignored.
-        let _write = self.write.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut list = Vec::clone(&self.listeners.load());
-        let result = change(&mut list);
-        self.count.store(list.len(), Ordering::Relaxed);
-        self.listeners.store(Arc::new(list));
+        let (result, old) = {
+            // The lock only orders writers; it guards no data a panic could
+            // leave half-changed, so poisoning is ignored.
+            let _write = self.write.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut list = Vec::clone(&self.listeners.load());
+            let result = change(&mut list);
+            self.count.store(list.len(), Ordering::Relaxed);
+            (result, self.listeners.swap(Arc::new(list)))
+        };
+        // A removed listener's captured state is dropped here, outside the
+        // lock: its `Drop` may subscribe or unsubscribe without deadlock.
+        drop(old);
         result
     }
 }

@@ -4,10 +4,9 @@ use std::any::TypeId;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::context::ToolCallHookContext;
 use crate::name::normalize_tool_name;
-use crate::outcome::{PostDecision, PreDecision};
-use crate::point::InterceptionPoint;
+use crate::outcome::Decision;
+use crate::point::{InterceptionPoint, Point};
 
 /// Identifies one registration; returned by every `register_*` call and
 /// accepted by every `unregister_*` call.
@@ -28,7 +27,9 @@ pub enum FailureMode {
     #[default]
     FailOpen,
     /// The panic is contained and treated as a refusal: at `PRE_TOOL_CALL`
-    /// the call is blocked, at `POST_TOOL_CALL` the result is withheld.
+    /// the call is blocked, at `POST_TOOL_CALL` the result is withheld, and
+    /// at every other point the run is aborted (at `EXECUTION_END`, which
+    /// cannot abort, the panic is only reported).
     FailClosed,
 }
 
@@ -42,6 +43,10 @@ pub enum HookStyle {
     BeforeToolCall,
     /// `#[after_tool_call]` or `register_after_tool_call_hook`.
     AfterToolCall,
+    /// `#[before_llm_call]` or `register_before_llm_call_hook`.
+    BeforeLlmCall,
+    /// `#[after_llm_call]` or `register_after_llm_call_hook`.
+    AfterLlmCall,
 }
 
 /// Where a hook came from.
@@ -134,7 +139,9 @@ impl HookOptions {
         self
     }
 
-    /// Limits the hook to these tools (normalized like tool names).
+    /// Limits the hook to these tools (normalized like tool names). Only
+    /// the tool-call points take a tool filter: registering such a hook
+    /// elsewhere is refused with [`RegisterError::FilterDoesNotApply`](crate::RegisterError::FilterDoesNotApply).
     pub fn tools<I, S>(mut self, tools: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -147,7 +154,8 @@ impl HookOptions {
         self
     }
 
-    /// Limits the hook to agents with these roles (matched exactly).
+    /// Limits the hook to agents with these roles (matched exactly). The
+    /// step, model-call and tool-call points take an agent filter.
     pub fn agents<I, S>(mut self, agents: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -171,18 +179,46 @@ impl HookOptions {
     }
 }
 
-pub(crate) type PreFn = dyn Fn(&mut ToolCallHookContext) -> PreDecision + Send + Sync;
-pub(crate) type PostFn = dyn Fn(&mut ToolCallHookContext) -> PostDecision + Send + Sync;
+/// What the registry and dispatch need of a point's context: the names
+/// its filters match. Implemented by the ten contexts.
+pub trait HookContext: Send + 'static {
+    /// The normalized tool name a `tools = [...]` filter matches (tool-call
+    /// points only). Read once when a call starts; hooks cannot change it.
+    #[inline]
+    fn call_tool_name(&self) -> Option<&str> {
+        None
+    }
 
-/// The callable of a hook, already adapted to its point.
-#[derive(Clone)]
-pub(crate) enum HookFn {
-    Pre(Arc<PreFn>),
-    Post(Arc<PostFn>),
+    /// The agent role an `agents = [...]` filter matches.
+    #[inline]
+    fn call_agent_role(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// A synchronous hook, adapted to its point's decision.
+pub(crate) type SyncHookFn<P> =
+    dyn Fn(&mut <P as Point>::Context) -> Decision<<P as Point>::Replacement> + Send + Sync;
+
+/// The callable of a hook. Link-time hooks are plain function pointers (no
+/// allocation, one indirect call); run-time hooks are shared closures.
+pub(crate) enum HookCall<P: Point> {
+    Static(fn(&mut P::Context) -> Decision<P::Replacement>),
+    Shared(Arc<SyncHookFn<P>>),
+}
+
+impl<P: Point> HookCall<P> {
+    #[inline(always)]
+    pub(crate) fn call(&self, ctx: &mut P::Context) -> Decision<P::Replacement> {
+        match self {
+            HookCall::Static(call) => call(ctx),
+            HookCall::Shared(call) => call(ctx),
+        }
+    }
 }
 
 /// One hook as a chain holds it.
-pub(crate) struct HookEntry {
+pub(crate) struct HookEntry<P: Point> {
     pub(crate) info: HookInfo,
     /// Position in the global order: link-time hooks by their sorted index,
     /// run-time hooks by a process-wide sequence above every index.
@@ -192,11 +228,11 @@ pub(crate) struct HookEntry {
     pub(crate) type_id: Option<TypeId>,
     /// The link-time record this entry came from, for `restore_static_hooks`.
     pub(crate) static_index: Option<usize>,
-    pub(crate) call: HookFn,
+    pub(crate) call: HookCall<P>,
 }
 
-impl HookEntry {
-    /// Whether the hook's filters let it run for this call.
+impl<P: Point> HookEntry<P> {
+    /// Whether the hook's agent filter lets it run for this role.
     #[inline]
     pub(crate) fn agent_matches(&self, role: Option<&str>) -> bool {
         match role {
@@ -206,9 +242,13 @@ impl HookEntry {
         }
     }
 
+    /// Whether the hook's tool filter lets it run for this tool.
     #[inline]
-    pub(crate) fn tool_matches(&self, tool: &str) -> bool {
-        self.info.tools.is_empty() || self.info.tools.iter().any(|t| t == tool)
+    pub(crate) fn tool_matches(&self, tool: Option<&str>) -> bool {
+        match tool {
+            Some(tool) => self.info.tools.is_empty() || self.info.tools.iter().any(|t| t == tool),
+            None => true,
+        }
     }
 }
 
@@ -233,7 +273,7 @@ pub enum HookKey {
 }
 
 impl HookKey {
-    pub(crate) fn selects(&self, entry: &HookEntry) -> bool {
+    pub(crate) fn selects<P: Point>(&self, entry: &HookEntry<P>) -> bool {
         match *self {
             HookKey::Id(id) => entry.info.id == id,
             HookKey::Function(type_id) => entry.type_id == Some(type_id),
@@ -245,12 +285,12 @@ impl HookKey {
 /// Marker for [`HookHandle`] on a [`HookId`].
 #[doc(hidden)]
 pub enum ById {}
-/// Marker for [`HookHandle`] on a function taking `&mut ToolCallHookContext`.
+/// Marker for [`HookHandle`] on a function taking `&mut Context`.
 #[doc(hidden)]
-pub struct ByMutFn<R>(std::marker::PhantomData<R>);
-/// Marker for [`HookHandle`] on a function taking `&ToolCallHookContext`.
+pub struct ByMutFn<C, R>(std::marker::PhantomData<(C, R)>);
+/// Marker for [`HookHandle`] on a function taking `&Context`.
 #[doc(hidden)]
-pub struct ByRefFn<R>(std::marker::PhantomData<R>);
+pub struct ByRefFn<C, R>(std::marker::PhantomData<(C, R)>);
 
 impl HookHandle<ById> for HookId {
     fn hook_key(&self) -> HookKey {
@@ -264,18 +304,18 @@ pub(crate) fn function_key<F: 'static>() -> Option<TypeId> {
     (std::mem::size_of::<F>() == 0).then(TypeId::of::<F>)
 }
 
-impl<F, R> HookHandle<ByMutFn<R>> for F
+impl<F, C, R> HookHandle<ByMutFn<C, R>> for F
 where
-    F: Fn(&mut ToolCallHookContext) -> R + 'static,
+    F: Fn(&mut C) -> R + 'static,
 {
     fn hook_key(&self) -> HookKey {
         function_key::<F>().map_or(HookKey::Unnamed, HookKey::Function)
     }
 }
 
-impl<F, R> HookHandle<ByRefFn<R>> for F
+impl<F, C, R> HookHandle<ByRefFn<C, R>> for F
 where
-    F: Fn(&ToolCallHookContext) -> R + 'static,
+    F: Fn(&C) -> R + 'static,
 {
     fn hook_key(&self) -> HookKey {
         function_key::<F>().map_or(HookKey::Unnamed, HookKey::Function)

@@ -1,9 +1,13 @@
-//! The engine of tool-call hooks for AI agents.
+//! The engine of hooks for AI agents.
 //!
 //! An agent's language model asks for tool calls; hooks stand between the
-//! model and the tools. `PRE_TOOL_CALL` hooks run before a tool: they can
-//! edit its arguments in place or block the call. `POST_TOOL_CALL` hooks run
-//! after it: they can replace the text the agent sees or abort the run.
+//! model and everything it does, at ten interception points: the
+//! execution's start and end, its inputs and output, each step (task), each
+//! model call and each tool call. `PRE_TOOL_CALL` hooks run before a tool:
+//! they can edit its arguments in place or block the call. `POST_TOOL_CALL`
+//! hooks run after it: they can replace the text the agent sees or abort
+//! the run. The other points work the same way on their own context (see
+//! [`InterceptionPoint`]).
 //!
 //! Most users reach this crate through `crew-runtime`, which re-exports it
 //! together with the attributes (`#[on]`, `#[before_tool_call]`,
@@ -11,9 +15,9 @@
 //! also be done by hand with a [`HookRegistry`] and closures:
 //!
 //! ```
+//! use hooks_core::runtime::ToolOutput;
 //! use hooks_core::{
-//!     HookAborted, HookOptions, HookRegistry, ToolCallHookContext, ToolOutput,
-//!     POST_TOOL_CALL, PRE_TOOL_CALL,
+//!     HookAborted, HookOptions, HookRegistry, ToolCallHookContext, POST_TOOL_CALL, PRE_TOOL_CALL,
 //! };
 //! use serde_json::json;
 //!
@@ -24,7 +28,7 @@
 //!     PRE_TOOL_CALL,
 //!     HookOptions::new().tools(["delete_file", "Drop Table"]),
 //!     |ctx: &mut ToolCallHookContext| -> Result<(), HookAborted> {
-//!         Err(HookAborted::new(format!("{} is not allowed", ctx.tool_name), "safety-policy"))
+//!         Err(HookAborted::new(format!("{} is not allowed", ctx.tool_name()), "safety-policy"))
 //!     },
 //! )?;
 //!
@@ -61,19 +65,35 @@
 //! dropped, later hooks run, a warning names it); a hook registered
 //! fail-closed blocks the call (PRE) or withholds the result (POST) instead.
 //! Edits a hook made to `tool_input` before panicking are not rolled back.
+//!
+//! ## Points are types
+//!
+//! Each point names its context and what its hooks may replace, so a hook
+//! that does not fit its point does not compile:
+//!
+//! ```compile_fail
+//! use hooks_core::{HookRegistry, StepContext, PRE_TOOL_CALL};
+//! // A step hook cannot run at a tool-call point.
+//! HookRegistry::new().register_hook(PRE_TOOL_CALL, |_: &mut StepContext| {});
+//! ```
 
 #![deny(missing_docs)]
 
 mod api;
+mod chain;
 pub mod console;
 mod context;
 mod dispatch;
 pub mod events;
 mod explain;
+mod extensions;
 mod hook;
 mod human;
+mod inputs;
+mod message;
 mod name;
 mod outcome;
+mod output;
 mod point;
 mod registry;
 pub mod testing;
@@ -81,29 +101,92 @@ pub mod testing;
 #[doc(hidden)]
 pub mod __private;
 
+/// What a runtime needs to run calls through the hooks: the dispatcher,
+/// the tool-output builder and the messages agents are shown. Programs
+/// that only write hooks never need this module.
+pub mod runtime {
+    pub use crate::dispatch::{
+        CallHooks, Dispatcher, MODEL_CALL_POINTS, TOOL_CALL_POINTS, TOOL_ERROR_PREFIX,
+        ToolCallReport, ToolOutput, blocked_message, panic_message, withheld_message,
+    };
+
+    use crate::hook::{HookId, HookOptions, HookStyle};
+    use crate::outcome::HookReturn;
+    use crate::point::Point;
+    use crate::registry::{HookRegistry, RegisterError, crew_entry};
+
+    /// Registers `hook` on `registry` as a hook of the crew named `crew`
+    /// (listed with [`HookOrigin::Crew`](crate::HookOrigin::Crew)): the way
+    /// a runtime gives a crew hooks of its own.
+    ///
+    /// ```
+    /// use hooks_core::runtime::register_crew_hook;
+    /// use hooks_core::{HookOptions, HookOrigin, HookRegistry, HookStyle, StepContext, POST_STEP};
+    /// let crew_hooks = HookRegistry::new();
+    /// register_crew_hook(&crew_hooks, POST_STEP, "research", HookStyle::On, HookOptions::new(), |_: &mut StepContext| {})?;
+    /// assert_eq!(crew_hooks.get_hooks(POST_STEP)[0].origin, HookOrigin::Crew { crew: "research".into() });
+    /// # Ok::<(), hooks_core::RegisterError>(())
+    /// ```
+    pub fn register_crew_hook<P, F, R>(
+        registry: &HookRegistry,
+        point: P,
+        crew: &str,
+        style: HookStyle,
+        options: HookOptions,
+        hook: F,
+    ) -> Result<HookId, RegisterError>
+    where
+        P: Point,
+        F: Fn(&mut P::Context) -> R + Send + Sync + 'static,
+        R: HookReturn<P>,
+    {
+        let _ = point;
+        let entry = crew_entry::<P>(
+            crew,
+            style,
+            options,
+            std::sync::Arc::new(move |ctx: &mut P::Context| hook(ctx).into_decision()),
+        )?;
+        Ok(registry.insert(entry))
+    }
+}
+
 pub use api::{
-    clear_after_tool_call_hooks, clear_all_hooks, clear_all_tool_call_hooks,
-    clear_before_tool_call_hooks, clear_hooks, explain, get_after_tool_call_hooks,
-    get_before_tool_call_hooks, get_hooks, register_after_tool_call_hook,
+    clear_after_llm_call_hooks, clear_after_tool_call_hooks, clear_all_hooks,
+    clear_all_llm_call_hooks, clear_all_tool_call_hooks, clear_before_llm_call_hooks,
+    clear_before_tool_call_hooks, clear_hooks, explain, explain_point, get_after_llm_call_hooks,
+    get_after_tool_call_hooks, get_before_llm_call_hooks, get_before_tool_call_hooks, get_hooks,
+    register_after_llm_call_hook, register_after_tool_call_hook, register_before_llm_call_hook,
     register_before_tool_call_hook, register_hook, register_hook_with, restore_static_hooks,
-    unregister_after_tool_call_hook, unregister_before_tool_call_hook, unregister_hook,
+    unregister_after_llm_call_hook, unregister_after_tool_call_hook,
+    unregister_before_llm_call_hook, unregister_before_tool_call_hook, unregister_hook,
 };
-pub use context::{AgentInfo, CrewInfo, RawToolResult, TaskInfo, ToolCallHookContext, ToolInfo};
-pub use dispatch::{
-    Dispatcher, TOOL_ERROR_PREFIX, ToolCallReport, ToolOutput, blocked_message, panic_message,
-    withheld_message,
+pub use context::{
+    AgentInfo, CrewInfo, ExecutionEndContext, ExecutionStartContext, ExecutionStatus, InputContext,
+    LlmCallHookContext, LlmInfo, ModelResponse, OutputContext, RawToolResult, StepContext,
+    StepKind, TaskInfo, ToolCallHookContext, ToolCallStatus, ToolInfo,
 };
 pub use events::{Event, EventBus, HookDispatchedEvent};
 pub use explain::{ExplainedHook, Explanation, Verdict};
-pub use hook::{FailureMode, HookHandle, HookId, HookInfo, HookOptions, HookOrigin, HookStyle};
+pub use extensions::Extensions;
+pub use hook::{
+    FailureMode, HookContext, HookHandle, HookId, HookInfo, HookOptions, HookOrigin, HookStyle,
+};
 pub use human::{
     CallbackInput, ChannelInput, HumanInputError, HumanInputRequest, HumanInputSource,
     ScriptedInput, TerminalInput,
 };
+pub use inputs::Inputs;
+pub use message::{ChatMessage, Role, ToolCallRequest, ToolDefinition};
 pub use name::{is_normalized_tool_name, normalize_tool_name};
 pub use outcome::{
-    DispatchOutcome, HookAborted, HookReturn, LEGACY_BLOCK_REASON, LegacyBeforeReturn,
-    PostDecision, PostHookReturn, PreDecision, PreHookReturn,
+    Decision, DispatchOutcome, HookAborted, HookReturn, LEGACY_BLOCK_REASON,
+    LEGACY_LLM_BLOCK_REASON, LegacyBeforePoint, LegacyBeforeReturn, NoReplacement, ReplacesInputs,
+    ReplacesText,
 };
-pub use point::{InterceptionPoint, POST_TOOL_CALL, PRE_TOOL_CALL};
-pub use registry::{HookRegistry, RegisterError, global_registry};
+pub use output::{CrewOutput, TaskOutput};
+pub use point::{
+    EXECUTION_END, EXECUTION_START, INPUT, InterceptionPoint, OUTPUT, POST_MODEL_CALL, POST_STEP,
+    POST_TOOL_CALL, PRE_MODEL_CALL, PRE_STEP, PRE_TOOL_CALL, Point, points,
+};
+pub use registry::{HookBatch, HookRegistry, RegisterError, global_registry};

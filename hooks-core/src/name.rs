@@ -7,7 +7,8 @@ use unicode_normalization::UnicodeNormalization;
 /// use it.
 ///
 /// The steps: fold to ASCII (compatibility decomposition, non-ASCII dropped),
-/// split camelCase (`WebSearch` → `Web_Search`), lowercase, replace every run
+/// split camelCase, acronyms included (`WebSearch` → `Web_Search`,
+/// `HTTPRequest` → `HTTP_Request`), lowercase, replace every run
 /// of characters other than `a-z`/`0-9` with one `_`, and strip leading and
 /// trailing `_`.
 ///
@@ -17,36 +18,40 @@ use unicode_normalization::UnicodeNormalization;
 /// assert_eq!(normalize_tool_name("WebSearch"), "web_search");
 /// assert_eq!(normalize_tool_name("web-search"), "web_search");
 /// assert_eq!(normalize_tool_name("__Café  Menu__"), "cafe_menu");
+/// assert_eq!(normalize_tool_name("HTTPRequest"), "http_request");
 /// ```
 pub fn normalize_tool_name(name: &str) -> String {
     if is_normalized_tool_name(name) {
         return name.to_owned();
     }
-    let mut out = String::with_capacity(name.len());
-    // `true` after a lowercase letter or digit: an uppercase letter then
-    // starts a new camelCase word.
-    let mut after_lower = false;
+    // Combining marks and letters with no ASCII form vanish, as an
+    // ASCII-ignoring encode does.
+    let chars: Vec<char> = name.nfkd().filter(char::is_ascii).collect();
+    let mut out = String::with_capacity(chars.len() + 4);
     let mut separator_pending = false;
-    for ch in name.nfkd() {
-        if !ch.is_ascii() {
-            // Combining marks and letters with no ASCII form vanish, as an
-            // ASCII-ignoring encode does.
+    for (i, &ch) in chars.iter().enumerate() {
+        if !ch.is_ascii_alphanumeric() {
+            separator_pending = true;
             continue;
         }
-        if ch.is_ascii_alphanumeric() {
-            if ch.is_ascii_uppercase() && after_lower {
+        if ch.is_ascii_uppercase() && i > 0 {
+            let previous = chars[i - 1];
+            let next_is_lower = chars.get(i + 1).is_some_and(char::is_ascii_lowercase);
+            // `webSearch`, `file2Disk`: a capital after a lowercase letter
+            // or digit starts a word; `HTTPRequest`: so does the last
+            // capital of an acronym followed by a lowercase letter.
+            if previous.is_ascii_lowercase()
+                || previous.is_ascii_digit()
+                || (previous.is_ascii_uppercase() && next_is_lower)
+            {
                 separator_pending = true;
             }
-            if separator_pending && !out.is_empty() {
-                out.push('_');
-            }
-            separator_pending = false;
-            out.push(ch.to_ascii_lowercase());
-            after_lower = ch.is_ascii_lowercase() || ch.is_ascii_digit();
-        } else {
-            separator_pending = true;
-            after_lower = false;
         }
+        if separator_pending && !out.is_empty() {
+            out.push('_');
+        }
+        separator_pending = false;
+        out.push(ch.to_ascii_lowercase());
     }
     out
 }
@@ -84,7 +89,17 @@ mod tests {
         ] {
             assert_eq!(normalize_tool_name(spelled), "web_search", "{spelled:?}");
         }
-        assert_eq!(normalize_tool_name("HTTPRequest"), "httprequest");
+        for spelled in [
+            "HTTPRequest",
+            "HttpRequest",
+            "HTTP Request",
+            "http_request",
+            "httpRequest",
+        ] {
+            assert_eq!(normalize_tool_name(spelled), "http_request", "{spelled:?}");
+        }
+        assert_eq!(normalize_tool_name("getURL"), "get_url");
+        assert_eq!(normalize_tool_name("JSONToXML"), "json_to_xml");
         assert_eq!(normalize_tool_name("readFile2Disk"), "read_file2_disk");
         assert_eq!(normalize_tool_name("Ünïcödé Tool"), "unicode_tool");
         assert_eq!(normalize_tool_name("!!!"), "");

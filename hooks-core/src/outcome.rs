@@ -2,12 +2,34 @@
 
 use std::fmt;
 
-/// A hook's decision to stop: at `PRE_TOOL_CALL` it blocks the tool call, at
-/// `POST_TOOL_CALL` it aborts the whole run.
+use crate::inputs::Inputs;
+use crate::point::Point;
+use crate::point::points::{PreModelCall, PreToolCall};
+
+/// A hook's decision to stop: at `PRE_TOOL_CALL` it blocks the tool call;
+/// at `PRE_MODEL_CALL` it blocks the model call, which ends the run; at
+/// every other point it aborts the run.
 ///
 /// `source` says who decided (a policy name such as `"safety-policy"`); when
 /// it is left empty the dispatcher fills in the hook's name, so telemetry
 /// always names someone.
+///
+/// `?` turns text and the runtime's errors into an abort whose source is
+/// the hook's name:
+///
+/// ```
+/// use hooks_core::{HookAborted, ToolCallHookContext};
+///
+/// fn needs_query(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+///     let query = ctx.tool_input.get("query").and_then(|q| q.as_str()).ok_or("a query is required")?;
+///     if query.len() < 3 {
+///         return Err(format!("query {query:?} is too short").into());
+///     }
+///     Ok(())
+/// }
+/// let mut ctx = ToolCallHookContext::new("web_search", Default::default());
+/// assert_eq!(needs_query(&mut ctx).map_err(|a| a.reason), Err("a query is required".to_owned()));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct HookAborted {
     /// Why the call was stopped, in words a person can act on.
@@ -44,27 +66,40 @@ impl fmt::Display for HookAborted {
 
 impl std::error::Error for HookAborted {}
 
+impl From<&str> for HookAborted {
+    /// An abort with this reason; the source is the hook's name.
+    fn from(reason: &str) -> Self {
+        HookAborted::with_reason(reason)
+    }
+}
+
+impl From<String> for HookAborted {
+    /// An abort with this reason; the source is the hook's name.
+    fn from(reason: String) -> Self {
+        HookAborted::with_reason(reason)
+    }
+}
+
 /// The reason reported when a legacy before hook returns `false`.
 pub const LEGACY_BLOCK_REASON: &str = "before_tool_call hook returned False";
 
-/// What one `PRE_TOOL_CALL` hook decided.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PreDecision {
-    /// Let the call go on to the next hook and then the tool.
-    Proceed,
-    /// Block the call: later PRE hooks and the tool do not run.
-    Block(HookAborted),
-}
+/// The reason reported when a legacy `before_llm_call` hook returns `false`.
+pub const LEGACY_LLM_BLOCK_REASON: &str = "before_llm_call hook returned False";
 
-/// What one `POST_TOOL_CALL` hook decided.
+/// The replacement type of points where hooks cannot replace anything
+/// (`PRE_TOOL_CALL`, `PRE_MODEL_CALL`, `EXECUTION_END`): it has no value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoReplacement {}
+
+/// What one hook decided, at a point whose hooks may replace a `R`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PostDecision {
-    /// Keep `tool_result` as it is.
-    Keep,
-    /// Replace `tool_result` with this text (an empty string is a valid
-    /// replacement).
-    Replace(String),
-    /// Abort the whole run after the tool has run.
+pub enum Decision<R> {
+    /// Go on with the next hook (in-place edits stay).
+    Continue,
+    /// Put this value in place of the point's value (a result, a payload,
+    /// the inputs) and go on with the next hook.
+    Replace(R),
+    /// Stop: block the call, or abort the run.
     Abort(HookAborted),
 }
 
@@ -73,11 +108,11 @@ pub enum PostDecision {
 pub enum DispatchOutcome {
     /// Every hook that ran let the call proceed unchanged (or no hook ran).
     Proceeded,
-    /// A POST hook replaced the result (or a fail-closed POST hook withheld
-    /// it). In-place edits of `tool_input` are not tracked: detecting them
-    /// would cost a copy of the input on every call.
+    /// A hook replaced the point's value (or a fail-closed POST hook
+    /// withheld the result). In-place edits are not tracked: detecting them
+    /// would cost a copy on every call.
     Modified,
-    /// A hook stopped the call (PRE) or the run (POST).
+    /// A hook stopped the call (PRE) or the run.
     Aborted(HookAborted),
 }
 
@@ -101,199 +136,169 @@ impl DispatchOutcome {
     }
 }
 
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for () {}
-    impl Sealed for bool {}
-    impl Sealed for Option<bool> {}
-    impl Sealed for Option<String> {}
-    impl Sealed for Result<(), super::HookAborted> {}
-    impl Sealed for Result<Option<String>, super::HookAborted> {}
-}
-
-/// Return types accepted from `#[on(PRE_TOOL_CALL)]` hooks: `()` or
-/// `Result<(), HookAborted>`.
+/// The return types a hook may have at point `P`, for `#[on]`, the legacy
+/// after attributes and `register_hook` alike. A return type that does not
+/// fit its point is a compile error, with the table below.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a return type of a PRE_TOOL_CALL hook",
-    label = "this return type is not accepted",
-    note = "a #[on(PRE_TOOL_CALL)] hook returns `()` or `Result<(), HookAborted>`"
+    message = "`{Self}` is not a return type of a hook at this point ({P})",
+    label = "this return type is not accepted here",
+    note = "accepted return types, per point:\n\
+            EXECUTION_START, INPUT: `()`, `Result<(), HookAborted>`, `Option<Inputs>`, `Result<Option<Inputs>, HookAborted>`\n\
+            PRE_STEP, POST_STEP, POST_MODEL_CALL, POST_TOOL_CALL, OUTPUT: `()`, `Result<(), HookAborted>`, `Option<String>`, `Result<Option<String>, HookAborted>`\n\
+            PRE_MODEL_CALL, PRE_TOOL_CALL, EXECUTION_END: `()`, `Result<(), HookAborted>`\n\
+            (legacy #[before_tool_call] / #[before_llm_call] hooks: `Option<bool>`, `bool`, `()`)"
 )]
-pub trait PreHookReturn: sealed::Sealed {
-    /// Converts the hook's return value into its decision.
-    fn into_pre_decision(self) -> PreDecision;
+pub trait HookReturn<P: Point>: 'static {
+    /// The hook's decision.
+    fn into_decision(self) -> Decision<P::Replacement>;
 }
 
-impl PreHookReturn for () {
-    fn into_pre_decision(self) -> PreDecision {
-        PreDecision::Proceed
+impl<P: Point> HookReturn<P> for () {
+    #[inline(always)]
+    fn into_decision(self) -> Decision<P::Replacement> {
+        Decision::Continue
     }
 }
 
-impl PreHookReturn for Result<(), HookAborted> {
-    fn into_pre_decision(self) -> PreDecision {
+impl<P: Point> HookReturn<P> for Result<(), HookAborted> {
+    #[inline(always)]
+    fn into_decision(self) -> Decision<P::Replacement> {
         match self {
-            Ok(()) => PreDecision::Proceed,
-            Err(abort) => PreDecision::Block(abort),
+            Ok(()) => Decision::Continue,
+            Err(abort) => Decision::Abort(abort),
         }
     }
 }
 
-/// Return types accepted from legacy `#[before_tool_call]` hooks:
-/// `Option<bool>`, `bool` or `()`; `false` blocks the call.
+/// The points whose hooks may replace a text by returning it: `PRE_STEP`,
+/// `POST_STEP`, `POST_MODEL_CALL`, `POST_TOOL_CALL` and `OUTPUT`.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a return type of a before_tool_call hook",
-    label = "this return type is not accepted",
-    note = "a #[before_tool_call] hook returns `Option<bool>`, `bool` or `()`; `Some(false)`/`false` blocks"
+    message = "hooks at this point ({Self}) cannot replace a text: `Option<String>` is not accepted here",
+    label = "this return type is not accepted here",
+    note = "accepted return types, per point:\n\
+            EXECUTION_START, INPUT: `()`, `Result<(), HookAborted>`, `Option<Inputs>`, `Result<Option<Inputs>, HookAborted>`\n\
+            PRE_STEP, POST_STEP, POST_MODEL_CALL, POST_TOOL_CALL, OUTPUT: `()`, `Result<(), HookAborted>`, `Option<String>`, `Result<Option<String>, HookAborted>`\n\
+            PRE_MODEL_CALL, PRE_TOOL_CALL, EXECUTION_END: `()`, `Result<(), HookAborted>`"
 )]
-pub trait LegacyBeforeReturn: sealed::Sealed {
-    /// Converts the hook's return value into its decision.
-    fn into_pre_decision(self) -> PreDecision;
+pub trait ReplacesText: Point<Replacement = String> {}
+
+/// The points whose hooks may replace the inputs by returning them:
+/// `EXECUTION_START` and `INPUT`.
+#[diagnostic::on_unimplemented(
+    message = "hooks at this point ({Self}) cannot replace the inputs: `Option<Inputs>` is not accepted here",
+    label = "this return type is not accepted here",
+    note = "only EXECUTION_START and INPUT hooks return `Option<Inputs>`"
+)]
+pub trait ReplacesInputs: Point<Replacement = Inputs> {}
+
+macro_rules! replaces {
+    ($tr:ident: $($point:ident),*) => {$(
+        impl $tr for crate::point::points::$point {}
+    )*};
 }
 
-fn legacy_block() -> PreDecision {
-    PreDecision::Block(HookAborted::with_reason(LEGACY_BLOCK_REASON))
-}
+replaces!(ReplacesText: PreStep, PostStep, PostModelCall, PostToolCall, Output);
+replaces!(ReplacesInputs: ExecutionStart, Input);
 
-impl LegacyBeforeReturn for () {
-    fn into_pre_decision(self) -> PreDecision {
-        PreDecision::Proceed
+impl<P: ReplacesText> HookReturn<P> for Option<String> {
+    #[inline(always)]
+    fn into_decision(self) -> Decision<String> {
+        match self {
+            Some(text) => Decision::Replace(text),
+            None => Decision::Continue,
+        }
     }
 }
 
-impl LegacyBeforeReturn for bool {
-    fn into_pre_decision(self) -> PreDecision {
+impl<P: ReplacesText> HookReturn<P> for Result<Option<String>, HookAborted> {
+    #[inline(always)]
+    fn into_decision(self) -> Decision<String> {
+        match self {
+            Ok(Some(text)) => Decision::Replace(text),
+            Ok(None) => Decision::Continue,
+            Err(abort) => Decision::Abort(abort),
+        }
+    }
+}
+
+impl<P: ReplacesInputs> HookReturn<P> for Option<Inputs> {
+    #[inline(always)]
+    fn into_decision(self) -> Decision<Inputs> {
+        match self {
+            Some(inputs) => Decision::Replace(inputs),
+            None => Decision::Continue,
+        }
+    }
+}
+
+impl<P: ReplacesInputs> HookReturn<P> for Result<Option<Inputs>, HookAborted> {
+    #[inline(always)]
+    fn into_decision(self) -> Decision<Inputs> {
+        match self {
+            Ok(Some(inputs)) => Decision::Replace(inputs),
+            Ok(None) => Decision::Continue,
+            Err(abort) => Decision::Abort(abort),
+        }
+    }
+}
+
+/// The points with a legacy "before" style where `false` blocks:
+/// `PRE_TOOL_CALL` (`#[before_tool_call]`) and `PRE_MODEL_CALL`
+/// (`#[before_llm_call]`).
+pub trait LegacyBeforePoint: Point<Replacement = NoReplacement> {
+    /// The reason reported when such a hook returns `false`.
+    const BLOCK_REASON: &'static str;
+}
+
+impl LegacyBeforePoint for PreToolCall {
+    const BLOCK_REASON: &'static str = LEGACY_BLOCK_REASON;
+}
+
+impl LegacyBeforePoint for PreModelCall {
+    const BLOCK_REASON: &'static str = LEGACY_LLM_BLOCK_REASON;
+}
+
+/// Return types of legacy before hooks (`#[before_tool_call]`,
+/// `#[before_llm_call]`, `register_before_*_hook`): `Option<bool>`, `bool`
+/// or `()`; `false` blocks.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a return type of a legacy before hook",
+    label = "this return type is not accepted",
+    note = "a #[before_tool_call] or #[before_llm_call] hook returns `Option<bool>`, `bool` or `()`; `Some(false)`/`false` blocks"
+)]
+pub trait LegacyBeforeReturn<P: LegacyBeforePoint>: 'static {
+    /// The hook's decision.
+    fn into_decision(self) -> Decision<NoReplacement>;
+}
+
+fn legacy_block<P: LegacyBeforePoint>() -> Decision<NoReplacement> {
+    Decision::Abort(HookAborted::with_reason(P::BLOCK_REASON))
+}
+
+impl<P: LegacyBeforePoint> LegacyBeforeReturn<P> for () {
+    #[inline(always)]
+    fn into_decision(self) -> Decision<NoReplacement> {
+        Decision::Continue
+    }
+}
+
+impl<P: LegacyBeforePoint> LegacyBeforeReturn<P> for bool {
+    #[inline(always)]
+    fn into_decision(self) -> Decision<NoReplacement> {
         if self {
-            PreDecision::Proceed
+            Decision::Continue
         } else {
-            legacy_block()
+            legacy_block::<P>()
         }
     }
 }
 
-impl LegacyBeforeReturn for Option<bool> {
-    fn into_pre_decision(self) -> PreDecision {
+impl<P: LegacyBeforePoint> LegacyBeforeReturn<P> for Option<bool> {
+    #[inline(always)]
+    fn into_decision(self) -> Decision<NoReplacement> {
         match self {
-            Some(false) => legacy_block(),
-            Some(true) | None => PreDecision::Proceed,
-        }
-    }
-}
-
-/// Return types accepted from `POST_TOOL_CALL` hooks (both attribute styles):
-/// `Option<String>`, `()` or `Result<Option<String>, HookAborted>`.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a return type of a POST_TOOL_CALL hook",
-    label = "this return type is not accepted",
-    note = "a POST_TOOL_CALL hook returns `Option<String>`, `()` or `Result<Option<String>, HookAborted>`"
-)]
-pub trait PostHookReturn: sealed::Sealed {
-    /// Converts the hook's return value into its decision.
-    fn into_post_decision(self) -> PostDecision;
-}
-
-impl PostHookReturn for () {
-    fn into_post_decision(self) -> PostDecision {
-        PostDecision::Keep
-    }
-}
-
-impl PostHookReturn for Option<String> {
-    fn into_post_decision(self) -> PostDecision {
-        match self {
-            Some(text) => PostDecision::Replace(text),
-            None => PostDecision::Keep,
-        }
-    }
-}
-
-impl PostHookReturn for Result<Option<String>, HookAborted> {
-    fn into_post_decision(self) -> PostDecision {
-        match self {
-            Ok(replacement) => replacement.into_post_decision(),
-            Err(abort) => PostDecision::Abort(abort),
-        }
-    }
-}
-
-/// Any return type a hook registered at run time may have, with the points
-/// it fits. `register_hook` checks the fit and refuses a mismatch (an
-/// `Option<String>` hook at `PRE_TOOL_CALL`, say) with an error.
-pub trait HookReturn: sealed::Sealed + 'static {
-    /// Whether this return type fits `PRE_TOOL_CALL`.
-    const FITS_PRE: bool;
-    /// Whether this return type fits `POST_TOOL_CALL`.
-    const FITS_POST: bool;
-    /// The decision at `PRE_TOOL_CALL` (only called when `FITS_PRE`).
-    fn pre(self) -> PreDecision;
-    /// The decision at `POST_TOOL_CALL` (only called when `FITS_POST`).
-    fn post(self) -> PostDecision;
-}
-
-impl HookReturn for bool {
-    const FITS_PRE: bool = true;
-    const FITS_POST: bool = false;
-    fn pre(self) -> PreDecision {
-        LegacyBeforeReturn::into_pre_decision(self)
-    }
-    fn post(self) -> PostDecision {
-        PostDecision::Keep
-    }
-}
-
-impl HookReturn for Option<bool> {
-    const FITS_PRE: bool = true;
-    const FITS_POST: bool = false;
-    fn pre(self) -> PreDecision {
-        LegacyBeforeReturn::into_pre_decision(self)
-    }
-    fn post(self) -> PostDecision {
-        PostDecision::Keep
-    }
-}
-
-impl HookReturn for Option<String> {
-    const FITS_PRE: bool = false;
-    const FITS_POST: bool = true;
-    fn pre(self) -> PreDecision {
-        PreDecision::Proceed
-    }
-    fn post(self) -> PostDecision {
-        self.into_post_decision()
-    }
-}
-
-impl HookReturn for Result<Option<String>, HookAborted> {
-    const FITS_PRE: bool = false;
-    const FITS_POST: bool = true;
-    fn pre(self) -> PreDecision {
-        PreDecision::Proceed
-    }
-    fn post(self) -> PostDecision {
-        self.into_post_decision()
-    }
-}
-
-impl HookReturn for () {
-    const FITS_PRE: bool = true;
-    const FITS_POST: bool = true;
-    fn pre(self) -> PreDecision {
-        PreDecision::Proceed
-    }
-    fn post(self) -> PostDecision {
-        PostDecision::Keep
-    }
-}
-
-impl HookReturn for Result<(), HookAborted> {
-    const FITS_PRE: bool = true;
-    const FITS_POST: bool = true;
-    fn pre(self) -> PreDecision {
-        self.into_pre_decision()
-    }
-    fn post(self) -> PostDecision {
-        match self {
-            Ok(()) => PostDecision::Keep,
-            Err(abort) => PostDecision::Abort(abort),
+            Some(false) => legacy_block::<P>(),
+            Some(true) | None => Decision::Continue,
         }
     }
 }

@@ -1,43 +1,126 @@
-//! The places in a tool call where hooks run.
+//! The ten places in a crew's run where hooks run.
+//!
+//! A point is a type: each of [`points`]'s zero-sized types names its
+//! context and what its hooks may replace, so the registry, dispatch,
+//! filters and events are written once, and a hook that does not fit its
+//! point is refused by the compiler. The constants [`PRE_TOOL_CALL`] & co.
+//! are the values users pass (`register_hook(PRE_TOOL_CALL, f)`);
+//! [`InterceptionPoint`] names a point at run time (in [`HookInfo`](crate::HookInfo),
+//! events and `get_hooks`).
+
+// The sealed trait that reaches a point's chain names the engine's private
+// chain types: users can neither name nor implement it.
+#![allow(private_interfaces)]
 
 use std::fmt;
 
-/// Where in a tool call a hook runs.
+use crate::chain::Chain;
+use crate::context::{
+    ExecutionEndContext, ExecutionStartContext, InputContext, LlmCallHookContext, OutputContext,
+    StepContext, ToolCallHookContext,
+};
+use crate::hook::HookContext;
+use crate::inputs::Inputs;
+use crate::outcome::NoReplacement;
+use crate::registry::ChainSet;
+
+/// A point of a crew's run, named at run time.
 ///
-/// The variant names are the guide's (`PRE_TOOL_CALL`, `POST_TOOL_CALL`); they
-/// are also exported at the crate root so `#[on(PRE_TOOL_CALL)]` and
-/// `register_hook(PRE_TOOL_CALL, …)` read as they do in the guide.
+/// The variants are listed in the order they fire during a kickoff:
+/// `EXECUTION_START`, `INPUT`, then per task `PRE_STEP`, its model calls
+/// (`PRE_MODEL_CALL`, `POST_MODEL_CALL`) and tool calls (`PRE_TOOL_CALL`,
+/// `POST_TOOL_CALL`), `POST_STEP`, and last `OUTPUT` and `EXECUTION_END`.
+///
+/// To register a hook, pass the typed constant of the same name
+/// ([`PRE_TOOL_CALL`], …), which tells the compiler the point's context:
+///
+/// ```
+/// use hooks_core::{get_hooks, InterceptionPoint, PRE_TOOL_CALL};
+/// // Both name the same chain when listing, clearing or unregistering.
+/// assert_eq!(get_hooks(PRE_TOOL_CALL), get_hooks(InterceptionPoint::PRE_TOOL_CALL));
+/// assert_eq!(InterceptionPoint::from(PRE_TOOL_CALL), InterceptionPoint::PRE_TOOL_CALL);
+/// ```
 #[allow(non_camel_case_types)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum InterceptionPoint {
-    /// Before every tool execution: hooks may edit `tool_input` in place or
-    /// block the call.
+    /// A kickoff is about to begin.
+    EXECUTION_START,
+    /// The inputs are resolved, before tasks interpolate them.
+    INPUT,
+    /// Before each task.
+    PRE_STEP,
+    /// Before every model call.
+    PRE_MODEL_CALL,
+    /// After every model call.
+    POST_MODEL_CALL,
+    /// Before every tool execution.
     PRE_TOOL_CALL,
-    /// After every tool execution (and after a blocked call): hooks may
-    /// replace `tool_result` or abort the run.
+    /// After every tool execution (and after a blocked call).
     POST_TOOL_CALL,
+    /// After each task, before its output is stored.
+    POST_STEP,
+    /// The crew's final output is ready.
+    OUTPUT,
+    /// A kickoff ended, successfully or not.
+    EXECUTION_END,
 }
 
-pub use InterceptionPoint::{POST_TOOL_CALL, PRE_TOOL_CALL};
-
 impl InterceptionPoint {
-    /// Both points, in the order they run during one tool call.
-    pub const ALL: [InterceptionPoint; 2] = [PRE_TOOL_CALL, POST_TOOL_CALL];
+    /// Every point, in the order they fire.
+    pub const ALL: [InterceptionPoint; 10] = [
+        InterceptionPoint::EXECUTION_START,
+        InterceptionPoint::INPUT,
+        InterceptionPoint::PRE_STEP,
+        InterceptionPoint::PRE_MODEL_CALL,
+        InterceptionPoint::POST_MODEL_CALL,
+        InterceptionPoint::PRE_TOOL_CALL,
+        InterceptionPoint::POST_TOOL_CALL,
+        InterceptionPoint::POST_STEP,
+        InterceptionPoint::OUTPUT,
+        InterceptionPoint::EXECUTION_END,
+    ];
 
     /// The guide's spelling of the point, e.g. `PRE_TOOL_CALL`.
     pub const fn as_str(self) -> &'static str {
         match self {
-            PRE_TOOL_CALL => "PRE_TOOL_CALL",
-            POST_TOOL_CALL => "POST_TOOL_CALL",
+            InterceptionPoint::EXECUTION_START => "EXECUTION_START",
+            InterceptionPoint::INPUT => "INPUT",
+            InterceptionPoint::PRE_STEP => "PRE_STEP",
+            InterceptionPoint::PRE_MODEL_CALL => "PRE_MODEL_CALL",
+            InterceptionPoint::POST_MODEL_CALL => "POST_MODEL_CALL",
+            InterceptionPoint::PRE_TOOL_CALL => "PRE_TOOL_CALL",
+            InterceptionPoint::POST_TOOL_CALL => "POST_TOOL_CALL",
+            InterceptionPoint::POST_STEP => "POST_STEP",
+            InterceptionPoint::OUTPUT => "OUTPUT",
+            InterceptionPoint::EXECUTION_END => "EXECUTION_END",
         }
+    }
+
+    /// Whether `tools = [...]` filters apply here (the tool-call points).
+    pub const fn accepts_tool_filter(self) -> bool {
+        matches!(
+            self,
+            InterceptionPoint::PRE_TOOL_CALL | InterceptionPoint::POST_TOOL_CALL
+        )
+    }
+
+    /// Whether `agents = [...]` filters apply here (the step, model-call and
+    /// tool-call points).
+    pub const fn accepts_agent_filter(self) -> bool {
+        matches!(
+            self,
+            InterceptionPoint::PRE_STEP
+                | InterceptionPoint::POST_STEP
+                | InterceptionPoint::PRE_MODEL_CALL
+                | InterceptionPoint::POST_MODEL_CALL
+                | InterceptionPoint::PRE_TOOL_CALL
+                | InterceptionPoint::POST_TOOL_CALL
+        )
     }
 
     /// The index of this point in per-point arrays.
     pub(crate) const fn index(self) -> usize {
-        match self {
-            PRE_TOOL_CALL => 0,
-            POST_TOOL_CALL => 1,
-        }
+        self as usize
     }
 }
 
@@ -46,3 +129,268 @@ impl fmt::Display for InterceptionPoint {
         f.write_str(self.as_str())
     }
 }
+
+/// A point as a type: its context, what its hooks may put in place of the
+/// point's value, and its chain in a registry.
+///
+/// Implemented by the ten types of [`points`] only. Users pass the
+/// constants ([`PRE_TOOL_CALL`], …), never name this trait.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a typed interception point",
+    label = "expected a point constant such as `PRE_TOOL_CALL`",
+    note = "register hooks with the typed constants (`PRE_TOOL_CALL`, `POST_MODEL_CALL`, ...); \
+            `InterceptionPoint::PRE_TOOL_CALL` names a point only at run time \
+            (for `get_hooks`, `clear_hooks`, `unregister_hook`)"
+)]
+pub trait Point: Copy + Send + Sync + fmt::Debug + 'static + sealed::PointChains {
+    /// The context this point's hooks receive.
+    type Context: HookContext;
+    /// What a hook may return in place of the point's value (`String` for a
+    /// result or payload, [`Inputs`] for inputs, [`NoReplacement`] where
+    /// nothing can be replaced).
+    type Replacement: Send + 'static;
+    /// The run-time name of the point.
+    const ID: InterceptionPoint;
+
+    /// Puts a hook's replacement in place.
+    #[doc(hidden)]
+    fn replace(ctx: &mut Self::Context, replacement: Self::Replacement);
+
+    /// What a fail-closed hook's panic does here: `true` stops the chain
+    /// like an abort; `false` means [`Point::withhold`] was applied and the
+    /// chain goes on.
+    #[doc(hidden)]
+    fn fail_closed_stops() -> bool {
+        true
+    }
+
+    /// For points whose fail-closed panic withholds rather than stops:
+    /// withholds the value (`POST_TOOL_CALL`: the result).
+    #[doc(hidden)]
+    fn withhold(_ctx: &mut Self::Context) {}
+}
+
+pub(crate) mod sealed {
+    use super::{Chain, ChainSet, Point};
+
+    /// Reaches a point's chain in a set of chains; also seals [`Point`].
+    pub trait PointChains: Sized {
+        fn chain(set: &ChainSet) -> &Chain<Self>
+        where
+            Self: Point;
+        fn chain_mut(set: &mut ChainSet) -> &mut Chain<Self>
+        where
+            Self: Point;
+        fn static_hooks() -> &'static [crate::__private::StaticHook<Self>]
+        where
+            Self: Point;
+    }
+}
+
+/// The point types, one per [`InterceptionPoint`].
+pub mod points {
+    use super::*;
+
+    macro_rules! point_types {
+        ($(
+            $(#[$doc:meta])*
+            $ty:ident = $id:ident, $field:ident, $slice:ident, $ctx:ty, $replacement:ty;
+        )*) => {$(
+            $(#[$doc])*
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+            pub struct $ty;
+
+            impl sealed::PointChains for $ty {
+                #[inline(always)]
+                fn chain(set: &ChainSet) -> &Chain<Self> {
+                    &set.$field
+                }
+                fn chain_mut(set: &mut ChainSet) -> &mut Chain<Self> {
+                    &mut set.$field
+                }
+                fn static_hooks() -> &'static [crate::__private::StaticHook<Self>] {
+                    &crate::__private::$slice
+                }
+            }
+
+            impl From<$ty> for InterceptionPoint {
+                fn from(_: $ty) -> InterceptionPoint {
+                    InterceptionPoint::$id
+                }
+            }
+
+            impl PartialEq<InterceptionPoint> for $ty {
+                fn eq(&self, other: &InterceptionPoint) -> bool {
+                    *other == InterceptionPoint::$id
+                }
+            }
+
+            impl PartialEq<$ty> for InterceptionPoint {
+                fn eq(&self, _: &$ty) -> bool {
+                    *self == InterceptionPoint::$id
+                }
+            }
+
+            impl fmt::Display for $ty {
+                fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str(InterceptionPoint::$id.as_str())
+                }
+            }
+        )*};
+    }
+
+    point_types! {
+        /// `EXECUTION_START`: a kickoff is about to begin. Hooks may edit
+        /// [`ExecutionStartContext::inputs`], replace them (`Some(inputs)`)
+        /// or abort the run.
+        ExecutionStart = EXECUTION_START, execution_start, EXECUTION_START_HOOKS, ExecutionStartContext, Inputs;
+        /// `INPUT`: inputs resolved, before tasks interpolate them. What the
+        /// hooks leave is what `{placeholders}` are filled from.
+        Input = INPUT, input, INPUT_HOOKS, InputContext, Inputs;
+        /// `PRE_STEP`: before each task. Hooks may edit or replace the
+        /// payload (the context text the agent is given) or abort the run.
+        PreStep = PRE_STEP, pre_step, PRE_STEP_HOOKS, StepContext, String;
+        /// `PRE_MODEL_CALL`: before every model call. Hooks may edit the
+        /// messages in place (what they leave is what the model receives) or
+        /// block the call, which ends the run.
+        PreModelCall = PRE_MODEL_CALL, pre_model_call, PRE_MODEL_CALL_HOOKS, LlmCallHookContext, NoReplacement;
+        /// `POST_MODEL_CALL`: after every model call. Hooks may replace the
+        /// answer's text (`Some(text)`), edit or drop its tool calls in place
+        /// before they are dispatched, or abort the run.
+        PostModelCall = POST_MODEL_CALL, post_model_call, POST_MODEL_CALL_HOOKS, LlmCallHookContext, String;
+        /// `PRE_TOOL_CALL`: before every tool execution. Hooks may edit
+        /// `tool_input` in place or block the call.
+        PreToolCall = PRE_TOOL_CALL, pre_tool_call, PRE_TOOL_CALL_HOOKS, ToolCallHookContext, NoReplacement;
+        /// `POST_TOOL_CALL`: after every tool execution. Hooks may replace
+        /// `tool_result` (`Some(text)`) or abort the run.
+        PostToolCall = POST_TOOL_CALL, post_tool_call, POST_TOOL_CALL_HOOKS, ToolCallHookContext, String;
+        /// `POST_STEP`: after each task, before its output is stored. Hooks
+        /// may edit or replace the output or abort the run.
+        PostStep = POST_STEP, post_step, POST_STEP_HOOKS, StepContext, String;
+        /// `OUTPUT`: the crew's final output is ready. Hooks may edit it or
+        /// replace its text (`Some(text)`).
+        Output = OUTPUT, output, OUTPUT_HOOKS, OutputContext, String;
+        /// `EXECUTION_END`: once per kickoff that passed `EXECUTION_START`,
+        /// on success and on failure. Hooks observe.
+        ExecutionEnd = EXECUTION_END, execution_end, EXECUTION_END_HOOKS, ExecutionEndContext, NoReplacement;
+    }
+
+    impl Point for ExecutionStart {
+        type Context = ExecutionStartContext;
+        type Replacement = Inputs;
+        const ID: InterceptionPoint = InterceptionPoint::EXECUTION_START;
+        fn replace(ctx: &mut ExecutionStartContext, inputs: Inputs) {
+            ctx.inputs = inputs;
+        }
+    }
+
+    impl Point for Input {
+        type Context = InputContext;
+        type Replacement = Inputs;
+        const ID: InterceptionPoint = InterceptionPoint::INPUT;
+        fn replace(ctx: &mut InputContext, inputs: Inputs) {
+            ctx.inputs = inputs;
+        }
+    }
+
+    impl Point for PreStep {
+        type Context = StepContext;
+        type Replacement = String;
+        const ID: InterceptionPoint = InterceptionPoint::PRE_STEP;
+        fn replace(ctx: &mut StepContext, payload: String) {
+            ctx.payload = payload;
+        }
+    }
+
+    impl Point for PreModelCall {
+        type Context = LlmCallHookContext;
+        type Replacement = NoReplacement;
+        const ID: InterceptionPoint = InterceptionPoint::PRE_MODEL_CALL;
+        fn replace(_: &mut LlmCallHookContext, never: NoReplacement) {
+            match never {}
+        }
+    }
+
+    impl Point for PostModelCall {
+        type Context = LlmCallHookContext;
+        type Replacement = String;
+        const ID: InterceptionPoint = InterceptionPoint::POST_MODEL_CALL;
+        fn replace(ctx: &mut LlmCallHookContext, text: String) {
+            if let Some(response) = &mut ctx.response {
+                response.content = text;
+            }
+        }
+    }
+
+    impl Point for PreToolCall {
+        type Context = ToolCallHookContext;
+        type Replacement = NoReplacement;
+        const ID: InterceptionPoint = InterceptionPoint::PRE_TOOL_CALL;
+        fn replace(_: &mut ToolCallHookContext, never: NoReplacement) {
+            match never {}
+        }
+    }
+
+    impl Point for PostToolCall {
+        type Context = ToolCallHookContext;
+        type Replacement = String;
+        const ID: InterceptionPoint = InterceptionPoint::POST_TOOL_CALL;
+        fn replace(ctx: &mut ToolCallHookContext, text: String) {
+            ctx.tool_result = Some(text);
+        }
+        fn fail_closed_stops() -> bool {
+            false
+        }
+        fn withhold(ctx: &mut ToolCallHookContext) {
+            ctx.tool_result = Some(crate::dispatch::withheld_message(ctx.tool_name()));
+        }
+    }
+
+    impl Point for PostStep {
+        type Context = StepContext;
+        type Replacement = String;
+        const ID: InterceptionPoint = InterceptionPoint::POST_STEP;
+        fn replace(ctx: &mut StepContext, payload: String) {
+            ctx.payload = payload;
+        }
+    }
+
+    impl Point for Output {
+        type Context = OutputContext;
+        type Replacement = String;
+        const ID: InterceptionPoint = InterceptionPoint::OUTPUT;
+        fn replace(ctx: &mut OutputContext, text: String) {
+            ctx.output.raw = text;
+        }
+    }
+
+    impl Point for ExecutionEnd {
+        type Context = ExecutionEndContext;
+        type Replacement = NoReplacement;
+        const ID: InterceptionPoint = InterceptionPoint::EXECUTION_END;
+        fn replace(_: &mut ExecutionEndContext, never: NoReplacement) {
+            match never {}
+        }
+    }
+}
+
+/// `EXECUTION_START`, as a value to register hooks with.
+pub const EXECUTION_START: points::ExecutionStart = points::ExecutionStart;
+/// `INPUT`, as a value to register hooks with.
+pub const INPUT: points::Input = points::Input;
+/// `PRE_STEP`, as a value to register hooks with.
+pub const PRE_STEP: points::PreStep = points::PreStep;
+/// `PRE_MODEL_CALL`, as a value to register hooks with.
+pub const PRE_MODEL_CALL: points::PreModelCall = points::PreModelCall;
+/// `POST_MODEL_CALL`, as a value to register hooks with.
+pub const POST_MODEL_CALL: points::PostModelCall = points::PostModelCall;
+/// `PRE_TOOL_CALL`, as a value to register hooks with.
+pub const PRE_TOOL_CALL: points::PreToolCall = points::PreToolCall;
+/// `POST_TOOL_CALL`, as a value to register hooks with.
+pub const POST_TOOL_CALL: points::PostToolCall = points::PostToolCall;
+/// `POST_STEP`, as a value to register hooks with.
+pub const POST_STEP: points::PostStep = points::PostStep;
+/// `OUTPUT`, as a value to register hooks with.
+pub const OUTPUT: points::Output = points::Output;
+/// `EXECUTION_END`, as a value to register hooks with.
+pub const EXECUTION_END: points::ExecutionEnd = points::ExecutionEnd;

@@ -1,38 +1,41 @@
-//! The hook registry: one ordered chain per point, kept as an immutable
-//! snapshot that dispatch reads without locks while writers swap in new ones.
+//! The hook registry: one ordered chain per point, all ten kept as one
+//! immutable snapshot that dispatch reads without locks while writers swap
+//! in new ones.
 
 use std::any::type_name;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
-use rustc_hash::FxHashMap;
 
-use crate::context::ToolCallHookContext;
+use crate::chain::Chain;
 use crate::events::EventBus;
 use crate::hook::{
-    HookEntry, HookFn, HookHandle, HookId, HookInfo, HookOptions, HookOrigin, HookStyle,
+    HookCall, HookEntry, HookHandle, HookId, HookInfo, HookKey, HookOptions, HookOrigin, HookStyle,
     function_key,
 };
-use crate::outcome::{HookReturn, LegacyBeforeReturn, PostHookReturn};
-use crate::point::{InterceptionPoint, POST_TOOL_CALL, PRE_TOOL_CALL};
+use crate::outcome::{HookReturn, LegacyBeforePoint, LegacyBeforeReturn};
+use crate::point::points::{
+    ExecutionEnd, ExecutionStart, Input, Output, PostModelCall, PostStep, PostToolCall,
+    PreModelCall, PreStep, PreToolCall,
+};
+use crate::point::{InterceptionPoint, Point};
 
 /// Why a hook could not be registered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegisterError {
-    /// The hook's return type does not fit the point.
+    /// A filter was given at a point where it does not apply.
     #[error(
-        "a hook returning `{return_type}` cannot run at {point}: PRE_TOOL_CALL hooks return (), \
-         Result<(), HookAborted>, bool or Option<bool>; POST_TOOL_CALL hooks return (), \
-         Option<String>, Result<Option<String>, HookAborted> or Result<(), HookAborted>"
+        "a `{filter}` filter does not apply at {point}: `tools` filters apply at PRE_TOOL_CALL and \
+         POST_TOOL_CALL; `agents` filters at the step, model-call and tool-call points"
     )]
-    ReturnTypeDoesNotFit {
+    FilterDoesNotApply {
         /// The point asked for.
         point: InterceptionPoint,
-        /// The hook's return type.
-        return_type: &'static str,
+        /// `tools` or `agents`.
+        filter: &'static str,
     },
 }
 
@@ -46,89 +49,156 @@ pub(crate) fn next_rank() -> u64 {
     NEXT_RANK.fetch_add(1, Ordering::Relaxed)
 }
 
-/// One point's chain, with an index from tool name to the hooks that can
-/// match it, so dispatch cost does not grow with hooks filtered to other
-/// tools.
-pub(crate) struct Chain {
-    pub(crate) entries: Box<[Arc<HookEntry>]>,
-    /// Positions (in rank order) of hooks with no tool filter.
-    unfiltered: Box<[u32]>,
-    /// For each tool some filter names: positions of the unfiltered hooks
-    /// and the hooks filtered to that tool, merged in rank order.
-    by_tool: FxHashMap<Box<str>, Box<[u32]>>,
+/// The ten chains of a registry at one instant. Cloning one is cheap (each
+/// chain is a handful of shared pointers), so a writer copies the set,
+/// changes one chain and swaps the copy in.
+#[derive(Clone, Default)]
+#[allow(unreachable_pub)] // named by the sealed `PointChains` trait only
+pub struct ChainSet {
+    pub(crate) execution_start: Chain<ExecutionStart>,
+    pub(crate) input: Chain<Input>,
+    pub(crate) pre_step: Chain<PreStep>,
+    pub(crate) pre_model_call: Chain<PreModelCall>,
+    pub(crate) post_model_call: Chain<PostModelCall>,
+    pub(crate) pre_tool_call: Chain<PreToolCall>,
+    pub(crate) post_tool_call: Chain<PostToolCall>,
+    pub(crate) post_step: Chain<PostStep>,
+    pub(crate) output: Chain<Output>,
+    pub(crate) execution_end: Chain<ExecutionEnd>,
 }
 
-impl Chain {
-    fn build(mut entries: Vec<Arc<HookEntry>>) -> Chain {
-        entries.sort_by_key(|e| e.rank);
-        let mut by_tool: FxHashMap<Box<str>, Vec<u32>> = FxHashMap::default();
-        for entry in &entries {
-            for tool in &entry.info.tools {
-                by_tool.entry(tool.as_str().into()).or_default();
+/// What registry-wide operations need of a chain, whatever its point.
+pub(crate) trait ErasedChain {
+    fn infos(&self) -> Vec<HookInfo>;
+    fn len(&self) -> usize;
+    /// Removes the entries `key` selects; returns how many.
+    fn remove(&mut self, key: HookKey) -> usize;
+    /// Removes every entry; returns how many.
+    fn clear(&mut self) -> usize;
+    /// Puts back the link-time entries of `statics` that are missing.
+    fn restore_from(&mut self, statics: &ChainSet) -> usize;
+    /// Every entry as `(rank, info, tool filter admits, agent filter admits)`.
+    fn verdicts(&self, tool: Option<&str>, role: Option<&str>) -> Vec<(u64, HookInfo, bool, bool)>;
+}
+
+impl<P: Point> ErasedChain for Chain<P> {
+    fn infos(&self) -> Vec<HookInfo> {
+        self.iter().map(|entry| entry.info.clone()).collect()
+    }
+
+    fn len(&self) -> usize {
+        Chain::len(self)
+    }
+
+    fn remove(&mut self, key: HookKey) -> usize {
+        let entries = self.entries();
+        let before = entries.len();
+        let kept: Vec<_> = entries
+            .into_iter()
+            .filter(|entry| !key.selects(entry))
+            .collect();
+        let removed = before - kept.len();
+        if removed > 0 {
+            *self = Chain::from_entries(kept);
+        }
+        removed
+    }
+
+    fn clear(&mut self) -> usize {
+        let removed = Chain::len(self);
+        *self = Chain::default();
+        removed
+    }
+
+    fn restore_from(&mut self, statics: &ChainSet) -> usize {
+        let mut restored = 0;
+        for entry in P::chain(statics).entries() {
+            let present = self
+                .iter()
+                .any(|have| have.static_index == entry.static_index);
+            if !present {
+                self.insert(entry);
+                restored += 1;
             }
         }
-        let mut unfiltered = Vec::new();
-        for (position, entry) in entries.iter().enumerate() {
-            // A chain longer than u32::MAX hooks cannot be built in memory.
-            let position = u32::try_from(position).unwrap_or(u32::MAX);
-            if entry.info.tools.is_empty() {
-                unfiltered.push(position);
-                for list in by_tool.values_mut() {
-                    list.push(position);
-                }
-            } else {
-                for tool in &entry.info.tools {
-                    if let Some(list) = by_tool.get_mut(tool.as_str())
-                        && list.last() != Some(&position)
-                    {
-                        list.push(position);
-                    }
-                }
-            }
-        }
-        Chain {
-            entries: entries.into_boxed_slice(),
-            unfiltered: unfiltered.into_boxed_slice(),
-            by_tool: by_tool
-                .into_iter()
-                .map(|(k, v)| (k, v.into_boxed_slice()))
-                .collect(),
-        }
+        restored
     }
 
-    /// Positions of the hooks whose tool filter admits `tool`, in order.
-    #[inline]
-    pub(crate) fn candidates(&self, tool: &str) -> &[u32] {
-        if self.by_tool.is_empty() {
-            return &self.unfiltered;
-        }
-        self.by_tool.get(tool).unwrap_or(&self.unfiltered)
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+    fn verdicts(&self, tool: Option<&str>, role: Option<&str>) -> Vec<(u64, HookInfo, bool, bool)> {
+        self.iter()
+            .map(|entry| {
+                (
+                    entry.rank,
+                    entry.info.clone(),
+                    entry.tool_matches(tool),
+                    entry.agent_matches(role),
+                )
+            })
+            .collect()
     }
 }
 
-/// Both chains of a registry at one instant.
-pub(crate) struct Snapshot {
-    pub(crate) chains: [Chain; 2],
-}
-
-impl Snapshot {
-    fn build(lists: [Vec<Arc<HookEntry>>; 2]) -> Snapshot {
-        let [pre, post] = lists;
-        Snapshot {
-            chains: [Chain::build(pre), Chain::build(post)],
+impl ChainSet {
+    /// Every link-time hook of the program, sorted.
+    fn statics() -> ChainSet {
+        ChainSet {
+            execution_start: crate::__private::static_chain(),
+            input: crate::__private::static_chain(),
+            pre_step: crate::__private::static_chain(),
+            pre_model_call: crate::__private::static_chain(),
+            post_model_call: crate::__private::static_chain(),
+            pre_tool_call: crate::__private::static_chain(),
+            post_tool_call: crate::__private::static_chain(),
+            post_step: crate::__private::static_chain(),
+            output: crate::__private::static_chain(),
+            execution_end: crate::__private::static_chain(),
         }
     }
 
-    fn lists(&self) -> [Vec<Arc<HookEntry>>; 2] {
-        [
-            self.chains[0].entries.to_vec(),
-            self.chains[1].entries.to_vec(),
-        ]
+    pub(crate) fn erased(&self, point: InterceptionPoint) -> &dyn ErasedChain {
+        match point {
+            InterceptionPoint::EXECUTION_START => &self.execution_start,
+            InterceptionPoint::INPUT => &self.input,
+            InterceptionPoint::PRE_STEP => &self.pre_step,
+            InterceptionPoint::PRE_MODEL_CALL => &self.pre_model_call,
+            InterceptionPoint::POST_MODEL_CALL => &self.post_model_call,
+            InterceptionPoint::PRE_TOOL_CALL => &self.pre_tool_call,
+            InterceptionPoint::POST_TOOL_CALL => &self.post_tool_call,
+            InterceptionPoint::POST_STEP => &self.post_step,
+            InterceptionPoint::OUTPUT => &self.output,
+            InterceptionPoint::EXECUTION_END => &self.execution_end,
+        }
     }
+
+    pub(crate) fn erased_mut(&mut self, point: InterceptionPoint) -> &mut dyn ErasedChain {
+        match point {
+            InterceptionPoint::EXECUTION_START => &mut self.execution_start,
+            InterceptionPoint::INPUT => &mut self.input,
+            InterceptionPoint::PRE_STEP => &mut self.pre_step,
+            InterceptionPoint::PRE_MODEL_CALL => &mut self.pre_model_call,
+            InterceptionPoint::POST_MODEL_CALL => &mut self.post_model_call,
+            InterceptionPoint::PRE_TOOL_CALL => &mut self.pre_tool_call,
+            InterceptionPoint::POST_TOOL_CALL => &mut self.post_tool_call,
+            InterceptionPoint::POST_STEP => &mut self.post_step,
+            InterceptionPoint::OUTPUT => &mut self.output,
+            InterceptionPoint::EXECUTION_END => &mut self.execution_end,
+        }
+    }
+
+    /// One bit per point (by index) that has a hook.
+    fn nonempty_mask(&self) -> u32 {
+        InterceptionPoint::ALL
+            .iter()
+            .filter(|point| self.erased(**point).len() > 0)
+            .fold(0, |mask, point| mask | 1 << point.index())
+    }
+}
+
+static STATIC_HOOKS: LazyLock<ChainSet> = LazyLock::new(ChainSet::statics);
+
+/// The chains of every link-time hook (a cheap copy).
+pub(crate) fn static_set() -> ChainSet {
+    STATIC_HOOKS.clone()
 }
 
 /// A set of hook chains, one per [`InterceptionPoint`].
@@ -139,14 +209,25 @@ impl Snapshot {
 ///
 /// Registering, unregistering and clearing work at any time and from any
 /// thread, including from inside a running hook: writers build a new
-/// snapshot and swap it in, while each dispatch keeps the snapshot it
-/// started with. A hook registered during a dispatch runs from the next
-/// dispatch on.
+/// snapshot and swap it in, while each call keeps the snapshot it started
+/// with. A hook registered during a call runs from the next call on.
+/// Registering one hook costs the same whatever the length of the chain.
+///
+/// ```
+/// use hooks_core::{HookRegistry, LlmCallHookContext, PRE_MODEL_CALL, get_hooks};
+///
+/// let registry = HookRegistry::new();
+/// registry.register_hook(PRE_MODEL_CALL, |ctx: &mut LlmCallHookContext| {
+///     ctx.messages.retain(|m| !m.content.contains("ignore previous instructions"));
+/// })?;
+/// assert_eq!(registry.get_hooks(PRE_MODEL_CALL).len(), 1);
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub struct HookRegistry {
-    state: ArcSwap<Snapshot>,
-    /// Per point: whether the chain has any hook. Lets a dispatch with no
-    /// hooks return after one relaxed load.
-    nonempty: [AtomicBool; 2],
+    state: ArcSwap<ChainSet>,
+    /// One bit per point whose chain has a hook: a call with no hooks
+    /// returns after one relaxed load.
+    nonempty: AtomicU32,
     write: Mutex<()>,
     events: EventBus,
 }
@@ -154,23 +235,22 @@ pub struct HookRegistry {
 impl HookRegistry {
     /// An empty registry: no link-time hooks, no listeners.
     pub fn new() -> Self {
-        HookRegistry::from_lists([Vec::new(), Vec::new()])
+        HookRegistry::from_set(ChainSet::default())
     }
 
     /// A registry holding every link-time hook of the program, in order.
     pub fn with_static_hooks() -> Self {
-        HookRegistry::from_lists(crate::__private::static_entries())
+        HookRegistry::from_set(STATIC_HOOKS.clone())
     }
 
-    fn from_lists(lists: [Vec<Arc<HookEntry>>; 2]) -> Self {
-        let registry = HookRegistry {
-            state: ArcSwap::from_pointee(Snapshot::build([Vec::new(), Vec::new()])),
-            nonempty: [AtomicBool::new(false), AtomicBool::new(false)],
+    fn from_set(set: ChainSet) -> Self {
+        let mask = set.nonempty_mask();
+        HookRegistry {
+            state: ArcSwap::from_pointee(set),
+            nonempty: AtomicU32::new(mask),
             write: Mutex::new(()),
             events: EventBus::new(),
-        };
-        registry.install(Snapshot::build(lists));
-        registry
+        }
     }
 
     /// The bus on which this registry's dispatches report.
@@ -178,67 +258,105 @@ impl HookRegistry {
         &self.events
     }
 
+    /// The points that have hooks, one bit per point index.
     #[inline]
-    pub(crate) fn has_hooks(&self, point: InterceptionPoint) -> bool {
-        self.nonempty[point.index()].load(Ordering::Relaxed)
+    pub(crate) fn nonempty_mask(&self) -> u32 {
+        self.nonempty.load(Ordering::Relaxed)
     }
 
     #[inline]
-    pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<Snapshot>> {
+    pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<ChainSet>> {
         self.state.load()
     }
 
-    pub(crate) fn snapshot_full(&self) -> Arc<Snapshot> {
+    pub(crate) fn snapshot_full(&self) -> Arc<ChainSet> {
         self.state.load_full()
     }
 
-    fn install(&self, snapshot: Snapshot) {
-        self.install_arc(Arc::new(snapshot));
+    /// Swaps `set` in and returns the set it replaces, which the caller
+    /// drops once every lock is released (a hook's captured state may call
+    /// back into the registry from its `Drop`).
+    fn install(&self, set: Arc<ChainSet>) -> Arc<ChainSet> {
+        let mask = set.nonempty_mask();
+        let old = self.state.swap(set);
+        // A call that reads a stale mask behaves as if it had started an
+        // instant earlier (on the previous snapshot): never on a torn chain.
+        self.nonempty.store(mask, Ordering::Release);
+        old
     }
 
-    fn install_arc(&self, snapshot: Arc<Snapshot>) {
-        let flags = [
-            !snapshot.chains[0].is_empty(),
-            !snapshot.chains[1].is_empty(),
-        ];
-        self.state.store(snapshot);
-        // A dispatch that reads a stale flag behaves as if it had run an
-        // instant earlier (on the previous snapshot): never on a torn chain.
-        for (flag, has) in self.nonempty.iter().zip(flags) {
-            flag.store(has, Ordering::Release);
+    /// Applies `change` to a copy of the chains and swaps the result in,
+    /// unless `change` fails. The replaced snapshot is dropped after the
+    /// write lock is released.
+    fn modify<T, E>(&self, change: impl FnOnce(&mut ChainSet) -> Result<T, E>) -> Result<T, E> {
+        let (result, old) = {
+            // The lock only orders writers; no hook runs under it.
+            let _write = self.write.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut set = ChainSet::clone(&self.state.load());
+            let result = change(&mut set)?;
+            (result, self.install(Arc::new(set)))
+        };
+        drop(old);
+        Ok(result)
+    }
+
+    fn modify_infallible<T>(&self, change: impl FnOnce(&mut ChainSet) -> T) -> T {
+        match self.modify(|set| Ok::<T, std::convert::Infallible>(change(set))) {
+            Ok(value) => value,
+            Err(never) => match never {},
         }
     }
 
-    /// Applies `change` to copies of both chains and swaps the result in.
-    fn modify<T>(&self, change: impl FnOnce(&mut [Vec<Arc<HookEntry>>; 2]) -> T) -> T {
-        // The lock only orders writers; no user code runs under it.
+    pub(crate) fn restore_snapshot(&self, saved: Arc<ChainSet>) -> Arc<ChainSet> {
         let _write = self.write.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut lists = self.state.load().lists();
-        let result = change(&mut lists);
-        self.install(Snapshot::build(lists));
-        result
+        self.install(saved)
     }
 
-    pub(crate) fn restore_snapshot(&self, saved: Arc<Snapshot>) {
-        let _write = self.write.lock().unwrap_or_else(PoisonError::into_inner);
-        self.install_arc(saved);
+    /// Applies several changes at once: every call sees either none of
+    /// them or all of them, never the registry half-way (clear a point and
+    /// register a new policy, say, with no call running unguarded in
+    /// between). Nothing is applied when `change` returns an error.
+    ///
+    /// Inside `change`, change the registry through the batch only.
+    ///
+    /// ```
+    /// use hooks_core::{HookAborted, HookRegistry, ToolCallHookContext, PRE_TOOL_CALL};
+    ///
+    /// let registry = HookRegistry::new();
+    /// registry.register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| {})?;
+    /// // Swap the whole PRE_TOOL_CALL policy in one step.
+    /// registry.update(|batch| {
+    ///     batch.clear_hooks(PRE_TOOL_CALL);
+    ///     batch.register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| -> Result<(), HookAborted> {
+    ///         Err("maintenance: no tools right now".into())
+    ///     })
+    /// })?;
+    /// assert_eq!(registry.get_hooks(PRE_TOOL_CALL).len(), 1);
+    /// # Ok::<(), hooks_core::RegisterError>(())
+    /// ```
+    pub fn update<T, E>(
+        &self,
+        change: impl FnOnce(&mut HookBatch<'_>) -> Result<T, E>,
+    ) -> Result<T, E> {
+        self.modify(|set| change(&mut HookBatch { set }))
     }
 
-    pub(crate) fn insert(&self, point: InterceptionPoint, entry: HookEntry) -> HookId {
+    pub(crate) fn insert<P: Point>(&self, entry: HookEntry<P>) -> HookId {
         let id = entry.info.id;
-        self.modify(|lists| lists[point.index()].push(Arc::new(entry)));
+        let entry = Arc::new(entry);
+        self.modify_infallible(|set| P::chain_mut(set).insert(entry));
         id
     }
 
     /// Registers `hook` at `point`, with no filters, after every hook
-    /// registered so far. Any return type of the guide's signatures is
-    /// accepted where it fits the point.
+    /// registered so far. The hook's context and return type must fit the
+    /// point: a mismatch is a compile error.
     ///
     /// ```
     /// use hooks_core::{HookRegistry, ToolCallHookContext, HookAborted, PRE_TOOL_CALL};
     /// let registry = HookRegistry::new();
     /// let id = registry.register_hook(PRE_TOOL_CALL, |ctx: &mut ToolCallHookContext| {
-    ///     if ctx.tool_name == "drop_table" {
+    ///     if ctx.tool_name() == "drop_table" {
     ///         return Err(HookAborted::new("no DDL", "safety-policy"));
     ///     }
     ///     Ok(())
@@ -246,115 +364,72 @@ impl HookRegistry {
     /// assert!(registry.unregister_hook(PRE_TOOL_CALL, id));
     /// # Ok::<(), hooks_core::RegisterError>(())
     /// ```
-    pub fn register_hook<F, R>(
-        &self,
-        point: InterceptionPoint,
-        hook: F,
-    ) -> Result<HookId, RegisterError>
+    ///
+    /// A return type that does not fit the point does not compile:
+    ///
+    /// ```compile_fail
+    /// use hooks_core::{HookRegistry, ToolCallHookContext, PRE_TOOL_CALL};
+    /// let registry = HookRegistry::new();
+    /// // PRE_TOOL_CALL hooks cannot replace a result.
+    /// registry.register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| Some("text".to_owned()));
+    /// ```
+    pub fn register_hook<P, F, R>(&self, point: P, hook: F) -> Result<HookId, RegisterError>
     where
-        F: Fn(&mut ToolCallHookContext) -> R + Send + Sync + 'static,
-        R: HookReturn,
+        P: Point,
+        F: Fn(&mut P::Context) -> R + Send + Sync + 'static,
+        R: HookReturn<P>,
     {
         self.register_hook_with(point, HookOptions::new(), hook)
     }
 
     /// Registers `hook` at `point` with filters, a name or fail-closed
-    /// behavior.
-    pub fn register_hook_with<F, R>(
+    /// behavior. A filter the point does not take is refused.
+    pub fn register_hook_with<P, F, R>(
         &self,
-        point: InterceptionPoint,
+        point: P,
         options: HookOptions,
         hook: F,
     ) -> Result<HookId, RegisterError>
     where
-        F: Fn(&mut ToolCallHookContext) -> R + Send + Sync + 'static,
-        R: HookReturn,
+        P: Point,
+        F: Fn(&mut P::Context) -> R + Send + Sync + 'static,
+        R: HookReturn<P>,
     {
-        let entry = runtime_entry(point, options, HookStyle::On, HookOrigin::Runtime, hook)?;
-        Ok(self.insert(point, entry))
-    }
-
-    /// Registers a crew-scoped hook (used by crews built from `#[crew_base]`
-    /// types): listed with [`HookOrigin::Crew`].
-    pub fn register_scoped_hook<F, R>(
-        &self,
-        point: InterceptionPoint,
-        crew: &str,
-        style: HookStyle,
-        options: HookOptions,
-        hook: F,
-    ) -> Result<HookId, RegisterError>
-    where
-        F: Fn(&mut ToolCallHookContext) -> R + Send + Sync + 'static,
-        R: HookReturn,
-    {
-        let origin = HookOrigin::Crew {
-            crew: crew.to_owned(),
-        };
-        let entry = runtime_entry(point, options, style, origin, hook)?;
-        Ok(self.insert(point, entry))
-    }
-
-    /// Inserts an already adapted crew-scoped hook (the door generated
-    /// `#[crew_base]` code uses).
-    pub(crate) fn insert_scoped(
-        &self,
-        point: InterceptionPoint,
-        crew: &str,
-        style: HookStyle,
-        options: HookOptions,
-        call: HookFn,
-    ) -> HookId {
-        let rank = next_rank();
-        let origin = HookOrigin::Crew {
-            crew: crew.to_owned(),
-        };
-        let info = base_info(point, options, style, origin, "crew hook", rank);
-        self.insert(
-            point,
-            HookEntry {
-                info,
-                rank,
-                type_id: None,
-                static_index: None,
-                call,
-            },
-        )
+        let _ = point;
+        let entry = on_entry::<P, F, R>(options, HookStyle::On, HookOrigin::Runtime, hook)?;
+        Ok(self.insert(entry))
     }
 
     /// Removes the hooks `handle` names at `point` (a [`HookId`], or the hook
     /// function itself); returns whether anything was removed. Works for
     /// hooks of every style, filtered or not, link-time ones included.
-    pub fn unregister_hook<M>(&self, point: InterceptionPoint, handle: impl HookHandle<M>) -> bool {
+    pub fn unregister_hook<M>(
+        &self,
+        point: impl Into<InterceptionPoint>,
+        handle: impl HookHandle<M>,
+    ) -> bool {
+        let point = point.into();
         let key = handle.hook_key();
-        self.modify(|lists| {
-            let list = &mut lists[point.index()];
-            let before = list.len();
-            list.retain(|entry| !key.selects(entry));
-            before != list.len()
-        })
+        self.modify_infallible(|set| set.erased_mut(point).remove(key) > 0)
     }
 
     /// The hooks registered at `point`, in the order they run.
-    pub fn get_hooks(&self, point: InterceptionPoint) -> Vec<HookInfo> {
-        self.snapshot().chains[point.index()]
-            .entries
-            .iter()
-            .map(|entry| entry.info.clone())
-            .collect()
+    pub fn get_hooks(&self, point: impl Into<InterceptionPoint>) -> Vec<HookInfo> {
+        self.snapshot().erased(point.into()).infos()
     }
 
     /// Removes every hook at `point`; returns how many were removed.
-    pub fn clear_hooks(&self, point: InterceptionPoint) -> usize {
-        self.modify(|lists| std::mem::take(&mut lists[point.index()]).len())
+    pub fn clear_hooks(&self, point: impl Into<InterceptionPoint>) -> usize {
+        let point = point.into();
+        self.modify_infallible(|set| set.erased_mut(point).clear())
     }
 
     /// Removes every hook at every point; returns how many were removed.
     pub fn clear_all_hooks(&self) -> usize {
-        self.modify(|lists| {
-            lists
-                .iter_mut()
-                .map(|list| std::mem::take(list).len())
+        self.modify_infallible(|set| {
+            InterceptionPoint::ALL
+                .iter()
+                .map(|point| set.erased_mut(*point).clear())
                 .sum()
         })
     }
@@ -362,29 +437,19 @@ impl HookRegistry {
     /// Puts back every link-time hook that was unregistered or cleared, in
     /// its place; returns how many were put back.
     pub fn restore_static_hooks(&self) -> usize {
-        let statics = crate::__private::static_entries();
-        self.modify(|lists| {
-            let mut restored = 0;
-            for (list, wanted) in lists.iter_mut().zip(statics) {
-                for entry in wanted {
-                    let present = list
-                        .iter()
-                        .any(|have| have.static_index == entry.static_index);
-                    if !present {
-                        list.push(entry);
-                        restored += 1;
-                    }
-                }
-            }
-            restored
+        self.modify_infallible(|set| {
+            InterceptionPoint::ALL
+                .iter()
+                .map(|point| set.erased_mut(*point).restore_from(&STATIC_HOOKS))
+                .sum()
         })
     }
 
     /// Legacy name: registers a before hook (`Some(false)`/`false` blocks).
     pub fn register_before_tool_call_hook<F, R>(&self, hook: F) -> HookId
     where
-        F: Fn(&mut ToolCallHookContext) -> R + Send + Sync + 'static,
-        R: LegacyBeforeReturn + HookReturn,
+        F: Fn(&mut crate::ToolCallHookContext) -> R + Send + Sync + 'static,
+        R: LegacyBeforeReturn<PreToolCall>,
     {
         self.register_before_tool_call_hook_with(HookOptions::new(), hook)
     }
@@ -392,25 +457,22 @@ impl HookRegistry {
     /// Legacy name: registers a before hook with filters or options.
     pub fn register_before_tool_call_hook_with<F, R>(&self, options: HookOptions, hook: F) -> HookId
     where
-        F: Fn(&mut ToolCallHookContext) -> R + Send + Sync + 'static,
-        R: LegacyBeforeReturn + HookReturn,
+        F: Fn(&mut crate::ToolCallHookContext) -> R + Send + Sync + 'static,
+        R: LegacyBeforeReturn<PreToolCall>,
     {
-        let entry = typed_entry(
-            PRE_TOOL_CALL,
+        self.insert(legacy_before_entry::<PreToolCall, F, R>(
             options,
             HookStyle::BeforeToolCall,
-            HookOrigin::Runtime,
             hook,
-        );
-        self.insert(PRE_TOOL_CALL, entry)
+        ))
     }
 
     /// Legacy name: registers an after hook (`Some(text)` replaces the
     /// result).
     pub fn register_after_tool_call_hook<F, R>(&self, hook: F) -> HookId
     where
-        F: Fn(&mut ToolCallHookContext) -> R + Send + Sync + 'static,
-        R: PostHookReturn + HookReturn,
+        F: Fn(&mut crate::ToolCallHookContext) -> R + Send + Sync + 'static,
+        R: HookReturn<PostToolCall>,
     {
         self.register_after_tool_call_hook_with(HookOptions::new(), hook)
     }
@@ -418,55 +480,220 @@ impl HookRegistry {
     /// Legacy name: registers an after hook with filters or options.
     pub fn register_after_tool_call_hook_with<F, R>(&self, options: HookOptions, hook: F) -> HookId
     where
-        F: Fn(&mut ToolCallHookContext) -> R + Send + Sync + 'static,
-        R: PostHookReturn + HookReturn,
+        F: Fn(&mut crate::ToolCallHookContext) -> R + Send + Sync + 'static,
+        R: HookReturn<PostToolCall>,
     {
-        let entry = typed_entry(
-            POST_TOOL_CALL,
+        self.insert(unchecked_entry::<PostToolCall, F, R>(
             options,
             HookStyle::AfterToolCall,
             HookOrigin::Runtime,
             hook,
-        );
-        self.insert(POST_TOOL_CALL, entry)
+        ))
     }
 
     /// Legacy name for `unregister_hook(PRE_TOOL_CALL, handle)`.
     pub fn unregister_before_tool_call_hook<M>(&self, handle: impl HookHandle<M>) -> bool {
-        self.unregister_hook(PRE_TOOL_CALL, handle)
+        self.unregister_hook(InterceptionPoint::PRE_TOOL_CALL, handle)
     }
 
     /// Legacy name for `unregister_hook(POST_TOOL_CALL, handle)`.
     pub fn unregister_after_tool_call_hook<M>(&self, handle: impl HookHandle<M>) -> bool {
-        self.unregister_hook(POST_TOOL_CALL, handle)
+        self.unregister_hook(InterceptionPoint::POST_TOOL_CALL, handle)
     }
 
     /// Legacy name for `get_hooks(PRE_TOOL_CALL)`.
     pub fn get_before_tool_call_hooks(&self) -> Vec<HookInfo> {
-        self.get_hooks(PRE_TOOL_CALL)
+        self.get_hooks(InterceptionPoint::PRE_TOOL_CALL)
     }
 
     /// Legacy name for `get_hooks(POST_TOOL_CALL)`.
     pub fn get_after_tool_call_hooks(&self) -> Vec<HookInfo> {
-        self.get_hooks(POST_TOOL_CALL)
+        self.get_hooks(InterceptionPoint::POST_TOOL_CALL)
     }
 
     /// Legacy name for `clear_hooks(PRE_TOOL_CALL)`.
     pub fn clear_before_tool_call_hooks(&self) -> usize {
-        self.clear_hooks(PRE_TOOL_CALL)
+        self.clear_hooks(InterceptionPoint::PRE_TOOL_CALL)
     }
 
     /// Legacy name for `clear_hooks(POST_TOOL_CALL)`.
     pub fn clear_after_tool_call_hooks(&self) -> usize {
-        self.clear_hooks(POST_TOOL_CALL)
+        self.clear_hooks(InterceptionPoint::POST_TOOL_CALL)
     }
 
-    /// Legacy name: clears both chains; returns `(before, after)` counts.
+    /// Legacy name: clears both tool-call chains at once; returns
+    /// `(before, after)` counts.
     pub fn clear_all_tool_call_hooks(&self) -> (usize, usize) {
-        self.modify(|lists| {
-            let [pre, post] = lists;
-            (std::mem::take(pre).len(), std::mem::take(post).len())
+        self.clear_pair(
+            InterceptionPoint::PRE_TOOL_CALL,
+            InterceptionPoint::POST_TOOL_CALL,
+        )
+    }
+
+    /// Legacy name: registers a `before_llm_call` hook (`Some(false)`/`false`
+    /// blocks the model call, which ends the run).
+    pub fn register_before_llm_call_hook<F, R>(&self, hook: F) -> HookId
+    where
+        F: Fn(&mut crate::LlmCallHookContext) -> R + Send + Sync + 'static,
+        R: LegacyBeforeReturn<PreModelCall>,
+    {
+        self.register_before_llm_call_hook_with(HookOptions::new(), hook)
+    }
+
+    /// Legacy name: registers a `before_llm_call` hook with options.
+    pub fn register_before_llm_call_hook_with<F, R>(&self, options: HookOptions, hook: F) -> HookId
+    where
+        F: Fn(&mut crate::LlmCallHookContext) -> R + Send + Sync + 'static,
+        R: LegacyBeforeReturn<PreModelCall>,
+    {
+        self.insert(legacy_before_entry::<PreModelCall, F, R>(
+            options,
+            HookStyle::BeforeLlmCall,
+            hook,
+        ))
+    }
+
+    /// Legacy name: registers an `after_llm_call` hook (`Some(text)`
+    /// replaces the answer's text).
+    pub fn register_after_llm_call_hook<F, R>(&self, hook: F) -> HookId
+    where
+        F: Fn(&mut crate::LlmCallHookContext) -> R + Send + Sync + 'static,
+        R: HookReturn<PostModelCall>,
+    {
+        self.register_after_llm_call_hook_with(HookOptions::new(), hook)
+    }
+
+    /// Legacy name: registers an `after_llm_call` hook with options.
+    pub fn register_after_llm_call_hook_with<F, R>(&self, options: HookOptions, hook: F) -> HookId
+    where
+        F: Fn(&mut crate::LlmCallHookContext) -> R + Send + Sync + 'static,
+        R: HookReturn<PostModelCall>,
+    {
+        self.insert(unchecked_entry::<PostModelCall, F, R>(
+            options,
+            HookStyle::AfterLlmCall,
+            HookOrigin::Runtime,
+            hook,
+        ))
+    }
+
+    /// Legacy name for `unregister_hook(PRE_MODEL_CALL, handle)`.
+    pub fn unregister_before_llm_call_hook<M>(&self, handle: impl HookHandle<M>) -> bool {
+        self.unregister_hook(InterceptionPoint::PRE_MODEL_CALL, handle)
+    }
+
+    /// Legacy name for `unregister_hook(POST_MODEL_CALL, handle)`.
+    pub fn unregister_after_llm_call_hook<M>(&self, handle: impl HookHandle<M>) -> bool {
+        self.unregister_hook(InterceptionPoint::POST_MODEL_CALL, handle)
+    }
+
+    /// Legacy name for `get_hooks(PRE_MODEL_CALL)`.
+    pub fn get_before_llm_call_hooks(&self) -> Vec<HookInfo> {
+        self.get_hooks(InterceptionPoint::PRE_MODEL_CALL)
+    }
+
+    /// Legacy name for `get_hooks(POST_MODEL_CALL)`.
+    pub fn get_after_llm_call_hooks(&self) -> Vec<HookInfo> {
+        self.get_hooks(InterceptionPoint::POST_MODEL_CALL)
+    }
+
+    /// Legacy name for `clear_hooks(PRE_MODEL_CALL)`.
+    pub fn clear_before_llm_call_hooks(&self) -> usize {
+        self.clear_hooks(InterceptionPoint::PRE_MODEL_CALL)
+    }
+
+    /// Legacy name for `clear_hooks(POST_MODEL_CALL)`.
+    pub fn clear_after_llm_call_hooks(&self) -> usize {
+        self.clear_hooks(InterceptionPoint::POST_MODEL_CALL)
+    }
+
+    /// Legacy name: clears both model-call chains at once; returns
+    /// `(before, after)` counts.
+    pub fn clear_all_llm_call_hooks(&self) -> (usize, usize) {
+        self.clear_pair(
+            InterceptionPoint::PRE_MODEL_CALL,
+            InterceptionPoint::POST_MODEL_CALL,
+        )
+    }
+
+    fn clear_pair(&self, first: InterceptionPoint, second: InterceptionPoint) -> (usize, usize) {
+        self.modify_infallible(|set| {
+            (
+                set.erased_mut(first).clear(),
+                set.erased_mut(second).clear(),
+            )
         })
+    }
+}
+
+/// Changes to a registry applied all at once by [`HookRegistry::update`].
+pub struct HookBatch<'a> {
+    set: &'a mut ChainSet,
+}
+
+impl HookBatch<'_> {
+    /// Registers `hook` at `point` (see [`HookRegistry::register_hook`]).
+    pub fn register_hook<P, F, R>(&mut self, point: P, hook: F) -> Result<HookId, RegisterError>
+    where
+        P: Point,
+        F: Fn(&mut P::Context) -> R + Send + Sync + 'static,
+        R: HookReturn<P>,
+    {
+        self.register_hook_with(point, HookOptions::new(), hook)
+    }
+
+    /// Registers `hook` at `point` with options (see
+    /// [`HookRegistry::register_hook_with`]).
+    pub fn register_hook_with<P, F, R>(
+        &mut self,
+        point: P,
+        options: HookOptions,
+        hook: F,
+    ) -> Result<HookId, RegisterError>
+    where
+        P: Point,
+        F: Fn(&mut P::Context) -> R + Send + Sync + 'static,
+        R: HookReturn<P>,
+    {
+        let _ = point;
+        let entry = on_entry::<P, F, R>(options, HookStyle::On, HookOrigin::Runtime, hook)?;
+        let id = entry.info.id;
+        P::chain_mut(self.set).insert(Arc::new(entry));
+        Ok(id)
+    }
+
+    /// Removes the hooks `handle` names at `point`; returns whether anything
+    /// was removed.
+    pub fn unregister_hook<M>(
+        &mut self,
+        point: impl Into<InterceptionPoint>,
+        handle: impl HookHandle<M>,
+    ) -> bool {
+        self.set.erased_mut(point.into()).remove(handle.hook_key()) > 0
+    }
+
+    /// Removes every hook at `point`; returns how many.
+    pub fn clear_hooks(&mut self, point: impl Into<InterceptionPoint>) -> usize {
+        self.set.erased_mut(point.into()).clear()
+    }
+
+    /// Removes every hook at every point; returns how many.
+    pub fn clear_all_hooks(&mut self) -> usize {
+        InterceptionPoint::ALL
+            .iter()
+            .map(|point| self.set.erased_mut(*point).clear())
+            .sum()
+    }
+
+    /// The hooks at `point` as the batch has left them so far.
+    pub fn get_hooks(&self, point: impl Into<InterceptionPoint>) -> Vec<HookInfo> {
+        self.set.erased(point.into()).infos()
+    }
+}
+
+impl fmt::Debug for HookBatch<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HookBatch").finish_non_exhaustive()
     }
 }
 
@@ -478,12 +705,15 @@ impl Default for HookRegistry {
 
 impl fmt::Debug for HookRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let snapshot = self.snapshot();
-        f.debug_struct("HookRegistry")
-            .field("pre_tool_call", &snapshot.chains[0].entries.len())
-            .field("post_tool_call", &snapshot.chains[1].entries.len())
-            .field("events", &self.events)
-            .finish()
+        let set = self.snapshot();
+        let mut debug = f.debug_struct("HookRegistry");
+        for point in InterceptionPoint::ALL {
+            let len = set.erased(point).len();
+            if len > 0 {
+                debug.field(point.as_str(), &len);
+            }
+        }
+        debug.field("events", &self.events).finish()
     }
 }
 
@@ -508,56 +738,105 @@ fn base_info(
     }
 }
 
-fn runtime_entry<F, R>(
+/// Checks that the options' filters apply at `point`.
+pub(crate) fn check_filters(
     point: InterceptionPoint,
-    options: HookOptions,
-    style: HookStyle,
-    origin: HookOrigin,
-    hook: F,
-) -> Result<HookEntry, RegisterError>
-where
-    F: Fn(&mut ToolCallHookContext) -> R + Send + Sync + 'static,
-    R: HookReturn,
-{
-    let fits = match point {
-        PRE_TOOL_CALL => R::FITS_PRE,
-        POST_TOOL_CALL => R::FITS_POST,
-    };
-    if !fits {
-        return Err(RegisterError::ReturnTypeDoesNotFit {
+    options: &HookOptions,
+) -> Result<(), RegisterError> {
+    if !options.tools.is_empty() && !point.accepts_tool_filter() {
+        return Err(RegisterError::FilterDoesNotApply {
             point,
-            return_type: type_name::<R>(),
+            filter: "tools",
         });
     }
-    Ok(typed_entry(point, options, style, origin, hook))
+    if !options.agents.is_empty() && !point.accepts_agent_filter() {
+        return Err(RegisterError::FilterDoesNotApply {
+            point,
+            filter: "agents",
+        });
+    }
+    Ok(())
 }
 
-/// Builds an entry for a hook whose return type is known to fit `point`.
-fn typed_entry<F, R>(
-    point: InterceptionPoint,
+/// An entry for a `#[on]`-style hook, its filters checked.
+pub(crate) fn on_entry<P, F, R>(
     options: HookOptions,
     style: HookStyle,
     origin: HookOrigin,
     hook: F,
-) -> HookEntry
+) -> Result<HookEntry<P>, RegisterError>
 where
-    F: Fn(&mut ToolCallHookContext) -> R + Send + Sync + 'static,
-    R: HookReturn,
+    P: Point,
+    F: Fn(&mut P::Context) -> R + Send + Sync + 'static,
+    R: HookReturn<P>,
 {
+    check_filters(P::ID, &options)?;
+    Ok(unchecked_entry::<P, F, R>(options, style, origin, hook))
+}
+
+/// An entry for a hook whose filters are known to fit (the legacy tool and
+/// model points take both filters).
+fn unchecked_entry<P, F, R>(
+    options: HookOptions,
+    style: HookStyle,
+    origin: HookOrigin,
+    hook: F,
+) -> HookEntry<P>
+where
+    P: Point,
+    F: Fn(&mut P::Context) -> R + Send + Sync + 'static,
+    R: HookReturn<P>,
+{
+    let call: Arc<crate::hook::SyncHookFn<P>> = Arc::new(move |ctx| hook(ctx).into_decision());
+    entry::<P, F>(options, style, origin, HookCall::Shared(call))
+}
+
+fn legacy_before_entry<P, F, R>(options: HookOptions, style: HookStyle, hook: F) -> HookEntry<P>
+where
+    P: LegacyBeforePoint,
+    F: Fn(&mut P::Context) -> R + Send + Sync + 'static,
+    R: LegacyBeforeReturn<P>,
+{
+    let call: Arc<crate::hook::SyncHookFn<P>> = Arc::new(move |ctx| hook(ctx).into_decision());
+    entry::<P, F>(options, style, HookOrigin::Runtime, HookCall::Shared(call))
+}
+
+fn entry<P: Point, F: 'static>(
+    options: HookOptions,
+    style: HookStyle,
+    origin: HookOrigin,
+    call: HookCall<P>,
+) -> HookEntry<P> {
     let rank = next_rank();
-    let type_id = function_key::<F>();
-    let info = base_info(point, options, style, origin, type_name::<F>(), rank);
-    let call = match point {
-        PRE_TOOL_CALL => HookFn::Pre(Arc::new(move |ctx| hook(ctx).pre())),
-        POST_TOOL_CALL => HookFn::Post(Arc::new(move |ctx| hook(ctx).post())),
-    };
     HookEntry {
-        info,
+        info: base_info(P::ID, options, style, origin, type_name::<F>(), rank),
         rank,
-        type_id,
+        type_id: function_key::<F>(),
         static_index: None,
         call,
     }
+}
+
+/// An entry for a hook already adapted to its point (the door generated
+/// `#[crew_base]` code and runtimes use), labeled with a crew.
+pub(crate) fn crew_entry<P: Point>(
+    crew: &str,
+    style: HookStyle,
+    options: HookOptions,
+    call: Arc<crate::hook::SyncHookFn<P>>,
+) -> Result<HookEntry<P>, RegisterError> {
+    check_filters(P::ID, &options)?;
+    let rank = next_rank();
+    let origin = HookOrigin::Crew {
+        crew: crew.to_owned(),
+    };
+    Ok(HookEntry {
+        info: base_info(P::ID, options, style, origin, "crew hook", rank),
+        rank,
+        type_id: None,
+        static_index: None,
+        call: HookCall::Shared(call),
+    })
 }
 
 static GLOBAL: LazyLock<HookRegistry> = LazyLock::new(HookRegistry::with_static_hooks);

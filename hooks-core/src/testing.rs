@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::registry::{Snapshot, global_registry};
+use crate::registry::{ChainSet, global_registry};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -22,9 +22,9 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// ```
 #[must_use = "the registry is restored when the fixture is dropped"]
 pub struct GlobalHooksFixture {
-    saved: Arc<Snapshot>,
+    saved: Arc<ChainSet>,
     saved_listeners: Arc<Vec<(crate::events::ListenerId, ListenerFn)>>,
-    _serial: MutexGuard<'static, ()>,
+    serial: Option<MutexGuard<'static, ()>>,
 }
 
 type ListenerFn = Arc<dyn Fn(&crate::events::Event) + Send + Sync>;
@@ -39,13 +39,13 @@ impl GlobalHooksFixture {
         let registry = global_registry();
         let saved = registry.snapshot_full();
         let saved_listeners = registry.events().listeners_snapshot();
-        registry.clear_all_hooks();
-        registry.restore_static_hooks();
+        // One swap, so no dispatch sees the registry half-reset.
+        drop(registry.restore_snapshot(Arc::new(crate::registry::static_set())));
         registry.events().clear();
         GlobalHooksFixture {
             saved,
             saved_listeners,
-            _serial: serial,
+            serial: Some(serial),
         }
     }
 }
@@ -59,10 +59,16 @@ impl Default for GlobalHooksFixture {
 impl Drop for GlobalHooksFixture {
     fn drop(&mut self) {
         let registry = global_registry();
-        registry.restore_snapshot(Arc::clone(&self.saved));
-        registry
+        let replaced = registry.restore_snapshot(Arc::clone(&self.saved));
+        let replaced_listeners = registry
             .events()
             .restore_listeners(Arc::clone(&self.saved_listeners));
+        // Release the fixture before the test's hooks and listeners are
+        // dropped: a `Drop` of theirs may take the fixture or touch the
+        // registry without deadlocking.
+        drop(self.serial.take());
+        drop(replaced);
+        drop(replaced_listeners);
     }
 }
 

@@ -8,9 +8,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use hooks_core::runtime::{ToolOutput, blocked_message, withheld_message};
 use hooks_core::{
     Event, HookAborted, HookOptions, HookRegistry, POST_TOOL_CALL, PRE_TOOL_CALL,
-    ToolCallHookContext, ToolOutput, blocked_message, withheld_message,
+    ToolCallHookContext,
 };
 use proptest::prelude::*;
 

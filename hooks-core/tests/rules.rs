@@ -4,10 +4,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use hooks_core::runtime::{Dispatcher, ToolOutput};
 use hooks_core::{
-    AgentInfo, DispatchOutcome, Dispatcher, Event, FailureMode, HookAborted, HookOptions,
-    HookOrigin, HookRegistry, HookStyle, InterceptionPoint, POST_TOOL_CALL, PRE_TOOL_CALL,
-    RegisterError, ScriptedInput, ToolCallHookContext, ToolOutput, Verdict,
+    AgentInfo, DispatchOutcome, Event, FailureMode, HookAborted, HookOptions, HookOrigin,
+    HookRegistry, HookStyle, InterceptionPoint, POST_TOOL_CALL, PRE_TOOL_CALL, RegisterError,
+    ScriptedInput, ToolCallHookContext, Verdict,
 };
 use serde_json::{Map, Value, json};
 
@@ -73,7 +74,7 @@ fn run(
     registry: &HookRegistry,
     ctx: &mut ToolCallHookContext,
     tool_runs: &AtomicUsize,
-) -> Result<hooks_core::ToolCallReport, HookAborted> {
+) -> Result<hooks_core::runtime::ToolCallReport, HookAborted> {
     registry.run_tool_call(ctx, |_| {
         tool_runs.fetch_add(1, Ordering::SeqCst);
         ToolOutput::text("tool output")
@@ -191,7 +192,7 @@ fn tools_filter_matches_normalized_names_exactly_never_substrings() {
 
     for spelled in ["web_search", "WebSearch", "web-search", "Web Search"] {
         let ctx = &mut call(spelled);
-        assert_eq!(ctx.tool_name, "web_search");
+        assert_eq!(ctx.tool_name(), "web_search");
         registry.dispatch_pre(ctx);
         assert_eq!(log.take(), ["search_only"], "{spelled}");
     }
@@ -341,7 +342,7 @@ fn blocked_call_skips_later_pre_hooks_and_the_tool_but_runs_post_hooks() {
             HookOptions::new().name("blocker").tools(["delete_file"]),
             |ctx: &mut ToolCallHookContext| -> Result<(), HookAborted> {
                 Err(HookAborted::new(
-                    format!("{} is not allowed", ctx.tool_name),
+                    format!("{} is not allowed", ctx.tool_name()),
                     "safety-policy",
                 ))
             },
@@ -393,7 +394,7 @@ fn legacy_false_blocks_like_an_abort() {
     let registry = HookRegistry::new();
     registry.register_before_tool_call_hook(|ctx: &mut ToolCallHookContext| {
         // Some(false) blocks; None continues.
-        (ctx.tool_name == "delete_database").then_some(false)
+        (ctx.tool_name() == "delete_database").then_some(false)
     });
     registry.register_before_tool_call_hook_with(
         HookOptions::new().tools(["drop_table"]),
@@ -534,7 +535,10 @@ fn panicking_hook_fails_open_by_default_and_poisons_nothing() {
     assert_eq!(log.take(), ["after_buggy"]);
     let panics = panics.lock().expect("lock").clone();
     assert_eq!(panics.len(), 2);
-    assert_eq!(panics[0], ("buggy".to_owned(), PRE_TOOL_CALL, false));
+    assert_eq!(
+        panics[0],
+        ("buggy".to_owned(), InterceptionPoint::PRE_TOOL_CALL, false)
+    );
     assert_eq!(panics[1].1, POST_TOOL_CALL);
     // The registry still works after the panics.
     logging_pre(&registry, &log, "registered_after", HookOptions::new());
@@ -595,7 +599,7 @@ fn fail_closed_hook_blocks_on_panic_at_pre_and_withholds_at_post() {
     );
     assert_eq!(
         report.observation,
-        hooks_core::withheld_message("read_secret")
+        hooks_core::runtime::withheld_message("read_secret")
     );
 }
 
@@ -717,33 +721,38 @@ fn clear_hooks_returns_the_count_and_clear_all_clears_everything() {
 }
 
 #[test]
-fn register_hook_refuses_a_return_type_that_does_not_fit_the_point() {
+fn register_hook_refuses_a_filter_its_point_does_not_take() {
+    // A return type that does not fit the point does not compile (see the
+    // compile_fail doctests); a filter that does not apply is refused.
     let registry = HookRegistry::new();
     let error = registry
-        .register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| {
-            Some("replacement".to_owned())
-        })
-        .expect_err("Option<String> does not fit PRE");
+        .register_hook_with(
+            hooks_core::OUTPUT,
+            HookOptions::new().agents(["Writer"]),
+            |_: &mut hooks_core::OutputContext| {},
+        )
+        .expect_err("OUTPUT has no agent");
     assert!(matches!(
         error,
-        RegisterError::ReturnTypeDoesNotFit {
-            point: PRE_TOOL_CALL,
-            ..
+        RegisterError::FilterDoesNotApply {
+            point: InterceptionPoint::OUTPUT,
+            filter: "agents",
         }
     ));
     assert!(
-        error.to_string().contains("Option<alloc::string::String>")
-            || error.to_string().contains("Option<String>"),
-        "{error}"
-    );
-    assert!(
         registry
-            .register_hook(POST_TOOL_CALL, |_: &mut ToolCallHookContext| Some(false))
+            .register_hook_with(
+                hooks_core::PRE_MODEL_CALL,
+                HookOptions::new().tools(["web_search"]),
+                |_: &mut hooks_core::LlmCallHookContext| {},
+            )
             .is_err()
     );
     assert!(
-        registry.get_hooks(PRE_TOOL_CALL).is_empty()
-            && registry.get_hooks(POST_TOOL_CALL).is_empty()
+        registry.get_hooks(InterceptionPoint::OUTPUT).is_empty()
+            && registry
+                .get_hooks(InterceptionPoint::PRE_MODEL_CALL)
+                .is_empty()
     );
 }
 
@@ -822,16 +831,33 @@ fn each_dispatch_with_a_hook_emits_one_event_with_outcome_and_abort_details() {
     let events = events.lock().expect("lock").clone();
     let summary: Vec<(InterceptionPoint, &str, usize, &str)> = events
         .iter()
-        .map(|e| (e.point, e.outcome, e.hooks_run, e.tool_name.as_str()))
+        .map(|e| {
+            (
+                e.point,
+                e.outcome,
+                e.hooks_run,
+                e.tool_name.as_deref().unwrap_or(""),
+            )
+        })
         .collect();
     // drop_table: PRE aborted by the first hook; no POST hook matches it.
     // read_file: PRE proceeded through one hook; POST modified.
     assert_eq!(
         summary,
         [
-            (PRE_TOOL_CALL, "aborted", 1, "drop_table"),
-            (PRE_TOOL_CALL, "proceeded", 1, "read_file"),
-            (POST_TOOL_CALL, "modified", 1, "read_file"),
+            (InterceptionPoint::PRE_TOOL_CALL, "aborted", 1, "drop_table"),
+            (
+                InterceptionPoint::PRE_TOOL_CALL,
+                "proceeded",
+                1,
+                "read_file"
+            ),
+            (
+                InterceptionPoint::POST_TOOL_CALL,
+                "modified",
+                1,
+                "read_file"
+            ),
         ]
     );
     assert_eq!(events[0].abort_reason.as_deref(), Some("no DDL"));
@@ -882,7 +908,7 @@ fn explain_lists_running_hooks_in_order_and_the_filter_that_skips_the_others() {
     let explanation = Dispatcher::new(&global)
         .with_scope(&crew)
         .explain("Read File", Some("Researcher"));
-    assert_eq!(explanation.tool_name, "read_file");
+    assert_eq!(explanation.tool_name.as_deref(), Some("read_file"));
     assert_eq!(
         explanation.running(PRE_TOOL_CALL),
         ["everyone", "crew_validator"]

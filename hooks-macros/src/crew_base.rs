@@ -217,7 +217,8 @@ fn collect(block: &mut ItemImpl, errors: &mut Errors) -> Collected {
                 }
             }
             Some((Role::Hook(_), args)) => {
-                let signature = validate::hook_method(&method.sig, errors);
+                let point = args.as_ref().and_then(|args| args.point);
+                let signature = validate::hook_method(&method.sig, point, errors);
                 if let (Some(args), Some(signature)) = (args, signature)
                     && let Some(point) = args.point
                 {
@@ -456,11 +457,10 @@ fn registration(hook: &HookMethod, crew_name: &str, paths: &Paths) -> TokenStrea
         }
         None => paths,
     };
-    let (register, decision) = match hook.point {
-        Point::Pre => (paths.register_scoped_pre(), paths.pre_decision()),
-        Point::Post => (paths.register_scoped_post(), paths.post_decision()),
-    };
-    let context = paths.context();
+    let register = paths.register_scoped();
+    let decision = paths.decision(hook.point);
+    let point_type = paths.point_type(hook.point);
+    let context = paths.context(hook.point);
     let shared_arc = paths.shared_arc();
     let ident = &hook.ident;
     let context_name = Ident::new("__ctx", Span::call_site());
@@ -476,7 +476,9 @@ fn registration(hook: &HookMethod, crew_name: &str, paths: &Paths) -> TokenStrea
     let style = style(paths, hook.args.kind);
     let options = options(hook, crew_name, paths);
     quote! {
-        #register(__registry, #crew_name, #style, #options, {
+        // The attribute checked the filters against the point, so
+        // registering cannot fail.
+        let _ = #register(#point_type, __registry, #crew_name, #style, #options, {
             let __this = #shared_arc::clone(&__this);
             move |#context_name: &mut #context| -> #decision { #call }
         });

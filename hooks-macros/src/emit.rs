@@ -41,7 +41,7 @@ pub(crate) fn hook_attribute(kind: HookKind, args: TokenStream, item: TokenStrea
     };
     let signature = function
         .as_ref()
-        .and_then(|function| validate::free_hook(&function.sig, &mut errors));
+        .and_then(|function| validate::free_hook(&function.sig, hook_args.point, &mut errors));
     let registration = match (&function, &signature, hook_args.point) {
         (Some(function), Some(signature), Some(point)) if errors.is_empty() => {
             static_record(&function.sig.ident, &hook_args, point, signature)
@@ -64,10 +64,11 @@ fn static_record(
     signature: &HookSignature,
 ) -> TokenStream {
     let paths = Paths::new(args.krate.as_ref());
-    let context = paths.context();
-    let static_hook = paths.static_hook();
-    let static_call = paths.static_call();
-    let static_hooks = paths.static_hooks();
+    let context = paths.context(point);
+    let decision = paths.decision(point);
+    let static_hook = paths.static_hook(point);
+    let static_hook_record = paths.static_hook_record();
+    let static_slice = paths.static_slice(point);
     let linkme = paths.linkme();
     let type_id = paths::type_id();
     let type_id_of = paths.type_id_of();
@@ -83,11 +84,6 @@ fn static_record(
         TokenStream::new(),
         &context_name,
     );
-    let (decision, variant, point_name) = match point {
-        Point::Pre => (paths.pre_decision(), quote!(Pre), quote!(PRE_TOOL_CALL)),
-        Point::Post => (paths.post_decision(), quote!(Post), quote!(POST_TOOL_CALL)),
-    };
-    let interception_point = paths.interception_point();
     let style = style(&paths, args.kind);
     let failure = failure(&paths, args.fail_closed);
     let name = function.unraw().to_string();
@@ -103,10 +99,9 @@ fn static_record(
             fn __type_id() -> #type_id {
                 #type_id_of(&#function)
             }
-            #[#linkme::distributed_slice(#static_hooks)]
+            #[#linkme::distributed_slice(#static_slice)]
             #[linkme(crate = #linkme)]
-            static __HOOK: #static_hook = #static_hook {
-                point: #interception_point::#point_name,
+            static __HOOK: #static_hook = #static_hook_record {
                 style: #style,
                 name: #name,
                 module_path: #module_path,
@@ -117,7 +112,7 @@ fn static_record(
                 agents: &[#(#agents),*],
                 order: #order,
                 failure: #failure,
-                call: #static_call::#variant(__hook),
+                call: __hook,
                 type_id: __type_id,
             };
         };
@@ -131,6 +126,8 @@ pub(crate) fn style(paths: &Paths, kind: HookKind) -> TokenStream {
         HookKind::On => quote!(#hook_style::On),
         HookKind::BeforeToolCall => quote!(#hook_style::BeforeToolCall),
         HookKind::AfterToolCall => quote!(#hook_style::AfterToolCall),
+        HookKind::BeforeLlmCall => quote!(#hook_style::BeforeLlmCall),
+        HookKind::AfterLlmCall => quote!(#hook_style::AfterLlmCall),
     }
 }
 
@@ -144,7 +141,7 @@ fn failure(paths: &Paths, fail_closed: bool) -> TokenStream {
 }
 
 /// The call of the user's hook, adapted to its point's decision:
-/// `reader::<R>(callee(leading_args &mut *ctx))`.
+/// `reader::<Point, R>(callee(leading_args &mut *ctx))`.
 ///
 /// The return type is written out as the reader's type argument, so an
 /// unaccepted return type is reported by rustc (with the message of the
@@ -160,11 +157,12 @@ pub(crate) fn adapted_call(
     leading_args: TokenStream,
     context: &Ident,
 ) -> TokenStream {
-    let reader = match (kind, point) {
-        (HookKind::BeforeToolCall, _) => paths.legacy_before(),
-        (_, Point::Pre) => paths.on_pre(),
-        (_, Point::Post) => paths.post(),
+    let reader = if kind.is_legacy_before() {
+        paths.legacy_before()
+    } else {
+        paths.on_reader()
     };
+    let point_type = paths.point_type(point);
     let (output, output_span) = match &signature.output {
         Some(ty) => {
             let span = ty
@@ -181,7 +179,7 @@ pub(crate) fn adapted_call(
     let borrow = respan(quote!(&mut *), first);
     let context = Ident::new(&context.to_string(), Span::call_site().located_at(last));
     quote! {
-        #reader::<#output>(#callee(#leading_args #borrow #context))
+        #reader::<#point_type, #output>(#callee(#leading_args #borrow #context))
     }
 }
 

@@ -1,4 +1,4 @@
-//! Attributes that register tool-call hooks.
+//! Attributes that register hooks at the ten interception points.
 //!
 //! Use them through `crew-runtime` (or `hooks-core`), which re-export them;
 //! this crate only parses, checks and emits data for the engine:
@@ -29,8 +29,13 @@ use crate::parse::HookKind;
 /// Registers a free function as a hook at an interception point:
 /// `#[on(PRE_TOOL_CALL)]` or `#[on(POST_TOOL_CALL, tools = ["web_search"])]`.
 ///
-/// Arguments after the point: `tools = ["..."]` (normalized like tool
-/// names), `agents = ["..."]` (exact roles), `order = N` (link-time hooks run
+/// The points: `EXECUTION_START`, `INPUT`, `PRE_STEP`, `PRE_MODEL_CALL`,
+/// `POST_MODEL_CALL`, `PRE_TOOL_CALL`, `POST_TOOL_CALL`, `POST_STEP`,
+/// `OUTPUT`, `EXECUTION_END`, each with its own context type.
+///
+/// Arguments after the point: `tools = ["..."]` (tool-call points only;
+/// normalized like tool names), `agents = ["..."]` (step, model-call and
+/// tool-call points; exact roles), `order = N` (link-time hooks run
 /// sorted by it, default 0), `fail_closed` (a panic blocks the call or
 /// withholds the result), `crate = path` (where `hooks_core` is).
 #[proc_macro_attribute]
@@ -51,6 +56,22 @@ pub fn before_tool_call(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn after_tool_call(args: TokenStream, item: TokenStream) -> TokenStream {
     emit::hook_attribute(HookKind::AfterToolCall, args.into(), item.into()).into()
+}
+
+/// Registers a legacy `before_llm_call` hook: it runs at `PRE_MODEL_CALL`
+/// with `&mut LlmCallHookContext` and returns `Option<bool>`, `bool` or
+/// `()`, where `false` blocks the model call (which ends the run).
+#[proc_macro_attribute]
+pub fn before_llm_call(args: TokenStream, item: TokenStream) -> TokenStream {
+    emit::hook_attribute(HookKind::BeforeLlmCall, args.into(), item.into()).into()
+}
+
+/// Registers a legacy `after_llm_call` hook: it runs at `POST_MODEL_CALL`
+/// and returns `Option<String>` (replacing the answer's text), `()` or
+/// `Result<Option<String>, HookAborted>`.
+#[proc_macro_attribute]
+pub fn after_llm_call(args: TokenStream, item: TokenStream) -> TokenStream {
+    emit::hook_attribute(HookKind::AfterLlmCall, args.into(), item.into()).into()
 }
 
 /// Makes an impl block a crew definition: collects its `#[agent]` and

@@ -43,6 +43,10 @@ pub(crate) enum HookKind {
     BeforeToolCall,
     /// `#[after_tool_call]`.
     AfterToolCall,
+    /// `#[before_llm_call]`.
+    BeforeLlmCall,
+    /// `#[after_llm_call]`.
+    AfterLlmCall,
 }
 
 impl HookKind {
@@ -52,7 +56,25 @@ impl HookKind {
             HookKind::On => "on",
             HookKind::BeforeToolCall => "before_tool_call",
             HookKind::AfterToolCall => "after_tool_call",
+            HookKind::BeforeLlmCall => "before_llm_call",
+            HookKind::AfterLlmCall => "after_llm_call",
         }
+    }
+
+    /// The point a legacy attribute always runs at.
+    pub(crate) fn fixed_point(self) -> Option<Point> {
+        match self {
+            HookKind::On => None,
+            HookKind::BeforeToolCall => Some(Point::PreToolCall),
+            HookKind::AfterToolCall => Some(Point::PostToolCall),
+            HookKind::BeforeLlmCall => Some(Point::PreModelCall),
+            HookKind::AfterLlmCall => Some(Point::PostModelCall),
+        }
+    }
+
+    /// Whether `false` blocks (the legacy before styles).
+    pub(crate) fn is_legacy_before(self) -> bool {
+        matches!(self, HookKind::BeforeToolCall | HookKind::BeforeLlmCall)
     }
 
     /// The hook attribute an attribute path names, by its last segment.
@@ -64,19 +86,181 @@ impl HookKind {
             Some(HookKind::BeforeToolCall)
         } else if last.ident == "after_tool_call" {
             Some(HookKind::AfterToolCall)
+        } else if last.ident == "before_llm_call" {
+            Some(HookKind::BeforeLlmCall)
+        } else if last.ident == "after_llm_call" {
+            Some(HookKind::AfterLlmCall)
         } else {
             None
         }
     }
 }
 
-/// Where a hook runs.
+/// Where a hook runs: one row per interception point (the macros' point
+/// table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Point {
-    /// `PRE_TOOL_CALL`.
-    Pre,
-    /// `POST_TOOL_CALL`.
-    Post,
+    ExecutionStart,
+    Input,
+    PreStep,
+    PreModelCall,
+    PostModelCall,
+    PreToolCall,
+    PostToolCall,
+    PostStep,
+    Output,
+    ExecutionEnd,
+}
+
+/// `(point, its name, its marker type, its link-time slice, its context,
+/// takes tools, takes agents)`.
+type PointRow = (
+    Point,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    bool,
+    bool,
+);
+
+const POINTS: [PointRow; 10] = [
+    (
+        Point::ExecutionStart,
+        "EXECUTION_START",
+        "ExecutionStart",
+        "EXECUTION_START_HOOKS",
+        "ExecutionStartContext",
+        false,
+        false,
+    ),
+    (
+        Point::Input,
+        "INPUT",
+        "Input",
+        "INPUT_HOOKS",
+        "InputContext",
+        false,
+        false,
+    ),
+    (
+        Point::PreStep,
+        "PRE_STEP",
+        "PreStep",
+        "PRE_STEP_HOOKS",
+        "StepContext",
+        false,
+        true,
+    ),
+    (
+        Point::PreModelCall,
+        "PRE_MODEL_CALL",
+        "PreModelCall",
+        "PRE_MODEL_CALL_HOOKS",
+        "LlmCallHookContext",
+        false,
+        true,
+    ),
+    (
+        Point::PostModelCall,
+        "POST_MODEL_CALL",
+        "PostModelCall",
+        "POST_MODEL_CALL_HOOKS",
+        "LlmCallHookContext",
+        false,
+        true,
+    ),
+    (
+        Point::PreToolCall,
+        "PRE_TOOL_CALL",
+        "PreToolCall",
+        "PRE_TOOL_CALL_HOOKS",
+        "ToolCallHookContext",
+        true,
+        true,
+    ),
+    (
+        Point::PostToolCall,
+        "POST_TOOL_CALL",
+        "PostToolCall",
+        "POST_TOOL_CALL_HOOKS",
+        "ToolCallHookContext",
+        true,
+        true,
+    ),
+    (
+        Point::PostStep,
+        "POST_STEP",
+        "PostStep",
+        "POST_STEP_HOOKS",
+        "StepContext",
+        false,
+        true,
+    ),
+    (
+        Point::Output,
+        "OUTPUT",
+        "Output",
+        "OUTPUT_HOOKS",
+        "OutputContext",
+        false,
+        false,
+    ),
+    (
+        Point::ExecutionEnd,
+        "EXECUTION_END",
+        "ExecutionEnd",
+        "EXECUTION_END_HOOKS",
+        "ExecutionEndContext",
+        false,
+        false,
+    ),
+];
+
+/// Every point's name, for messages.
+const POINT_NAMES: &str = "EXECUTION_START, INPUT, PRE_STEP, PRE_MODEL_CALL, POST_MODEL_CALL, \
+                           PRE_TOOL_CALL, POST_TOOL_CALL, POST_STEP, OUTPUT, EXECUTION_END";
+
+impl Point {
+    fn row(self) -> &'static PointRow {
+        // Every point has its row.
+        POINTS
+            .iter()
+            .find(|row| row.0 == self)
+            .unwrap_or(&POINTS[0])
+    }
+
+    fn from_name(name: &str) -> Option<Point> {
+        POINTS.iter().find(|row| row.1 == name).map(|row| row.0)
+    }
+
+    /// The guide's spelling, e.g. `PRE_TOOL_CALL`.
+    pub(crate) fn name(self) -> &'static str {
+        self.row().1
+    }
+
+    /// The marker type in `hooks_core::points`.
+    pub(crate) fn marker(self) -> &'static str {
+        self.row().2
+    }
+
+    /// The link-time slice in `hooks_core::__private`.
+    pub(crate) fn slice(self) -> &'static str {
+        self.row().3
+    }
+
+    /// The context type's name.
+    pub(crate) fn context(self) -> &'static str {
+        self.row().4
+    }
+
+    fn takes_tools(self) -> bool {
+        self.row().5
+    }
+
+    fn takes_agents(self) -> bool {
+        self.row().6
+    }
 }
 
 /// The arguments of one hook attribute, with defaults filled in.
@@ -100,6 +284,9 @@ pub(crate) struct HookArgs {
 struct Slots {
     tools: Option<Vec<String>>,
     agents: Option<Vec<String>>,
+    /// Where `tools` and `agents` were written, for the point check.
+    tools_key: Option<Span>,
+    agents_key: Option<Span>,
     order: Option<i32>,
     fail_closed: Option<()>,
     krate: Option<Path>,
@@ -121,10 +308,9 @@ fn set_once<T>(slot: &mut Option<T>, value: T, key: &impl ToTokens, errors: &mut
 /// `#[after_tool_call]`, recording every error found.
 pub(crate) fn hook_args(kind: HookKind, args: TokenStream, errors: &mut Errors) -> HookArgs {
     let mut pieces = split_at_commas(args);
-    let point = match kind {
-        HookKind::BeforeToolCall => Some(Point::Pre),
-        HookKind::AfterToolCall => Some(Point::Post),
-        HookKind::On => take_point(&mut pieces, errors),
+    let point = match kind.fixed_point() {
+        Some(point) => Some(point),
+        None => take_point(&mut pieces, errors),
     };
 
     let mut slots = Slots::default();
@@ -139,6 +325,30 @@ pub(crate) fn hook_args(kind: HookKind, args: TokenStream, errors: &mut Errors) 
         );
         if let Err(error) = parsed {
             errors.push(error);
+        }
+    }
+
+    if let Some(point) = point {
+        if let Some(span) = slots.tools_key.filter(|_| !point.takes_tools()) {
+            errors.at(
+                span,
+                format!(
+                    "`tools = [...]` applies only at PRE_TOOL_CALL and POST_TOOL_CALL, not at {}: \
+                     only tool calls have a tool",
+                    point.name()
+                ),
+            );
+        }
+        if let Some(span) = slots.agents_key.filter(|_| !point.takes_agents()) {
+            errors.at(
+                span,
+                format!(
+                    "`agents = [...]` applies only at the step, model-call and tool-call points \
+                     (PRE_STEP, POST_STEP, PRE_MODEL_CALL, POST_MODEL_CALL, PRE_TOOL_CALL, POST_TOOL_CALL), \
+                     not at {}: it has no agent",
+                    point.name()
+                ),
+            );
         }
     }
 
@@ -240,14 +450,14 @@ fn take_point(pieces: &mut Vec<Piece>, errors: &mut Errors) -> Option<Point> {
         None => {
             errors.at(
                 Span::call_site(),
-                "`#[on]` needs an interception point: `#[on(PRE_TOOL_CALL)]` or `#[on(POST_TOOL_CALL)]`",
+                format!("`#[on]` needs an interception point, like `#[on(PRE_TOOL_CALL)]`; the points: {POINT_NAMES}"),
             );
             None
         }
         Some(first) if starts_like_named_argument(&first.tokens) => {
             errors.spanned(
                 &first.tokens,
-                "`#[on]` takes the interception point first: `#[on(PRE_TOOL_CALL, ...)]` or `#[on(POST_TOOL_CALL, ...)]`",
+                "`#[on]` takes the interception point first: `#[on(PRE_TOOL_CALL, ...)]`",
             );
             None
         }
@@ -259,7 +469,7 @@ fn parse_point(piece: Piece, errors: &mut Errors) -> Option<Point> {
     if piece.tokens.is_empty() {
         errors.at(
             piece.comma,
-            "expected an interception point before this comma: `PRE_TOOL_CALL` or `POST_TOOL_CALL`",
+            format!("expected an interception point before this comma, one of {POINT_NAMES}"),
         );
         return None;
     }
@@ -274,16 +484,15 @@ fn parse_point(piece: Piece, errors: &mut Errors) -> Option<Point> {
         .segments
         .last()
         .map(|segment| segment.ident.to_string());
-    match last.as_deref() {
-        Some("PRE_TOOL_CALL") => Some(Point::Pre),
-        Some("POST_TOOL_CALL") => Some(Point::Post),
-        _ => {
+    match last.as_deref().and_then(Point::from_name) {
+        Some(point) => Some(point),
+        None => {
             let written = path.to_token_stream().to_string().replace(' ', "");
             errors.spanned(
                 &path,
                 format!(
-                    "unknown interception point `{written}`: expected `PRE_TOOL_CALL` or `POST_TOOL_CALL` \
-                     (or `InterceptionPoint::PRE_TOOL_CALL` / `InterceptionPoint::POST_TOOL_CALL`)"
+                    "unknown interception point `{written}`: expected one of {POINT_NAMES} \
+                     (also written `InterceptionPoint::PRE_TOOL_CALL`)"
                 ),
             );
             None
@@ -301,6 +510,7 @@ fn argument(
     let lookahead = input.lookahead1();
     if lookahead.peek(kw::tools) {
         let key: kw::tools = input.parse()?;
+        slots.tools_key.get_or_insert(key.span);
         input.parse::<Token![=]>()?;
         let mut tools = Vec::new();
         for literal in string_list(input, "tools", "web_search", errors)? {
@@ -320,6 +530,7 @@ fn argument(
         set_once(&mut slots.tools, tools, &key, errors);
     } else if lookahead.peek(kw::agents) {
         let key: kw::agents = input.parse()?;
+        slots.agents_key.get_or_insert(key.span);
         input.parse::<Token![=]>()?;
         let mut agents = Vec::new();
         for literal in string_list(input, "agents", "Researcher", errors)? {
@@ -355,17 +566,13 @@ fn argument(
     } else if input.peek(Ident::peek_any) {
         let ident = input.call(Ident::parse_any)?;
         let attribute = kind.attribute();
-        let message = if ident == "PRE_TOOL_CALL" || ident == "POST_TOOL_CALL" {
-            match kind {
-                HookKind::On => {
-                    "`#[on]` takes one interception point, as its first argument".to_owned()
-                }
-                HookKind::BeforeToolCall => {
-                    "`#[before_tool_call]` always runs at PRE_TOOL_CALL: it takes no interception point".to_owned()
-                }
-                HookKind::AfterToolCall => {
-                    "`#[after_tool_call]` always runs at POST_TOOL_CALL: it takes no interception point".to_owned()
-                }
+        let message = if Point::from_name(&ident.to_string()).is_some() {
+            match kind.fixed_point() {
+                None => "`#[on]` takes one interception point, as its first argument".to_owned(),
+                Some(point) => format!(
+                    "`#[{attribute}]` always runs at {}: it takes no interception point",
+                    point.name()
+                ),
             }
         } else {
             format!(

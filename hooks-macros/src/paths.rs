@@ -31,6 +31,8 @@ use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote};
 use syn::{Ident, Path};
 
+use crate::parse::Point;
+
 /// The paths generated code names, rooted at the engine crate.
 pub(crate) struct Paths {
     root: TokenStream,
@@ -58,28 +60,46 @@ impl Paths {
         quote!(#private::linkme)
     }
 
-    /// The distributed slice of link-time hooks.
-    pub(crate) fn static_hooks(&self) -> TokenStream {
+    /// The link-time slice of `point`'s hooks.
+    pub(crate) fn static_slice(&self, point: Point) -> TokenStream {
         let private = self.private();
-        quote!(#private::STATIC_HOOKS)
+        let slice = Ident::new(point.slice(), Span::call_site());
+        quote!(#private::#slice)
     }
 
-    /// The record type of a link-time hook.
-    pub(crate) fn static_hook(&self) -> TokenStream {
+    /// The record type of a link-time hook at `point`.
+    pub(crate) fn static_hook(&self, point: Point) -> TokenStream {
+        let private = self.private();
+        let point = self.point_type(point);
+        quote!(#private::StaticHook<#point>)
+    }
+
+    /// The record type, in expression position (its point inferred from
+    /// the static's type).
+    pub(crate) fn static_hook_record(&self) -> TokenStream {
         let private = self.private();
         quote!(#private::StaticHook)
     }
 
-    /// The adapted function of a link-time hook.
-    pub(crate) fn static_call(&self) -> TokenStream {
+    /// The marker type of `point`.
+    pub(crate) fn point_type(&self, point: Point) -> TokenStream {
         let private = self.private();
-        quote!(#private::StaticCall)
+        let marker = Ident::new(point.marker(), Span::call_site());
+        quote!(#private::points::#marker)
     }
 
-    /// `InterceptionPoint`.
-    pub(crate) fn interception_point(&self) -> TokenStream {
+    /// `point`'s context type, as the engine's `Point` trait names it.
+    pub(crate) fn context(&self, point: Point) -> TokenStream {
         let private = self.private();
-        quote!(#private::InterceptionPoint)
+        let point = self.point_type(point);
+        quote!(<#point as #private::Point>::Context)
+    }
+
+    /// What a hook at `point` returns once adapted.
+    pub(crate) fn decision(&self, point: Point) -> TokenStream {
+        let private = self.private();
+        let point = self.point_type(point);
+        quote!(#private::Decision<<#point as #private::Point>::Replacement>)
     }
 
     /// `HookStyle`.
@@ -94,40 +114,16 @@ impl Paths {
         quote!(#private::FailureMode)
     }
 
-    /// `ToolCallHookContext`.
-    pub(crate) fn context(&self) -> TokenStream {
+    /// Reads an `#[on]` (or legacy after) hook's return value.
+    pub(crate) fn on_reader(&self) -> TokenStream {
         let private = self.private();
-        quote!(#private::ToolCallHookContext)
+        quote!(#private::on)
     }
 
-    /// `PreDecision`.
-    pub(crate) fn pre_decision(&self) -> TokenStream {
-        let private = self.private();
-        quote!(#private::PreDecision)
-    }
-
-    /// `PostDecision`.
-    pub(crate) fn post_decision(&self) -> TokenStream {
-        let private = self.private();
-        quote!(#private::PostDecision)
-    }
-
-    /// Reads an `#[on(PRE_TOOL_CALL)]` hook's return value.
-    pub(crate) fn on_pre(&self) -> TokenStream {
-        let private = self.private();
-        quote!(#private::on_pre)
-    }
-
-    /// Reads a `#[before_tool_call]` hook's return value.
+    /// Reads a legacy before hook's return value.
     pub(crate) fn legacy_before(&self) -> TokenStream {
         let private = self.private();
         quote!(#private::legacy_before)
-    }
-
-    /// Reads a POST hook's return value.
-    pub(crate) fn post(&self) -> TokenStream {
-        let private = self.private();
-        quote!(#private::post)
     }
 
     /// Names a function by its fn-item type.
@@ -143,16 +139,10 @@ impl Paths {
         quote!(#private::BuiltCrew)
     }
 
-    /// Registers a crew-scoped PRE hook method.
-    pub(crate) fn register_scoped_pre(&self) -> TokenStream {
+    /// Registers a crew-scoped hook method.
+    pub(crate) fn register_scoped(&self) -> TokenStream {
         let private = self.private();
-        quote!(#private::register_scoped_pre)
-    }
-
-    /// Registers a crew-scoped POST hook method.
-    pub(crate) fn register_scoped_post(&self) -> TokenStream {
-        let private = self.private();
-        quote!(#private::register_scoped_post)
+        quote!(#private::register_scoped)
     }
 
     /// `HookOptions`.
@@ -279,8 +269,11 @@ mod tests {
         let path: Path = syn::parse_quote!(crate::facade::engine);
         let paths = Paths::new(Some(&path));
         assert_eq!(
-            paths.static_hooks().to_string().replace(' ', ""),
-            "crate::facade::engine::__private::STATIC_HOOKS"
+            paths
+                .static_slice(Point::PreToolCall)
+                .to_string()
+                .replace(' ', ""),
+            "crate::facade::engine::__private::PRE_TOOL_CALL_HOOKS"
         );
     }
 }

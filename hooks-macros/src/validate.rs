@@ -10,6 +10,7 @@ use quote::ToTokens;
 use syn::{FnArg, GenericParam, Receiver, ReturnType, Signature, Type};
 
 use crate::errors::Errors;
+use crate::parse::Point;
 
 /// What the emitted code needs to know of a valid hook signature.
 pub(crate) struct HookSignature {
@@ -20,8 +21,13 @@ pub(crate) struct HookSignature {
     pub(crate) output: Option<Type>,
 }
 
-/// Checks a hook on a free function: `fn(ctx: &mut ToolCallHookContext) -> R`.
-pub(crate) fn free_hook(sig: &Signature, errors: &mut Errors) -> Option<HookSignature> {
+/// Checks a hook on a free function: `fn(ctx: &mut Context) -> R`, with
+/// the context of `point` (any context when the point is unknown).
+pub(crate) fn free_hook(
+    sig: &Signature,
+    point: Option<Point>,
+    errors: &mut Errors,
+) -> Option<HookSignature> {
     let mut valid = plain_fn(sig, "a hook", errors);
     let mut inputs = sig.inputs.iter().peekable();
     let receiver = inputs.next_if(|argument| matches!(argument, FnArg::Receiver(_)));
@@ -33,15 +39,16 @@ pub(crate) fn free_hook(sig: &Signature, errors: &mut Errors) -> Option<HookSign
         valid = false;
     }
     let context = match inputs.next() {
-        Some(argument) => context_argument(argument, errors),
+        Some(argument) => context_argument(argument, point, errors),
         // `fn check(&self)`: the receiver's error says enough.
         None if receiver.is_some() => None,
         None => {
             errors.at(
                 sig.paren_token.span.join(),
                 format!(
-                    "a hook takes exactly one argument, the context: `fn {}(ctx: &mut ToolCallHookContext)`",
-                    sig.ident
+                    "a hook takes exactly one argument, the context: `fn {}(ctx: &mut {})`",
+                    sig.ident,
+                    context_name(point)
                 ),
             );
             None
@@ -60,13 +67,18 @@ pub(crate) fn free_hook(sig: &Signature, errors: &mut Errors) -> Option<HookSign
 }
 
 /// Checks a hook method of a `#[crew_base]` impl:
-/// `fn(&self, ctx: &mut ToolCallHookContext) -> R`.
-pub(crate) fn hook_method(sig: &Signature, errors: &mut Errors) -> Option<HookSignature> {
+/// `fn(&self, ctx: &mut Context) -> R`.
+pub(crate) fn hook_method(
+    sig: &Signature,
+    point: Option<Point>,
+    errors: &mut Errors,
+) -> Option<HookSignature> {
     let mut valid = plain_fn(sig, "a hook method", errors);
     let expected = format!(
         "a hook method of a `#[crew_base]` impl takes `&self`, then the context: \
-         `fn {}(&self, ctx: &mut ToolCallHookContext)`",
-        sig.ident
+         `fn {}(&self, ctx: &mut {})`",
+        sig.ident,
+        context_name(point)
     );
     let mut inputs = sig.inputs.iter();
     match inputs.next() {
@@ -82,7 +94,7 @@ pub(crate) fn hook_method(sig: &Signature, errors: &mut Errors) -> Option<HookSi
         }
     }
     let context = match inputs.next() {
-        Some(argument) => context_argument(argument, errors),
+        Some(argument) => context_argument(argument, point, errors),
         None => {
             errors.at(sig.paren_token.span.join(), &expected);
             None
@@ -193,10 +205,20 @@ fn extra_arguments<'a>(
     false
 }
 
+/// The context type of `point`, for messages (`ToolCallHookContext` when
+/// the point is unknown).
+fn context_name(point: Option<Point>) -> &'static str {
+    point.map_or("ToolCallHookContext", Point::context)
+}
+
 /// Checks the context argument's shape: a reference to a path ending in
-/// `ToolCallHookContext`. Returns the first and last token spans of its
-/// type.
-fn context_argument(argument: &FnArg, errors: &mut Errors) -> Option<(Span, Span)> {
+/// the point's context type. Returns the first and last token spans of
+/// its type.
+fn context_argument(
+    argument: &FnArg,
+    point: Option<Point>,
+    errors: &mut Errors,
+) -> Option<(Span, Span)> {
     let ty = match argument {
         FnArg::Typed(typed) => &*typed.ty,
         FnArg::Receiver(receiver) => {
@@ -204,12 +226,23 @@ fn context_argument(argument: &FnArg, errors: &mut Errors) -> Option<(Span, Span
             return None;
         }
     };
-    if !is_context_reference(ty) {
-        errors.spanned(
-            ty,
-            "a hook takes its context as `&mut ToolCallHookContext` \
-             (or `&ToolCallHookContext` when it only reads)",
-        );
+    let fits = match point {
+        Some(point) => is_context_reference(ty, &|name| name == point.context()),
+        None => is_context_reference(ty, &|name| name.ends_with("Context")),
+    };
+    if !fits {
+        let message = match point {
+            Some(point) => format!(
+                "a {} hook takes its context as `&mut {}` (or `&{}` when it only reads)",
+                point.name(),
+                point.context(),
+                point.context()
+            ),
+            None => "a hook takes its context as `&mut ToolCallHookContext` \
+                     (or the context of its point)"
+                .to_owned(),
+        };
+        errors.spanned(ty, message);
         return None;
     }
     let mut tokens = ty.to_token_stream().into_iter();
@@ -218,25 +251,25 @@ fn context_argument(argument: &FnArg, errors: &mut Errors) -> Option<(Span, Span
     Some((first, last))
 }
 
-fn is_context_reference(ty: &Type) -> bool {
+fn is_context_reference(ty: &Type, fits: &dyn Fn(&str) -> bool) -> bool {
     match ty {
-        Type::Reference(reference) => is_context_path(&reference.elem),
-        Type::Group(group) => is_context_reference(&group.elem),
-        Type::Paren(paren) => is_context_reference(&paren.elem),
+        Type::Reference(reference) => is_context_path(&reference.elem, fits),
+        Type::Group(group) => is_context_reference(&group.elem, fits),
+        Type::Paren(paren) => is_context_reference(&paren.elem, fits),
         _ => false,
     }
 }
 
-fn is_context_path(ty: &Type) -> bool {
+fn is_context_path(ty: &Type, fits: &dyn Fn(&str) -> bool) -> bool {
     match ty {
         Type::Path(path) => {
             path.qself.is_none()
                 && path.path.segments.last().is_some_and(|segment| {
-                    segment.ident == "ToolCallHookContext" && segment.arguments.is_none()
+                    fits(&segment.ident.to_string()) && segment.arguments.is_none()
                 })
         }
-        Type::Group(group) => is_context_path(&group.elem),
-        Type::Paren(paren) => is_context_path(&paren.elem),
+        Type::Group(group) => is_context_path(&group.elem, fits),
+        Type::Paren(paren) => is_context_path(&paren.elem, fits),
         _ => false,
     }
 }
@@ -261,8 +294,8 @@ fn return_type(sig: &Signature, errors: &mut Errors) -> Result<Option<Type>, ()>
             errors.spanned(
                 ty,
                 "a hook names its return type: `impl Trait` is not accepted \
-                 (PRE: `()` or `Result<(), HookAborted>`; POST: `Option<String>`, `()` or \
-                 `Result<Option<String>, HookAborted>`)",
+                 (`()`, `Result<(), HookAborted>`, or at points that replace a value \
+                 `Option<String>` / `Option<Inputs>` and their `Result<Option<_>, HookAborted>`)",
             );
             Err(())
         }

@@ -219,7 +219,7 @@ impl RateLimiter {
     pub fn pre_hook(
         &self,
     ) -> impl Fn(&mut ToolCallHookContext) -> Result<(), HookAborted> + Send + Sync + 'static {
-        self.pre_hook_by(|ctx| ctx.tool.as_ref().map(|_| ctx.tool_name.clone()))
+        self.pre_hook_by(|ctx| ctx.tool.as_ref().map(|_| ctx.tool_name().to_owned()))
     }
 
     /// A `PRE_TOOL_CALL` hook limiting calls by the key `key` picks (the

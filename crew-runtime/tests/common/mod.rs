@@ -99,7 +99,8 @@ pub(crate) fn describe(event: &Event) -> String {
             ..
         }) => {
             let mut line = format!(
-                "dispatched {point} {outcome} hooks={hooks_run} tool={tool_name} agent={}",
+                "dispatched {point} {outcome} hooks={hooks_run} tool={} agent={}",
+                tool_name.as_deref().unwrap_or("-"),
                 agent_role.as_deref().unwrap_or("-")
             );
             if let (Some(reason), Some(source)) = (abort_reason, abort_source) {

@@ -2,10 +2,8 @@
 //! crew method, on a stand-in crew type implementing `CrewScope`.
 
 use hooks_core::__private::CrewScope;
-use hooks_core::{
-    HookAborted, HookOrigin, HookRegistry, POST_TOOL_CALL, PRE_TOOL_CALL, ToolCallHookContext,
-    ToolOutput,
-};
+use hooks_core::{HookAborted, HookOrigin, HookRegistry, POST_TOOL_CALL, PRE_TOOL_CALL, ToolCallHookContext};
+use hooks_core::runtime::{ToolOutput};
 use hooks_macros::{after_tool_call, agent, before_tool_call, crew, crew_base, on, task};
 
 struct Agent {

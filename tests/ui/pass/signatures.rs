@@ -72,10 +72,10 @@ fn after_result(_ctx: &ToolCallHookContext) -> Result<Option<String>, HookAborte
 // A hook is still an ordinary function.
 #[on(PRE_TOOL_CALL, tools = ["ui_probe_pass"])]
 pub fn callable_directly(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
-    Err(HookAborted::new(format!("{} refused", ctx.tool_name), "policy"))
+    Err(HookAborted::new(format!("{} refused", ctx.tool_name()), "policy"))
 }
 
-fn names(point: InterceptionPoint, style: HookStyle) -> Vec<String> {
+fn names(point: impl Into<InterceptionPoint>, style: HookStyle) -> Vec<String> {
     let mut names: Vec<String> = get_hooks(point)
         .into_iter()
         .filter(|hook| hook.style == style)

@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// What one task came to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TaskOutput {
     /// The task's description, inputs filled in.
     pub description: String,
@@ -27,7 +27,7 @@ impl fmt::Display for TaskOutput {
 
 /// What a whole kickoff came to: the final output (the last task's) and
 /// every task's output in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CrewOutput {
     /// The final output: the last task's answer.
     pub raw: String,

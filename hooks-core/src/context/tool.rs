@@ -6,38 +6,12 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::human::{HumanInputError, HumanInputSource, TerminalInput};
+use super::{AgentInfo, CrewInfo, TaskInfo, ToolInfo, ask_human};
+use crate::extensions::Extensions;
+use crate::hook::HookContext;
+use crate::human::{HumanInputError, HumanInputSource};
 use crate::name::normalize_tool_name;
-
-/// What a hook can see of the tool being called. The runtime's tool type
-/// implements it; hooks reach the concrete type with
-/// [`ToolCallHookContext::tool_as`].
-pub trait ToolInfo: Any + Send + Sync {
-    /// The tool's normalized name.
-    fn name(&self) -> &str;
-    /// What the tool does, as the model is told.
-    fn description(&self) -> &str;
-    /// The JSON schema of the tool's arguments.
-    fn args_schema(&self) -> &Value;
-}
-
-/// What a hook can see of the agent making the call.
-pub trait AgentInfo: Any + Send + Sync {
-    /// The agent's role; `agents = [...]` filters match it exactly.
-    fn role(&self) -> &str;
-}
-
-/// What a hook can see of the task being worked on.
-pub trait TaskInfo: Any + Send + Sync {
-    /// The task's description, with its inputs filled in.
-    fn description(&self) -> &str;
-}
-
-/// What a hook can see of the crew running the call.
-pub trait CrewInfo: Any + Send + Sync {
-    /// The crew's name.
-    fn name(&self) -> &str;
-}
+use crate::outcome::HookAborted;
 
 /// A tool's result as the tool produced it, before any rendering or hook
 /// replacement: reachable as JSON and, when the tool returned a typed value,
@@ -92,17 +66,55 @@ impl fmt::Debug for RawToolResult {
     }
 }
 
+/// What happened to a tool call, as `POST_TOOL_CALL` hooks see it: no need
+/// to compare `tool_result` with a message.
+///
+/// ```
+/// use hooks_core::{ToolCallHookContext, ToolCallStatus};
+/// fn log_outcome(ctx: &mut ToolCallHookContext) {
+///     match ctx.status() {
+///         ToolCallStatus::Ran => {}
+///         ToolCallStatus::Blocked(abort) => eprintln!("blocked by {}", abort.source),
+///         ToolCallStatus::Failed { error } => eprintln!("failed: {error}"),
+///         ToolCallStatus::NotFound => eprintln!("no tool {}", ctx.tool_name()),
+///         ToolCallStatus::Pending => {}
+///         _ => {}
+///     }
+/// }
+/// # log_outcome(&mut ToolCallHookContext::new("t", Default::default()));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ToolCallStatus {
+    /// The PRE chain is running: nothing has happened yet.
+    #[default]
+    Pending,
+    /// The tool ran and returned a result.
+    Ran,
+    /// A PRE hook blocked the call; the tool did not run.
+    Blocked(HookAborted),
+    /// The tool ran and failed (an error, a panic, a timeout).
+    Failed {
+        /// The error, as the agent is told it (without the
+        /// `Error executing tool: ` prefix).
+        error: String,
+    },
+    /// The model named a tool the agent does not have.
+    NotFound,
+}
+
 /// Everything a hook knows about one tool call.
 ///
 /// `PRE_TOOL_CALL` and `POST_TOOL_CALL` hooks of one call receive the same
-/// context, so a PRE hook can leave a value in `tool_input` for a POST hook
-/// (a start time, say); tools ignore keys they do not declare.
+/// context, so a PRE hook can leave a value in [`extensions`](Self::extensions)
+/// (a start time, say) for a POST hook.
 ///
 /// Edit `tool_input` in place: what the PRE chain leaves there is exactly
-/// what the tool receives.
+/// what the tool receives. The tool's name is read-only
+/// ([`tool_name`](Self::tool_name)): a hook cannot change which tool a call
+/// is, and every chain of the call filters on the name it started with.
 pub struct ToolCallHookContext {
-    /// The tool's normalized name (see [`crate::normalize_tool_name`]).
-    pub tool_name: String,
+    tool_name: String,
     /// The tool's arguments, mutable by PRE hooks.
     pub tool_input: Map<String, Value>,
     /// The tool, absent when the model named a tool that does not exist.
@@ -118,6 +130,9 @@ pub struct ToolCallHookContext {
     pub tool_result: Option<String>,
     /// POST only: the tool's own result, never changed by replacements.
     pub raw_tool_result: Option<RawToolResult>,
+    /// Values the hooks of this call share (see [`Extensions`]).
+    pub extensions: Extensions,
+    status: ToolCallStatus,
     human_input: Option<Arc<dyn HumanInputSource>>,
 }
 
@@ -134,8 +149,25 @@ impl ToolCallHookContext {
             crew: None,
             tool_result: None,
             raw_tool_result: None,
+            extensions: Extensions::new(),
+            status: ToolCallStatus::Pending,
             human_input: None,
         }
+    }
+
+    /// The tool's normalized name (see [`crate::normalize_tool_name`]).
+    #[inline]
+    pub fn tool_name(&self) -> &str {
+        &self.tool_name
+    }
+
+    /// What happened to the call so far (see [`ToolCallStatus`]).
+    pub fn status(&self) -> &ToolCallStatus {
+        &self.status
+    }
+
+    pub(crate) fn set_status(&mut self, status: ToolCallStatus) {
+        self.status = status;
     }
 
     /// Sets the tool.
@@ -206,16 +238,43 @@ impl ToolCallHookContext {
     /// answer can be had (input closed, not a terminal, a timeout) this is
     /// an error, and `?` in a PRE hook turns it into a block: an approval
     /// gate fails closed.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hooks_core::{HookAborted, ScriptedInput, ToolCallHookContext};
+    ///
+    /// fn approve(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+    ///     let answer = ctx.request_human_input(&format!("Run {}?", ctx.tool_name()), "yes/no")?;
+    ///     if answer != "yes" {
+    ///         return Err(HookAborted::new("not approved", "approval"));
+    ///     }
+    ///     Ok(())
+    /// }
+    ///
+    /// let mut ctx = ToolCallHookContext::new("send_email", Default::default())
+    ///     .with_human_input(Arc::new(ScriptedInput::new(["no"])));
+    /// assert_eq!(approve(&mut ctx).map_err(|a| a.reason), Err("not approved".to_owned()));
+    /// // No answer left: the error becomes a block through `?`.
+    /// assert!(approve(&mut ctx).is_err());
+    /// ```
     pub fn request_human_input(
         &self,
         prompt: &str,
         default_message: &str,
     ) -> Result<String, HumanInputError> {
-        let answer = match &self.human_input {
-            Some(source) => source.ask(prompt, default_message)?,
-            None => TerminalInput::new().ask(prompt, default_message)?,
-        };
-        Ok(answer.trim().to_owned())
+        ask_human(self.human_input.as_ref(), prompt, default_message)
+    }
+}
+
+impl HookContext for ToolCallHookContext {
+    #[inline]
+    fn call_tool_name(&self) -> Option<&str> {
+        Some(&self.tool_name)
+    }
+
+    #[inline]
+    fn call_agent_role(&self) -> Option<&str> {
+        self.agent_role()
     }
 }
 
@@ -230,6 +289,8 @@ impl fmt::Debug for ToolCallHookContext {
             .field("crew", &self.crew.as_deref().map(CrewInfo::name))
             .field("tool_result", &self.tool_result)
             .field("raw_tool_result", &self.raw_tool_result)
+            .field("status", &self.status)
+            .field("extensions", &self.extensions)
             .finish_non_exhaustive()
     }
 }

@@ -7,7 +7,7 @@ use std::fmt::Display;
 /// descriptions and expected outputs.
 ///
 /// ```
-/// use crew_runtime::Inputs;
+/// use hooks_core::Inputs;
 ///
 /// let inputs = Inputs::from([("topic", "Rust"), ("year", "2024")]);
 /// assert_eq!(inputs.get("topic"), Some("Rust"));
@@ -46,13 +46,40 @@ impl Inputs {
         self.values.keys().map(String::as_str)
     }
 
+    /// Every input as `(name, value)`, sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Removes an input; returns its value if it was there.
+    pub fn remove(&mut self, name: &str) -> Option<String> {
+        self.values.remove(name)
+    }
+
+    /// How many inputs there are.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether there are no inputs.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
     /// Fills the `{name}` placeholders of `template`; names without a value
     /// are left as they are and pushed to `missing` (once each).
     ///
     /// A placeholder is `{` + a name of ASCII letters, digits, `_` or `-`
     /// (not starting with a digit or `-`) + `}`. Other braces, such as JSON
     /// in a description, are left alone.
-    pub(crate) fn interpolate(&self, template: &str, missing: &mut Vec<String>) -> String {
+    ///
+    /// ```
+    /// use hooks_core::Inputs;
+    /// let mut missing = Vec::new();
+    /// let text = Inputs::from([("topic", "Rust")]).interpolate("{topic} {year}", &mut missing);
+    /// assert_eq!((text.as_str(), missing), ("Rust {year}", vec!["year".to_owned()]));
+    /// ```
+    pub fn interpolate(&self, template: &str, missing: &mut Vec<String>) -> String {
         let mut out = String::with_capacity(template.len());
         let mut rest = template;
         while let Some(open) = rest.find('{') {

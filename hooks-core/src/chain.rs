@@ -1,0 +1,306 @@
+//! One point's chain of hooks, kept as persistent lists: a new version is
+//! made by appending in O(1) (amortized) while every older version stays
+//! valid for the dispatches still reading it.
+//!
+//! Registering one hook therefore costs the same whatever the length of the
+//! chain, and a dispatch walks a contiguous run of entries without a lock.
+
+use std::sync::{Arc, OnceLock};
+
+use rpds::HashTrieMapSync;
+use rustc_hash::FxBuildHasher;
+
+use crate::hook::HookEntry;
+use crate::point::Point;
+
+/// A list that later versions extend in place: a version is a shared store
+/// and a length. Appending to the newest version fills the next free slot
+/// of the shared store (older versions, shorter, never see it); appending
+/// to an older version, or to a full store, copies into a store twice the
+/// size. Reading a slot is one atomic load.
+pub(crate) struct AppendList<T> {
+    store: Arc<[OnceLock<T>]>,
+    len: usize,
+}
+
+impl<T> Clone for AppendList<T> {
+    fn clone(&self) -> Self {
+        AppendList {
+            store: Arc::clone(&self.store),
+            len: self.len,
+        }
+    }
+}
+
+impl<T: Clone> AppendList<T> {
+    pub(crate) fn new() -> Self {
+        AppendList {
+            store: Arc::from(Vec::new()),
+            len: 0,
+        }
+    }
+
+    /// This list with `value` appended.
+    pub(crate) fn push(&mut self, value: T) {
+        let value = match self.store.get(self.len) {
+            // The next slot is free in the shared store: fill it. Versions
+            // that share the store are no longer than this one, so none of
+            // them sees the slot.
+            Some(slot) => match slot.set(value) {
+                Ok(()) => {
+                    self.len += 1;
+                    return;
+                }
+                // Another version already extended the store past here.
+                Err(value) => value,
+            },
+            None => value,
+        };
+        let capacity = (self.len + 1).max(4) * 2;
+        let mut items: Vec<OnceLock<T>> = Vec::with_capacity(capacity);
+        items.extend(self.iter().cloned().map(OnceLock::from));
+        items.push(OnceLock::from(value));
+        items.resize_with(capacity, OnceLock::new);
+        self.store = Arc::from(items);
+        self.len += 1;
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    pub(crate) fn iter(&self) -> Iter<'_, T> {
+        Iter(self.store[..self.len].iter())
+    }
+
+    pub(crate) fn last(&self) -> Option<&T> {
+        self.iter().next_back()
+    }
+}
+
+/// The items of one version of an [`AppendList`], in order.
+pub(crate) struct Iter<'a, T>(std::slice::Iter<'a, OnceLock<T>>);
+
+impl<'a, T> Iterator for Iter<'a, T> {
+    type Item = &'a T;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a T> {
+        // Every slot below a version's length was filled before that
+        // version existed; an empty one would be skipped, never read torn.
+        self.0.by_ref().find_map(OnceLock::get)
+    }
+}
+
+impl<'a, T> DoubleEndedIterator for Iter<'a, T> {
+    #[inline]
+    fn next_back(&mut self) -> Option<&'a T> {
+        self.0.by_ref().rev().find_map(OnceLock::get)
+    }
+}
+
+type Entries<P> = AppendList<Arc<HookEntry<P>>>;
+
+/// One point's hooks: all of them in rank order, and an index from tool
+/// name to the hooks filtered to that tool, so that a dispatch meets only
+/// the hooks that can run for its tool.
+pub(crate) struct Chain<P: Point> {
+    all: Entries<P>,
+    /// Hooks without a tool filter, in rank order.
+    unfiltered: Entries<P>,
+    /// For each tool some filter names: the hooks filtered to it, in rank
+    /// order.
+    by_tool: HashTrieMapSync<Box<str>, Entries<P>, FxBuildHasher>,
+}
+
+impl<P: Point> Clone for Chain<P> {
+    fn clone(&self) -> Self {
+        Chain {
+            all: self.all.clone(),
+            unfiltered: self.unfiltered.clone(),
+            by_tool: self.by_tool.clone(),
+        }
+    }
+}
+
+impl<P: Point> Default for Chain<P> {
+    fn default() -> Self {
+        Chain {
+            all: AppendList::new(),
+            unfiltered: AppendList::new(),
+            by_tool: HashTrieMapSync::new_with_hasher_and_ptr_kind(FxBuildHasher),
+        }
+    }
+}
+
+impl<P: Point> Chain<P> {
+    /// A chain of these entries, sorted by rank.
+    pub(crate) fn from_entries(mut entries: Vec<Arc<HookEntry<P>>>) -> Self {
+        entries.sort_by_key(|entry| entry.rank);
+        let mut chain = Chain::default();
+        for entry in entries {
+            chain.append(entry);
+        }
+        chain
+    }
+
+    /// Adds `entry` in its place by rank: O(1) when it ranks last (every
+    /// registration at run time), a rebuild otherwise.
+    pub(crate) fn insert(&mut self, entry: Arc<HookEntry<P>>) {
+        match self.all.last() {
+            Some(last) if last.rank > entry.rank => {
+                let mut entries = self.entries();
+                entries.push(entry);
+                *self = Chain::from_entries(entries);
+            }
+            _ => self.append(entry),
+        }
+    }
+
+    fn append(&mut self, entry: Arc<HookEntry<P>>) {
+        if entry.info.tools.is_empty() {
+            self.unfiltered.push(Arc::clone(&entry));
+        } else {
+            for tool in &entry.info.tools {
+                let mut list = self
+                    .by_tool
+                    .get(tool.as_str())
+                    .cloned()
+                    .unwrap_or_else(AppendList::new);
+                list.push(Arc::clone(&entry));
+                self.by_tool.insert_mut(tool.as_str().into(), list);
+            }
+        }
+        self.all.push(entry);
+    }
+
+    /// Every entry, in rank order.
+    pub(crate) fn entries(&self) -> Vec<Arc<HookEntry<P>>> {
+        self.all.iter().cloned().collect()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &HookEntry<P>> {
+        self.all.iter().map(|entry| &**entry)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.all.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.all.is_empty()
+    }
+
+    /// The hooks whose tool filter admits `tool` (every hook where the
+    /// point has no tool), in rank order.
+    #[inline]
+    pub(crate) fn candidates(&self, tool: Option<&str>) -> Candidates<'_, P> {
+        let filtered = match tool {
+            Some(tool) if !self.by_tool.is_empty() => self.by_tool.get(tool),
+            _ => None,
+        };
+        match filtered {
+            None => Candidates::One(self.unfiltered.iter()),
+            Some(filtered) => {
+                Candidates::Two(MergeByRank::new(self.unfiltered.iter(), filtered.iter()))
+            }
+        }
+    }
+}
+
+type ListIter<'c, P> = Iter<'c, Arc<HookEntry<P>>>;
+
+/// The candidate hooks of one chain, in rank order.
+pub(crate) enum Candidates<'c, P: Point> {
+    One(ListIter<'c, P>),
+    Two(MergeByRank<ListIter<'c, P>, ListIter<'c, P>>),
+}
+
+impl<'c, P: Point> Iterator for Candidates<'c, P> {
+    type Item = &'c Arc<HookEntry<P>>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Candidates::One(list) => list.next(),
+            Candidates::Two(merged) => merged.next(),
+        }
+    }
+}
+
+/// Two iterators of entries in rank order, merged into one.
+pub(crate) struct MergeByRank<A: Iterator, B: Iterator> {
+    a: std::iter::Peekable<A>,
+    b: std::iter::Peekable<B>,
+}
+
+impl<A: Iterator, B: Iterator> MergeByRank<A, B> {
+    pub(crate) fn new(a: A, b: B) -> Self {
+        MergeByRank {
+            a: a.peekable(),
+            b: b.peekable(),
+        }
+    }
+}
+
+impl<'c, P: Point, A, B> Iterator for MergeByRank<A, B>
+where
+    A: Iterator<Item = &'c Arc<HookEntry<P>>>,
+    B: Iterator<Item = &'c Arc<HookEntry<P>>>,
+{
+    type Item = &'c Arc<HookEntry<P>>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let take_a = match (self.a.peek(), self.b.peek()) {
+            (None, None) => return None,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(a), Some(b)) => a.rank <= b.rank,
+        };
+        if take_a { self.a.next() } else { self.b.next() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AppendList;
+
+    fn items(list: &AppendList<u32>) -> Vec<u32> {
+        list.iter().copied().collect()
+    }
+
+    #[test]
+    fn versions_keep_their_items() {
+        let mut first = AppendList::new();
+        first.push(1);
+        let mut second = first.clone();
+        second.push(2);
+        let mut third = second.clone();
+        third.push(3);
+        // An older version extended again does not see or disturb the newer.
+        let mut fork = first.clone();
+        fork.push(9);
+        assert_eq!(items(&first), [1]);
+        assert_eq!(items(&second), [1, 2]);
+        assert_eq!(items(&third), [1, 2, 3]);
+        assert_eq!(items(&fork), [1, 9]);
+    }
+
+    #[test]
+    fn many_pushes_keep_order() {
+        let mut list = AppendList::new();
+        for i in 0..1000 {
+            list.push(i);
+        }
+        assert_eq!(items(&list), (0..1000).collect::<Vec<_>>());
+        assert_eq!(list.len(), 1000);
+    }
+}

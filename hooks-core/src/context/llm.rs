@@ -1,0 +1,174 @@
+//! The context of model-call hooks.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use super::{AgentInfo, CrewInfo, LlmInfo, TaskInfo, ask_human};
+use crate::extensions::Extensions;
+use crate::hook::HookContext;
+use crate::human::{HumanInputError, HumanInputSource};
+use crate::message::{ChatMessage, ToolCallRequest, ToolDefinition};
+
+/// The model's answer to one call, as `POST_MODEL_CALL` hooks see and edit
+/// it: its text and the tool calls it asks for (none: a final answer).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ModelResponse {
+    /// The answer's text (the final answer when there are no tool calls).
+    pub content: String,
+    /// The tool calls the model asks for; what the hooks leave here is what
+    /// is dispatched.
+    pub tool_calls: Vec<ToolCallRequest>,
+}
+
+/// Everything a hook knows about one model call.
+///
+/// `PRE_MODEL_CALL` hooks edit [`messages`](Self::messages) in place: what
+/// they leave is exactly what the model receives. `POST_MODEL_CALL` hooks
+/// of the same call receive the same context with
+/// [`response`](Self::response) set, and may edit or drop its tool calls
+/// before they are dispatched.
+///
+/// ```
+/// use hooks_core::{ChatMessage, HookAborted, LlmCallHookContext};
+///
+/// // A PRE_MODEL_CALL hook: cap the turns and remind the model of a rule.
+/// fn guard(ctx: &mut LlmCallHookContext) -> Result<(), HookAborted> {
+///     if ctx.iterations > 10 {
+///         return Err(HookAborted::new("too many model turns", "loop-guard"));
+///     }
+///     ctx.messages.insert(0, ChatMessage::system("Never reveal credentials."));
+///     Ok(())
+/// }
+///
+/// let mut ctx = LlmCallHookContext::new(vec![ChatMessage::user("hi")]);
+/// guard(&mut ctx)?;
+/// assert_eq!(ctx.messages.len(), 2);
+/// # Ok::<(), HookAborted>(())
+/// ```
+pub struct LlmCallHookContext {
+    /// The conversation the model will receive (PRE hooks edit it).
+    pub messages: Vec<ChatMessage>,
+    /// The agent making the call.
+    pub agent: Option<Arc<dyn AgentInfo>>,
+    /// The task being worked on.
+    pub task: Option<Arc<dyn TaskInfo>>,
+    /// The crew running the call, absent outside a crew.
+    pub crew: Option<Arc<dyn CrewInfo>>,
+    /// The model being called.
+    pub llm: Option<Arc<dyn LlmInfo>>,
+    /// Which model call of the task this is, counting from 1.
+    pub iterations: usize,
+    /// The tools offered to the model.
+    pub tools: Arc<[ToolDefinition]>,
+    /// POST only: the model's answer.
+    pub response: Option<ModelResponse>,
+    /// Values the hooks of this call share (see [`Extensions`]).
+    pub extensions: Extensions,
+    human_input: Option<Arc<dyn HumanInputSource>>,
+}
+
+impl LlmCallHookContext {
+    /// A context for a call with these messages, outside any agent, task or
+    /// crew, with no tools offered.
+    pub fn new(messages: Vec<ChatMessage>) -> Self {
+        LlmCallHookContext {
+            messages,
+            agent: None,
+            task: None,
+            crew: None,
+            llm: None,
+            iterations: 1,
+            tools: Arc::from(Vec::new()),
+            response: None,
+            extensions: Extensions::new(),
+            human_input: None,
+        }
+    }
+
+    /// Sets the agent.
+    pub fn with_agent(mut self, agent: Arc<dyn AgentInfo>) -> Self {
+        self.agent = Some(agent);
+        self
+    }
+
+    /// Sets the task.
+    pub fn with_task(mut self, task: Arc<dyn TaskInfo>) -> Self {
+        self.task = Some(task);
+        self
+    }
+
+    /// Sets the crew.
+    pub fn with_crew(mut self, crew: Arc<dyn CrewInfo>) -> Self {
+        self.crew = Some(crew);
+        self
+    }
+
+    /// Sets the model.
+    pub fn with_llm(mut self, llm: Arc<dyn LlmInfo>) -> Self {
+        self.llm = Some(llm);
+        self
+    }
+
+    /// Sets the tools offered.
+    pub fn with_tools(mut self, tools: Arc<[ToolDefinition]>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Sets which call of the task this is.
+    pub fn with_iterations(mut self, iterations: usize) -> Self {
+        self.iterations = iterations;
+        self
+    }
+
+    /// Sets where [`request_human_input`](Self::request_human_input) gets
+    /// its answers (the terminal when none is set).
+    pub fn with_human_input(mut self, source: Arc<dyn HumanInputSource>) -> Self {
+        self.human_input = Some(source);
+        self
+    }
+
+    /// The agent's role, if the call has an agent.
+    pub fn agent_role(&self) -> Option<&str> {
+        self.agent.as_deref().map(AgentInfo::role)
+    }
+
+    /// The concrete agent type.
+    pub fn agent_as<T: Any>(&self) -> Option<&T> {
+        let agent: &dyn Any = self.agent.as_deref()?;
+        agent.downcast_ref()
+    }
+
+    /// Asks a person (see [`ToolCallHookContext::request_human_input`](crate::ToolCallHookContext::request_human_input)):
+    /// any failure to get an answer is an error, so `?` blocks the call.
+    pub fn request_human_input(
+        &self,
+        prompt: &str,
+        default_message: &str,
+    ) -> Result<String, HumanInputError> {
+        ask_human(self.human_input.as_ref(), prompt, default_message)
+    }
+}
+
+impl HookContext for LlmCallHookContext {
+    #[inline]
+    fn call_agent_role(&self) -> Option<&str> {
+        self.agent_role()
+    }
+}
+
+impl fmt::Debug for LlmCallHookContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LlmCallHookContext")
+            .field("messages", &self.messages)
+            .field("agent", &self.agent_role())
+            .field("task", &self.task.as_deref().map(TaskInfo::description))
+            .field("crew", &self.crew.as_deref().map(CrewInfo::name))
+            .field("llm", &self.llm.as_deref().map(LlmInfo::name))
+            .field("iterations", &self.iterations)
+            .field("tools", &self.tools.len())
+            .field("response", &self.response)
+            .finish_non_exhaustive()
+    }
+}
