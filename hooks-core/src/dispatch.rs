@@ -159,7 +159,16 @@ impl<'a> Dispatcher<'a> {
     /// Runs `point`'s chain once, on a snapshot of its own.
     #[inline]
     pub fn dispatch<P: Point>(&self, point: P, ctx: &mut P::Context) -> DispatchOutcome {
-        let _ = point;
+        // The common case, no hook at this point: one relaxed load per
+        // registry, no snapshot.
+        if !self.has_hooks(P::ID) {
+            return DispatchOutcome::Proceeded;
+        }
+        self.dispatch_slow(point, ctx)
+    }
+
+    #[inline(never)]
+    fn dispatch_slow<P: Point>(&self, point: P, ctx: &mut P::Context) -> DispatchOutcome {
         self.begin_call(&[P::ID]).dispatch(point, ctx)
     }
 
