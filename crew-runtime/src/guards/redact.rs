@@ -52,11 +52,13 @@ impl Rule {
         }
     }
 
-    fn apply<'t>(&self, text: &'t str) -> Cow<'t, str> {
+    /// Writes `text` with this rule's replacements into `out` and says
+    /// whether there were any (`out` is left alone when there were none).
+    fn apply(&self, text: &str, out: &mut String) -> bool {
         match self {
-            Rule::Template { regex, replacement } => apply_template(regex, replacement, text),
-            Rule::Checked(rule) => rule.apply(text),
-            Rule::Gitleaks(rules) => rules.redact(text),
+            Rule::Template { regex, replacement } => apply_template(regex, replacement, text, out),
+            Rule::Checked(rule) => rule.apply(text, out),
+            Rule::Gitleaks(rules) => rules.redact(text, out),
         }
     }
 
@@ -68,44 +70,79 @@ impl Rule {
     }
 }
 
-/// Replaces every match; borrowed when no replacement differs from what it
-/// matched (so a second pass over redacted text is a no-op).
-fn apply_template<'t>(regex: &Regex, template: &str, text: &'t str) -> Cow<'t, str> {
-    let mut out: Option<String> = None;
-    let mut copied = 0;
+/// Replaces every match; no change when no replacement differs from what
+/// it matched (so a second pass over redacted text is a no-op).
+fn apply_template(regex: &Regex, template: &str, text: &str, out: &mut String) -> bool {
+    let mut output = Output::new(out);
     let mut replacement = String::new();
     for captures in regex.captures_iter(text) {
         let found = captures.get_match();
         replacement.clear();
         captures.expand(template, &mut replacement);
-        if replacement == found.as_str() {
-            continue;
+        if replacement != found.as_str() {
+            output.replace(text, found.range(), &[&replacement]);
         }
-        let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
-        out.push_str(&text[copied..found.start()]);
-        out.push_str(&replacement);
-        copied = found.end();
     }
-    finish(out, text, copied)
+    output.finish(text)
 }
 
-fn finish<'t>(out: Option<String>, text: &'t str, copied: usize) -> Cow<'t, str> {
-    match out {
-        None => Cow::Borrowed(text),
-        Some(mut out) => {
-            out.push_str(&text[copied..]);
-            Cow::Owned(out)
+/// A rule's output, written into a buffer that the rules of one `redact`
+/// call take turns with (two buffers in all, however many rules change
+/// the text). Nothing is written before the first replacement.
+struct Output<'o> {
+    buffer: &'o mut String,
+    copied: usize,
+    started: bool,
+}
+
+impl<'o> Output<'o> {
+    fn new(buffer: &'o mut String) -> Output<'o> {
+        Output {
+            buffer,
+            copied: 0,
+            started: false,
         }
+    }
+
+    /// Where the text not yet copied starts.
+    fn copied(&self) -> usize {
+        self.copied
+    }
+
+    /// Copies `text` up to `range`, then `parts` in its place.
+    fn replace(&mut self, text: &str, range: Range<usize>, parts: &[&str]) {
+        if !self.started {
+            self.started = true;
+            self.buffer.clear();
+            self.buffer.reserve(text.len());
+        }
+        self.buffer.push_str(&text[self.copied..range.start]);
+        for part in parts {
+            self.buffer.push_str(part);
+        }
+        self.copied = range.end;
+    }
+
+    /// Copies the rest of `text`; whether anything was replaced.
+    fn finish(self, text: &str) -> bool {
+        if self.started {
+            self.buffer.push_str(&text[self.copied..]);
+        }
+        self.started
     }
 }
 
 /// Replaces each of `ranges` (in any order, overlapping or not) with
 /// `label`; overlapping or touching ranges become one replacement.
-/// Borrowed when nothing changes.
-fn replace_ranges<'t>(text: &'t str, mut ranges: Vec<Range<usize>>, label: &str) -> Cow<'t, str> {
+/// Written into `out`; whether anything changed.
+fn replace_ranges(
+    text: &str,
+    mut ranges: Vec<Range<usize>>,
+    label: &str,
+    out: &mut String,
+) -> bool {
     ranges.sort_by_key(|range| range.start);
-    let mut out: Option<String> = None;
-    let mut copied = 0;
+    let mut output = Output::new(out);
     let mut ranges = ranges.into_iter().peekable();
     while let Some(mut range) = ranges.next() {
         while let Some(next) = ranges.peek() {
@@ -115,15 +152,12 @@ fn replace_ranges<'t>(text: &'t str, mut ranges: Vec<Range<usize>>, label: &str)
             range.end = range.end.max(next.end);
             ranges.next();
         }
-        if range.start < copied || &text[range.clone()] == label {
+        if range.start < output.copied() || &text[range.clone()] == label {
             continue;
         }
-        let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
-        out.push_str(&text[copied..range.start]);
-        out.push_str(label);
-        copied = range.end;
+        output.replace(text, range, &[label]);
     }
-    finish(out, text, copied)
+    output.finish(text)
 }
 
 /// What a [`CheckedRule`] makes of one match.
@@ -160,9 +194,8 @@ impl CheckedRule {
         })
     }
 
-    fn apply<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        let mut out: Option<String> = None;
-        let mut copied = 0;
+    fn apply(&self, text: &str, out: &mut String) -> bool {
+        let mut output = Output::new(out);
         let mut at = 0;
         while at <= text.len() {
             let Some(captures) = self.regex.captures_at(text, at) else {
@@ -184,19 +217,14 @@ impl CheckedRule {
                         && found.starts_with(quote)
                         && found.ends_with(quote)
                         && &found[quote.len()..found.len() - quote.len()] == label;
-                    if unchanged || range.start < copied {
+                    if unchanged || range.start < output.copied() {
                         continue;
                     }
-                    let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
-                    out.push_str(&text[copied..range.start]);
-                    out.push_str(quote);
-                    out.push_str(label);
-                    out.push_str(quote);
-                    copied = range.end;
+                    output.replace(text, range, &[quote, label, quote]);
                 }
             }
         }
-        finish(out, text, copied)
+        output.finish(text)
     }
 }
 
@@ -430,16 +458,18 @@ impl SecretRedactor {
     /// );
     /// ```
     pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        let decoded = json::decode_string_literals(text);
-        let mut current: Cow<'_, str> = Cow::Borrowed(&decoded);
+        let mut current = json::decode_string_literals(text);
+        // Each rule writes into `spare` only when it changes something;
+        // then the two swap, so one call allocates two buffers at most.
+        let mut spare = String::new();
         let mut changed = false;
         for rule in self.rules.iter() {
-            let next = match rule.apply(&current) {
-                Cow::Owned(next) => Some(next),
-                Cow::Borrowed(_) => None,
-            };
-            if let Some(next) = next {
-                current = Cow::Owned(next);
+            if rule.apply(&current, &mut spare) {
+                let previous =
+                    std::mem::replace(&mut current, Cow::Owned(std::mem::take(&mut spare)));
+                if let Cow::Owned(buffer) = previous {
+                    spare = buffer;
+                }
                 changed = true;
             }
         }

@@ -25,7 +25,6 @@
 //! whose pattern still does not compile is skipped and counted
 //! ([`RuleSet::skipped`]); the module's tests pin that list.
 
-use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::LazyLock;
 
@@ -207,6 +206,9 @@ struct Rule {
     /// group (`([a-z0-9]{4}-){3}` in the Teams webhook rule) is part of
     /// the shape, not the secret, though gitleaks would report it.
     repeated: Vec<bool>,
+    /// A cheap pattern the text must match for the rule to match: see
+    /// [`vendor_gate`].
+    gate: Option<Regex>,
     entropy: Option<f64>,
     allowlists: Vec<Allowlist>,
 }
@@ -257,7 +259,9 @@ impl RuleSet {
                 skipped.push((config.id, SkipReason::DoesNotCompile));
                 continue;
             };
-            let repeated = repeated_groups(&translate(pattern));
+            let translated = translate(pattern);
+            let repeated = repeated_groups(&translated);
+            let gate = vendor_gate(&translated);
             let index = rules.len();
             if config.keywords.is_empty() {
                 unconditional.push(index);
@@ -276,6 +280,7 @@ impl RuleSet {
                 regex,
                 secret_group: config.secret_group.filter(|&group| group > 0),
                 repeated,
+                gate,
                 entropy: config.entropy.filter(|&entropy| entropy > 0.0),
                 allowlists: config
                     .allowlists
@@ -335,15 +340,15 @@ impl RuleSet {
         summary
     }
 
-    /// Replaces every secret a rule finds with `[REDACTED]`; borrowed when
-    /// there was none. All rules look at the same text and their findings
+    /// Writes `text` with every secret a rule finds replaced by
+    /// `[REDACTED]` into `out`; whether there was any. All rules look at the same text and their findings
     /// are merged, so overlapping findings become one replacement.
-    pub(super) fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+    pub(super) fn redact(&self, text: &str, out: &mut String) -> bool {
         let mut ranges = Vec::new();
         for index in self.candidates(text) {
             self.rules[index].find(text, &self.global, &mut ranges);
         }
-        replace_ranges(text, ranges, REDACTED)
+        replace_ranges(text, ranges, REDACTED, out)
     }
 
     /// The rules whose keywords occur in `text`, in file order.
@@ -379,6 +384,9 @@ impl RuleSet {
 
 impl Rule {
     fn find(&self, text: &str, global: &[Allowlist], out: &mut Vec<Range<usize>>) {
+        if self.gate.as_ref().is_some_and(|gate| !gate.is_match(text)) {
+            return;
+        }
         for captures in self.regex.captures_iter(text) {
             let Some(whole) = captures.get(0) else {
                 continue;
@@ -559,6 +567,80 @@ fn translate(pattern: &str) -> String {
     out
 }
 
+/// Most vendor rules are `(?i)[\w.-]{0,50}?(?:vendor names)…secret…`,
+/// and their keywords are often not the vendor's name (`lob-api-key` runs
+/// on every text holding `live_`). The regex engine finds no literal to
+/// skip ahead with in such a pattern and scans the whole text with its
+/// automaton; the vendor-name group alone, which every match must contain,
+/// is a pattern it finds with a literal search. So that group becomes the
+/// rule's gate. Patterns of another shape, or with a `|` at the top level
+/// (where the group would not be required), get no gate.
+fn vendor_gate(pattern: &str) -> Option<Regex> {
+    const PREFIX: &str = "[0-9A-Za-z_.-]{0,50}?";
+    let rest = pattern
+        .strip_prefix("(?i)")
+        .and_then(|rest| rest.strip_prefix(PREFIX))
+        .or_else(|| {
+            pattern
+                .strip_prefix(PREFIX)
+                .and_then(|rest| rest.strip_prefix("(?i:"))
+                .and_then(|rest| rest.strip_prefix(PREFIX))
+        })?;
+    if !rest.starts_with("(?:") || has_top_level_alternation(pattern) {
+        return None;
+    }
+    let end = group_end(rest)?;
+    if matches!(rest[end..].chars().next(), Some('?' | '*' | '{')) {
+        return None;
+    }
+    RegexBuilder::new(&format!("(?i){}", &rest[..end]))
+        .build()
+        .ok()
+}
+
+/// The offset just after the group that `text` starts with.
+fn group_end(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_class = false;
+    let mut escaped = false;
+    for (at, ch) in text.char_indices() {
+        match ch {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(at + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn has_top_level_alternation(pattern: &str) -> bool {
+    let mut depth = 0usize;
+    let mut in_class = false;
+    let mut escaped = false;
+    for ch in pattern.chars() {
+        match ch {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => depth = depth.saturating_sub(1),
+            '|' if !in_class && depth == 0 => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
 /// For each capture group of a (translated) pattern, by number, whether a
 /// quantifier follows its closing parenthesis. Group 0 is the whole match.
 fn repeated_groups(pattern: &str) -> Vec<bool> {
@@ -675,6 +757,33 @@ mod tests {
             [false, false, true, true]
         );
         assert_eq!(repeated_groups(r"[(](x)\((y)?"), [false, false, true]);
+    }
+
+    #[test]
+    fn vendor_rules_are_gated_by_their_vendor_names() {
+        let gate = |pattern: &str| vendor_gate(&translate(pattern)).map(|g| g.as_str().to_owned());
+        assert_eq!(
+            gate(r#"(?i)[\w.-]{0,50}?(?:lob)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:=|>)([a-z]{4})"#)
+                .as_deref(),
+            Some("(?i)(?:lob)")
+        );
+        assert_eq!(
+            gate(r"[\w.-]{0,50}?(?i:[\w.-]{0,50}?(?:(?-i:[Oo]kta|OKTA))(?:x))(00[\w=\-]{40})")
+                .as_deref(),
+            Some("(?i)(?:(?-i:[Oo]kta|OKTA))")
+        );
+        // A top-level alternative need not hold the vendor name.
+        assert_eq!(
+            gate(r"(?i)[\w.-]{0,50}?(?:jira)(x)|\b(ATATT3[A-Za-z0-9]{186})"),
+            None
+        );
+        assert_eq!(gate(r"\b(ghp_[0-9a-zA-Z]{36})"), None);
+        let gated = RULES
+            .rules
+            .iter()
+            .filter(|rule| rule.gate.is_some())
+            .count();
+        assert!(gated > 80, "{gated} rules gated");
     }
 
     #[test]
