@@ -8,7 +8,10 @@
 //!   one Aho-Corasick pass over the text finds them all, so a large result
 //!   with none of them costs one linear scan, not one per rule;
 //! - its secret is its `secretGroup`, else the first capture group that
-//!   matched something, else the whole match; only that part is replaced;
+//!   matched something (not one a quantifier repeats, which is part of the
+//!   shape), else the whole match; only that part is replaced, up to the
+//!   end of the token it starts (`glpat-[\w-]{20}` fixes a length a longer
+//!   token would outgrow);
 //! - a finding is dropped when the secret's Shannon entropy is not above
 //!   the rule's `entropy`, or when the global or the rule's allowlist
 //!   allows it (`regexes` on the secret, the match or the line as
@@ -20,10 +23,14 @@
 //! The patterns are RE2 (Go) syntax; the `regex` crate reads nearly all of
 //! it. Two differences are translated rather than left to fail: Go's `\w`,
 //! `\d`, `\s` and `\b` are ASCII-only (here they would be Unicode, which is
-//! both wider than the rules mean and much slower on non-ASCII text), and
+//! both wider than the rules mean and much slower on non-ASCII text; three
+//! rules would even exceed the crate's size limit for a compiled regex), and
 //! Go reads a `{` that starts no repetition as a literal brace. A rule
-//! whose pattern still does not compile is skipped and counted
-//! ([`RuleSet::skipped`]); the module's tests pin that list.
+//! whose pattern still does not compile is skipped and counted; the
+//! module's tests pin the list of rules that do not run. One change is
+//! made on purpose: the usual end of a secret (a quote, a space, `;`) also
+//! accepts sentence punctuation ([`SECRET_END_IN_PROSE`]), so a token that
+//! ends a sentence is found too.
 
 use std::ops::Range;
 use std::sync::LazyLock;
@@ -424,7 +431,15 @@ impl Rule {
                 .chain(&self.allowlists)
                 .any(|list| list.allows(secret.as_str(), matched, line));
             if !allowed {
-                push_json_safe_parts(text, secret.range(), out);
+                // Many patterns fix a token's length and end with no
+                // boundary (`glpat-[\w-]{20}`): a longer token of the same
+                // kind would keep its tail. The secret runs on to the end
+                // of the token.
+                let tail = text[secret.end()..]
+                    .bytes()
+                    .take_while(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                    .count();
+                push_json_safe_parts(text, secret.start()..secret.end() + tail, out);
             }
         }
     }
@@ -457,11 +472,22 @@ fn shannon_entropy(text: &str) -> f64 {
         .sum()
 }
 
+/// How most of gitleaks' patterns end a secret: a quote, a space, `;`,
+/// an escaped line break or the end of the text.
+const SECRET_END: &str = r#"(?:[\x60'"\s;]|\\[nr]|$)"#;
+
+/// The same, and sentence punctuation too, so that a token at the end of a
+/// sentence or inside brackets (`… dop_v1_….`, `(npm_…)`) is found: the
+/// secret group stays the same, only where it may stop grows.
+const SECRET_END_IN_PROSE: &str = r#"(?:[\x60'"\s;.,)\]}>]|\\[nr]|$)"#;
+
 fn compile(pattern: &str) -> Option<Regex> {
-    RegexBuilder::new(&translate(pattern))
-        .size_limit(1 << 23)
-        .build()
-        .ok()
+    RegexBuilder::new(&translate(
+        &pattern.replace(SECRET_END, SECRET_END_IN_PROSE),
+    ))
+    .size_limit(1 << 23)
+    .build()
+    .ok()
 }
 
 /// Go (RE2) pattern → `regex` crate pattern: ASCII `\w \d \s \b` as Go
@@ -739,6 +765,21 @@ mod tests {
         );
         assert_eq!(RULES.skipped_allowlist_patterns, 0);
         assert_eq!(RULES.len() + skipped.len(), 222);
+    }
+
+    #[test]
+    fn most_rules_end_their_secret_the_same_way() {
+        let file: ConfigFile = toml::from_str(CONFIG).unwrap_or_default();
+        let ending = file
+            .rules
+            .iter()
+            .filter(|rule| {
+                rule.regex
+                    .as_deref()
+                    .is_some_and(|r| r.contains(SECRET_END))
+            })
+            .count();
+        assert!(ending > 100, "{ending} rules end with {SECRET_END}");
     }
 
     #[test]

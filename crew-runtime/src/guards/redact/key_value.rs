@@ -31,9 +31,10 @@ const LONG_WORDS: &str = concat!(
 /// `dbPass`, `auth`, but not `bypass`, `compass` or `oauth`.
 const SHORT_WORDS: &str = r"pass|pwd|creds|auth";
 
-/// What may follow the word: `SECRET_KEY_BASE`, `password_hash`, `token2`.
+/// What may follow the word: `SECRET_KEY_BASE`, `password_hash`,
+/// `client-key-data` (kubeconfig), `token2`.
 const ENDINGS: &str =
-    r"base|value|plain(?:text)?|hash|b64|base64|raw|str|string|text|bytes|hex|enc(?:rypted)?";
+    r"base|value|plain(?:text)?|hash|b64|base64|raw|str|string|text|bytes|hex|data|enc(?:rypted)?";
 
 /// Keys that hold a secret word but no secret (compared with everything
 /// but letters and digits removed, lower-cased, as an ending).
@@ -120,6 +121,46 @@ fn key_value_pattern() -> String {
         r#"(?i)(?-u:\b){key}(?P<kq>\\*["'])?(?P<assign>[ \t]*(?:=>|:=|\?=|\+=|:|=)[ \t]*)"#,
         key = key_pattern()
     )
+}
+
+/// A YAML block scalar (`password: |` or `>-`, then lines indented deeper
+/// than the key's): the range from its first character to the end of its
+/// last non-blank line.
+fn yaml_block(text: &str, key_start: usize, value_start: usize) -> Option<Range<usize>> {
+    let rest = &text[value_start..];
+    let header = rest.strip_prefix(['|', '>'])?;
+    let header_length = header
+        .bytes()
+        .take_while(|&b| matches!(b, b'-' | b'+' | b'0'..=b'9' | b' ' | b'\t'))
+        .count();
+    let after_header = &header[header_length..];
+    let after_newline = after_header
+        .strip_prefix("\r\n")
+        .or_else(|| after_header.strip_prefix('\n'))?;
+    let line_start = text[..key_start].rfind('\n').map_or(0, |at| at + 1);
+    let key_indent = text[line_start..key_start]
+        .bytes()
+        .take_while(|&b| b == b' ')
+        .count();
+    let block_start = text.len() - after_newline.len();
+    let mut end = block_start;
+    let mut at = block_start;
+    for line in text[block_start..].split_inclusive('\n') {
+        let content = line.trim_end_matches(['\r', '\n']);
+        let indent = content.bytes().take_while(|&b| b == b' ').count();
+        if content.trim().is_empty() {
+            at += line.len();
+            continue;
+        }
+        if indent <= key_indent {
+            break;
+        }
+        end = at + content.len();
+        at += line.len();
+    }
+    let first =
+        block_start + text[block_start..end].len() - text[block_start..end].trim_start().len();
+    (first < end).then_some(first..end)
 }
 
 /// A value after a separator.
@@ -234,6 +275,12 @@ fn key_value(text: &str, captures: &Captures<'_>) -> Decision {
     let keep = Decision::Keep { resume: key.end() };
     if !is_secret_key(&key, captures.name("short")) {
         return keep;
+    }
+    if let Some(block) = yaml_block(text, key.start(), assign.end()) {
+        return match secret_part(text, block, key.as_str()) {
+            Some(range) => replace(range),
+            None => keep,
+        };
     }
     let bare = match value_after(text, assign.end()) {
         None => return keep,
@@ -454,6 +501,8 @@ pub(super) fn is_placeholder(value: &str) -> bool {
             r"|required|optional|empty|unset|hidden|redacted|filtered|masked|omitted",
             r"|ok|okay|success|successful|failed|failure|denied|expired|invalid|missing|valid",
             r"|enabled|disabled|set|not[ \t]set|none[ \t]set|sensitive|default|auto",
+            // a permission (`id-token: write`), a size (`kubectl describe`)
+            r"|read|write|read-write|read-only|readonly|\d+[ \t]+bytes?",
             r"|\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$\(.*\)|\$\d+|\$\{\{.*\}\}",
             r"|\{\{.*\}\}|\{%.*%\}|\{[A-Za-z0-9_.]*\}|<%=?.*%>|#\{.*\}",
             r"|<[^<>]*>|%[A-Za-z_][A-Za-z0-9_]*%|%[sdvq]|%\(\w+\)s|@[A-Za-z_]+@",
@@ -661,9 +710,40 @@ fn sql_password(text: &str, captures: &Captures<'_>) -> Decision {
     }
 }
 
+/// The password of a (user, password) pair given to an HTTP client:
+/// `auth=("ada", "…")` (Python requests), `basic_auth: ['ada', '…']`.
+const AUTH_PAIR: &str = r#"(?i)(?-u:\b)(?:[a-z_]*auth|credentials)["']?[ \t]*(?:=|:|=>)[ \t]*[(\[][ \t]*(?:"[^"\r\n]*"|'[^'\r\n]*'|[A-Za-z_][\w.]*)[ \t]*,[ \t]*(?:"(?P<dq>[^"\r\n]*)"|'(?P<sq>[^'\r\n]*)')"#;
+
+/// Signatures and session tokens in a URL's query: presigned S3 and GCS
+/// links, Azure SAS tokens.
+const URL_SIGNATURE: &str = r#"(?i)[?&](?:x-amz-signature|x-amz-security-token|x-goog-signature|sig|signature)=(?P<value>[^&#\s"'<>\\]+)"#;
+
+/// The first of `names` that took part in the match, as a replacement of
+/// its contents (when they are a secret).
+fn replace_group(text: &str, captures: &Captures<'_>, names: &[&str], key: &str) -> Decision {
+    match names
+        .iter()
+        .find_map(|name| captures.name(name))
+        .and_then(|value| secret_part(text, value.range(), key))
+    {
+        Some(range) => replace(range),
+        None => keep_from(captures),
+    }
+}
+
+fn auth_pair(text: &str, captures: &Captures<'_>) -> Decision {
+    replace_group(text, captures, &["dq", "sq"], "password")
+}
+
+fn url_signature(text: &str, captures: &Captures<'_>) -> Decision {
+    replace_group(text, captures, &["value"], "signature")
+}
+
 fn patterns() -> Vec<(String, Decide)> {
     vec![
-        (SQL_PASSWORD.to_owned(), sql_password as Decide),
+        (AUTH_PAIR.to_owned(), auth_pair as Decide),
+        (URL_SIGNATURE.to_owned(), url_signature),
+        (SQL_PASSWORD.to_owned(), sql_password),
         (HEADER_LINE.to_owned(), header_line),
         (xml_element_pattern(), xml),
         (xml_named_pattern(), xml),

@@ -57,6 +57,16 @@ pub(super) const LABELLED: &[(&str, &str)] = &[
         "[SLACK-TOKEN-REDACTED]",
     ),
     (r"(?-u:\b)AIza[0-9A-Za-z_-]{30,}", "[GOOGLE-KEY-REDACTED]"),
+    // A Telegram bot token (`123456789:AA…`), also inside a bot API URL.
+    (
+        r"(?:(?-u:\b)|(?P<bot>/bot))[0-9]{8,10}:AA[A-Za-z0-9_-]{33}",
+        "${bot}[REDACTED]",
+    ),
+    // A Discord webhook's token: the URL alone lets anyone post.
+    (
+        r"(?i)(?P<url>https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/)[A-Za-z0-9_-]{20,}",
+        "${url}[REDACTED]",
+    ),
 ];
 
 /// `Bearer <token>`, any case. The token must hold a digit or one of
