@@ -704,3 +704,99 @@ fn verbose_console_shows_no_secret() {
     assert!(stdout.contains("[OPENAI-KEY-REDACTED]"), "{stdout}");
     assert_no_secret("the verbose console", &stdout);
 }
+
+/// Shapes that need gitleaks' rules or the key/value rules (SPEC §8), each
+/// with a distinctive part that must never be seen again.
+const SHAPES: &[Secret] = &[
+    Secret {
+        written: r#"{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----\n"}"#,
+        needle: "MIIEvQIBADANBgkqhkiG9w0",
+    },
+    Secret {
+        written: r#"{"dbHost": "db.internal", "dbPassword": "Tr0ub4dor&3-xQ"}"#,
+        needle: "Tr0ub4dor&3",
+    },
+    Secret {
+        written: "PGPASSWORD=pg_x7Hq2mXv9L psql -h db.internal",
+        needle: "pg_x7Hq2mXv9L",
+    },
+    Secret {
+        written: "DATABASE_URL=postgres://app:pgPw-7Hq2mXv9Lr@db.internal:5432/app",
+        needle: "pgPw-7Hq2mXv9Lr",
+    },
+    Secret {
+        written: "Authorization: Basic YWRtaW46UXg3I21McDJ2Ug==",
+        needle: "YWRtaW46UXg3I21McDJ2Ug",
+    },
+    Secret {
+        written: "<password>mvn-S3cretValue</password>",
+        needle: "mvn-S3cretValue",
+    },
+    Secret {
+        written: "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF4kXq0BCADpGz3mX9vLr7Hq2\nZq9xY8wV7uT6sR5qP4oN3mL2kJ1",
+        needle: "lQOYBF4kXq0BCADpGz3m",
+    },
+    Secret {
+        written: "gitlab runner glpat-Xk3mP9qR2sT5vW8yZ1aBcD4e registered",
+        needle: "Xk3mP9qR2sT5vW8yZ1aB",
+    },
+];
+
+#[test]
+fn cloud_credentials_env_lines_and_key_blocks_never_reach_the_model() {
+    let _lines = tracing_lines();
+    let (global, later_hooks_saw) = redacting_registry();
+    let result: String = SHAPES
+        .iter()
+        .map(|shape| shape.written)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let tool: Tool = Tool::typed("read_config", "Reads the config", move |_: SearchArgs| {
+        Ok::<_, String>(result.clone())
+    })
+    .into();
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("read_config", json!({"query": "all"}))
+            .answer("done"),
+    );
+    let analyst = agent("Analyst", vec![tool], &llm);
+    let crew = Crew::builder()
+        .agent(analyst.clone())
+        .task(Task::builder("Audit the config").agent(&analyst).build())
+        .global_registry(global.clone())
+        .build()
+        .expect("builds");
+    let events = record_all_events(crew.events());
+
+    crew.kickoff(()).expect("the run finishes");
+
+    let observation = llm.requests()[1].observations()[0].to_owned();
+    let seen = take(&later_hooks_saw);
+    let finished: Vec<String> = take(&events)
+        .iter()
+        .filter_map(|event| match event {
+            Event::ToolUsageFinished(ToolUsageFinishedEvent { result, .. }) => Some(result.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished.len(), 1);
+    for text in std::iter::once(&observation).chain(&seen).chain(&finished) {
+        let decoded = unescaped(text);
+        for shape in SHAPES {
+            assert!(
+                !text.contains(shape.needle) && !decoded.contains(shape.needle),
+                "{:?} is still in:\n{text}",
+                shape.needle
+            );
+        }
+    }
+    for kept in [
+        "postgres://app:[REDACTED]@db.internal:5432/app",
+        "Authorization: Basic [REDACTED]",
+        r#""dbPassword": "[REDACTED]""#,
+        "[PRIVATE-KEY-REDACTED]",
+    ] {
+        assert!(observation.contains(kept), "{kept:?} in:\n{observation}");
+    }
+}

@@ -1,163 +1,255 @@
 //! [`SecretRedactor`]: replaces secrets in tool results before the agent,
 //! the events and the logs see them.
+//!
+//! The rules run in this order, each on the output of the one before:
+//!
+//! 1. fixed formats with their own label ([`patterns`]): private-key
+//!    blocks, JSON Web Tokens, OpenAI, AWS, GitHub, Slack and Google keys,
+//!    `Bearer` credentials, and passwords in URLs;
+//! 2. gitleaks' rule set, as data ([`gitleaks`]);
+//! 3. generic key/value detection ([`key_value`]): secret-looking keys in
+//!    JSON, YAML, XML, env and INI files, HTTP headers, command lines and
+//!    `.netrc` files;
+//! 4. e-mail addresses;
+//! 5. the patterns added with [`SecretRedactor::with_pattern`].
+//!
+//! All of them look at the decoded view of [`json`], so JSON escapes hide
+//! nothing, and none of them removes a quote of a JSON document.
+
+mod gitleaks;
+mod json;
+mod key_value;
+mod patterns;
 
 use std::borrow::Cow;
 use std::fmt;
+use std::ops::Range;
 use std::sync::{Arc, LazyLock};
 
 use hooks_core::ToolCallHookContext;
 use regex::{Captures, Regex};
 
-/// What replaces a redacted value of a `key: value` pair.
+/// What replaces a secret that has no label of its own.
 const REDACTED: &str = "[REDACTED]";
 
-/// How a rule turns a match into its replacement.
 #[derive(Clone)]
-enum Replacement {
-    /// A `regex` replacement template (`$name`, `${1}`, `$$`).
-    Template(String),
-    /// The built-in `api_key: value` rule: keeps the key, the separator and
-    /// the quoting, replaces only the value.
-    KeyValue,
-}
-
-#[derive(Clone)]
-struct Rule {
-    regex: Regex,
-    replacement: Replacement,
+enum Rule {
+    /// A pattern and a `regex` replacement template (`$name`, `${1}`,
+    /// `$$`): the labelled built-in formats and every `with_pattern`.
+    Template { regex: Regex, replacement: String },
+    /// A pattern whose every match code looks at before anything is
+    /// replaced (keys, values, URLs).
+    Checked(&'static CheckedRule),
+    /// gitleaks' rules, applied together in one pass.
+    Gitleaks(&'static gitleaks::RuleSet),
 }
 
 impl Rule {
     fn template(regex: Regex, replacement: impl Into<String>) -> Rule {
-        Rule {
+        Rule::Template {
             regex,
-            replacement: Replacement::Template(replacement.into()),
+            replacement: replacement.into(),
         }
     }
 
-    fn render(&self, captures: &Captures<'_>, out: &mut String) {
-        match &self.replacement {
-            Replacement::Template(template) => captures.expand(template, out),
-            Replacement::KeyValue => render_key_value(captures, out),
+    /// Writes `text` with this rule's replacements into `out` and says
+    /// whether there were any (`out` is left alone when there were none).
+    fn apply(&self, text: &str, out: &mut String) -> bool {
+        match self {
+            Rule::Template { regex, replacement } => apply_template(regex, replacement, text, out),
+            Rule::Checked(rule) => rule.apply(text, out),
+            Rule::Gitleaks(rules) => rules.redact(text, out),
         }
     }
 
-    /// Replaces every match; borrowed when no replacement differs from
-    /// what it matched (so a second pass over redacted text is a no-op).
-    fn apply<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        let mut out: Option<String> = None;
-        let mut copied = 0;
-        let mut replacement = String::new();
-        for captures in self.regex.captures_iter(text) {
-            let found = captures.get_match();
-            replacement.clear();
-            self.render(&captures, &mut replacement);
-            if replacement == found.as_str() {
-                continue;
-            }
-            let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
-            out.push_str(&text[copied..found.start()]);
-            out.push_str(&replacement);
-            copied = found.end();
-        }
-        match out {
-            None => Cow::Borrowed(text),
-            Some(mut out) => {
-                out.push_str(&text[copied..]);
-                Cow::Owned(out)
-            }
+    fn pattern_count(&self) -> usize {
+        match self {
+            Rule::Template { .. } | Rule::Checked(_) => 1,
+            Rule::Gitleaks(rules) => rules.len(),
         }
     }
 }
 
-/// `key` + `kq` (the key's closing quote, if any) + `assign`, then the
-/// value's opening quote and `[REDACTED]`; a bare value after a quoted key
-/// (`"password": 1234`) is quoted like the key, so JSON stays JSON.
-fn render_key_value(captures: &Captures<'_>, out: &mut String) {
-    let part = |name: &str| captures.name(name).map_or("", |m| m.as_str());
-    out.push_str(part("key"));
-    out.push_str(part("kq"));
-    out.push_str(part("assign"));
-    let quoted = ["dq", "edq", "sq"]
-        .iter()
-        .find_map(|name| captures.name(name));
-    if let Some(quote) = quoted {
-        out.push_str(quote.as_str());
-        out.push_str(REDACTED);
-    } else {
-        let quote = part("kq");
-        out.push_str(quote);
-        out.push_str(REDACTED);
-        out.push_str(quote);
+/// Replaces every match; no change when no replacement differs from what
+/// it matched (so a second pass over redacted text is a no-op).
+fn apply_template(regex: &Regex, template: &str, text: &str, out: &mut String) -> bool {
+    let mut output = Output::new(out);
+    let mut replacement = String::new();
+    for captures in regex.captures_iter(text) {
+        let found = captures.get_match();
+        replacement.clear();
+        captures.expand(template, &mut replacement);
+        if replacement != found.as_str() {
+            output.replace(text, found.range(), &[&replacement]);
+        }
+    }
+    output.finish(text)
+}
+
+/// A rule's output, written into a buffer that the rules of one `redact`
+/// call take turns with (two buffers in all, however many rules change
+/// the text). Nothing is written before the first replacement.
+struct Output<'o> {
+    buffer: &'o mut String,
+    copied: usize,
+    started: bool,
+}
+
+impl<'o> Output<'o> {
+    fn new(buffer: &'o mut String) -> Output<'o> {
+        Output {
+            buffer,
+            copied: 0,
+            started: false,
+        }
+    }
+
+    /// Where the text not yet copied starts.
+    fn copied(&self) -> usize {
+        self.copied
+    }
+
+    /// Copies `text` up to `range`, then `parts` in its place.
+    fn replace(&mut self, text: &str, range: Range<usize>, parts: &[&str]) {
+        if !self.started {
+            self.started = true;
+            self.buffer.clear();
+            self.buffer.reserve(text.len());
+        }
+        self.buffer.push_str(&text[self.copied..range.start]);
+        for part in parts {
+            self.buffer.push_str(part);
+        }
+        self.copied = range.end;
+    }
+
+    /// Copies the rest of `text`; whether anything was replaced.
+    fn finish(self, text: &str) -> bool {
+        if self.started {
+            self.buffer.push_str(&text[self.copied..]);
+        }
+        self.started
     }
 }
 
-/// The built-in patterns, most specific first: a token inside a
-/// `Bearer …` header or an `api_key=…` pair keeps its own label.
-const BUILT_IN: &[(&str, &str)] = &[
-    (
-        r#"-----BEGIN[A-Z ]*PRIVATE KEY-----[^"]*?-----END[A-Z ]*PRIVATE KEY-----"#,
-        "[PRIVATE-KEY-REDACTED]",
-    ),
-    (
-        r"\beyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*",
-        "[JWT-REDACTED]",
-    ),
-    (r"\bsk-[A-Za-z0-9_-]{20,}", "[OPENAI-KEY-REDACTED]"),
-    (
-        r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b",
-        "[AWS-KEY-REDACTED]",
-    ),
-    (
-        r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
-        "[GITHUB-TOKEN-REDACTED]",
-    ),
-    (r"\bxox[abposr]-[A-Za-z0-9-]{10,}", "[SLACK-TOKEN-REDACTED]"),
-    (r"\bAIza[0-9A-Za-z_-]{30,}", "[GOOGLE-KEY-REDACTED]"),
-    (
-        r"(?i)\b(bearer)[ \t]+[A-Za-z0-9._~+/=-]{8,}",
-        "${1} [REDACTED]",
-    ),
-];
+/// Replaces each of `ranges` (in any order, overlapping or not) with
+/// `label`; overlapping or touching ranges become one replacement.
+/// Written into `out`; whether anything changed.
+fn replace_ranges(
+    text: &str,
+    mut ranges: Vec<Range<usize>>,
+    label: &str,
+    out: &mut String,
+) -> bool {
+    ranges.sort_by_key(|range| range.start);
+    let mut output = Output::new(out);
+    let mut ranges = ranges.into_iter().peekable();
+    while let Some(mut range) = ranges.next() {
+        while let Some(next) = ranges.peek() {
+            if next.start > range.end {
+                break;
+            }
+            range.end = range.end.max(next.end);
+            ranges.next();
+        }
+        if range.start < output.copied() || &text[range.clone()] == label {
+            continue;
+        }
+        output.replace(text, range, &[label]);
+    }
+    output.finish(text)
+}
 
-/// `api_key=…`, `"password": "…"`, `token: …`, `client_secret => '…'`,
-/// also with the quotes escaped (`\"token\":\"…\"`, JSON inside a JSON
-/// string). Keys end at a word boundary, so `tokens` or `token_count` are
-/// left alone. A value in plain double quotes runs to its closing quote,
-/// escaped quotes included; one in escaped quotes (`\"…\"`) stops at the
-/// next escaped quote.
-const KEY_VALUE: &str = r#"(?ix)
-    (?P<key>\b(?:[a-z0-9]+[_-])*
-        (?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret
-          |access[_-]?token|auth[_-]?token|refresh[_-]?token|token|secret|password|passwd|passphrase)
-    \b)
-    (?P<kq>\\*["'])?
-    (?P<assign>[\ \t]*(?:=>|[:=])[\ \t]*)
-    (?:
-        (?P<dq>")(?:[^"\\\r\n]|\\[^\r\n])+
-      | (?P<edq>\\+")(?:[^"\\\r\n]|\\[^"\\\r\n])+
-      | (?P<sq>\\*')(?:[^'\\\r\n]|\\[^'\\\r\n])+
-      | [^\s"'\\,;&<>\[\]{}()]+
-    )"#;
+/// What a [`CheckedRule`] makes of one match.
+enum Decision {
+    /// Not a secret: leave the text, and search again from this offset (a
+    /// char boundary after the match's start).
+    Keep { resume: usize },
+    /// Replace `range` with `label`, between two copies of the text at
+    /// `quote` if given (a bare value after a quoted key is quoted like
+    /// the key, so JSON stays JSON).
+    Replace {
+        range: Range<usize>,
+        label: &'static str,
+        quote: Option<Range<usize>>,
+    },
+}
 
-const EMAIL: &str = r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b";
+/// Looks at one match: `text` is the whole text the rule runs on.
+type Decide = fn(text: &str, captures: &Captures<'_>) -> Decision;
+
+/// A pattern and the code that decides, match by match, what to replace.
+struct CheckedRule {
+    regex: Regex,
+    decide: Decide,
+}
+
+impl CheckedRule {
+    /// `None` if the pattern does not compile: the rule is then missing
+    /// (and this module's tests say which), never a panic at run time.
+    fn new(pattern: &str, decide: Decide) -> Option<CheckedRule> {
+        Some(CheckedRule {
+            regex: compile(pattern)?,
+            decide,
+        })
+    }
+
+    fn apply(&self, text: &str, out: &mut String) -> bool {
+        let mut output = Output::new(out);
+        let mut at = 0;
+        while at <= text.len() {
+            let Some(captures) = self.regex.captures_at(text, at) else {
+                break;
+            };
+            let whole = captures.get_match();
+            let after_start = next_boundary(text, whole.start() + 1);
+            match (self.decide)(text, &captures) {
+                Decision::Keep { resume } => at = resume.max(after_start),
+                Decision::Replace {
+                    range,
+                    label,
+                    quote,
+                } => {
+                    at = range.end.max(after_start);
+                    let quote = quote.map_or("", |quote| &text[quote]);
+                    let found = &text[range.clone()];
+                    let unchanged = found.len() == label.len() + 2 * quote.len()
+                        && found.starts_with(quote)
+                        && found.ends_with(quote)
+                        && &found[quote.len()..found.len() - quote.len()] == label;
+                    if unchanged || range.start < output.copied() {
+                        continue;
+                    }
+                    output.replace(text, range, &[quote, label, quote]);
+                }
+            }
+        }
+        output.finish(text)
+    }
+}
+
+/// The first char boundary at or after `at` (or the text's end).
+fn next_boundary(text: &str, mut at: usize) -> usize {
+    while at < text.len() && !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at.min(text.len() + 1)
+}
 
 /// Compiled once per process; every `SecretRedactor::new` shares them
 /// (cloning a `Regex` is a reference count).
 static BUILT_IN_RULES: LazyLock<Arc<Vec<Rule>>> = LazyLock::new(|| {
-    let mut rules: Vec<Rule> = BUILT_IN
+    let mut rules: Vec<Rule> = patterns::LABELLED
         .iter()
         .filter_map(|(pattern, replacement)| Some(Rule::template(compile(pattern)?, *replacement)))
         .collect();
-    if let Some(regex) = compile(KEY_VALUE) {
-        rules.push(Rule {
-            regex,
-            replacement: Replacement::KeyValue,
-        });
-    }
-    if let Some(regex) = compile(EMAIL) {
-        rules.push(Rule::template(regex, "[EMAIL-REDACTED]"));
-    }
+    let before: &'static [CheckedRule] = &patterns::BEFORE_RULE_SET;
+    let key_values: &'static [CheckedRule] = &key_value::RULES;
+    let after: &'static [CheckedRule] = &patterns::AFTER_KEY_VALUES;
+    rules.extend(before.iter().map(Rule::Checked));
+    rules.push(Rule::Gitleaks(&gitleaks::RULES));
+    rules.extend(key_values.iter().map(Rule::Checked));
+    rules.extend(after.iter().map(Rule::Checked));
     Arc::new(rules)
 });
 
@@ -174,23 +266,42 @@ fn compile(pattern: &str) -> Option<Regex> {
 ///
 /// | secret | example | becomes |
 /// |---|---|---|
+/// | private keys | PEM (`-----BEGIN … PRIVATE KEY-----`) and PGP (`-----BEGIN PGP PRIVATE KEY BLOCK-----`) blocks, also cut off before their `END` line | `[PRIVATE-KEY-REDACTED]` |
+/// | JSON Web Tokens | `eyJ….….…` | `[JWT-REDACTED]` |
 /// | OpenAI-style keys | `sk-…`, `sk-proj-…` (20+ characters after `sk-`) | `[OPENAI-KEY-REDACTED]` |
 /// | AWS access key ids | `AKIA…`, `ASIA…` (+ 16) | `[AWS-KEY-REDACTED]` |
 /// | GitHub tokens | `ghp_…`, `gho_…`, `ghs_…`, `github_pat_…` | `[GITHUB-TOKEN-REDACTED]` |
 /// | Slack tokens | `xoxb-…`, `xoxp-…`, `xoxa-…`, `xoxs-…` | `[SLACK-TOKEN-REDACTED]` |
 /// | Google API keys | `AIza…` | `[GOOGLE-KEY-REDACTED]` |
-/// | JSON Web Tokens | `eyJ….….…` | `[JWT-REDACTED]` |
 /// | bearer credentials | `Bearer <token>` (any case) | `Bearer [REDACTED]` |
-/// | PEM private keys | `-----BEGIN … PRIVATE KEY-----…-----END …` | `[PRIVATE-KEY-REDACTED]` |
-/// | `key`/value pairs | `api_key=…`, `"password": "…"`, `token: …`, `client_secret => '…'` | the value becomes `[REDACTED]`, key and quoting stay |
+/// | passwords in URLs | `postgres://ada:pw@db:5432/app` | `postgres://ada:[REDACTED]@db:5432/app` |
+/// | gitleaks' rules | some 200 token formats (`glpat-…`, `sk_live_…`, `npm_…`, `hf_…`, `dop_v1_…`, …) | `[REDACTED]` in place of the secret part |
+/// | key/value pairs | `"dbPassword": "…"`, `PGPASSWORD=…`, `<password>…</password>`, `Authorization: Basic …`, `Cookie: …`, `--token …` | the value becomes `[REDACTED]`; key, quoting and an auth scheme stay |
 /// | e-mail addresses | `ada@example.com` | `[EMAIL-REDACTED]` |
 ///
-/// The key/value rule covers the keys `api_key` (`api-key`, `apikey`),
-/// `access_key`, `secret_key`, `private_key`, `client_secret`,
-/// `access_token`, `auth_token`, `refresh_token`, `token`, `secret`,
-/// `password`, `passwd` and `passphrase`, in any case and with any
-/// `prefix_` (`db_password`, `aws_secret_access_key`), separated from the
-/// value by `:`, `=` or `=>`. A bare value after a quoted key is quoted
+/// **gitleaks' rules** are its maintained rule set (MIT), kept as data in
+/// the crate (`data/gitleaks/`) and loaded at first use: each rule runs
+/// only on text that holds one of its keywords, replaces only its secret
+/// group, and honours the rule's entropy floor and allowlists.
+///
+/// **Key/value pairs**: a key is secret when it ends in `password`,
+/// `passwd`, `passphrase`, `secret`, `token`, `credential(s)`,
+/// `authorization`, `cookie` or a `…key` such as `api_key`, `access_key`,
+/// `private_key`, `secret_key`, `client_key`, in any case style and with
+/// any prefix (`PGPASSWORD`, `dbPassword`, `AWS_SECRET_ACCESS_KEY`,
+/// `x-api-key`, `spring.datasource.password`), or whose own word is
+/// `pass`, `pwd`, `creds` or `auth` (`DB_PASS`, `dbPass`; not `bypass` or
+/// `oauth`); a few endings may follow (`SECRET_KEY_BASE`, `password_hash`).
+/// Keys for pagination or limits (`nextPageToken`, `max_tokens`) are not
+/// secret. The value is what follows `:`, `=`, `=>`, `:=`: a quoted string
+/// whole; after `:` (YAML, headers, prose) the rest of the line, up to a
+/// comment or the next `key=`/`key:`; after a tight `=` (env lines, query
+/// strings, connection strings) up to the next space, `&`, `;` or `,`.
+/// Values that are clearly not secrets stay: empty, `null`, booleans,
+/// placeholders (`${DB_PASSWORD}`, `{{ .token }}`, `<your-key>`, `***`),
+/// values already redacted, and, when unquoted, code (`os.getenv("PW")`,
+/// `self.password`, a type such as `&str` or `Option<String>`, a variable
+/// named like the key). A bare value after a quoted key is quoted
 /// (`"password": 1234` becomes `"password": "[REDACTED]"`), so a JSON
 /// result stays valid JSON. Patterns of your own join with
 /// [`with_pattern`](Self::with_pattern).
@@ -212,8 +323,9 @@ fn compile(pattern: &str) -> Option<Regex> {
 ///   pattern order (each pattern runs on the output of the one before).
 ///   For JSON input this is still valid JSON meaning the same thing apart
 ///   from the replaced parts: the built-in replacements never remove a
-///   quote or a backslash, and add quotes only around the `[REDACTED]` of
-///   a bare value after a quoted key.
+///   quote or cut an escape sequence in two, and add quotes only around
+///   the `[REDACTED]` of a bare value after a quoted key;
+/// - redacting the output again changes nothing.
 ///
 /// Not covered: secrets escaped twice (`\\u0041`: a JSON document inside a
 /// JSON string is matched only where its escaped quotes are the only
@@ -245,6 +357,15 @@ fn compile(pattern: &str) -> Option<Regex> {
 ///     redactor.redact(r#"{"key":"sk-\u0041bcdefghijklmnopqrstuvwxyz"}"#),
 ///     r#"{"key":"[OPENAI-KEY-REDACTED]"}"#
 /// );
+/// // Keys in any case style, passwords in URLs, gitleaks' token formats.
+/// assert_eq!(
+///     redactor.redact(r#"{"dbPassword": "correct horse", "url": "postgres://app:s3cr3t@db/app"}"#),
+///     r#"{"dbPassword": "[REDACTED]", "url": "postgres://app:[REDACTED]@db/app"}"#
+/// );
+/// assert_eq!(
+///     redactor.redact("export GITLAB_TOKEN=glpat-Xk3mP9qR2sT5vW8yZ1aB"),
+///     "export GITLAB_TOKEN=[REDACTED]"
+/// );
 ///
 /// let registry = HookRegistry::new();
 /// registry.register_hook_with(
@@ -260,7 +381,18 @@ pub struct SecretRedactor {
 }
 
 impl SecretRedactor {
-    /// A redactor with every built-in pattern.
+    /// A redactor with every built-in pattern: the labelled formats,
+    /// gitleaks' rules, key/value pairs and e-mail addresses.
+    ///
+    /// ```
+    /// use crew_runtime::guards::SecretRedactor;
+    ///
+    /// let redactor = SecretRedactor::new();
+    /// assert_eq!(
+    ///     redactor.redact("PGPASSWORD=hunter2 psql -h db"),
+    ///     "PGPASSWORD=[REDACTED] psql -h db"
+    /// );
+    /// ```
     pub fn new() -> Self {
         SecretRedactor {
             rules: Arc::clone(&BUILT_IN_RULES),
@@ -268,6 +400,14 @@ impl SecretRedactor {
     }
 
     /// A redactor with no pattern at all, for a set of your own.
+    ///
+    /// ```
+    /// use crew_runtime::guards::{Regex, SecretRedactor};
+    ///
+    /// let redactor = SecretRedactor::empty().with_pattern(Regex::new(r"\d{4}-\d{4}")?, "[CARD]");
+    /// assert_eq!(redactor.redact("card 1234-5678, password=x"), "card [CARD], password=x");
+    /// # Ok::<(), regex::Error>(())
+    /// ```
     pub fn empty() -> Self {
         SecretRedactor {
             rules: Arc::new(Vec::new()),
@@ -277,29 +417,59 @@ impl SecretRedactor {
     /// Adds a pattern, run after the ones already there. `replacement` is a
     /// `regex` replacement template: `$1`, `${name}` refer to capture
     /// groups, `$$` is a dollar sign.
+    ///
+    /// ```
+    /// use crew_runtime::guards::{Regex, SecretRedactor};
+    ///
+    /// let redactor = SecretRedactor::new()
+    ///     .with_pattern(Regex::new(r"\b(?P<prefix>ACME-)\w+")?, "${prefix}***");
+    /// assert_eq!(redactor.redact("licence ACME-9f8e7d"), "licence ACME-***");
+    /// # Ok::<(), regex::Error>(())
+    /// ```
     pub fn with_pattern(mut self, pattern: Regex, replacement: impl Into<String>) -> Self {
         Arc::make_mut(&mut self.rules).push(Rule::template(pattern, replacement));
         self
     }
 
-    /// How many patterns run.
+    /// How many patterns run (each of gitleaks' rules counts as one).
+    ///
+    /// ```
+    /// use crew_runtime::guards::SecretRedactor;
+    ///
+    /// assert_eq!(SecretRedactor::empty().pattern_count(), 0);
+    /// assert!(SecretRedactor::new().pattern_count() > 200);
+    /// ```
     pub fn pattern_count(&self) -> usize {
-        self.rules.len()
+        self.rules.iter().map(Rule::pattern_count).sum()
     }
 
     /// The text with every secret replaced; borrowed when there was none.
     /// See [the type's documentation](Self) for exactly what is matched.
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    /// use crew_runtime::guards::SecretRedactor;
+    ///
+    /// let redactor = SecretRedactor::new();
+    /// assert!(matches!(redactor.redact("build 4f2a9c1 passed"), Cow::Borrowed(_)));
+    /// assert_eq!(
+    ///     redactor.redact("Authorization: Basic YWRhOmh1bnRlcjI="),
+    ///     "Authorization: Basic [REDACTED]"
+    /// );
+    /// ```
     pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        let decoded = decode_string_literals(text);
-        let mut current: Cow<'_, str> = Cow::Borrowed(&decoded);
+        let mut current = json::decode_string_literals(text);
+        // Each rule writes into `spare` only when it changes something;
+        // then the two swap, so one call allocates two buffers at most.
+        let mut spare = String::new();
         let mut changed = false;
         for rule in self.rules.iter() {
-            let next = match rule.apply(&current) {
-                Cow::Owned(next) => Some(next),
-                Cow::Borrowed(_) => None,
-            };
-            if let Some(next) = next {
-                current = Cow::Owned(next);
+            if rule.apply(&current, &mut spare) {
+                let previous =
+                    std::mem::replace(&mut current, Cow::Owned(std::mem::take(&mut spare)));
+                if let Cow::Owned(buffer) = previous {
+                    spare = buffer;
+                }
                 changed = true;
             }
         }
@@ -312,6 +482,15 @@ impl SecretRedactor {
 
     /// A `POST_TOOL_CALL` hook that replaces `tool_result` with its redacted
     /// form (and keeps it when there was nothing to redact).
+    ///
+    /// ```
+    /// use crew_runtime::guards::SecretRedactor;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let registry = HookRegistry::new();
+    /// registry.register_hook(POST_TOOL_CALL, SecretRedactor::new().hook())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn hook(
         &self,
     ) -> impl Fn(&mut ToolCallHookContext) -> Option<String> + Send + Sync + 'static {
@@ -331,273 +510,20 @@ impl Default for SecretRedactor {
 
 impl fmt::Debug for SecretRedactor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let patterns: Vec<String> = self
+            .rules
+            .iter()
+            .map(|rule| match rule {
+                Rule::Template { regex, .. } => regex.as_str().to_owned(),
+                Rule::Checked(rule) => rule.regex.as_str().to_owned(),
+                Rule::Gitleaks(rules) => rules.summary(),
+            })
+            .collect();
         f.debug_struct("SecretRedactor")
-            .field(
-                "patterns",
-                &self
-                    .rules
-                    .iter()
-                    .map(|r| r.regex.as_str())
-                    .collect::<Vec<_>>(),
-            )
+            .field("patterns", &patterns)
             .finish()
     }
 }
 
-/// The text with every JSON string literal that holds escape sequences
-/// decoded and re-encoded with only the escapes JSON requires. Literals
-/// that are not valid JSON strings (an invalid escape, a raw control
-/// character: prose with stray quotes) are left as they are. One linear
-/// pass; nothing recurses, whatever the nesting of the JSON.
-fn decode_string_literals(text: &str) -> Cow<'_, str> {
-    if !text.contains('\\') {
-        return Cow::Borrowed(text);
-    }
-    let bytes = text.as_bytes();
-    let mut out: Option<String> = None;
-    let mut copied = 0;
-    let mut position = 0;
-    while let Some(offset) = bytes[position..].iter().position(|&b| b == b'"') {
-        let start = position + offset;
-        let mut at = start + 1;
-        let mut escaped = false;
-        let end = loop {
-            match bytes.get(at) {
-                None => break None,
-                Some(b'"') => break Some(at),
-                Some(b'\\') => {
-                    escaped = true;
-                    at += 2;
-                }
-                Some(&b) if b < 0x20 => break None,
-                Some(_) => at += 1,
-            }
-        };
-        let Some(end) = end else {
-            // Not a string literal: look for the next one after the point
-            // where this one failed (no unescaped quote lies in between).
-            if at >= bytes.len() {
-                break;
-            }
-            position = at;
-            continue;
-        };
-        position = end + 1;
-        if !escaped {
-            continue;
-        }
-        // `start` and `end` index ASCII quotes, so both are char boundaries.
-        let literal = &text[start..=end];
-        let Ok(decoded) = serde_json::from_str::<String>(literal) else {
-            continue;
-        };
-        let Ok(canonical) = serde_json::to_string(&decoded) else {
-            continue;
-        };
-        if canonical != literal {
-            let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
-            out.push_str(&text[copied..start]);
-            out.push_str(&canonical);
-            copied = end + 1;
-        }
-    }
-    match out {
-        None => Cow::Borrowed(text),
-        Some(mut out) => {
-            out.push_str(&text[copied..]);
-            Cow::Owned(out)
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn redact(text: &str) -> String {
-        SecretRedactor::new().redact(text).into_owned()
-    }
-
-    #[test]
-    fn every_built_in_pattern_compiles() {
-        assert_eq!(BUILT_IN_RULES.len(), BUILT_IN.len() + 2);
-    }
-
-    #[test]
-    fn each_format_is_replaced_by_its_label() {
-        let cases = [
-            (
-                "key sk-abcdefghijklmnopqrstuvwxyz0123",
-                "key [OPENAI-KEY-REDACTED]",
-            ),
-            (
-                "sk-proj-Ab3_dEf-GhIjKlMnOpQrStUvWx",
-                "[OPENAI-KEY-REDACTED]",
-            ),
-            ("id AKIAIOSFODNN7EXAMPLE.", "id [AWS-KEY-REDACTED]."),
-            (
-                "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-                "[GITHUB-TOKEN-REDACTED]",
-            ),
-            (
-                "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
-                "[GITHUB-TOKEN-REDACTED]",
-            ),
-            ("xoxb-123456789012-abcdefABCDEF", "[SLACK-TOKEN-REDACTED]"),
-            (
-                "AIzaSyA-1234567890abcdefghijklmnopqrstu",
-                "[GOOGLE-KEY-REDACTED]",
-            ),
-            (
-                "Authorization: Bearer abc.DEF-123_xyz~",
-                "Authorization: Bearer [REDACTED]",
-            ),
-            (
-                "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.sig-nature_1",
-                "jwt [JWT-REDACTED]",
-            ),
-            ("mail ada@example.com now", "mail [EMAIL-REDACTED] now"),
-            (
-                "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
-                "[PRIVATE-KEY-REDACTED]",
-            ),
-        ];
-        for (text, expected) in cases {
-            assert_eq!(redact(text), expected, "{text}");
-        }
-    }
-
-    #[test]
-    fn key_value_pairs_keep_key_and_quoting() {
-        let cases = [
-            ("api_key=abc123&x=1", "api_key=[REDACTED]&x=1"),
-            ("API-KEY: abc123", "API-KEY: [REDACTED]"),
-            (
-                r#"{"password": "correct horse", "user": "ada"}"#,
-                r#"{"password": "[REDACTED]", "user": "ada"}"#,
-            ),
-            (r#"{"db_password":1234}"#, r#"{"db_password":"[REDACTED]"}"#),
-            ("client_secret => 'x y'", "client_secret => '[REDACTED]'"),
-            (
-                r#"{"password": "a\"b\\", "n": 1}"#,
-                r#"{"password": "[REDACTED]", "n": 1}"#,
-            ),
-            (
-                r#"{"body":"{\"token\":\"abc\"}"}"#,
-                r#"{"body":"{\"token\":\"[REDACTED]\"}"}"#,
-            ),
-        ];
-        for (text, expected) in cases {
-            assert_eq!(redact(text), expected, "{text}");
-        }
-    }
-
-    #[test]
-    fn look_alike_words_are_left_alone() {
-        for text in [
-            "tokens: 5",
-            r#"{"max_tokens": 100, "token_count": 3}"#,
-            "the task-runner finished",
-            "passwords: none",
-            "a bearer of news",
-        ] {
-            assert!(
-                matches!(SecretRedactor::new().redact(text), Cow::Borrowed(_)),
-                "{text}"
-            );
-        }
-    }
-
-    #[test]
-    fn redacting_twice_changes_nothing_more() {
-        let text = r#"{"password":"x","k":"sk-abcdefghijklmnopqrstuvwxyz","m":"a@b.io"}"#;
-        let once = redact(text);
-        assert!(matches!(
-            SecretRedactor::new().redact(&once),
-            Cow::Borrowed(_)
-        ));
-    }
-
-    #[test]
-    fn json_escapes_do_not_hide_secrets() {
-        let cases = [
-            (
-                r#"{"k":"sk-\u0061bcdefghijklmnopqrstuvwxyz","n":"caf\u00e9"}"#,
-                r#"{"k":"[OPENAI-KEY-REDACTED]","n":"café"}"#,
-            ),
-            (
-                r#"{"h":"Bearer abc\/def\/ghijkl"}"#,
-                r#"{"h":"Bearer [REDACTED]"}"#,
-            ),
-            (
-                r#"{"\u0070\u0061\u0073\u0073\u0077\u006f\u0072\u0064":"hunter2"}"#,
-                r#"{"password":"[REDACTED]"}"#,
-            ),
-            (r#"["ada\u0040example.com"]"#, r#"["[EMAIL-REDACTED]"]"#),
-            (
-                r#"{"t":"line\nbreak","k":"AKIA\u0049OSFODNN7EXAMPLE"}"#,
-                r#"{"t":"line\nbreak","k":"[AWS-KEY-REDACTED]"}"#,
-            ),
-        ];
-        for (text, expected) in cases {
-            assert_eq!(redact(text), expected, "{text}");
-            let parsed: Result<serde_json::Value, _> = serde_json::from_str(&redact(text));
-            assert!(parsed.is_ok(), "still JSON: {text}");
-        }
-    }
-
-    #[test]
-    fn text_without_secrets_is_returned_unchanged_even_with_escapes() {
-        let text = r#"{"note":"caf\u00e9 \/ \"quoted\""}"#;
-        assert!(matches!(
-            SecretRedactor::new().redact(text),
-            Cow::Borrowed(same) if same == text
-        ));
-    }
-
-    #[test]
-    fn stray_quotes_and_bad_escapes_are_left_alone() {
-        assert_eq!(
-            decode_string_literals(r#"C:\Users "x\q" then "\u00e9" and "open"#),
-            r#"C:\Users "x\q" then "é" and "open"#
-        );
-        // A raw line break: not a JSON string, left alone.
-        assert_eq!(decode_string_literals("\"a\\/\nb\""), "\"a\\/\nb\"");
-        assert_eq!(decode_string_literals("x \"\\/\" y"), "x \"/\" y");
-        assert_eq!(
-            decode_string_literals("\"unterminated \\"),
-            "\"unterminated \\"
-        );
-    }
-
-    #[test]
-    fn deeply_nested_json_is_decoded_without_recursion() {
-        let depth = 100_000;
-        let text = format!(
-            "{}\"sk-\\u0061bcdefghijklmnopqrstuvwxyz\"{}",
-            "[".repeat(depth),
-            "]".repeat(depth)
-        );
-        let redacted = redact(&text);
-        assert!(redacted.contains("\"[OPENAI-KEY-REDACTED]\""));
-        assert!(!redacted.contains("sk-"));
-    }
-
-    #[test]
-    fn custom_patterns_run_after_the_built_in_ones() {
-        let redactor = SecretRedactor::empty().with_pattern(
-            Regex::new(r"(?P<user>\w+):(?P<pass>\w+)@").expect("valid"),
-            "$user:***@",
-        );
-        assert_eq!(redactor.pattern_count(), 1);
-        assert_eq!(
-            redactor.redact("https://ada:s3cret@example.com"),
-            "https://ada:***@example.com"
-        );
-        assert_eq!(
-            redactor.redact("mail ada@example.com"),
-            "mail ada@example.com",
-            "empty() has no built-in pattern"
-        );
-    }
-}
+mod tests;
