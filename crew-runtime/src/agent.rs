@@ -32,7 +32,8 @@ pub const DEFAULT_MAX_ITER: usize = 15;
 /// ```
 #[derive(Clone)]
 pub struct Agent {
-    role: String,
+    /// Shared, so that events name the role without copying it.
+    role: Arc<str>,
     goal: String,
     backstory: String,
     tools: Vec<Tool>,
@@ -46,7 +47,7 @@ impl Agent {
     pub fn builder(role: impl Into<String>) -> AgentBuilder {
         AgentBuilder {
             agent: Agent {
-                role: role.into(),
+                role: Arc::from(role.into()),
                 goal: String::new(),
                 backstory: String::new(),
                 tools: Vec::new(),
@@ -96,6 +97,10 @@ impl Agent {
 impl AgentInfo for Agent {
     fn role(&self) -> &str {
         &self.role
+    }
+
+    fn shared_role(&self) -> Arc<str> {
+        Arc::clone(&self.role)
     }
 }
 

@@ -429,7 +429,7 @@ fn event_texts(event: &Event) -> Vec<String> {
         }) => vec![
             abort_reason.clone().unwrap_or_default(),
             abort_source.clone().unwrap_or_default(),
-            tool_name.clone().unwrap_or_default(),
+            tool_name.as_deref().unwrap_or_default().to_owned(),
         ],
         Event::HookPanicked(HookPanickedEvent { message, hook, .. }) => {
             vec![message.clone(), hook.clone()]

@@ -371,8 +371,8 @@ fn hook_dispatched_events_report_every_point_with_its_agent() {
                 &sink,
                 (
                     dispatched.point,
-                    dispatched.agent_role.clone(),
-                    dispatched.tool_name.clone(),
+                    dispatched.agent_role.as_deref().map(str::to_owned),
+                    dispatched.tool_name.as_deref().map(str::to_owned),
                 ),
             );
         }

@@ -8,7 +8,7 @@
 use std::sync::{Arc, OnceLock};
 
 use rpds::HashTrieMapSync;
-use rustc_hash::FxBuildHasher;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::hook::HookEntry;
 use crate::point::Point;
@@ -118,6 +118,11 @@ pub(crate) struct Chain<P: Point> {
     /// For each tool some filter names: the hooks filtered to it, in rank
     /// order.
     by_tool: HashTrieMapSync<Box<str>, Entries<P>, FxBuildHasher>,
+    /// `by_tool` as a flat hash map, built by the first dispatch that needs
+    /// it and shared by every copy of this version: a lookup in it is a
+    /// few nanoseconds faster than in the persistent map, and registering
+    /// stays O(1) (the map is rebuilt once per changed version, lazily).
+    flat: Arc<OnceLock<FxHashMap<Box<str>, Entries<P>>>>,
 }
 
 impl<P: Point> Clone for Chain<P> {
@@ -126,6 +131,7 @@ impl<P: Point> Clone for Chain<P> {
             all: self.all.clone(),
             unfiltered: self.unfiltered.clone(),
             by_tool: self.by_tool.clone(),
+            flat: Arc::clone(&self.flat),
         }
     }
 }
@@ -136,6 +142,7 @@ impl<P: Point> Default for Chain<P> {
             all: AppendList::new(),
             unfiltered: AppendList::new(),
             by_tool: HashTrieMapSync::new_with_hasher_and_ptr_kind(FxBuildHasher),
+            flat: Arc::new(OnceLock::new()),
         }
     }
 }
@@ -177,6 +184,8 @@ impl<P: Point> Chain<P> {
                 list.push(Arc::clone(&entry));
                 self.by_tool.insert_mut(tool.as_str().into(), list);
             }
+            // This version's index differs from the one it was copied from.
+            self.flat = Arc::new(OnceLock::new());
         }
         self.all.push(entry);
     }
@@ -203,15 +212,27 @@ impl<P: Point> Chain<P> {
     #[inline]
     pub(crate) fn candidates(&self, tool: Option<&str>) -> Candidates<'_, P> {
         let filtered = match tool {
-            Some(tool) if !self.by_tool.is_empty() => self.by_tool.get(tool),
+            Some(tool) if !self.by_tool.is_empty() => self.flat_index().get(tool),
             _ => None,
         };
         match filtered {
             None => Candidates::One(self.unfiltered.iter()),
+            // Only tool-filtered hooks can run: walk them directly.
+            Some(filtered) if self.unfiltered.is_empty() => Candidates::One(filtered.iter()),
             Some(filtered) => {
                 Candidates::Two(MergeByRank::new(self.unfiltered.iter(), filtered.iter()))
             }
         }
+    }
+
+    #[inline]
+    fn flat_index(&self) -> &FxHashMap<Box<str>, Entries<P>> {
+        self.flat.get_or_init(|| {
+            self.by_tool
+                .iter()
+                .map(|(tool, list)| (tool.clone(), list.clone()))
+                .collect()
+        })
     }
 }
 

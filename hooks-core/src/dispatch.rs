@@ -132,18 +132,19 @@ impl<'a> Dispatcher<'a> {
     /// started, whatever is registered or removed meanwhile.
     ///
     /// Loads nothing when no registry has a hook at those points.
-    #[inline]
+    #[inline(always)]
     pub fn begin_call(&self, points: &[InterceptionPoint]) -> CallHooks<'a> {
-        let mask = points.iter().fold(0u32, |mask, p| mask | 1 << p.index());
-        let global = (self.global.nonempty_mask() & mask != 0).then(|| self.global.snapshot());
-        let scoped = self
-            .scoped
-            .filter(|scoped| scoped.nonempty_mask() & mask != 0)
-            .map(HookRegistry::snapshot);
+        let wanted = points.iter().fold(0u32, |mask, p| mask | 1 << p.index());
+        let global_mask = self.global.nonempty_mask() & wanted;
+        let scoped_mask = self.scoped.map_or(0, |s| s.nonempty_mask()) & wanted;
         CallHooks {
             dispatcher: *self,
-            global,
-            scoped,
+            mask: global_mask | scoped_mask,
+            global: (global_mask != 0).then(|| self.global.snapshot()),
+            scoped: self
+                .scoped
+                .filter(|_| scoped_mask != 0)
+                .map(HookRegistry::snapshot),
         }
     }
 
@@ -236,15 +237,20 @@ pub const MODEL_CALL_POINTS: [InterceptionPoint; 2] = [
 /// call started (see [`Dispatcher::begin_call`]).
 pub struct CallHooks<'a> {
     dispatcher: Dispatcher<'a>,
+    /// The points (one bit each) at which some snapshot has hooks.
+    mask: u32,
     global: Option<Guard<Arc<ChainSet>>>,
     scoped: Option<Guard<Arc<ChainSet>>>,
 }
 
 impl<'a> CallHooks<'a> {
     /// Runs `point`'s chain of this call's snapshot.
-    #[inline]
+    #[inline(always)]
     pub fn dispatch<P: Point>(&self, point: P, ctx: &mut P::Context) -> DispatchOutcome {
         let _ = point;
+        if self.mask & (1 << P::ID.index()) == 0 {
+            return DispatchOutcome::Proceeded;
+        }
         let global = self
             .global
             .as_ref()
@@ -380,8 +386,8 @@ impl<'a> CallHooks<'a> {
             outcome,
             hooks_run,
             started.elapsed(),
-            ctx.call_tool_name(),
-            ctx.call_agent_role(),
+            ctx.event_tool_name(),
+            ctx.event_agent_role(),
         );
         tracing::debug!(
             target: "hooks_core::dispatch",

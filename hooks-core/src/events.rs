@@ -31,9 +31,9 @@ pub struct HookDispatchedEvent {
     /// The abort's source (the hook's name where none was given).
     pub abort_source: Option<String>,
     /// The normalized tool name, at the tool-call points.
-    pub tool_name: Option<String>,
+    pub tool_name: Option<Arc<str>>,
     /// The agent's role, where the point has an agent.
-    pub agent_role: Option<String>,
+    pub agent_role: Option<Arc<str>>,
 }
 
 impl HookDispatchedEvent {
@@ -42,8 +42,8 @@ impl HookDispatchedEvent {
         outcome: &DispatchOutcome,
         hooks_run: usize,
         duration: Duration,
-        tool_name: Option<&str>,
-        agent_role: Option<&str>,
+        tool_name: Option<Arc<str>>,
+        agent_role: Option<Arc<str>>,
     ) -> Self {
         let abort = outcome.aborted();
         HookDispatchedEvent {
@@ -53,8 +53,8 @@ impl HookDispatchedEvent {
             duration,
             abort_reason: abort.map(|a| a.reason.clone()),
             abort_source: abort.map(|a| a.source.clone()),
-            tool_name: tool_name.map(str::to_owned),
-            agent_role: agent_role.map(str::to_owned),
+            tool_name,
+            agent_role,
         }
     }
 }

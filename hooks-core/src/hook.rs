@@ -194,6 +194,16 @@ pub trait HookContext: Send + 'static {
     fn call_agent_role(&self) -> Option<&str> {
         None
     }
+
+    /// The tool name as events report it (shared, not copied).
+    fn event_tool_name(&self) -> Option<Arc<str>> {
+        None
+    }
+
+    /// The agent role as events report it (shared where the agent allows).
+    fn event_agent_role(&self) -> Option<Arc<str>> {
+        None
+    }
 }
 
 /// A synchronous hook, adapted to its point's decision.

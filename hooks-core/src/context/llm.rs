@@ -156,6 +156,10 @@ impl HookContext for LlmCallHookContext {
     fn call_agent_role(&self) -> Option<&str> {
         self.agent_role()
     }
+
+    fn event_agent_role(&self) -> Option<Arc<str>> {
+        self.agent.as_deref().map(AgentInfo::shared_role)
+    }
 }
 
 impl fmt::Debug for LlmCallHookContext {

@@ -36,6 +36,14 @@ pub trait ToolInfo: Any + Send + Sync {
 pub trait AgentInfo: Any + Send + Sync {
     /// The agent's role; `agents = [...]` filters match it exactly.
     fn role(&self) -> &str;
+
+    /// The role as a shared string, for events. The default copies
+    /// [`role`](Self::role); an agent that keeps its role in an `Arc<str>`
+    /// returns a clone of it, so that reporting a dispatch allocates
+    /// nothing.
+    fn shared_role(&self) -> Arc<str> {
+        Arc::from(self.role())
+    }
 }
 
 /// What a hook can see of the task being worked on.

@@ -114,7 +114,7 @@ pub enum ToolCallStatus {
 /// ([`tool_name`](Self::tool_name)): a hook cannot change which tool a call
 /// is, and every chain of the call filters on the name it started with.
 pub struct ToolCallHookContext {
-    tool_name: String,
+    tool_name: Arc<str>,
     /// The tool's arguments, mutable by PRE hooks.
     pub tool_input: Map<String, Value>,
     /// The tool, absent when the model named a tool that does not exist.
@@ -141,7 +141,7 @@ impl ToolCallHookContext {
     /// arguments, outside any agent, task or crew.
     pub fn new(tool_name: &str, tool_input: Map<String, Value>) -> Self {
         ToolCallHookContext {
-            tool_name: normalize_tool_name(tool_name),
+            tool_name: Arc::from(normalize_tool_name(tool_name)),
             tool_input,
             tool: None,
             agent: None,
@@ -275,6 +275,14 @@ impl HookContext for ToolCallHookContext {
     #[inline]
     fn call_agent_role(&self) -> Option<&str> {
         self.agent_role()
+    }
+
+    fn event_tool_name(&self) -> Option<Arc<str>> {
+        Some(Arc::clone(&self.tool_name))
+    }
+
+    fn event_agent_role(&self) -> Option<Arc<str>> {
+        self.agent.as_deref().map(AgentInfo::shared_role)
     }
 }
 
