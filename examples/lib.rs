@@ -13,7 +13,8 @@
 //!   dispatch with its outcome (and the reason and source of a block), every
 //!   tool that really ran with the arguments it received, tool failures and
 //!   contained hook panics;
-//! - hooks that have something to report, through [`note`].
+//! - hooks that have something to report, through [`note`] (at any of the
+//!   ten points).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -37,6 +38,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::any::Any;
 use std::error::Error;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,7 +49,9 @@ use crew_runtime::events::{
 };
 use crew_runtime::llm::{Llm, LlmError, LlmRequest, ModelTurn, Role};
 use crew_runtime::{
-    Crew, Event, HookInfo, HookOrigin, HookStyle, InterceptionPoint, ToolCallHookContext,
+    Crew, CrewInfo, Event, ExecutionEndContext, ExecutionStartContext, HookInfo, HookOrigin,
+    HookStyle, InputContext, InterceptionPoint, LlmCallHookContext, OutputContext, StepContext,
+    ToolCallHookContext,
 };
 // The examples depend on `crew-runtime` alone: its re-export is their
 // `serde_json`.
@@ -200,13 +204,14 @@ impl std::fmt::Debug for Transcript {
     }
 }
 
-/// Lets a hook add a line to the transcript of the crew whose call it is
-/// looking at (the way a real hook would log). Outside a crew, or for a
-/// crew no transcript is attached to, the line is dropped.
+/// Lets a hook add a line to the transcript of the crew whose call, step or
+/// kickoff it is looking at (the way a real hook would log). Outside a crew,
+/// or for a crew no transcript is attached to, the line is dropped.
 ///
-/// The line appears indented, between the dispatch lines of that call.
-pub fn note(ctx: &ToolCallHookContext, line: impl AsRef<str>) {
-    let Some(crew) = ctx.crew_as::<Crew>() else {
+/// The line appears indented, before the dispatch line of the hook's point
+/// (a point's event is emitted once its whole chain has run).
+pub fn note(ctx: &impl HookCrew, line: impl AsRef<str>) {
+    let Some(crew) = ctx.hook_crew() else {
         return;
     };
     let key = crew_key(crew);
@@ -218,6 +223,44 @@ pub fn note(ctx: &ToolCallHookContext, line: impl AsRef<str>) {
     if let Some(state) = state {
         Transcript { state }.line(format!("{DETAIL}{}", line.as_ref()));
     }
+}
+
+/// The context of a hook at any of the ten points, as [`note`] reads it:
+/// the crew the hook runs for.
+pub trait HookCrew {
+    /// The crew running the call, step or kickoff, if it is a [`Crew`].
+    fn hook_crew(&self) -> Option<&Crew>;
+}
+
+impl HookCrew for ToolCallHookContext {
+    fn hook_crew(&self) -> Option<&Crew> {
+        self.crew_as::<Crew>()
+    }
+}
+
+/// The other points' contexts hold their crew as `crew: Option<Arc<dyn CrewInfo>>`.
+macro_rules! hook_crew_field {
+    ($($context:ty),*) => {$(
+        impl HookCrew for $context {
+            fn hook_crew(&self) -> Option<&Crew> {
+                crew_of(self.crew.as_deref())
+            }
+        }
+    )*};
+}
+
+hook_crew_field!(
+    ExecutionStartContext,
+    InputContext,
+    StepContext,
+    LlmCallHookContext,
+    OutputContext,
+    ExecutionEndContext
+);
+
+fn crew_of(crew: Option<&dyn CrewInfo>) -> Option<&Crew> {
+    let crew: &dyn Any = crew?;
+    crew.downcast_ref()
 }
 
 /// A transcript attached to a crew, for [`note`] to find.
@@ -288,32 +331,41 @@ fn describe_event(event: &Event, masked_keys: &[String]) -> Option<String> {
 }
 
 /// `PRE_TOOL_CALL  blocked the call: <reason> [source: <source>] (1 hook ran)`
-/// and the like.
+/// and the like, for any of the ten points.
+///
+/// In-place edits (of messages, tool calls, inputs) are not reported by
+/// dispatch events, only replacements: a chain that edited in place and
+/// replaced nothing "went on".
 pub fn describe_dispatch(dispatched: &HookDispatchedEvent) -> String {
+    use InterceptionPoint as P;
     let point = dispatched.point;
     let what = match (point, dispatched.outcome) {
         (_, "aborted") => {
             let reason = dispatched.abort_reason.as_deref().unwrap_or("no reason");
             let source = dispatched.abort_source.as_deref().unwrap_or("unknown");
             let verb = match point {
-                InterceptionPoint::PRE_TOOL_CALL | InterceptionPoint::PRE_MODEL_CALL => {
-                    "blocked the call"
-                }
+                P::PRE_TOOL_CALL | P::PRE_MODEL_CALL => "blocked the call",
                 _ => "aborted the run",
             };
             format!("{verb}: {reason} [source: {source}]")
         }
-        (InterceptionPoint::PRE_TOOL_CALL, _) => "let the call through".to_owned(),
-        (InterceptionPoint::POST_TOOL_CALL, "modified") => "replaced the result".to_owned(),
-        (InterceptionPoint::POST_TOOL_CALL, _) => "kept the result".to_owned(),
+        (P::PRE_TOOL_CALL | P::PRE_MODEL_CALL, _) => "let the call through".to_owned(),
+        (P::POST_TOOL_CALL, "modified") => "replaced the result".to_owned(),
+        (P::POST_TOOL_CALL, _) => "kept the result".to_owned(),
+        (P::POST_MODEL_CALL, "modified") => "replaced the answer's text".to_owned(),
+        (P::EXECUTION_START | P::INPUT, "modified") => "replaced the inputs".to_owned(),
+        (P::PRE_STEP, "modified") => "replaced the context".to_owned(),
+        (P::POST_STEP | P::OUTPUT, "modified") => "replaced the output".to_owned(),
         (_, "modified") => "replaced the value".to_owned(),
-        (_, _) => "let it through".to_owned(),
+        (_, _) => "went on".to_owned(),
     };
     let hooks = match dispatched.hooks_run {
         1 => "1 hook ran".to_owned(),
         n => format!("{n} hooks ran"),
     };
-    format!("{:<15}{what} ({hooks})", point.as_str())
+    // The longest names (`EXECUTION_START`, `POST_MODEL_CALL`) still get a
+    // space; the tool points line up as they always have.
+    format!("{:<14} {what} ({hooks})", point.as_str())
 }
 
 /// Tool arguments as compact JSON, with masked keys shown as `"…"`.
