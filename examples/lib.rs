@@ -397,8 +397,17 @@ struct NarratedModel {
 }
 
 impl NarratedModel {
-    fn say(&self, line: impl std::fmt::Display) {
-        self.transcript.line(format!("[{}] {line}", self.role));
+    /// Writes a line for the agent; a text of several lines (an answer
+    /// in paragraphs or a list) goes on indented lines of the agent's own,
+    /// without its blank lines, so each transcript line stays one line.
+    fn say(&self, text: impl std::fmt::Display) {
+        let text = text.to_string();
+        let mut lines = text.lines();
+        let first = lines.next().unwrap_or_default();
+        self.transcript.line(format!("[{}] {first}", self.role));
+        for line in lines.filter(|line| !line.trim().is_empty()) {
+            self.transcript.line(format!("[{}]   {line}", self.role));
+        }
     }
 
     /// Writes what the request tells the model: a new task, or the
