@@ -350,6 +350,7 @@ pub fn describe_dispatch(dispatched: &HookDispatchedEvent) -> String {
             format!("{verb}: {reason} [source: {source}]")
         }
         (P::PRE_TOOL_CALL | P::PRE_MODEL_CALL, _) => "let the call through".to_owned(),
+        (P::EXECUTION_START, "proceeded") => "let the kickoff start".to_owned(),
         (P::POST_TOOL_CALL, "modified") => "replaced the result".to_owned(),
         (P::POST_TOOL_CALL, _) => "kept the result".to_owned(),
         (P::POST_MODEL_CALL, "modified") => "replaced the answer's text".to_owned(),
