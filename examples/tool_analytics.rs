@@ -3,15 +3,26 @@
 //!
 //! `cargo run --example tool_analytics`
 //!
-//! The PRE hook stashes a start time in `ctx.tool_input` under `_start_ns`;
-//! the POST hook of the same call takes it out again (PRE and POST share one
-//! context) and adds the elapsed time to per-tool statistics. Tools ignore
-//! keys they do not declare, so the stash never bothers them.
+//! The PRE hook stashes the call's start time in `ctx.extensions`, a typed
+//! map that the PRE and POST hooks of one call share; the POST hook of the
+//! same call takes it out again and adds the elapsed time to per-tool
+//! statistics. The stash is an `Instant`, not a number dressed up as JSON,
+//! and it never reaches the tool, the model or the events: the tool
+//! receives exactly the arguments the model sent.
+//!
+//! The guide stashes the time in the tool's arguments instead
+//! (`tool_input['_start_time']`). That still works, since tools ignore keys
+//! they do not declare, but the key then travels with the call:
+//!
+//! ```text
+//! ctx.tool_input.insert("_start_ns".into(), json!(now_ns)); // PRE
+//! let start = ctx.tool_input.remove("_start_ns");           // POST
+//! ```
 
 use std::collections::BTreeMap;
 use std::error::Error;
 use std::process::ExitCode;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -20,49 +31,40 @@ use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
 
-/// The stash key. The leading `_` marks it as the hooks' own, not an
-/// argument of any tool.
-const START_KEY: &str = "_start_ns";
-
-/// Times are nanoseconds since this instant: JSON holds a `u64`, not an
-/// `Instant`.
-static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+/// When a call started: the value the PRE hook leaves for the POST hook.
+/// Its own type, so no other hook's `Instant` can be taken for it.
+struct CallStarted(Instant);
 
 /// One tool's numbers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct ToolStats {
     count: u64,
+    /// Calls whose POST hook found the PRE hook's start time.
+    timed: u64,
     total: Duration,
 }
 
 /// Per tool, sorted by name. A `Mutex`: calls of one turn run concurrently.
 static TOOL_STATS: Mutex<BTreeMap<String, ToolStats>> = Mutex::new(BTreeMap::new());
 
-fn now_ns() -> u64 {
-    // u64 nanoseconds cover 584 years of uptime.
-    u64::try_from(EPOCH.elapsed().as_nanos()).unwrap_or(u64::MAX)
-}
-
 /// Runs first (`order = -100`), so the time covers every later hook too.
 #[on(PRE_TOOL_CALL, order = -100)]
 fn start_timer(ctx: &mut ToolCallHookContext) {
-    ctx.tool_input.insert(START_KEY.to_owned(), json!(now_ns()));
+    ctx.extensions.insert(CallStarted(Instant::now()));
 }
 
 /// Takes the stash out and counts the call. POST hooks also run for blocked
 /// calls, so blocked attempts are counted too.
 #[on(POST_TOOL_CALL)]
 fn track_tool_usage(ctx: &mut ToolCallHookContext) {
-    let now = now_ns();
-    let start = ctx
-        .tool_input
-        .remove(START_KEY)
-        .and_then(|start| start.as_u64())
-        .unwrap_or(now);
+    let started = ctx.extensions.remove::<CallStarted>();
     let mut stats = TOOL_STATS.lock().unwrap_or_else(PoisonError::into_inner);
     let entry = stats.entry(ctx.tool_name().to_owned()).or_default();
     entry.count += 1;
-    entry.total += Duration::from_nanos(now.saturating_sub(start));
+    if let Some(CallStarted(start)) = started {
+        entry.timed += 1;
+        entry.total += start.elapsed();
+    }
 }
 
 fn tool_stats() -> BTreeMap<String, ToolStats> {
@@ -89,8 +91,7 @@ struct TextArgs {
 }
 
 fn run() -> Result<Vec<String>, Box<dyn Error>> {
-    // The stash changes on every run: show it without its value.
-    let transcript = Transcript::new().mask_input(START_KEY);
+    let transcript = Transcript::new();
 
     // Tools that take a little time, as real ones do.
     let web_search = Tool::typed("web_search", "Searches the web", |args: QueryArgs| {
@@ -132,14 +133,15 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
     transcript.line("");
     transcript.line("tool usage, from the hooks' statistics:");
     transcript.line(format!(
-        "  {:<12}{:>6}{:>12}{:>12}",
-        "tool", "calls", "total", "mean"
+        "  {:<12}{:>6}{:>7}{:>12}{:>12}",
+        "tool", "calls", "timed", "total", "mean"
     ));
     for (tool, stats) in tool_stats() {
-        let mean = stats.total / u32::try_from(stats.count).unwrap_or(u32::MAX).max(1);
+        let mean = stats.total / u32::try_from(stats.timed).unwrap_or(u32::MAX).max(1);
         transcript.line(format!(
-            "  {tool:<12}{:>6}{:>12}{:>12}",
+            "  {tool:<12}{:>6}{:>7}{:>12}{:>12}",
             stats.count,
+            stats.timed,
             format!("{:.1?}", stats.total),
             format!("{mean:.1?}")
         ));
@@ -158,20 +160,21 @@ mod tests {
     #[test]
     fn every_call_is_counted_per_tool() {
         let lines = run().expect("the example runs");
-        let counts: Vec<(String, u64)> = tool_stats()
+        // Every POST hook found its own call's start time: counted and timed.
+        let counts: Vec<(String, u64, u64)> = tool_stats()
             .into_iter()
-            .map(|(tool, stats)| (tool, stats.count))
+            .map(|(tool, stats)| (tool, stats.count, stats.timed))
             .collect();
         assert_eq!(
             counts,
             [
-                ("read_page".to_owned(), 2),
-                ("summarize".to_owned(), 1),
-                ("web_search".to_owned(), 3),
+                ("read_page".to_owned(), 2, 2),
+                ("summarize".to_owned(), 1, 1),
+                ("web_search".to_owned(), 3, 3),
             ]
         );
-        // The stash travels with the call, and the tool still gets its query.
-        let expected = "    tool web_search runs with {\"_start_ns\":\"…\",\"query\":\"rust\"}";
+        // The stash stays with the hooks: the tool gets the model's arguments only.
+        let expected = "    tool web_search runs with {\"query\":\"rust\"}";
         assert!(lines.iter().any(|l| l == expected), "{lines:#?}");
         assert!(
             lines
