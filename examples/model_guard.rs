@@ -71,7 +71,8 @@ fn remind_budget(ctx: &mut LlmCallHookContext) {
     }
 }
 
-/// Drops the tool calls the policy forbids before they are dispatched.
+/// Drops the tool calls the policy forbids before they are dispatched. (A
+/// turn left with no call at all would count as the model's final answer.)
 #[on(POST_MODEL_CALL)]
 fn drop_forbidden_calls(ctx: &mut LlmCallHookContext) {
     let Some(response) = ctx.response.as_mut() else {
