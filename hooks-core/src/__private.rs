@@ -122,7 +122,7 @@ pub fn register_scoped<P: Point>(
     options: HookOptions,
     call: impl Fn(&mut P::Context) -> Decision<P::Replacement> + Send + Sync + 'static,
 ) -> Result<HookId, RegisterError> {
-    let entry = crate::registry::crew_entry::<P>(crew, style, options, Arc::new(call))?;
+    let entry = crate::registry::crew_entry::<P>(crew, style, options, Box::new(call))?;
     Ok(registry.insert(entry))
 }
 

@@ -108,6 +108,10 @@ impl<'a, T> DoubleEndedIterator for Iter<'a, T> {
 
 type Entries<P> = AppendList<Arc<HookEntry<P>>>;
 
+/// Tool name hash → the tools with that hash (almost always one) and their
+/// hooks.
+type FlatIndex<P> = FxHashMap<u64, Vec<(Box<str>, Entries<P>)>>;
+
 /// One point's hooks: all of them in rank order, and an index from tool
 /// name to the hooks filtered to that tool, so that a dispatch meets only
 /// the hooks that can run for its tool.
@@ -122,7 +126,7 @@ pub(crate) struct Chain<P: Point> {
     /// it and shared by every copy of this version: a lookup in it is a
     /// few nanoseconds faster than in the persistent map, and registering
     /// stays O(1) (the map is rebuilt once per changed version, lazily).
-    flat: Arc<OnceLock<FxHashMap<Box<str>, Entries<P>>>>,
+    flat: Arc<OnceLock<FlatIndex<P>>>,
 }
 
 impl<P: Point> Clone for Chain<P> {
@@ -209,10 +213,14 @@ impl<P: Point> Chain<P> {
 
     /// The hooks whose tool filter admits `tool` (every hook where the
     /// point has no tool), in rank order.
-    #[inline]
-    pub(crate) fn candidates(&self, tool: Option<&str>) -> Candidates<'_, P> {
+    #[inline(always)]
+    pub(crate) fn candidates(&self, tool: Option<&str>, key: u64) -> Candidates<'_, P> {
         let filtered = match tool {
-            Some(tool) if !self.by_tool.is_empty() => self.flat_index().get(tool),
+            Some(tool) if !self.by_tool.is_empty() => self
+                .flat_index()
+                .get(&key)
+                .and_then(|bucket| bucket.iter().find(|(name, _)| **name == *tool))
+                .map(|(_, list)| list),
             _ => None,
         };
         match filtered {
@@ -226,12 +234,16 @@ impl<P: Point> Chain<P> {
     }
 
     #[inline]
-    fn flat_index(&self) -> &FxHashMap<Box<str>, Entries<P>> {
+    fn flat_index(&self) -> &FlatIndex<P> {
         self.flat.get_or_init(|| {
-            self.by_tool
-                .iter()
-                .map(|(tool, list)| (tool.clone(), list.clone()))
-                .collect()
+            let mut index = FlatIndex::<P>::default();
+            for (tool, list) in self.by_tool.iter() {
+                index
+                    .entry(crate::name::tool_key(tool))
+                    .or_default()
+                    .push((tool.clone(), list.clone()));
+            }
+            index
         })
     }
 }

@@ -10,7 +10,6 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::time::Instant;
 
 use arc_swap::Guard;
 
@@ -137,14 +136,32 @@ impl<'a> Dispatcher<'a> {
         let wanted = points.iter().fold(0u32, |mask, p| mask | 1 << p.index());
         let global_mask = self.global.nonempty_mask() & wanted;
         let scoped_mask = self.scoped.map_or(0, |s| s.nonempty_mask()) & wanted;
+        let mask = global_mask | scoped_mask;
+        if mask == 0 {
+            return CallHooks {
+                dispatcher: *self,
+                mask,
+                listening: false,
+                loaded: None,
+            };
+        }
+        self.load_call(mask, global_mask, scoped_mask)
+    }
+
+    #[inline(never)]
+    fn load_call(&self, mask: u32, global_mask: u32, scoped_mask: u32) -> CallHooks<'a> {
         CallHooks {
             dispatcher: *self,
-            mask: global_mask | scoped_mask,
-            global: (global_mask != 0).then(|| self.global.snapshot()),
-            scoped: self
-                .scoped
-                .filter(|_| scoped_mask != 0)
-                .map(HookRegistry::snapshot),
+            mask,
+            listening: self.listening()
+                || tracing::enabled!(target: "hooks_core::dispatch", tracing::Level::DEBUG),
+            loaded: Some(Loaded {
+                global: (global_mask != 0).then(|| self.global.snapshot()),
+                scoped: self
+                    .scoped
+                    .filter(|_| scoped_mask != 0)
+                    .map(HookRegistry::snapshot),
+            }),
         }
     }
 
@@ -239,6 +256,15 @@ pub struct CallHooks<'a> {
     dispatcher: Dispatcher<'a>,
     /// The points (one bit each) at which some snapshot has hooks.
     mask: u32,
+    /// Whether a listener or `tracing` wants events, read once per call.
+    listening: bool,
+    /// The snapshots, absent when no registry has hooks at the call's
+    /// points (so that a call without hooks has almost nothing to drop).
+    loaded: Option<Loaded>,
+}
+
+/// The snapshots one call loaded.
+struct Loaded {
     global: Option<Guard<Arc<ChainSet>>>,
     scoped: Option<Guard<Arc<ChainSet>>>,
 }
@@ -248,15 +274,16 @@ impl<'a> CallHooks<'a> {
     #[inline(always)]
     pub fn dispatch<P: Point>(&self, point: P, ctx: &mut P::Context) -> DispatchOutcome {
         let _ = point;
-        if self.mask & (1 << P::ID.index()) == 0 {
-            return DispatchOutcome::Proceeded;
-        }
-        let global = self
+        let loaded = match &self.loaded {
+            Some(loaded) if self.mask & (1 << P::ID.index()) != 0 => loaded,
+            _ => return DispatchOutcome::Proceeded,
+        };
+        let global = loaded
             .global
             .as_ref()
             .map(|set| P::chain(set))
             .filter(|c| !c.is_empty());
-        let scoped = self
+        let scoped = loaded
             .scoped
             .as_ref()
             .map(|set| P::chain(set))
@@ -265,13 +292,13 @@ impl<'a> CallHooks<'a> {
             (None, None) => DispatchOutcome::Proceeded,
             // Most calls have hooks in one registry only: walk it directly.
             (Some(chain), None) | (None, Some(chain)) => {
-                let hooks = chain.candidates(ctx.call_tool_name());
+                let hooks = chain.candidates(ctx.call_tool_name(), ctx.call_tool_key());
                 self.run_chain::<P, _>(hooks, ctx)
             }
             (Some(global), Some(scoped)) => {
-                let tool = ctx.call_tool_name();
+                let (tool, key) = (ctx.call_tool_name(), ctx.call_tool_key());
                 let hooks: MergeByRank<Candidates<'_, P>, Candidates<'_, P>> =
-                    MergeByRank::new(global.candidates(tool), scoped.candidates(tool));
+                    MergeByRank::new(global.candidates(tool, key), scoped.candidates(tool, key));
                 self.run_chain::<P, _>(hooks, ctx)
             }
         }
@@ -316,9 +343,9 @@ impl<'a> CallHooks<'a> {
     where
         I: Iterator<Item = &'c Arc<HookEntry<P>>>,
     {
-        let listening = self.dispatcher.listening()
-            || tracing::enabled!(target: "hooks_core::dispatch", tracing::Level::DEBUG);
-        let started = listening.then(Instant::now);
+        // A TSC-based clock: reading it costs a few nanoseconds, where the
+        // system clock costs tens, twice per observed dispatch.
+        let started = self.listening.then(quanta::Instant::now);
 
         let mut hooks_run = 0usize;
         let mut modified = false;
@@ -378,7 +405,7 @@ impl<'a> CallHooks<'a> {
         &self,
         outcome: &DispatchOutcome,
         hooks_run: usize,
-        started: Instant,
+        started: quanta::Instant,
         ctx: &P::Context,
     ) {
         let event = HookDispatchedEvent::new(
@@ -442,8 +469,8 @@ impl<'a> CallHooks<'a> {
 impl std::fmt::Debug for CallHooks<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CallHooks")
-            .field("global", &self.global.is_some())
-            .field("scoped", &self.scoped.is_some())
+            .field("mask", &self.mask)
+            .field("loaded", &self.loaded.is_some())
             .finish()
     }
 }

@@ -189,6 +189,13 @@ pub trait HookContext: Send + 'static {
         None
     }
 
+    /// A hash of [`call_tool_name`](Self::call_tool_name), computed once
+    /// when the call starts; the default hashes the name on each use.
+    #[inline]
+    fn call_tool_key(&self) -> u64 {
+        self.call_tool_name().map_or(0, crate::name::tool_key)
+    }
+
     /// The agent role an `agents = [...]` filter matches.
     #[inline]
     fn call_agent_role(&self) -> Option<&str> {
@@ -211,10 +218,12 @@ pub(crate) type SyncHookFn<P> =
     dyn Fn(&mut <P as Point>::Context) -> Decision<<P as Point>::Replacement> + Send + Sync;
 
 /// The callable of a hook. Link-time hooks are plain function pointers (no
-/// allocation, one indirect call); run-time hooks are shared closures.
+/// allocation, one indirect call); run-time hooks are boxed closures (the
+/// entry itself is shared, so a `Box` saves the `Arc`'s offset arithmetic
+/// on every call).
 pub(crate) enum HookCall<P: Point> {
     Static(fn(&mut P::Context) -> Decision<P::Replacement>),
-    Shared(Arc<SyncHookFn<P>>),
+    Shared(Box<SyncHookFn<P>>),
 }
 
 impl<P: Point> HookCall<P> {

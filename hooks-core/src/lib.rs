@@ -145,7 +145,7 @@ pub mod runtime {
             crew,
             style,
             options,
-            std::sync::Arc::new(move |ctx: &mut P::Context| hook(ctx).into_decision()),
+            Box::new(move |ctx: &mut P::Context| hook(ctx).into_decision()),
         )?;
         Ok(registry.insert(entry))
     }

@@ -56,6 +56,15 @@ pub fn normalize_tool_name(name: &str) -> String {
     out
 }
 
+/// The hash a chain's tool index is keyed by, computed once per call so
+/// that each chain of the call looks its tool up without hashing the name.
+pub(crate) fn tool_key(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = rustc_hash::FxHasher::default();
+    name.hash(&mut hasher);
+    hasher.finish()
+}
+
 /// Whether `name` is already in normalized form (so normalizing it is the
 /// identity). Cheap: one pass over the bytes, no allocation.
 pub fn is_normalized_tool_name(name: &str) -> bool {

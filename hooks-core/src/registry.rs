@@ -787,7 +787,7 @@ where
     F: Fn(&mut P::Context) -> R + Send + Sync + 'static,
     R: HookReturn<P>,
 {
-    let call: Arc<crate::hook::SyncHookFn<P>> = Arc::new(move |ctx| hook(ctx).into_decision());
+    let call: Box<crate::hook::SyncHookFn<P>> = Box::new(move |ctx| hook(ctx).into_decision());
     entry::<P, F>(options, style, origin, HookCall::Shared(call))
 }
 
@@ -797,7 +797,7 @@ where
     F: Fn(&mut P::Context) -> R + Send + Sync + 'static,
     R: LegacyBeforeReturn<P>,
 {
-    let call: Arc<crate::hook::SyncHookFn<P>> = Arc::new(move |ctx| hook(ctx).into_decision());
+    let call: Box<crate::hook::SyncHookFn<P>> = Box::new(move |ctx| hook(ctx).into_decision());
     entry::<P, F>(options, style, HookOrigin::Runtime, HookCall::Shared(call))
 }
 
@@ -823,7 +823,7 @@ pub(crate) fn crew_entry<P: Point>(
     crew: &str,
     style: HookStyle,
     options: HookOptions,
-    call: Arc<crate::hook::SyncHookFn<P>>,
+    call: Box<crate::hook::SyncHookFn<P>>,
 ) -> Result<HookEntry<P>, RegisterError> {
     check_filters(P::ID, &options)?;
     let rank = next_rank();

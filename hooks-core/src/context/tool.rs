@@ -115,6 +115,7 @@ pub enum ToolCallStatus {
 /// is, and every chain of the call filters on the name it started with.
 pub struct ToolCallHookContext {
     tool_name: Arc<str>,
+    tool_key: u64,
     /// The tool's arguments, mutable by PRE hooks.
     pub tool_input: Map<String, Value>,
     /// The tool, absent when the model named a tool that does not exist.
@@ -140,8 +141,10 @@ impl ToolCallHookContext {
     /// A context for a call of `tool_name` (normalized here) with these
     /// arguments, outside any agent, task or crew.
     pub fn new(tool_name: &str, tool_input: Map<String, Value>) -> Self {
+        let tool_name: Arc<str> = Arc::from(normalize_tool_name(tool_name));
         ToolCallHookContext {
-            tool_name: Arc::from(normalize_tool_name(tool_name)),
+            tool_key: crate::name::tool_key(&tool_name),
+            tool_name,
             tool_input,
             tool: None,
             agent: None,
@@ -270,6 +273,11 @@ impl HookContext for ToolCallHookContext {
     #[inline]
     fn call_tool_name(&self) -> Option<&str> {
         Some(&self.tool_name)
+    }
+
+    #[inline]
+    fn call_tool_key(&self) -> u64 {
+        self.tool_key
     }
 
     #[inline]
