@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use hooks_core::AgentInfo;
 
@@ -12,11 +13,20 @@ use crate::tool::Tool;
 /// How many model turns an agent gets per task unless told otherwise.
 pub const DEFAULT_MAX_ITER: usize = 15;
 
+/// Identifies an agent: given by [`AgentBuilder::build`], kept by clones,
+/// so a crew can tell its own agent from another agent with the same role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct AgentId(u64);
+
+static NEXT_AGENT: AtomicU64 = AtomicU64::new(1);
+
 /// An agent: it works on tasks by asking its model, which may call the
 /// agent's tools (every call through the hook chains) before answering.
 ///
 /// The role names the agent: `agents = [...]` hook filters match it exactly,
-/// and a crew's agents must have different roles.
+/// and a crew's agents must have different roles. Each built agent is a
+/// distinct agent, and its clones are the same one: a task given a clone of
+/// a crew's agent runs that agent.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -32,6 +42,7 @@ pub const DEFAULT_MAX_ITER: usize = 15;
 /// ```
 #[derive(Clone)]
 pub struct Agent {
+    id: AgentId,
     /// Shared, so that events name the role without copying it.
     role: Arc<str>,
     goal: String,
@@ -47,6 +58,9 @@ impl Agent {
     pub fn builder(role: impl Into<String>) -> AgentBuilder {
         AgentBuilder {
             agent: Agent {
+                // Set by `build`: a builder cloned and built twice makes two
+                // agents.
+                id: AgentId(0),
                 role: Arc::from(role.into()),
                 goal: String::new(),
                 backstory: String::new(),
@@ -91,6 +105,29 @@ impl Agent {
     /// Whether the agent prints its turns, tool calls and hook decisions.
     pub fn verbose(&self) -> bool {
         self.verbose
+    }
+
+    /// Whether `other` is this agent: a clone of it, or an identical
+    /// definition of it (same role, goal, backstory, limits and
+    /// verbosity, the same model instance, and tools of the same names,
+    /// descriptions and schemas in the same order). The second case is
+    /// what a `#[crew_base]` `#[agent]` method returns each time it is
+    /// called, and the two can only differ in what their tools' code
+    /// captured.
+    pub(crate) fn is_same_agent(&self, other: &Agent) -> bool {
+        self.id == other.id
+            || (self.role == other.role
+                && self.goal == other.goal
+                && self.backstory == other.backstory
+                && self.max_iter == other.max_iter
+                && self.verbose == other.verbose
+                && std::ptr::addr_eq(Arc::as_ptr(&self.llm), Arc::as_ptr(&other.llm))
+                && self.tools.len() == other.tools.len()
+                && self
+                    .tools
+                    .iter()
+                    .zip(&other.tools)
+                    .all(|(a, b)| a.definition() == b.definition()))
     }
 }
 
@@ -175,8 +212,10 @@ impl AgentBuilder {
         self
     }
 
-    /// The agent.
-    pub fn build(self) -> Agent {
+    /// The agent: a new one, distinct from every agent built before
+    /// (clones of it are the same agent).
+    pub fn build(mut self) -> Agent {
+        self.agent.id = AgentId(NEXT_AGENT.fetch_add(1, Ordering::Relaxed));
         self.agent
     }
 }

@@ -1,9 +1,11 @@
 //! Crews: agents and tasks run together, with hooks of their own.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use hooks_core::__private::CrewScope;
 use hooks_core::runtime::{Dispatcher, register_crew_hook};
@@ -14,7 +16,10 @@ use hooks_core::{
 };
 
 use crate::agent::Agent;
-use crate::check::{FilterWarning, check_filters};
+use crate::check::{
+    FilterScope, FilterWarning, KnownNames, RegistryKey, check_filters, first_reports, known_on,
+    record_crew, report,
+};
 use crate::error::{BuildError, CrewError};
 use crate::llm::{Llm, ToolDefinition};
 use crate::task::Task;
@@ -39,6 +44,17 @@ pub struct SharedRegistry(RegistryKind);
 enum RegistryKind {
     Static(&'static HookRegistry),
     Shared(Arc<HookRegistry>),
+}
+
+impl SharedRegistry {
+    /// Identifies the registry in the record of what crews built on it
+    /// have.
+    pub(crate) fn key(&self) -> RegistryKey {
+        match &self.0 {
+            RegistryKind::Static(registry) => RegistryKey::of_static(registry),
+            RegistryKind::Shared(registry) => RegistryKey::of_shared(registry),
+        }
+    }
 }
 
 impl Deref for SharedRegistry {
@@ -126,22 +142,49 @@ pub(crate) struct CrewInner {
     pub(crate) human_input: Arc<dyn HumanInputSource>,
     pub(crate) verbose: bool,
     pub(crate) max_concurrent_tool_calls: usize,
+    pub(crate) max_tool_calls_per_turn: usize,
+    pub(crate) max_observation_bytes: usize,
+    max_kickoff_depth: usize,
     strict: bool,
+    /// The crew's tool names and roles.
+    known: KnownNames,
     warnings: Vec<FilterWarning>,
+    /// Whether a kickoff has checked the global hooks' filters (in strict
+    /// mode: and found nothing wrong).
+    global_filters_checked: AtomicBool,
     /// Filter problems of hook methods attached after the build (by
     /// `#[crew_base]` code); in strict mode they fail every kickoff.
     attached_violations: std::sync::Mutex<Vec<FilterWarning>>,
 }
 
 impl CrewInner {
-    fn filter_warnings(&self) -> Vec<FilterWarning> {
-        let tools: BTreeSet<&str> = self
-            .agents
-            .iter()
-            .flat_map(|a| a.tools.iter().map(|t| t.name()))
-            .collect();
-        let roles: BTreeSet<&str> = self.agents.iter().map(|a| a.agent.role()).collect();
-        check_filters(&self.name, &[&self.global, &self.scoped], &tools, &roles)
+    /// The crew's own hooks against the crew's tools and roles.
+    fn scoped_filter_warnings(&self) -> Vec<FilterWarning> {
+        check_filters(&self.name, &self.scoped, FilterScope::Crew, &self.known)
+    }
+
+    /// The global registry's hooks against every crew built on it so far.
+    fn global_filter_warnings(&self) -> Vec<FilterWarning> {
+        let known = known_on(&self.global.key());
+        check_filters(&self.name, &self.global, FilterScope::AllCrews, &known)
+    }
+
+    /// At the first kickoff: reports the global hooks' filter entries that
+    /// name nothing any crew built so far has (each entry once per
+    /// registry, whichever crew finds it). In strict mode they fail the
+    /// kickoff, and every later one until they are fixed (or the crew that
+    /// has the names is built).
+    fn check_global_filters_once(&self) -> Result<(), CrewError> {
+        if self.global_filters_checked.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let warnings = self.global_filter_warnings();
+        report(&first_reports(&self.global.key(), &warnings));
+        if self.strict && !warnings.is_empty() {
+            return Err(CrewError::UnmatchedHookFilters(warnings));
+        }
+        self.global_filters_checked.store(true, Ordering::Release);
+        Ok(())
     }
 }
 
@@ -189,7 +232,8 @@ impl Crew {
     }
 
     /// The agents, the crew's own first, then those that joined through a
-    /// task.
+    /// task (an agent given to a task whose role no agent of the crew has
+    /// joins the crew; see [`CrewBuilder::build`]).
     pub fn agents(&self) -> impl Iterator<Item = &Agent> {
         self.inner.agents.iter().map(|a| &*a.agent)
     }
@@ -235,15 +279,59 @@ impl Crew {
         self.dispatcher().explain(tool, role.into())
     }
 
-    /// Checks every hook (global and the crew's own) against the crew's
-    /// tools and roles, as building the crew did. Run it again after
-    /// registering more hooks.
+    /// Checks every hook filter now: the global registry's hooks against
+    /// the tools and roles of every crew built on that registry so far,
+    /// then the crew's own hooks against the crew's. Hooks registered with
+    /// [`HookOptions::unchecked_filters`] are left out. It only returns the
+    /// warnings; run it after registering more hooks, or after building
+    /// every crew, to see what the first kickoff will report.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let hooks = Arc::new(HookRegistry::new());
+    /// let writer = Agent::builder("Writer").build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .global_registry(hooks.clone())
+    ///     .build()?;
+    /// hooks.register_hook_with(
+    ///     PRE_MODEL_CALL,
+    ///     HookOptions::new().agents(["writer"]),
+    ///     |_: &mut LlmCallHookContext| {},
+    /// )?;
+    /// let warnings = crew.check_hook_filters();
+    /// assert_eq!(warnings.len(), 1);
+    /// assert_eq!(warnings[0].suggestion.as_deref(), Some("Writer"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn check_hook_filters(&self) -> Vec<FilterWarning> {
-        self.inner.filter_warnings()
+        let mut warnings = self.inner.global_filter_warnings();
+        warnings.extend(self.inner.scoped_filter_warnings());
+        warnings
     }
 
-    /// The warnings building the crew produced (see
-    /// [`Crew::check_hook_filters`]).
+    /// The warnings building the crew reported: its own hooks' filter
+    /// entries that name no tool or role of the crew. (Global hooks are
+    /// checked at the first kickoff, against every crew built by then: see
+    /// [`Crew::check_hook_filters`].)
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let writer = Agent::builder("Writer").build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .hook_with(POST_TOOL_CALL, HookOptions::new().tools(["fetch_page"]), |_: &mut ToolCallHookContext| {})
+    ///     .build()?;
+    /// assert_eq!(crew.build_warnings()[0].name, "fetch_page");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn build_warnings(&self) -> &[FilterWarning] {
         &self.inner.warnings
     }
@@ -259,7 +347,16 @@ impl Crew {
     /// POST hook that aborts ends the run with [`CrewError::Aborted`]; a
     /// blocked or failing tool call does not (the agent sees why and goes
     /// on).
+    ///
+    /// The first kickoff checks the global hooks' filters against every
+    /// crew built so far (see [`Crew::check_hook_filters`]): a warning each,
+    /// or in strict mode [`CrewError::UnmatchedHookFilters`]. A kickoff
+    /// started from a hook nests inside the running one; past
+    /// [`CrewBuilder::max_kickoff_depth`] nested kickoffs it fails with
+    /// [`CrewError::KickoffTooDeep`].
     pub fn kickoff(&self, inputs: impl Into<Inputs>) -> Result<CrewOutput, CrewError> {
+        let _depth = KickoffDepth::enter(&self.inner.name, self.inner.max_kickoff_depth)?;
+        self.inner.check_global_filters_once()?;
         let violations = self
             .inner
             .attached_violations
@@ -289,18 +386,16 @@ impl CrewScope for Crew {
     }
 
     /// Checks the filters of hook methods attached after the build, as the
-    /// build checked the others: a warning each, and in strict mode every
-    /// kickoff of this crew fails with them.
+    /// build checked the crew's other hooks: a warning each, and in strict
+    /// mode every kickoff of this crew fails with them.
     fn scoped_hooks_attached(&self) {
         let inner = &self.inner;
         let warnings: Vec<FilterWarning> = inner
-            .filter_warnings()
+            .scoped_filter_warnings()
             .into_iter()
             .filter(|w| !inner.warnings.contains(w))
             .collect();
-        for warning in &warnings {
-            tracing::warn!(target: "crew_runtime::crew", crew = %inner.name, "{warning}");
-        }
+        report(&warnings);
         if inner.strict {
             *inner
                 .attached_violations
@@ -333,6 +428,78 @@ type PendingHook =
 /// told otherwise.
 pub const DEFAULT_MAX_CONCURRENT_TOOL_CALLS: usize = 16;
 
+/// The most tool calls one model turn may ask for, unless told otherwise
+/// ([`CrewBuilder::max_tool_calls_per_turn`]).
+///
+/// ```
+/// assert_eq!(crew_runtime::DEFAULT_MAX_TOOL_CALLS_PER_TURN, 64);
+/// ```
+pub const DEFAULT_MAX_TOOL_CALLS_PER_TURN: usize = 64;
+
+/// The longest tool observation the model gets, in bytes, unless told
+/// otherwise ([`CrewBuilder::max_observation_bytes`]): 64 KiB.
+///
+/// ```
+/// assert_eq!(crew_runtime::DEFAULT_MAX_OBSERVATION_BYTES, 64 * 1024);
+/// ```
+pub const DEFAULT_MAX_OBSERVATION_BYTES: usize = 64 * 1024;
+
+/// How many kickoffs may be nested (a hook kicking off a crew, whose hook
+/// kicks off a crew, …), the outermost one included, unless told otherwise
+/// ([`CrewBuilder::max_kickoff_depth`]).
+///
+/// ```
+/// assert_eq!(crew_runtime::DEFAULT_MAX_KICKOFF_DEPTH, 8);
+/// ```
+pub const DEFAULT_MAX_KICKOFF_DEPTH: usize = 8;
+
+thread_local! {
+    /// How many kickoffs are running on this thread's stack (and, for a
+    /// thread running a turn's tool calls, on the stack of the kickoff it
+    /// works for).
+    static KICKOFF_DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Holds this thread's kickoff depth while a kickoff (or a turn's tool
+/// calls) runs; puts the previous depth back when dropped.
+pub(crate) struct KickoffDepth {
+    previous: usize,
+}
+
+impl KickoffDepth {
+    /// The kickoffs running on this thread's stack.
+    pub(crate) fn current() -> usize {
+        KICKOFF_DEPTH.with(Cell::get)
+    }
+
+    /// One kickoff deeper, or the error when that is past `limit`.
+    fn enter(crew: &str, limit: usize) -> Result<KickoffDepth, CrewError> {
+        let depth = KickoffDepth::current() + 1;
+        if depth > limit {
+            return Err(CrewError::KickoffTooDeep {
+                crew: crew.to_owned(),
+                limit,
+            });
+        }
+        Ok(KickoffDepth::at(depth))
+    }
+
+    /// This thread at `depth`: a helper thread running the calls of a
+    /// kickoff takes that kickoff's depth, so a hook there that kicks off a
+    /// crew is counted too.
+    pub(crate) fn at(depth: usize) -> KickoffDepth {
+        KickoffDepth {
+            previous: KICKOFF_DEPTH.with(|current| current.replace(depth)),
+        }
+    }
+}
+
+impl Drop for KickoffDepth {
+    fn drop(&mut self) {
+        KICKOFF_DEPTH.with(|current| current.set(self.previous));
+    }
+}
+
 /// Builds a [`Crew`]; start with [`Crew::builder`].
 #[must_use = "call .build() to get the crew"]
 pub struct CrewBuilder {
@@ -345,6 +512,9 @@ pub struct CrewBuilder {
     strict: bool,
     verbose: bool,
     max_concurrent_tool_calls: usize,
+    max_tool_calls_per_turn: usize,
+    max_observation_bytes: usize,
+    max_kickoff_depth: usize,
     hooks: Vec<PendingHook>,
 }
 
@@ -360,6 +530,9 @@ impl Default for CrewBuilder {
             strict: false,
             verbose: false,
             max_concurrent_tool_calls: DEFAULT_MAX_CONCURRENT_TOOL_CALLS,
+            max_tool_calls_per_turn: DEFAULT_MAX_TOOL_CALLS_PER_TURN,
+            max_observation_bytes: DEFAULT_MAX_OBSERVATION_BYTES,
+            max_kickoff_depth: DEFAULT_MAX_KICKOFF_DEPTH,
             hooks: Vec::new(),
         }
     }
@@ -419,8 +592,36 @@ impl CrewBuilder {
         self
     }
 
-    /// In strict mode, a hook filter that names no tool or role of the crew
-    /// fails the build instead of logging a warning.
+    /// In strict mode, a misspelled hook filter is an error instead of a
+    /// warning: a filter entry of the crew's own hooks that names no tool or
+    /// role of the crew fails the build, and one of a global hook that names
+    /// no tool or role of any crew built on that registry fails the
+    /// kickoff ([`CrewError::UnmatchedHookFilters`]; checked at each
+    /// kickoff until it passes). Several crews can be strict in one
+    /// program: a global filter naming another crew's tool is fine once
+    /// that crew is built.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let hooks = Arc::new(HookRegistry::new());
+    /// hooks.register_hook_with(
+    ///     PRE_TOOL_CALL,
+    ///     HookOptions::new().tools(["send_email"]),
+    ///     |_: &mut ToolCallHookContext| {},
+    /// )?;
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .global_registry(hooks.clone())
+    ///     .strict(true)
+    ///     .build()?;
+    /// // No crew built on `hooks` has a `send_email` tool.
+    /// assert!(matches!(crew.kickoff(()), Err(CrewError::UnmatchedHookFilters(_))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn strict(mut self, strict: bool) -> Self {
         self.strict = strict;
         self
@@ -437,6 +638,106 @@ impl CrewBuilder {
     /// another on the agent's thread).
     pub fn max_concurrent_tool_calls(mut self, limit: usize) -> Self {
         self.max_concurrent_tool_calls = limit.max(1);
+        self
+    }
+
+    /// The most tool calls one model turn may ask for (default
+    /// [`DEFAULT_MAX_TOOL_CALLS_PER_TURN`]; at least 1). The calls past it
+    /// are refused: each gets an observation telling the model so, and no
+    /// hook and no tool runs for it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let llm = Arc::new(
+    ///     ScriptedLlm::new()
+    ///         .calls([("lookup", json!({})), ("lookup", json!({}))])
+    ///         .answer("done"),
+    /// );
+    /// let lookup = Tool::dynamic("lookup", "Looks up", json!({"type": "object"}), |_| {
+    ///     Ok::<_, String>(json!("found"))
+    /// });
+    /// let agent = Agent::builder("Clerk").tool(lookup).llm(llm.clone()).build();
+    /// let crew = Crew::builder()
+    ///     .agent(agent.clone())
+    ///     .task(Task::builder("Look up").agent(&agent).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .max_tool_calls_per_turn(1)
+    ///     .build()?;
+    /// crew.kickoff(())?;
+    /// let observations = llm.requests()[1].observations().join("\n");
+    /// assert!(observations.starts_with("found\nTool call refused"), "{observations}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_tool_calls_per_turn(mut self, limit: usize) -> Self {
+        self.max_tool_calls_per_turn = limit.max(1);
+        self
+    }
+
+    /// The longest tool observation the model gets, in bytes (default
+    /// [`DEFAULT_MAX_OBSERVATION_BYTES`]). A longer one is cut on a
+    /// character boundary, and a line saying how much was cut is added.
+    /// The cut happens after the `POST_TOOL_CALL` chain: hooks see (and
+    /// can redact) the whole result; the model, the verbose console and
+    /// the `ToolUsageFinished` event get the cut one.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let llm = Arc::new(ScriptedLlm::new().call("dump", json!({})).answer("done"));
+    /// let dump = Tool::dynamic("dump", "Dumps", json!({"type": "object"}), |_| {
+    ///     Ok::<_, String>(json!("x".repeat(100)))
+    /// });
+    /// let agent = Agent::builder("Clerk").tool(dump).llm(llm.clone()).build();
+    /// let crew = Crew::builder()
+    ///     .agent(agent.clone())
+    ///     .task(Task::builder("Dump").agent(&agent).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .max_observation_bytes(10)
+    ///     .build()?;
+    /// crew.kickoff(())?;
+    /// let observation = llm.requests()[1].observations()[0].to_owned();
+    /// assert!(observation.starts_with("xxxxxxxxxx\n[observation truncated: 90 of 100 bytes cut"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_observation_bytes(mut self, limit: usize) -> Self {
+        self.max_observation_bytes = limit;
+        self
+    }
+
+    /// How many kickoffs may be nested, the outermost one included
+    /// (default [`DEFAULT_MAX_KICKOFF_DEPTH`]; at least 1): a hook that
+    /// kicks off a crew from inside a run nests a kickoff, and a kickoff
+    /// of this crew past the limit fails with
+    /// [`CrewError::KickoffTooDeep`] instead of recursing until the stack
+    /// overflows. Each level takes stack: keep the limit small.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .max_kickoff_depth(1)
+    ///     .build()?;
+    /// let inner = crew.clone();
+    /// crew.hooks().register_hook(EXECUTION_START, move |_: &mut ExecutionStartContext| {
+    ///     // A kickoff from a hook of a running kickoff: depth 2.
+    ///     match inner.kickoff(()) {
+    ///         Err(CrewError::KickoffTooDeep { limit: 1, .. }) => Ok(()),
+    ///         other => Err(HookAborted::with_reason(format!("{other:?}"))),
+    ///     }
+    /// })?;
+    /// assert_eq!(crew.kickoff(())?.raw, "draft");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_kickoff_depth(mut self, limit: usize) -> Self {
+        self.max_kickoff_depth = limit.max(1);
         self
     }
 
@@ -481,10 +782,38 @@ impl CrewBuilder {
         self
     }
 
-    /// Builds the crew: resolves each task's agent (by role) and context,
-    /// checks tool names, registers the crew's hooks on a fresh registry,
-    /// and checks every hook filter against the crew's tools and roles
-    /// (a `tracing` warning each, or an error in strict mode).
+    /// Builds the crew: resolves each task's agent and context, checks
+    /// tool names, registers the crew's hooks on a fresh registry, and
+    /// checks the filters of those hooks against the crew's tools and roles
+    /// (a warning each, or an error in strict mode). The global hooks'
+    /// filters are checked at the first kickoff, once every crew of the
+    /// program is likely built (see [`Crew::kickoff`]).
+    ///
+    /// A task's agent must be the crew's agent of that role: the same
+    /// value (a clone of the one given to the crew), or an identical
+    /// definition of it (same role, goal, backstory, limits and verbosity,
+    /// the same model instance, tools of the same names, descriptions and
+    /// schemas), which is what a `#[crew_base]` `#[agent]` method returns
+    /// each time it is called. Any other agent with a crew agent's role is
+    /// [`BuildError::TaskAgentNotInCrew`]: the crew would otherwise run its
+    /// own agent in its place. An agent whose role no crew agent has joins
+    /// the crew, after the crew's own: it is the very agent the task was
+    /// given, so nothing is substituted (the reference runs such a task
+    /// with its own agent too).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let writer = Agent::builder("Writer").build();
+    /// let impostor = Agent::builder("Writer").goal("Something else").build();
+    /// let error = Crew::builder()
+    ///     .agent(writer)
+    ///     .task(Task::builder("Write").agent(&impostor).build())
+    ///     .build()
+    ///     .expect_err("the task's agent is not the crew's Writer");
+    /// assert!(matches!(error, BuildError::TaskAgentNotInCrew { index: 1, .. }));
+    /// ```
     pub fn build(self) -> Result<Crew, BuildError> {
         if self.tasks.is_empty() {
             return Err(BuildError::NoTasks);
@@ -498,6 +827,7 @@ impl CrewBuilder {
             }
             agents.push(agent);
         }
+        let own_agents = agents.len();
         let mut tasks = Vec::with_capacity(self.tasks.len());
         for (position, task) in self.tasks.into_iter().enumerate() {
             let Some(task_agent) = task.agent() else {
@@ -507,7 +837,15 @@ impl CrewBuilder {
                 });
             };
             let agent = match agents.iter().position(|a| a.role() == task_agent.role()) {
-                Some(index) => index,
+                Some(index) if agents[index].is_same_agent(task_agent) => index,
+                Some(index) => {
+                    return Err(BuildError::TaskAgentNotInCrew {
+                        index: position + 1,
+                        task: task.description().to_owned(),
+                        role: task_agent.role().to_owned(),
+                        joined: index >= own_agents,
+                    });
+                }
                 None => {
                     agents.push(task_agent.clone());
                     agents.len() - 1
@@ -534,6 +872,13 @@ impl CrewBuilder {
             .into_iter()
             .map(prepare_agent)
             .collect::<Result<Vec<_>, _>>()?;
+        let known = KnownNames {
+            tools: agents
+                .iter()
+                .flat_map(|a| a.tools.iter().map(|t| t.name().to_owned()))
+                .collect(),
+            roles: agents.iter().map(|a| a.agent.role().to_owned()).collect(),
+        };
 
         let scoped = HookRegistry::new();
         for register in self.hooks {
@@ -551,18 +896,24 @@ impl CrewBuilder {
                 .unwrap_or_else(|| Arc::new(TerminalInput::new())),
             verbose: self.verbose,
             max_concurrent_tool_calls: self.max_concurrent_tool_calls,
+            max_tool_calls_per_turn: self.max_tool_calls_per_turn,
+            max_observation_bytes: self.max_observation_bytes,
+            max_kickoff_depth: self.max_kickoff_depth,
             strict: self.strict,
+            known,
             warnings: Vec::new(),
+            global_filters_checked: AtomicBool::new(false),
             attached_violations: std::sync::Mutex::new(Vec::new()),
         };
-        let warnings = inner.filter_warnings();
-        for warning in &warnings {
-            tracing::warn!(target: "crew_runtime::crew", crew = %inner.name, "{warning}");
-        }
+        let warnings = inner.scoped_filter_warnings();
+        report(&warnings);
         if inner.strict && !warnings.is_empty() {
             return Err(BuildError::UnmatchedHookFilters(warnings));
         }
         inner.warnings = warnings;
+        // Only a crew that was built counts: its tools and roles are what
+        // the global hooks' filters may name.
+        record_crew(&inner.global.key(), &inner.known);
         Ok(Crew {
             inner: Arc::new(inner),
         })

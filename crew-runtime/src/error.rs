@@ -70,13 +70,38 @@ pub enum BuildError {
         /// The task's description.
         task: String,
     },
+    /// A task's agent is not the crew's agent of that role, but another
+    /// agent with the same role: the crew would run its own agent in its
+    /// place.
+    #[error(
+        "task {index} ({task:?}) is given an agent `{role}` that is not the {}agent `{role}` \
+         of this crew, only one with the same role (it was built separately and differs in \
+         goal, backstory, tools, model or limits), so the crew would run its own in its place: \
+         give the task the crew's agent (the same value or a clone of it), or give the two \
+         agents different roles",
+        if *.joined { "earlier tasks' " } else { "" }
+    )]
+    TaskAgentNotInCrew {
+        /// The task's position (1-based).
+        index: usize,
+        /// The task's description.
+        task: String,
+        /// The role the two agents share.
+        role: String,
+        /// Whether the crew's agent of that role is not one given to the
+        /// crew but one that joined through an earlier task.
+        joined: bool,
+    },
     /// A crew hook could not be registered.
     #[error("a crew hook could not be registered: {0}")]
     Register(#[from] RegisterError),
-    /// Strict mode: some hook filters name nothing in the crew.
+    /// Strict mode: filter entries of the crew's own hooks name no tool or
+    /// role of the crew.
     #[error(
-        "strict mode: {} hook filter(s) name no tool or role of this crew:\n{}",
+        "strict mode: {} filter entr{} of this crew's hooks name{} no tool or role of the crew:\n{}",
         .0.len(),
+        if .0.len() == 1 { "y" } else { "ies" },
+        if .0.len() == 1 { "s" } else { "" },
         bullet_list(.0)
     )]
     UnmatchedHookFilters(Vec<FilterWarning>),
@@ -145,13 +170,31 @@ pub enum CrewError {
         #[source]
         source: LlmError,
     },
-    /// Strict mode: hook methods attached to the crew by `#[crew_base]` have
-    /// filters naming no tool or role of the crew.
+    /// Strict mode: hook filter entries name nothing the hooks can meet:
+    /// global hooks' entries that no crew built on the registry has
+    /// (checked at kickoff, until it passes), or entries of hook methods
+    /// that `#[crew_base]` attached to the crew that the crew lacks.
     #[error(
-        "strict mode: hooks attached to this crew have filters that name nothing in it:\n{}",
+        "strict mode: {} hook filter entr{} name{} nothing the hook can ever meet:\n{}",
+        .0.len(),
+        if .0.len() == 1 { "y" } else { "ies" },
+        if .0.len() == 1 { "s" } else { "" },
         bullet_list(.0)
     )]
     UnmatchedHookFilters(Vec<FilterWarning>),
+    /// A kickoff started from a hook (of a kickoff started from a hook, …)
+    /// would nest past the crew's limit.
+    #[error(
+        "crew `{crew}` was kicked off from inside {limit} nested kickoff(s), its limit \
+         (CrewBuilder::max_kickoff_depth): a hook that kicks off a crew for every call it sees \
+         recurses without end; kick off from a narrower hook, or raise the limit"
+    )]
+    KickoffTooDeep {
+        /// The crew that was kicked off.
+        crew: String,
+        /// The most kickoffs that may be nested, the outermost included.
+        limit: usize,
+    },
 }
 
 impl CrewError {

@@ -294,6 +294,7 @@ impl AgentRun {
                 content,
                 tool_calls: calls,
             } = response;
+            let calls = crate::tool_call::unique_call_ids(calls);
             if self.verbose {
                 self.say(&format!(
                     "turn {turn}: asks for {} tool call(s)",
@@ -345,6 +346,9 @@ impl AgentRun {
         calls: Vec<ToolCallRequest>,
         pool: &mut CallPool,
     ) -> Result<(Vec<ToolCallRequest>, Vec<String>), CrewError> {
+        if calls.len() > self.inner().max_tool_calls_per_turn {
+            return self.run_calls_within_limit(calls, pool);
+        }
         if calls.len() <= 1 || self.inner().max_concurrent_tool_calls <= 1 {
             let observations = calls
                 .iter()
@@ -362,6 +366,26 @@ impl AgentRun {
                     ToolOutput::error("the call was interrupted by an internal error").rendered,
                 ),
             }
+        }
+        Ok((calls, observations))
+    }
+
+    /// Runs the first `max_tool_calls_per_turn` calls of a turn that asked
+    /// for more; each call past the limit is refused with an observation
+    /// saying so, and no hook and no tool runs for it. Every call keeps its
+    /// place, so each one the model made is answered.
+    #[allow(clippy::type_complexity)]
+    fn run_calls_within_limit(
+        self: &Arc<Self>,
+        mut calls: Vec<ToolCallRequest>,
+        pool: &mut CallPool,
+    ) -> Result<(Vec<ToolCallRequest>, Vec<String>), CrewError> {
+        let asked = calls.len();
+        let refused = calls.split_off(self.inner().max_tool_calls_per_turn);
+        let (mut calls, mut observations) = self.run_calls(calls, pool)?;
+        for call in refused {
+            observations.push(self.refuse_call(&call, asked));
+            calls.push(call);
         }
         Ok((calls, observations))
     }

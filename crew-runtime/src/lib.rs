@@ -197,8 +197,11 @@ pub use serde;
 pub use serde_json;
 
 pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_ITER};
-pub use check::{FilterKind, FilterWarning};
-pub use crew::{Crew, CrewBuilder, DEFAULT_MAX_CONCURRENT_TOOL_CALLS, Process, SharedRegistry};
+pub use check::{FilterKind, FilterScope, FilterWarning};
+pub use crew::{
+    Crew, CrewBuilder, DEFAULT_MAX_CONCURRENT_TOOL_CALLS, DEFAULT_MAX_KICKOFF_DEPTH,
+    DEFAULT_MAX_OBSERVATION_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_TURN, Process, SharedRegistry,
+};
 pub use error::{BuildError, CrewError};
 pub use scripted::{RecordedRequest, ScriptedCall, ScriptedLlm};
 pub use task::{Task, TaskBuilder};

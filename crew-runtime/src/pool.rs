@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
+use crate::crew::KickoffDepth;
 use crate::error::CrewError;
 use crate::executor::AgentRun;
 use crate::llm::ToolCallRequest;
@@ -34,6 +35,10 @@ pub(crate) struct Turn {
     finished: AtomicUsize,
     waiting: Mutex<()>,
     all_finished: Condvar,
+    /// The depth of the kickoff the calls belong to: a helper thread takes
+    /// it while it runs them, so a hook there that kicks off a crew counts
+    /// toward the nesting limit as on the agent's own thread.
+    kickoff_depth: usize,
 }
 
 impl Turn {
@@ -47,12 +52,15 @@ impl Turn {
             finished: AtomicUsize::new(0),
             waiting: Mutex::new(()),
             all_finished: Condvar::new(),
+            // Built on the agent's thread, inside its kickoff.
+            kickoff_depth: KickoffDepth::current(),
         }
     }
 
     /// Takes calls until none is left. Once a call's POST chain aborts, the
     /// calls not yet started are skipped.
     fn work(&self) {
+        let _depth = KickoffDepth::at(self.kickoff_depth);
         loop {
             let index = self.next.fetch_add(1, Ordering::Relaxed);
             let (Some(call), Some(result)) = (self.calls.get(index), self.results.get(index))

@@ -110,8 +110,10 @@ impl TaskBuilder {
         self
     }
 
-    /// The agent that does the task. A crew matches it to its own agents by
-    /// role; an agent whose role the crew lacks joins the crew.
+    /// The agent that does the task. In a crew it must be the crew's agent
+    /// of that role (a clone of it), or an agent whose role no crew agent
+    /// has, which then joins the crew; another agent with a crew agent's
+    /// role fails the build (see [`CrewBuilder::build`](crate::CrewBuilder::build)).
     pub fn agent(mut self, agent: &Agent) -> Self {
         self.task.agent = Some(agent.clone());
         self

@@ -13,19 +13,30 @@
 //!   hooks see it); a `ToolUsageError` event, sent after the POST chain
 //!   with the message as the hooks left it (so a redacting hook's work
 //!   holds there too);
-//! - otherwise the tool's rendered result, after POST hooks.
+//! - otherwise the tool's rendered result, after POST hooks;
+//! - past the crew's `max_tool_calls_per_turn`: `Tool call refused: …`; no
+//!   hook and no tool runs; a `ToolUsageError` event.
+//!
+//! An observation longer than the crew's `max_observation_bytes` is cut
+//! (on a character boundary, with a line saying how much) after the POST
+//! chain: hooks see, and may redact, the whole result; the model, the
+//! console and the `ToolUsageFinished` event get the cut one. Call ids are
+//! made unique within a turn before any call runs.
 //!
 //! Every call that reaches the hooks ends with one `ToolUsageFinished` event
 //! carrying the text the agent sees, unless a POST hook aborts the run.
 //! `ToolUsageStarted` is sent when a tool actually starts (after the PRE
 //! chain let the call through).
 
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hooks_core::events::{ToolUsageErrorEvent, ToolUsageFinishedEvent, ToolUsageStartedEvent};
-use hooks_core::runtime::{TOOL_ERROR_PREFIX, ToolOutput, panic_message};
+use hooks_core::runtime::{TOOL_ERROR_PREFIX, ToolCallReport, ToolOutput, panic_message};
 use hooks_core::{Event, ToolCallHookContext, ToolInfo, normalize_tool_name};
 use serde_json::{Map, Value};
 
@@ -70,6 +81,8 @@ impl AgentRun {
             output
         });
 
+        let result = result.map(|report| self.limit_observation(report));
+        let before_post = before_post.map(|text| self.limit_text(text));
         match result {
             Ok(report) => {
                 if let Some(failure) = failed {
@@ -177,10 +190,11 @@ impl AgentRun {
 
     /// The observation for a tool the agent does not have.
     fn not_found(&self, call: &ToolCallRequest) -> ToolOutput {
+        let escaped = escape_control_characters(&call.name);
         let named = if call.name.trim().is_empty() {
             "(the call named no tool)"
         } else {
-            call.name.as_str()
+            escaped.as_ref()
         };
         let message = format!(
             "Tool not found: {named}. Available tools: {}",
@@ -210,6 +224,37 @@ impl AgentRun {
         message
     }
 
+    /// The observation for a call past the turn's limit: no hook and no
+    /// tool runs.
+    pub(crate) fn refuse_call(&self, call: &ToolCallRequest, asked: usize) -> String {
+        let name = normalize_tool_name(&call.name);
+        let limit = self.inner().max_tool_calls_per_turn;
+        let message = format!(
+            "Tool call refused: this turn asked for {asked} tool calls and at most {limit} run \
+             per turn, so this call of `{name}` did not run. Ask for it again in a later turn if \
+             it is still needed."
+        );
+        self.report_error(&name, &message);
+        if self.verbose {
+            self.say(&format!(
+                "✗ {name}: refused, past {limit} calls in one turn"
+            ));
+        }
+        message
+    }
+
+    /// The report with its observation cut to the crew's limit.
+    fn limit_observation(&self, mut report: ToolCallReport) -> ToolCallReport {
+        report.observation = self.limit_text(std::mem::take(&mut report.observation));
+        report
+    }
+
+    /// `text` cut to the crew's `max_observation_bytes` (on a character
+    /// boundary), with a line saying how much was cut.
+    fn limit_text(&self, text: String) -> String {
+        truncate_observation(text, self.inner().max_observation_bytes)
+    }
+
     fn report_error(&self, tool_name: &str, error: &str) {
         if self.listening() {
             self.emit(Event::ToolUsageError(ToolUsageErrorEvent {
@@ -221,6 +266,96 @@ impl AgentRun {
             }));
         }
     }
+}
+
+/// `text` cut to at most `limit` bytes on a character boundary, followed
+/// by a line saying how much was cut; unchanged when it fits.
+fn truncate_observation(mut text: String, limit: usize) -> String {
+    if text.len() <= limit {
+        return text;
+    }
+    let total = text.len();
+    let mut cut = limit;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.truncate(cut);
+    let _ = write!(
+        text,
+        "\n[observation truncated: {} of {total} bytes cut, past the limit of {limit} bytes]",
+        total - cut
+    );
+    text
+}
+
+/// The calls with ids unique within the turn: an empty id, or one an
+/// earlier call of the turn already has, is replaced by a generated one
+/// (`call_<n>`, suffixed until it is no id the model gave in the turn), so
+/// each observation answers exactly one call. A turn whose ids are fine
+/// (the usual case) costs no allocation.
+pub(crate) fn unique_call_ids(mut calls: Vec<ToolCallRequest>) -> Vec<ToolCallRequest> {
+    let replace = ids_to_replace(&calls);
+    if replace.is_empty() {
+        return calls;
+    }
+    let mut taken: HashSet<String> = calls.iter().map(|call| call.id.clone()).collect();
+    for position in replace {
+        let base = format!("call_{}", position + 1);
+        let mut id = base.clone();
+        let mut suffix = 1;
+        while taken.contains(&id) {
+            suffix += 1;
+            id = format!("{base}_{suffix}");
+        }
+        taken.insert(id.clone());
+        calls[position].id = id;
+    }
+    calls
+}
+
+/// The positions of the calls whose id is blank or repeats an earlier
+/// call's.
+fn ids_to_replace(calls: &[ToolCallRequest]) -> Vec<usize> {
+    let blank = |call: &ToolCallRequest| call.id.trim().is_empty();
+    // Few calls: comparing each with the earlier ones allocates nothing.
+    if calls.len() <= 32 {
+        return (0..calls.len())
+            .filter(|&n| blank(&calls[n]) || calls[..n].iter().any(|c| c.id == calls[n].id))
+            .collect();
+    }
+    let mut seen = HashSet::with_capacity(calls.len());
+    (0..calls.len())
+        .filter(|&n| blank(&calls[n]) || !seen.insert(calls[n].id.as_str()))
+        .collect()
+}
+
+/// Whether `c` would drive or garble a terminal when echoed: a control
+/// character, or an invisible mark that reorders the text around it
+/// (bidirectional overrides, isolates and marks).
+fn is_hostile_character(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// `text` with the characters of [`is_hostile_character`] escaped as
+/// `\n`, `\u{1b}`, `\u{202e}`, …, so a name the model chose can neither
+/// drive a terminal nor hide text when it is echoed.
+fn escape_control_characters(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_hostile_character) {
+        return Cow::Borrowed(text);
+    }
+    let mut escaped = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if is_hostile_character(c) {
+            escaped.extend(c.escape_default());
+        } else {
+            escaped.push(c);
+        }
+    }
+    Cow::Owned(escaped)
 }
 
 /// The model's argument text as a JSON object, or what is wrong with it.
@@ -296,6 +431,45 @@ mod tests {
         assert_eq!(
             parse_arguments(r#""rust""#),
             Err(r#"expected a JSON object, got a string: "rust""#.to_owned())
+        );
+    }
+
+    #[test]
+    fn truncation_keeps_whole_characters_and_says_how_much_was_cut() {
+        assert_eq!(truncate_observation("abc".to_owned(), 3), "abc");
+        assert_eq!(
+            truncate_observation("aéb".to_owned(), 2),
+            "a\n[observation truncated: 3 of 4 bytes cut, past the limit of 2 bytes]"
+        );
+        assert!(truncate_observation("é".to_owned(), 0).starts_with("\n[observation truncated"));
+    }
+
+    #[test]
+    fn ids_are_made_unique_in_long_turns_too() {
+        let calls: Vec<ToolCallRequest> = (0..40)
+            .map(|n| ToolCallRequest {
+                // Every fourth call repeats the id of the call before it.
+                id: format!("id{}", n - usize::from(n % 4 == 3)),
+                name: "t".into(),
+                arguments: String::new(),
+            })
+            .collect();
+        let ids: Vec<String> = unique_call_ids(calls).into_iter().map(|c| c.id).collect();
+        let distinct: HashSet<&String> = ids.iter().collect();
+        assert_eq!(distinct.len(), 40);
+        assert_eq!(ids[2], "id2");
+        assert_eq!(ids[3], "call_4");
+    }
+
+    #[test]
+    fn only_hostile_characters_are_escaped() {
+        assert!(matches!(
+            escape_control_characters("web_search ü"),
+            Cow::Borrowed("web_search ü")
+        ));
+        assert_eq!(
+            escape_control_characters("a\tb\u{1b}c\u{2066}"),
+            "a\\tb\\u{1b}c\\u{2066}"
         );
     }
 

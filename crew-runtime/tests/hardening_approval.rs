@@ -75,7 +75,10 @@ fn email_crew(
         .agent(assistant.clone())
         .task(Task::builder("Email the team").agent(&assistant).build())
         .global_registry(global.clone())
-        .max_concurrent_tool_calls(4);
+        .max_concurrent_tool_calls(4)
+        // The full-size run asks for more calls in one turn than the
+        // default per-turn limit (tested in `hardening_limits.rs`).
+        .max_tool_calls_per_turn(usize::MAX);
     if let Some(input) = input {
         builder = builder.human_input(input);
     }

@@ -4,8 +4,12 @@
 //! arguments, unknown, near-miss and look-alike tool names, empty names,
 //! duplicate call ids, thousands of calls in one turn — kickoff does not
 //! panic, no tool receives arguments outside its schema, every call gets
-//! exactly one observation addressed to its id and in order, the model is
-//! told clearly what was wrong, and a call a PRE hook blocks never runs.
+//! exactly one observation addressed to its id and in order (ids made
+//! unique within the turn), the model is told clearly what was wrong, and a
+//! call a PRE hook blocks never runs.
+//!
+//! The crew's limits (calls per turn, observation size) are lifted here:
+//! they have their own tests in `hardening_limits.rs`.
 
 mod common;
 
@@ -147,6 +151,8 @@ fn run(
         .task(Task::builder("Do the work").agent(&worker).build())
         .global_registry(guarded_registry(&records))
         .max_concurrent_tool_calls(concurrency)
+        .max_tool_calls_per_turn(usize::MAX)
+        .max_observation_bytes(usize::MAX)
         .build()
         .expect("builds");
     (crew.kickoff(()), llm, records)
@@ -224,9 +230,9 @@ impl Expected {
             }
             Expected::NotFound { name } => {
                 let shown = if name.trim().is_empty() {
-                    "(the call named no tool)"
+                    "(the call named no tool)".to_owned()
                 } else {
-                    name.as_str()
+                    escaped(name)
                 };
                 observation == format!("Tool not found: {shown}. {AVAILABLE}")
             }
@@ -254,6 +260,41 @@ impl Expected {
 
 fn excerpt(text: &str) -> String {
     text.chars().take(300).collect()
+}
+
+/// A name as the model is shown it: control characters escaped.
+fn escaped(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// Checks that the ids the model was answered with are its own where they
+/// were usable (not blank, first in the turn) and otherwise new ones, none
+/// of them an id the model gave, all different.
+fn check_ids(turn: usize, calls: &[ToolCallRequest], answered: &[&str]) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    for (n, (call, id)) in calls.iter().zip(answered).enumerate() {
+        let usable = !call.id.trim().is_empty() && !calls[..n].iter().any(|c| c.id == call.id);
+        let fits = if usable {
+            *id == call.id
+        } else {
+            !id.trim().is_empty() && !calls.iter().any(|c| c.id == *id)
+        };
+        if !fits || !seen.insert(*id) {
+            return Err(format!(
+                "turn {turn} call {n}: the model's id {:?} was answered as {id:?}",
+                call.id
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Checks everything the run did against the expectations of its calls.
@@ -295,16 +336,29 @@ fn check_run(
             .checked_sub(calls.len() + 1)
             .ok_or("too few messages")?;
         let asked: &ChatMessage = &messages[start];
-        if asked.role != Role::Assistant || &asked.tool_calls != calls {
+        let same_but_ids = asked.tool_calls.len() == calls.len()
+            && asked
+                .tool_calls
+                .iter()
+                .zip(calls)
+                .all(|(a, c)| (&a.name, &a.arguments) == (&c.name, &c.arguments));
+        if asked.role != Role::Assistant || !same_but_ids {
             return Err(format!(
                 "turn {turn}: the model's calls are not echoed back"
             ));
         }
-        for (n, (call, answer)) in calls.iter().zip(&messages[start + 1..]).enumerate() {
-            if answer.role != Role::Tool || answer.tool_call_id.as_deref() != Some(&call.id) {
+        let ids: Vec<&str> = asked.tool_calls.iter().map(|c| c.id.as_str()).collect();
+        check_ids(turn, calls, &ids)?;
+        for (n, ((call, id), answer)) in calls
+            .iter()
+            .zip(&ids)
+            .zip(&messages[start + 1..])
+            .enumerate()
+        {
+            if answer.role != Role::Tool || answer.tool_call_id.as_deref() != Some(*id) {
                 return Err(format!(
-                    "turn {turn} call {n}: answered {:?} for id {:?}",
-                    answer.tool_call_id, call.id
+                    "turn {turn} call {n}: answered {:?} for id {id:?}",
+                    answer.tool_call_id
                 ));
             }
             let expectation = Expected::of(call);

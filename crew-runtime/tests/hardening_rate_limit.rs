@@ -147,6 +147,9 @@ fn concurrent_tool_calls_of_a_crew_run_exactly_limit_times_per_window() {
             .task(Task::builder("Look numbers up").agent(&worker).build())
             .global_registry(fresh_registry())
             .max_concurrent_tool_calls(concurrency)
+            // The full-size run asks for more calls in one turn than the
+            // default per-turn limit (tested in `hardening_limits.rs`).
+            .max_tool_calls_per_turn(usize::MAX)
             .hook_with(
                 PRE_TOOL_CALL,
                 HookOptions::new().name("crowd"),

@@ -71,10 +71,6 @@ fn placeholders_are_interpolated_and_missing_input_is_an_error() {
 #[test]
 fn task_context_passes_earlier_outputs() {
     let global = fresh_registry();
-    // The tasks name an agent by a value whose model is never used: the
-    // crew matches task agents to its own agents by role.
-    let placeholder_llm = Arc::new(ScriptedLlm::new());
-    let named_researcher = agent("Researcher", Vec::new(), &placeholder_llm);
     let research_llm = Arc::new(
         ScriptedLlm::new()
             .answer("Rust has no GC.")
@@ -83,8 +79,10 @@ fn task_context_passes_earlier_outputs() {
     let researcher = agent("Researcher", Vec::new(), &research_llm);
     let write_llm = Arc::new(ScriptedLlm::new().answer("Report: Rust has no GC."));
     let writer = agent("Writer", Vec::new(), &write_llm);
-    let research = Task::builder("Research").agent(&named_researcher).build();
-    let plan = Task::builder("Plan").agent(&named_researcher).build();
+    // A task's agent is the crew's agent itself (another agent that only
+    // shares its role fails the build: `hardening_limits.rs`).
+    let research = Task::builder("Research").agent(&researcher).build();
+    let plan = Task::builder("Plan").agent(&researcher).build();
     let report = Task::builder("Write the report")
         .agent(&writer)
         .context([&research])
@@ -124,7 +122,6 @@ fn task_context_passes_earlier_outputs() {
         !prompt.contains("Plan: none"),
         "only the named context is passed"
     );
-    assert_eq!(placeholder_llm.asked(), 0);
 }
 
 #[test]

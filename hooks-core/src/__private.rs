@@ -165,6 +165,9 @@ pub(crate) fn static_chain<P: Point>() -> Chain<P> {
                     order: record.order,
                     failure: record.failure,
                     style: record.style,
+                    // The attributes have no opt-out: a link-time filter
+                    // is always checked.
+                    unchecked_filters: false,
                 },
                 rank,
                 type_id: Some((record.type_id)()),

@@ -105,6 +105,10 @@ pub struct HookInfo {
     pub failure: FailureMode,
     /// How it was registered.
     pub style: HookStyle,
+    /// Whether crews leave this hook's filters unchecked: set with
+    /// [`HookOptions::unchecked_filters`] for filters that name tools or
+    /// roles of crews built later on purpose. Link-time hooks are checked.
+    pub unchecked_filters: bool,
 }
 
 /// Options for a hook registered at run time.
@@ -125,6 +129,7 @@ pub struct HookOptions {
     pub(crate) agents: Vec<String>,
     pub(crate) failure: FailureMode,
     pub(crate) order: i32,
+    pub(crate) unchecked_filters: bool,
 }
 
 impl HookOptions {
@@ -175,6 +180,28 @@ impl HookOptions {
     /// registers sorted by it).
     pub fn order(mut self, order: i32) -> Self {
         self.order = order;
+        self
+    }
+
+    /// Leaves this hook's `tools`/`agents` filters out of the crews'
+    /// misspelled-filter check: for a filter that names, on purpose, tools
+    /// or roles of a crew built only after another crew's first kickoff
+    /// (or of no crew at all). Filters are checked by default.
+    ///
+    /// ```
+    /// use hooks_core::{HookOptions, HookRegistry, PRE_TOOL_CALL, ToolCallHookContext};
+    ///
+    /// let registry = HookRegistry::new();
+    /// registry.register_hook_with(
+    ///     PRE_TOOL_CALL,
+    ///     HookOptions::new().tools(["deploy_to_production"]).unchecked_filters(),
+    ///     |_: &mut ToolCallHookContext| {},
+    /// )?;
+    /// assert!(registry.get_hooks(PRE_TOOL_CALL)[0].unchecked_filters);
+    /// # Ok::<(), hooks_core::RegisterError>(())
+    /// ```
+    pub fn unchecked_filters(mut self) -> Self {
+        self.unchecked_filters = true;
         self
     }
 }

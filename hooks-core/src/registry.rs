@@ -735,6 +735,7 @@ fn base_info(
         order: options.order,
         failure: options.failure,
         style,
+        unchecked_filters: options.unchecked_filters,
     }
 }
 
