@@ -187,7 +187,26 @@ pub(crate) mod sealed {
     }
 }
 
-/// The point types, one per [`InterceptionPoint`].
+/// The point types, one per [`InterceptionPoint`]. Each names its context
+/// and what its hooks may replace; the constants [`PRE_TOOL_CALL`] & co. are
+/// their values.
+///
+/// ```
+/// use hooks_core::{points, HookRegistry, InterceptionPoint, Point, ReplacesText, StepContext, POST_STEP};
+///
+/// // A helper that works at any point whose context is a step.
+/// fn tag_steps<P: ReplacesText<Context = StepContext>>(
+///     registry: &HookRegistry,
+///     point: P,
+/// ) -> Result<(), hooks_core::RegisterError> {
+///     registry.register_hook(point, |ctx: &mut StepContext| Some(format!("[{}] {}", P::ID, ctx.payload)))?;
+///     Ok(())
+/// }
+/// let registry = HookRegistry::new();
+/// tag_steps(&registry, POST_STEP)?;
+/// assert_eq!(<points::PostStep as Point>::ID, InterceptionPoint::POST_STEP);
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub mod points {
     use super::*;
 
