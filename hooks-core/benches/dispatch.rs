@@ -609,6 +609,11 @@ fn verdict(pass: bool) -> &'static str {
 fn main() -> Result<(), Box<dyn Error>> {
     let empty = scenario_registry("none", [0, 0], |_| Ok(()))?;
     let one = scenario_registry("one_pre_one_post", [1, 1], register_one_and_one)?;
+    // The 1 + 1 hooks filtered to the called tool: the same lookup as
+    // ten_ten_one_match, without the nine other tools.
+    let one_filtered = scenario_registry("one_one_filtered", [1, 1], |r| {
+        register_filtered(r, 1, Some(0))
+    })?;
     let ten = scenario_registry("ten_ten_one_match", [1, 1], |r| {
         register_filtered(r, 10, Some(4))
     })?;
@@ -666,6 +671,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         Scenario::here("context_build", |calls| context_builds(&agent, calls)),
         dispatching_model("model_none", Dispatcher::new(&empty)),
         dispatching_model("model_one_one", Dispatcher::new(&model)),
+        dispatching("one_one_filtered", Dispatcher::new(&one_filtered)),
     ];
     const DIRECT: usize = 0;
     const NONE: usize = 1;
@@ -677,6 +683,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     const CREW: usize = 7;
     const MODEL_NONE: usize = 9;
     const MODEL_ONE: usize = 10;
+    const ONE_FILTERED: usize = 11;
 
     println!(
         "hook dispatch, PRE + POST of one tool call: {ROUNDS} rounds of one ~{} ms sample per scenario; {} CPUs",
@@ -765,6 +772,15 @@ fn main() -> Result<(), Box<dyn Error>> {
         scenarios[TEN].figure(),
         one,
         "one_pre_one_post",
+        1.2,
+    );
+    // Flat in non-matching hooks: the same call with only the matching
+    // hooks registered.
+    ratio_line(
+        "ten_ten_one_match",
+        scenarios[TEN].figure(),
+        scenarios[ONE_FILTERED].figure(),
+        "one_one_filtered",
         1.2,
     );
     ratio_line(
