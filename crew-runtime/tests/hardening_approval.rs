@@ -196,30 +196,70 @@ fn gate_blocks_when_the_answering_side_is_gone() {
 }
 
 #[test]
-fn gate_blocks_when_asking_panics_because_it_is_fail_closed() {
+fn gate_blocks_when_asking_panics_and_the_panic_never_reaches_the_gate() {
     let panicking = CallbackInput::new(|_: &str, _: &str| -> Result<String, HumanInputError> {
         panic!("the approval UI crashed")
     });
-    let global = gated_registry();
+    // The gate is registered fail-open (the default): the call is refused
+    // because asking is an error, not because a panic went through the hook.
+    let global = fresh_registry();
+    global
+        .register_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new()
+                .name("approval-gate")
+                .tools(["send_email"]),
+            approval_gate,
+        )
+        .expect("registers");
     let sent = log();
     let llm = one_email();
     let crew = email_crew(&global, Some(Arc::new(panicking)), &sent, &llm);
     let panics = log();
-    let sink = panics.clone();
-    crew.events().subscribe(move |event| {
-        if let Event::HookPanicked(HookPanickedEvent {
-            hook, fail_closed, ..
-        }) = event
-        {
-            push(&sink, (hook.clone(), *fail_closed));
+    let aborts = log();
+    let (panic_sink, abort_sink) = (panics.clone(), aborts.clone());
+    crew.events().subscribe(move |event| match event {
+        Event::HookPanicked(HookPanickedEvent { hook, .. }) => push(&panic_sink, hook.clone()),
+        Event::HookDispatched(dispatch) => {
+            if let (Some(source), Some(reason)) = (&dispatch.abort_source, &dispatch.abort_reason) {
+                push(&abort_sink, (source.clone(), reason.clone()));
+            }
         }
+        _ => {}
     });
 
     crew.kickoff(()).expect("the panic is contained");
 
     assert!(take(&sent).is_empty());
     assert_eq!(llm.requests()[1].observations(), [BLOCKED]);
-    assert_eq!(take(&panics), [("approval-gate".to_owned(), true)]);
+    assert!(take(&panics).is_empty(), "the gate itself never panicked");
+    assert_eq!(
+        take(&aborts),
+        [(
+            "human-input".to_owned(),
+            "no human approval: the answer source failed: it panicked: the approval UI crashed"
+                .to_owned()
+        )]
+    );
+}
+
+#[test]
+fn gate_blocks_when_asking_panics_even_if_it_is_fail_closed() {
+    // The same panic under the fail-closed gate of the other tests.
+    let panicking = CallbackInput::new(|_: &str, _: &str| -> Result<String, HumanInputError> {
+        panic!("the approval UI crashed")
+    });
+
+    let (sent, observation, abort) = run_one(Arc::new(panicking));
+
+    assert!(sent.is_empty());
+    assert_eq!(observation, BLOCKED);
+    let (source, reason) = abort.expect("an abort");
+    assert_eq!(source, "human-input");
+    assert!(
+        reason.ends_with("it panicked: the approval UI crashed"),
+        "{reason}"
+    );
 }
 
 const TERMINAL_CHILD: &str = "HARDENING_APPROVAL_TERMINAL_CHILD";
