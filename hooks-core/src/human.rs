@@ -363,6 +363,14 @@ impl HumanInputSource for TerminalInput {
 
 /// Replays fixed answers in order, then fails with
 /// [`HumanInputError::Exhausted`]. Records every prompt it was shown.
+///
+/// ```
+/// use hooks_core::{HumanInputError, HumanInputSource, ScriptedInput};
+///
+/// let script = ScriptedInput::new(["yes"]);
+/// assert_eq!(script.ask("Send?", "yes/no"), Ok("yes".to_owned()));
+/// assert_eq!(script.ask("Buy?", "yes/no"), Err(HumanInputError::Exhausted));
+/// ```
 #[derive(Debug, Default)]
 pub struct ScriptedInput {
     answers: Mutex<VecDeque<Result<String, HumanInputError>>>,
@@ -371,6 +379,13 @@ pub struct ScriptedInput {
 
 impl ScriptedInput {
     /// A source that gives these answers, one per question.
+    ///
+    /// ```
+    /// use hooks_core::{HumanInputSource, ScriptedInput};
+    /// let script = ScriptedInput::new(["no", "yes"]);
+    /// assert_eq!(script.ask("first?", "").as_deref(), Ok("no"));
+    /// assert_eq!(script.ask("second?", "").as_deref(), Ok("yes"));
+    /// ```
     pub fn new<I, S>(answers: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -383,6 +398,13 @@ impl ScriptedInput {
     }
 
     /// Queues a failure as the next answer.
+    ///
+    /// ```
+    /// use hooks_core::{HumanInputError, HumanInputSource, ScriptedInput};
+    /// let script = ScriptedInput::new(["yes"]).then_fail(HumanInputError::Closed);
+    /// assert!(script.ask("first?", "").is_ok());
+    /// assert_eq!(script.ask("second?", ""), Err(HumanInputError::Closed));
+    /// ```
     pub fn then_fail(self, error: HumanInputError) -> Self {
         self.answers
             .lock()
@@ -392,6 +414,13 @@ impl ScriptedInput {
     }
 
     /// The `(prompt, default_message)` pairs asked so far.
+    ///
+    /// ```
+    /// use hooks_core::{HumanInputSource, ScriptedInput};
+    /// let script = ScriptedInput::new(["yes"]);
+    /// let _ = script.ask("Send?", "yes/no");
+    /// assert_eq!(script.prompts(), [("Send?".to_owned(), "yes/no".to_owned())]);
+    /// ```
     pub fn prompts(&self) -> Vec<(String, String)> {
         self.prompts
             .lock()
@@ -415,6 +444,16 @@ impl HumanInputSource for ScriptedInput {
 }
 
 /// Asks through a function: a web UI, a chat message, a policy service.
+///
+/// ```
+/// use hooks_core::{CallbackInput, HumanInputSource};
+///
+/// // A policy that approves only e-mails to the company's own domain.
+/// let policy = CallbackInput::new(|prompt: &str, _message: &str| {
+///     Ok(if prompt.contains("@example.com") { "yes" } else { "no" }.to_owned())
+/// });
+/// assert_eq!(policy.ask("Send to team@example.com?", "").as_deref(), Ok("yes"));
+/// ```
 pub struct CallbackInput<F>(F);
 
 impl<F> CallbackInput<F>
@@ -422,6 +461,12 @@ where
     F: Fn(&str, &str) -> Result<String, HumanInputError> + Send + Sync,
 {
     /// A source that calls `ask(prompt, default_message)` for each question.
+    ///
+    /// ```
+    /// use hooks_core::{CallbackInput, HumanInputError, HumanInputSource};
+    /// let nobody = CallbackInput::new(|_: &str, _: &str| Err(HumanInputError::Closed));
+    /// assert!(nobody.ask("Send?", "").is_err());
+    /// ```
     pub fn new(ask: F) -> Self {
         CallbackInput(ask)
     }
@@ -438,6 +483,20 @@ where
 
 /// One question sent through a [`ChannelInput`]; answer it with
 /// [`reply`](Self::reply).
+///
+/// ```
+/// use std::time::Duration;
+/// use hooks_core::{ChannelInput, HumanInputSource};
+///
+/// let (source, questions) = ChannelInput::new(Duration::from_secs(30));
+/// let ui = std::thread::spawn(move || {
+///     let question = questions.recv().expect("a question");
+///     assert_eq!(question.prompt, "Send?");
+///     question.reply("yes")
+/// });
+/// assert_eq!(source.ask("Send?", "yes/no").as_deref(), Ok("yes"));
+/// assert!(ui.join().expect("the UI thread"));
+/// ```
 #[derive(Debug)]
 pub struct HumanInputRequest {
     /// The question.
@@ -450,6 +509,16 @@ pub struct HumanInputRequest {
 impl HumanInputRequest {
     /// Sends the answer back to the waiting hook. Returns `false` if the
     /// hook stopped waiting (it timed out).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use hooks_core::{ChannelInput, HumanInputSource};
+    ///
+    /// let (source, questions) = ChannelInput::new(Duration::from_millis(1));
+    /// assert!(source.ask("Send?", "").is_err(), "nobody answered in time");
+    /// let late = questions.recv().expect("the question was sent");
+    /// assert!(!late.reply("yes"), "nobody waits for it any more");
+    /// ```
     pub fn reply(self, answer: impl Into<String>) -> bool {
         self.reply.send(answer.into()).is_ok()
     }
@@ -457,6 +526,15 @@ impl HumanInputRequest {
 
 /// Sends each question over a channel to another thread (a UI loop) and
 /// waits for its reply, up to a timeout.
+///
+/// ```
+/// use std::time::Duration;
+/// use hooks_core::{ChannelInput, HumanInputError, HumanInputSource};
+///
+/// let (source, questions) = ChannelInput::new(Duration::from_secs(30));
+/// drop(questions); // the UI is gone
+/// assert_eq!(source.ask("Send?", ""), Err(HumanInputError::Closed));
+/// ```
 #[derive(Debug)]
 pub struct ChannelInput {
     requests: Mutex<mpsc::Sender<HumanInputRequest>>,
@@ -467,6 +545,14 @@ impl ChannelInput {
     /// A source and the receiving end of its questions. A question not
     /// answered within `timeout`, or whose request is dropped unanswered,
     /// fails.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use hooks_core::ChannelInput;
+    ///
+    /// let (source, questions) = ChannelInput::new(Duration::from_secs(300));
+    /// # let _ = (source, questions);
+    /// ```
     pub fn new(timeout: Duration) -> (Self, mpsc::Receiver<HumanInputRequest>) {
         let (sender, receiver) = mpsc::channel();
         (
