@@ -9,7 +9,8 @@
 //! - The question stands apart under its `approval requested` header.
 //! - A line typed before the question appeared does not answer it; a line
 //!   typed after it does.
-//! - A question that timed out does not keep the answer meant for the next.
+//! - A question that timed out does not keep the answer meant for the next,
+//!   nor, on a terminal in raw mode, a key pressed before the next was shown.
 //!
 //! Each wait is bounded; a child still running at the end is killed. Where
 //! no pseudo-terminal can be opened the tests say so and check nothing
@@ -82,12 +83,12 @@ mod pty {
 
     impl Terminal {
         /// Opens a pseudo-terminal, types `typed_ahead` into it, and only
-        /// then runs the test `test` of this binary in a child with
-        /// `marker` set, its standard input, output and error on the
-        /// terminal. `Err` says why no pseudo-terminal could be had.
+        /// then runs the test `test` of this binary in a child with `env`
+        /// set, its standard input, output and error on the terminal.
+        /// `Err` says why no pseudo-terminal could be had.
         pub(crate) fn run_child(
             test: &str,
-            marker: &str,
+            env: &[(&str, &str)],
             typed_ahead: &str,
         ) -> Result<Terminal, String> {
             let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY)
@@ -118,7 +119,7 @@ mod pty {
                 command
                     .args([test, "--exact", "--nocapture", "--test-threads=1"])
                     .args(["--color", "never"])
-                    .env(marker, "1")
+                    .envs(env.iter().copied())
                     .env_remove("RUST_LOG")
                     .stdin(Stdio::from(terminal.try_clone().expect("dup")))
                     .stdout(Stdio::from(terminal.try_clone().expect("dup")))
@@ -284,7 +285,7 @@ fn the_terminal_shows_model_text_escaped_and_takes_only_answers_typed_after_the_
             "the_terminal_shows_model_text_escaped_and_takes_only_answers_typed_after_the_question";
         // `y` typed before any question: were it taken, the first e-mail
         // would be approved (and the `n` below would refuse the second).
-        let mut terminal = match pty::Terminal::run_child(test, ESCAPING_CHILD, "y\n") {
+        let mut terminal = match pty::Terminal::run_child(test, &[(ESCAPING_CHILD, "1")], "y\n") {
             Ok(terminal) => terminal,
             Err(reason) => {
                 println!("skipped: {reason}");
@@ -413,7 +414,7 @@ fn a_question_that_timed_out_does_not_keep_the_next_answer() {
             return timeout_child();
         }
         let test = "a_question_that_timed_out_does_not_keep_the_next_answer";
-        let mut terminal = match pty::Terminal::run_child(test, TIMEOUT_CHILD, "") {
+        let mut terminal = match pty::Terminal::run_child(test, &[(TIMEOUT_CHILD, "1")], "") {
             Ok(terminal) => terminal,
             Err(reason) => {
                 println!("skipped: {reason}");
@@ -487,5 +488,130 @@ fn timeout_child() {
             .expect("builds");
         crew.kickoff(()).expect("runs");
         println!("{label}_SENT={}", take(&sent).join(","));
+    }
+}
+
+#[cfg(unix)]
+const RAW_MODE_CHILD: &str = "TERMINAL_PTY_RAW_MODE_CHILD";
+/// The file whose existence tells the raw-mode child to go on.
+#[cfg(unix)]
+const GO_FILE: &str = "TERMINAL_PTY_GO_FILE";
+
+#[test]
+fn in_raw_mode_a_key_pressed_between_questions_does_not_answer_the_next() {
+    #[cfg(unix)]
+    {
+        if is_child(RAW_MODE_CHILD) {
+            return raw_mode_child();
+        }
+        let test = "in_raw_mode_a_key_pressed_between_questions_does_not_answer_the_next";
+        let go = std::env::temp_dir().join(format!("terminal-pty-go-{}", std::process::id()));
+        let _ = std::fs::remove_file(&go);
+        let go_path = go.to_string_lossy().into_owned();
+        let mut terminal =
+            match pty::Terminal::run_child(test, &[(RAW_MODE_CHILD, "1"), (GO_FILE, &go_path)], "")
+            {
+                Ok(terminal) => terminal,
+                Err(reason) => {
+                    println!("skipped: {reason}");
+                    return;
+                }
+            };
+        // The first question gave up; the read it started still waits on
+        // the terminal. A `y` pressed now, before the next question, reaches
+        // that read (or waits in the terminal): either way it must not count.
+        terminal.wait_for("FIRST_SENT=", 1);
+        terminal.type_text("y");
+        std::fs::write(&go, b"go").expect("the go file is written");
+        terminal.wait_for(HEADER, 2);
+        terminal.wait_for(ANSWER_MARKER, 2);
+        // Enter alone (a carriage return in raw mode): an empty answer.
+        terminal.type_text("\r");
+        terminal.wait_for(HEADER, 3);
+        terminal.wait_for(ANSWER_MARKER, 3);
+        terminal.type_text("y\r");
+        let status = terminal.wait_for_exit();
+        let _ = std::fs::remove_file(&go);
+        let shown = terminal.text();
+        assert!(status.success(), "the child failed ({status}):\n{shown}");
+        assert!(shown.contains("\nFIRST_SENT=\n"), "{shown}");
+        assert!(
+            shown.contains("refused by a person (answered \"\")"),
+            "{shown}"
+        );
+        assert!(shown.contains("\nSECOND_SENT=\n"), "{shown}");
+        assert!(
+            shown.contains("\nTHIRD_SENT=carol@example.com\n"),
+            "{shown}"
+        );
+    }
+    #[cfg(not(unix))]
+    println!("skipped: pseudo-terminals are only opened on Unix");
+}
+
+/// The child: the terminal in raw mode (as a full-screen program leaves
+/// it), then three crews: one whose question times out, two that wait.
+#[cfg(unix)]
+fn raw_mode_child() {
+    use std::path::PathBuf;
+    use std::time::Instant;
+
+    use rustix::termios::{OptionalActions, tcgetattr, tcsetattr};
+
+    let stdin = std::io::stdin();
+    let mut termios = tcgetattr(&stdin).expect("standard input is a terminal");
+    termios.make_raw();
+    tcsetattr(&stdin, OptionalActions::Now, &termios).expect("raw mode");
+    let go = PathBuf::from(std::env::var_os(GO_FILE).expect("the go file is named"));
+
+    for (label, to, source) in [
+        (
+            "FIRST",
+            "alice@example.com",
+            TerminalInput::new().with_timeout(Duration::from_millis(200)),
+        ),
+        ("SECOND", "bob@example.com", TerminalInput::new()),
+        ("THIRD", "carol@example.com", TerminalInput::new()),
+    ] {
+        let sent = log::<String>();
+        let sink = sent.clone();
+        let send = Tool::dynamic(
+            "send_email",
+            "Sends an e-mail",
+            json!({"type": "object", "properties": {"to": {"type": "string"}}}),
+            move |args| {
+                let to = args["to"].as_str().unwrap_or("").to_owned();
+                push(&sink, to.clone());
+                Ok::<_, String>(json!(format!("sent to {to}")))
+            },
+        );
+        let llm = Arc::new(
+            ScriptedLlm::new()
+                .call("send_email", json!({ "to": to }))
+                .answer("done"),
+        );
+        let assistant = agent("Assistant", vec![send], &llm);
+        let crew = Crew::builder()
+            .agent(assistant.clone())
+            .task(Task::builder("Email the team").agent(&assistant).build())
+            .global_registry(fresh_registry())
+            .verbose(true)
+            .human_input(Arc::new(source))
+            .hook_with(
+                PRE_TOOL_CALL,
+                HookOptions::new().name("approval-gate"),
+                ApprovalGate::for_tools(["send_email"]).pre_hook(),
+            )
+            .build()
+            .expect("builds");
+        crew.kickoff(()).expect("runs");
+        println!("{label}_SENT={}", take(&sent).join(","));
+        if label == "FIRST" {
+            // Wait (bounded) until the key between the questions was pressed.
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !go.exists() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -159,6 +160,12 @@ fn framed_question(prompt: &str, default_message: &str) -> String {
 /// The longest answer kept; the rest of a longer line is read and dropped.
 const MAX_ANSWER_BYTES: usize = 4096;
 
+/// Counts the questions shown on the terminal, so that a read left behind
+/// by a question that gave up forgets what it had read of a line when the
+/// next question is shown (on a terminal in raw mode, where bytes arrive
+/// before the line is complete).
+static QUESTIONS_SHOWN: AtomicU64 = AtomicU64::new(0);
+
 /// Drops whatever was typed on the terminal and not read yet, so that
 /// nothing typed before the question can answer it.
 #[cfg(unix)]
@@ -198,11 +205,20 @@ fn read_answer_line() -> Result<String, HumanInputError> {
     let stdin = std::io::stdin();
     let mut line = Vec::new();
     let mut byte = [0u8; 1];
+    let mut question = QUESTIONS_SHOWN.load(Ordering::SeqCst);
     loop {
-        match rustix::io::read(stdin.as_fd(), &mut byte) {
+        let read = rustix::io::read(stdin.as_fd(), &mut byte);
+        let shown = QUESTIONS_SHOWN.load(Ordering::SeqCst);
+        if shown != question {
+            // Typed before the question now shown: not part of its answer.
+            line.clear();
+            question = shown;
+        }
+        match read {
             Ok(0) if line.is_empty() => return Err(HumanInputError::Closed),
             Ok(0) => break,
-            Ok(_) if byte[0] == b'\n' => break,
+            // A terminal in raw mode sends a carriage return for Enter.
+            Ok(_) if byte[0] == b'\n' || byte[0] == b'\r' => break,
             Ok(_) => {
                 if line.len() < MAX_ANSWER_BYTES {
                     line.push(byte[0]);
@@ -339,6 +355,7 @@ impl HumanInputSource for TerminalInput {
             empty => empty.insert(StdinReader::spawn()?),
         };
         reader.discard_stale();
+        QUESTIONS_SHOWN.fetch_add(1, Ordering::SeqCst);
         drop_typed_ahead(&stdin)?;
         {
             let mut out = std::io::stdout().lock();
