@@ -1,17 +1,28 @@
 //! Human approval gate: a person approves `send_email` and `make_purchase`
 //! before they run.
 //!
+//! The same errands run twice: first under a gate written by hand (a hook
+//! that calls `ctx.request_human_input(..)?`), then under the ready-made
+//! [`ApprovalGate`] of `crew_runtime::guards`, which does the same with a
+//! default question (the tool, the agent, the input) and answer rule (`y`
+//! or `yes`).
+//!
 //! `cargo run --example approval_gate` answers from a script (approve the
-//! e-mail, deny the purchase). `cargo run --example approval_gate --
-//! --interactive` asks you on the terminal instead. With standard input
-//! closed or not a terminal (`< /dev/null`, a CI job) no person can be
-//! asked, and every gated call is denied: the gate fails closed.
+//! e-mail, deny the purchase, both times). `cargo run --example
+//! approval_gate -- --interactive` asks you on the terminal instead: each
+//! question comes in a frame under an `approval requested` header, apart
+//! from the agents' output, with any control character a model put in the
+//! arguments shown escaped, and whatever you typed before the question
+//! appeared is dropped. With standard input closed or not a terminal
+//! (`< /dev/null`, a CI job) no person can be asked, and every gated call
+//! is denied: both gates fail closed.
 
 use std::error::Error;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crew_examples::Transcript;
+use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
@@ -66,8 +77,19 @@ fn record(ledger: &Ledger, entry: String) {
         .push(entry);
 }
 
-/// Runs the crew with answers from `input`, writing to `transcript`.
-fn run(
+/// Which gate stands before the two tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    /// [`require_approval`], registered at link time in the global registry.
+    HandWritten,
+    /// [`ApprovalGate`], registered on the crew alone.
+    ReadyMade,
+}
+
+/// Runs the crew under `gate` with answers from `input`, writing to
+/// `transcript`.
+fn run_with(
+    gate: Gate,
     input: Arc<dyn HumanInputSource>,
     transcript: Transcript,
 ) -> Result<Vec<String>, Box<dyn Error>> {
@@ -96,6 +118,8 @@ fn run(
     let asked = transcript.clone();
     let narrated_input = CallbackInput::new(move |prompt: &str, message: &str| {
         let answer = input.ask(prompt, message);
+        // The question's first line is enough to tell which call it was.
+        let prompt = prompt.lines().next().unwrap_or_default();
         match &answer {
             Ok(text) => asked.line(format!(
                 "    human asked {prompt:?} and answered {:?}",
@@ -125,11 +149,22 @@ fn run(
     let task = Task::builder("Send the release notes and order the new server")
         .agent(&assistant)
         .build();
-    let crew = Crew::builder()
+    let mut crew = Crew::builder()
         .agent(assistant)
         .task(task)
-        .human_input(Arc::new(narrated_input))
-        .build()?;
+        .human_input(Arc::new(narrated_input));
+    if gate == Gate::ReadyMade {
+        // A registry of its own, so that only the ready-made gate asks. It
+        // fails closed by itself; `fail_closed()` is not needed.
+        crew = crew
+            .global_registry(Arc::new(HookRegistry::new()))
+            .hook_with(
+                PRE_TOOL_CALL,
+                HookOptions::new().name("approval-gate"),
+                ApprovalGate::for_tools(["send_email", "make_purchase"]).pre_hook(),
+            );
+    }
+    let crew = crew.build()?;
     transcript.attach(&crew);
 
     crew.kickoff(())?;
@@ -147,16 +182,57 @@ fn run(
     Ok(transcript.lines())
 }
 
-fn main() -> ExitCode {
-    if !std::env::args().any(|a| a == "--interactive") {
-        let answers = ScriptedInput::new(["yes", "no"]);
-        return crew_examples::report(run(Arc::new(answers), Transcript::new()));
+/// Runs the errands under both gates, one after the other.
+fn run_both(
+    input: impl Fn() -> Arc<dyn HumanInputSource>,
+    transcript: impl Fn() -> Transcript,
+) -> Result<Vec<String>, Box<dyn Error>> {
+    let mut lines = Vec::new();
+    for (gate, title) in [
+        (Gate::HandWritten, "== 1. the gate written by hand =="),
+        (Gate::ReadyMade, "== 2. the ready-made ApprovalGate =="),
+    ] {
+        let transcript = transcript();
+        transcript.line(title);
+        lines.extend(run_with(gate, input(), transcript)?);
     }
-    println!("You will be asked to approve each gated call: type yes to approve.");
-    println!("(With standard input closed or not a terminal, every call is denied.)");
-    // The transcript prints as it goes, so each question comes in context.
-    match run(Arc::new(TerminalInput::new()), Transcript::new().echo()) {
-        Ok(_) => ExitCode::SUCCESS,
+    Ok(lines)
+}
+
+fn main() -> ExitCode {
+    let result = if std::env::args().any(|a| a == "--interactive") {
+        println!("You will be asked to approve each gated call: type y or yes to approve.");
+        println!("(With standard input closed or not a terminal, every call is denied.)");
+        // The transcript prints as it goes, so each question comes in context.
+        run_both(
+            || Arc::new(TerminalInput::new()),
+            || Transcript::new().echo(),
+        )
+        .map(|_| ())
+    } else {
+        // Approve the e-mail, deny the purchase: "yes"/"no" for the gate
+        // written by hand, "y"/"n" for the ready-made one.
+        let answers = Mutex::new(vec![["yes", "no"], ["y", "n"]].into_iter());
+        run_both(
+            || {
+                let next = answers
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .next()
+                    .unwrap_or_default();
+                Arc::new(ScriptedInput::new(next))
+            },
+            Transcript::new,
+        )
+        .map(|lines| {
+            // Model-written text is in these lines: print it escaped.
+            for line in lines {
+                crew_runtime::console::print_line(&line);
+            }
+        })
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error}");
             ExitCode::FAILURE
@@ -171,7 +247,8 @@ mod tests {
     #[test]
     fn scripted_answers_approve_the_email_and_deny_the_purchase() {
         let answers = ScriptedInput::new(["yes", "no"]);
-        let lines = run(Arc::new(answers), Transcript::new()).expect("runs");
+        let lines =
+            run_with(Gate::HandWritten, Arc::new(answers), Transcript::new()).expect("runs");
         crew_examples::assert_has_lines(
             &lines,
             &[
@@ -191,7 +268,7 @@ mod tests {
     #[test]
     fn closed_input_denies_every_gated_call() {
         let closed = CallbackInput::new(|_: &str, _: &str| Err(HumanInputError::Closed));
-        let lines = run(Arc::new(closed), Transcript::new()).expect("runs");
+        let lines = run_with(Gate::HandWritten, Arc::new(closed), Transcript::new()).expect("runs");
         crew_examples::assert_has_lines(
             &lines,
             &[
@@ -205,6 +282,88 @@ mod tests {
         assert!(
             !lines.iter().any(|l| l.contains(" runs with ")),
             "{lines:#?}"
+        );
+    }
+
+    #[test]
+    fn the_ready_made_gate_approves_y_and_denies_n() {
+        let answers = ScriptedInput::new(["y", "n"]);
+        let lines = run_with(Gate::ReadyMade, Arc::new(answers), Transcript::new()).expect("runs");
+        crew_examples::assert_lines_in_order(
+            &lines,
+            &[
+                "    human asked \"Approve the call of send_email by Assistant?\" and answered \"y\"",
+                "    PRE_TOOL_CALL  let the call through (1 hook ran)",
+                "    tool send_email runs with {\"subject\":\"Release notes\",\"to\":\"team@example.com\"}",
+                "[Assistant] agent saw: sent to team@example.com",
+                "    human asked \"Approve the call of make_purchase by Assistant?\" and answered \"n\"",
+                "    PRE_TOOL_CALL  blocked the call: refused by a person (answered \"n\") [source: approval-gate] (1 hook ran)",
+                "[Assistant] agent saw: Tool execution blocked by hook. Tool: make_purchase",
+                "tools that really ran: e-mail to team@example.com: Release notes",
+            ],
+        );
+        assert!(!lines.iter().any(|l| l.contains("bought")), "{lines:#?}");
+    }
+
+    #[test]
+    fn the_ready_made_gate_alone_asks() {
+        // The hand-written gate is in the global registry; the ready-made
+        // run has a registry of its own, so each call is asked about once.
+        let answers = Arc::new(ScriptedInput::new(["y", "y"]));
+        let lines = run_with(Gate::ReadyMade, answers.clone(), Transcript::new()).expect("runs");
+        let questions: Vec<String> = answers
+            .prompts()
+            .into_iter()
+            .map(|(prompt, message)| format!("{prompt}\n{message}"))
+            .collect();
+        assert_eq!(
+            questions,
+            [
+                "Approve the call of send_email by Assistant?\nInput: {\n  \"subject\": \"Release notes\",\n  \"to\": \"team@example.com\"\n}\nAnswer y or yes to approve; anything else refuses the call.",
+                "Approve the call of make_purchase by Assistant?\nInput: {\n  \"amount_usd\": 24999.0,\n  \"item\": \"GPU server\"\n}\nAnswer y or yes to approve; anything else refuses the call.",
+            ]
+        );
+        crew_examples::assert_has_lines(
+            &lines,
+            &[
+                "tools that really ran: e-mail to team@example.com: Release notes",
+                "tools that really ran: bought GPU server for $24999",
+            ],
+        );
+    }
+
+    #[test]
+    fn closed_input_denies_every_call_under_the_ready_made_gate_too() {
+        let closed = CallbackInput::new(|_: &str, _: &str| Err(HumanInputError::Closed));
+        let lines = run_with(Gate::ReadyMade, Arc::new(closed), Transcript::new()).expect("runs");
+        crew_examples::assert_has_lines(
+            &lines,
+            &[
+                "    PRE_TOOL_CALL  blocked the call: no human approval: human input is closed: no answer can be read [source: approval-gate] (1 hook ran)",
+                "[Assistant] agent saw: Tool execution blocked by hook. Tool: send_email",
+                "[Assistant] agent saw: Tool execution blocked by hook. Tool: make_purchase",
+                "tools that really ran: none",
+            ],
+        );
+    }
+
+    #[test]
+    fn both_gates_run_one_after_the_other() {
+        let lines = run_both(
+            || Arc::new(ScriptedInput::new(["yes", "n"])),
+            Transcript::new,
+        )
+        .expect("runs");
+        crew_examples::assert_lines_in_order(
+            &lines,
+            &[
+                "== 1. the gate written by hand ==",
+                "    human asked \"Approve send_email?\" and answered \"yes\"",
+                "tools that really ran: e-mail to team@example.com: Release notes",
+                "== 2. the ready-made ApprovalGate ==",
+                "    human asked \"Approve the call of send_email by Assistant?\" and answered \"yes\"",
+                "tools that really ran: e-mail to team@example.com: Release notes",
+            ],
         );
     }
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use common::*;
 use crew_runtime::events::HookPanickedEvent;
+use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;
 
 const BLOCKED: &str = "Tool execution blocked by hook. Tool: send_email";
@@ -196,30 +197,70 @@ fn gate_blocks_when_the_answering_side_is_gone() {
 }
 
 #[test]
-fn gate_blocks_when_asking_panics_because_it_is_fail_closed() {
+fn gate_blocks_when_asking_panics_and_the_panic_never_reaches_the_gate() {
     let panicking = CallbackInput::new(|_: &str, _: &str| -> Result<String, HumanInputError> {
         panic!("the approval UI crashed")
     });
-    let global = gated_registry();
+    // The gate is registered fail-open (the default): the call is refused
+    // because asking is an error, not because a panic went through the hook.
+    let global = fresh_registry();
+    global
+        .register_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new()
+                .name("approval-gate")
+                .tools(["send_email"]),
+            approval_gate,
+        )
+        .expect("registers");
     let sent = log();
     let llm = one_email();
     let crew = email_crew(&global, Some(Arc::new(panicking)), &sent, &llm);
     let panics = log();
-    let sink = panics.clone();
-    crew.events().subscribe(move |event| {
-        if let Event::HookPanicked(HookPanickedEvent {
-            hook, fail_closed, ..
-        }) = event
-        {
-            push(&sink, (hook.clone(), *fail_closed));
+    let aborts = log();
+    let (panic_sink, abort_sink) = (panics.clone(), aborts.clone());
+    crew.events().subscribe(move |event| match event {
+        Event::HookPanicked(HookPanickedEvent { hook, .. }) => push(&panic_sink, hook.clone()),
+        Event::HookDispatched(dispatch) => {
+            if let (Some(source), Some(reason)) = (&dispatch.abort_source, &dispatch.abort_reason) {
+                push(&abort_sink, (source.clone(), reason.clone()));
+            }
         }
+        _ => {}
     });
 
     crew.kickoff(()).expect("the panic is contained");
 
     assert!(take(&sent).is_empty());
     assert_eq!(llm.requests()[1].observations(), [BLOCKED]);
-    assert_eq!(take(&panics), [("approval-gate".to_owned(), true)]);
+    assert!(take(&panics).is_empty(), "the gate itself never panicked");
+    assert_eq!(
+        take(&aborts),
+        [(
+            "human-input".to_owned(),
+            "no human approval: the answer source failed: it panicked: the approval UI crashed"
+                .to_owned()
+        )]
+    );
+}
+
+#[test]
+fn gate_blocks_when_asking_panics_even_if_it_is_fail_closed() {
+    // The same panic under the fail-closed gate of the other tests.
+    let panicking = CallbackInput::new(|_: &str, _: &str| -> Result<String, HumanInputError> {
+        panic!("the approval UI crashed")
+    });
+
+    let (sent, observation, abort) = run_one(Arc::new(panicking));
+
+    assert!(sent.is_empty());
+    assert_eq!(observation, BLOCKED);
+    let (source, reason) = abort.expect("an abort");
+    assert_eq!(source, "human-input");
+    assert!(
+        reason.ends_with("it panicked: the approval UI crashed"),
+        "{reason}"
+    );
 }
 
 const TERMINAL_CHILD: &str = "HARDENING_APPROVAL_TERMINAL_CHILD";
@@ -375,4 +416,137 @@ fn a_ui_answering_over_a_channel_approves_only_what_it_approves() {
             assert_eq!(observation, BLOCKED);
         }
     }
+}
+
+// The ready-made gate (`crew_runtime::guards::ApprovalGate`) keeps the same
+// guarantee in a running crew.
+
+/// A registry with the ready-made gate on `send_email`, registered with the
+/// default options (fail-open): the gate fails closed on its own.
+fn ready_made_registry() -> Arc<HookRegistry> {
+    let global = fresh_registry();
+    global
+        .register_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("ready-made-gate"),
+            ApprovalGate::for_tools(["Send Email"]).pre_hook(),
+        )
+        .expect("registers");
+    global
+}
+
+#[test]
+fn ready_made_gate_refuses_whenever_no_answer_can_be_had() {
+    let (closed, questions) = ChannelInput::new(Duration::from_secs(30));
+    drop(questions);
+    let (silent, _questions) = ChannelInput::new(Duration::from_millis(20));
+    let sources: Vec<(&str, Arc<dyn HumanInputSource>)> = vec![
+        ("no answer left", Arc::new(ScriptedInput::default())),
+        ("closed", Arc::new(closed)),
+        ("timed out", Arc::new(silent)),
+        (
+            "failing",
+            Arc::new(CallbackInput::new(|_: &str, _: &str| {
+                Err(HumanInputError::Io("broken pipe".into()))
+            })),
+        ),
+        (
+            "panicking",
+            Arc::new(CallbackInput::new(
+                |_: &str, _: &str| -> Result<String, HumanInputError> {
+                    panic!("the approval UI crashed")
+                },
+            )),
+        ),
+    ];
+    for (name, source) in sources {
+        let global = ready_made_registry();
+        let sent = log();
+        let llm = one_email();
+        let crew = email_crew(&global, Some(source), &sent, &llm);
+        let aborts = log();
+        let sink = aborts.clone();
+        crew.events().subscribe(move |event| {
+            if let Event::HookDispatched(dispatch) = event
+                && let Some(source) = &dispatch.abort_source
+            {
+                push(&sink, source.clone());
+            }
+        });
+
+        crew.kickoff(()).expect("the run goes on");
+
+        assert!(take(&sent).is_empty(), "{name}: nothing is sent");
+        assert_eq!(llm.requests()[1].observations(), [BLOCKED], "{name}");
+        assert_eq!(take(&aborts), ["approval-gate"], "{name}");
+    }
+}
+
+#[test]
+fn ready_made_gate_approves_only_y_or_yes_for_that_very_call() {
+    let answers = CallbackInput::new(|prompt: &str, _: &str| {
+        Ok(if prompt.contains("bob@") {
+            "Y".to_owned()
+        } else if prompt.contains("carol@") {
+            " yes\n".to_owned()
+        } else if prompt.contains("dave@") {
+            "yes please".to_owned()
+        } else {
+            "no".to_owned()
+        })
+    });
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .calls([
+                ("send_email", json!({"to": "alice@example.com"})),
+                ("SendEmail", json!({"to": "bob@example.com"})),
+                ("send-email", json!({"to": "carol@example.com"})),
+                ("Send Email", json!({"to": "dave@example.com"})),
+            ])
+            .answer("done"),
+    );
+    let global = ready_made_registry();
+    let sent = log();
+    let crew = email_crew(&global, Some(Arc::new(answers)), &sent, &llm);
+
+    crew.kickoff(()).expect("runs");
+
+    let mut sent = take(&sent);
+    sent.sort();
+    assert_eq!(sent, ["bob@example.com", "carol@example.com"]);
+    assert_eq!(
+        llm.requests()[1].observations(),
+        [
+            BLOCKED,
+            "sent to bob@example.com",
+            "sent to carol@example.com",
+            BLOCKED
+        ]
+    );
+}
+
+#[test]
+fn ready_made_gate_shows_the_call_and_who_makes_it() {
+    let source = Arc::new(ScriptedInput::new(["n"]));
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("send_email", json!({"to": "team@example.com\u{202e}"}))
+            .answer("done"),
+    );
+    let global = ready_made_registry();
+    let sent = log();
+    let crew = email_crew(&global, Some(source.clone()), &sent, &llm);
+
+    crew.kickoff(()).expect("runs");
+
+    assert!(take(&sent).is_empty());
+    assert_eq!(
+        source.prompts(),
+        [(
+            "Approve the call of send_email by Assistant?\nInput: {\n  \
+             \"to\": \"team@example.com\\u{202e}\"\n}"
+                .to_owned(),
+            "Answer y or yes to approve; anything else refuses the call.".to_owned()
+        )]
+    );
 }

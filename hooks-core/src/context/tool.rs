@@ -238,9 +238,10 @@ impl ToolCallHookContext {
     ///
     /// The answer comes from the crew's human-input source (the terminal by
     /// default, with the crew's live output paused while asking). When no
-    /// answer can be had (input closed, not a terminal, a timeout) this is
-    /// an error, and `?` in a PRE hook turns it into a block: an approval
-    /// gate fails closed.
+    /// answer can be had (input closed, not a terminal, a timeout, a source
+    /// that fails or panics) this is an error, and `?` in a PRE hook turns
+    /// it into a block: an approval gate fails closed. A panic of the source
+    /// is caught here and never reaches the hook.
     ///
     /// ```
     /// use std::sync::Arc;
