@@ -514,17 +514,21 @@ pub fn describe_hook(hook: &HookInfo) -> String {
 }
 
 /// Prints an example's lines and exits 0, or prints its error to standard
-/// error and exits 1.
+/// error and exits 1. Lines hold text the model and the tools chose, so
+/// they go through the console, which escapes control characters.
 pub fn report(result: Result<Vec<String>, Box<dyn Error>>) -> ExitCode {
     match result {
         Ok(lines) => {
             for line in lines {
-                println!("{line}");
+                crew_runtime::console::print_line(&line);
             }
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!(
+                "error: {}",
+                crew_runtime::console::escape_control(&error.to_string())
+            );
             ExitCode::FAILURE
         }
     }
