@@ -194,6 +194,98 @@ impl ChainSet {
     }
 }
 
+/// The guide's legacy names for one pair of points (tool calls, model
+/// calls), all acting on the same chains as `#[on]`.
+macro_rules! legacy_api {
+    (
+        what: $what:literal,
+        context: $ctx:ty,
+        before: ($before:ident, $before_id:ident, $before_style:expr,
+            $register_before:ident, $register_before_with:ident,
+            $unregister_before:ident, $get_before:ident, $clear_before:ident),
+        after: ($after:ident, $after_id:ident, $after_style:expr,
+            $register_after:ident, $register_after_with:ident,
+            $unregister_after:ident, $get_after:ident, $clear_after:ident),
+        clear_all: $clear_all:ident,
+    ) => {
+        #[doc = concat!("Legacy name: registers a before-", $what, "-call hook (`Some(false)`/`false` blocks).")]
+        pub fn $register_before<F, R>(&self, hook: F) -> HookId
+        where
+            F: Fn(&mut $ctx) -> R + Send + Sync + 'static,
+            R: LegacyBeforeReturn<$before>,
+        {
+            self.$register_before_with(HookOptions::new(), hook)
+        }
+
+        #[doc = concat!("Legacy name: registers a before-", $what, "-call hook with filters or options.")]
+        pub fn $register_before_with<F, R>(&self, options: HookOptions, hook: F) -> HookId
+        where
+            F: Fn(&mut $ctx) -> R + Send + Sync + 'static,
+            R: LegacyBeforeReturn<$before>,
+        {
+            self.insert(legacy_before_entry::<$before, F, R>(options, $before_style, hook))
+        }
+
+        #[doc = concat!("Legacy name: registers an after-", $what, "-call hook (`Some(text)` replaces the text).")]
+        pub fn $register_after<F, R>(&self, hook: F) -> HookId
+        where
+            F: Fn(&mut $ctx) -> R + Send + Sync + 'static,
+            R: HookReturn<$after>,
+        {
+            self.$register_after_with(HookOptions::new(), hook)
+        }
+
+        #[doc = concat!("Legacy name: registers an after-", $what, "-call hook with filters or options.")]
+        pub fn $register_after_with<F, R>(&self, options: HookOptions, hook: F) -> HookId
+        where
+            F: Fn(&mut $ctx) -> R + Send + Sync + 'static,
+            R: HookReturn<$after>,
+        {
+            self.insert(unchecked_entry::<$after, F, R>(
+                options,
+                $after_style,
+                HookOrigin::Runtime,
+                hook,
+            ))
+        }
+
+        #[doc = concat!("Legacy name for `unregister_hook(", stringify!($before_id), ", handle)`.")]
+        pub fn $unregister_before<M>(&self, handle: impl HookHandle<M>) -> bool {
+            self.unregister_hook(InterceptionPoint::$before_id, handle)
+        }
+
+        #[doc = concat!("Legacy name for `unregister_hook(", stringify!($after_id), ", handle)`.")]
+        pub fn $unregister_after<M>(&self, handle: impl HookHandle<M>) -> bool {
+            self.unregister_hook(InterceptionPoint::$after_id, handle)
+        }
+
+        #[doc = concat!("Legacy name for `get_hooks(", stringify!($before_id), ")`.")]
+        pub fn $get_before(&self) -> Vec<HookInfo> {
+            self.get_hooks(InterceptionPoint::$before_id)
+        }
+
+        #[doc = concat!("Legacy name for `get_hooks(", stringify!($after_id), ")`.")]
+        pub fn $get_after(&self) -> Vec<HookInfo> {
+            self.get_hooks(InterceptionPoint::$after_id)
+        }
+
+        #[doc = concat!("Legacy name for `clear_hooks(", stringify!($before_id), ")`.")]
+        pub fn $clear_before(&self) -> usize {
+            self.clear_hooks(InterceptionPoint::$before_id)
+        }
+
+        #[doc = concat!("Legacy name for `clear_hooks(", stringify!($after_id), ")`.")]
+        pub fn $clear_after(&self) -> usize {
+            self.clear_hooks(InterceptionPoint::$after_id)
+        }
+
+        #[doc = concat!("Legacy name: clears both ", $what, "-call chains at once; returns `(before, after)` counts.")]
+        pub fn $clear_all(&self) -> (usize, usize) {
+            self.clear_pair(InterceptionPoint::$before_id, InterceptionPoint::$after_id)
+        }
+    };
+}
+
 static STATIC_HOOKS: LazyLock<ChainSet> = LazyLock::new(ChainSet::statics);
 
 /// The chains of every link-time hook (a cheap copy).
@@ -445,175 +537,28 @@ impl HookRegistry {
         })
     }
 
-    /// Legacy name: registers a before hook (`Some(false)`/`false` blocks).
-    pub fn register_before_tool_call_hook<F, R>(&self, hook: F) -> HookId
-    where
-        F: Fn(&mut crate::ToolCallHookContext) -> R + Send + Sync + 'static,
-        R: LegacyBeforeReturn<PreToolCall>,
-    {
-        self.register_before_tool_call_hook_with(HookOptions::new(), hook)
+    legacy_api! {
+        what: "tool",
+        context: crate::ToolCallHookContext,
+        before: (PreToolCall, PRE_TOOL_CALL, HookStyle::BeforeToolCall,
+            register_before_tool_call_hook, register_before_tool_call_hook_with,
+            unregister_before_tool_call_hook, get_before_tool_call_hooks, clear_before_tool_call_hooks),
+        after: (PostToolCall, POST_TOOL_CALL, HookStyle::AfterToolCall,
+            register_after_tool_call_hook, register_after_tool_call_hook_with,
+            unregister_after_tool_call_hook, get_after_tool_call_hooks, clear_after_tool_call_hooks),
+        clear_all: clear_all_tool_call_hooks,
     }
 
-    /// Legacy name: registers a before hook with filters or options.
-    pub fn register_before_tool_call_hook_with<F, R>(&self, options: HookOptions, hook: F) -> HookId
-    where
-        F: Fn(&mut crate::ToolCallHookContext) -> R + Send + Sync + 'static,
-        R: LegacyBeforeReturn<PreToolCall>,
-    {
-        self.insert(legacy_before_entry::<PreToolCall, F, R>(
-            options,
-            HookStyle::BeforeToolCall,
-            hook,
-        ))
-    }
-
-    /// Legacy name: registers an after hook (`Some(text)` replaces the
-    /// result).
-    pub fn register_after_tool_call_hook<F, R>(&self, hook: F) -> HookId
-    where
-        F: Fn(&mut crate::ToolCallHookContext) -> R + Send + Sync + 'static,
-        R: HookReturn<PostToolCall>,
-    {
-        self.register_after_tool_call_hook_with(HookOptions::new(), hook)
-    }
-
-    /// Legacy name: registers an after hook with filters or options.
-    pub fn register_after_tool_call_hook_with<F, R>(&self, options: HookOptions, hook: F) -> HookId
-    where
-        F: Fn(&mut crate::ToolCallHookContext) -> R + Send + Sync + 'static,
-        R: HookReturn<PostToolCall>,
-    {
-        self.insert(unchecked_entry::<PostToolCall, F, R>(
-            options,
-            HookStyle::AfterToolCall,
-            HookOrigin::Runtime,
-            hook,
-        ))
-    }
-
-    /// Legacy name for `unregister_hook(PRE_TOOL_CALL, handle)`.
-    pub fn unregister_before_tool_call_hook<M>(&self, handle: impl HookHandle<M>) -> bool {
-        self.unregister_hook(InterceptionPoint::PRE_TOOL_CALL, handle)
-    }
-
-    /// Legacy name for `unregister_hook(POST_TOOL_CALL, handle)`.
-    pub fn unregister_after_tool_call_hook<M>(&self, handle: impl HookHandle<M>) -> bool {
-        self.unregister_hook(InterceptionPoint::POST_TOOL_CALL, handle)
-    }
-
-    /// Legacy name for `get_hooks(PRE_TOOL_CALL)`.
-    pub fn get_before_tool_call_hooks(&self) -> Vec<HookInfo> {
-        self.get_hooks(InterceptionPoint::PRE_TOOL_CALL)
-    }
-
-    /// Legacy name for `get_hooks(POST_TOOL_CALL)`.
-    pub fn get_after_tool_call_hooks(&self) -> Vec<HookInfo> {
-        self.get_hooks(InterceptionPoint::POST_TOOL_CALL)
-    }
-
-    /// Legacy name for `clear_hooks(PRE_TOOL_CALL)`.
-    pub fn clear_before_tool_call_hooks(&self) -> usize {
-        self.clear_hooks(InterceptionPoint::PRE_TOOL_CALL)
-    }
-
-    /// Legacy name for `clear_hooks(POST_TOOL_CALL)`.
-    pub fn clear_after_tool_call_hooks(&self) -> usize {
-        self.clear_hooks(InterceptionPoint::POST_TOOL_CALL)
-    }
-
-    /// Legacy name: clears both tool-call chains at once; returns
-    /// `(before, after)` counts.
-    pub fn clear_all_tool_call_hooks(&self) -> (usize, usize) {
-        self.clear_pair(
-            InterceptionPoint::PRE_TOOL_CALL,
-            InterceptionPoint::POST_TOOL_CALL,
-        )
-    }
-
-    /// Legacy name: registers a `before_llm_call` hook (`Some(false)`/`false`
-    /// blocks the model call, which ends the run).
-    pub fn register_before_llm_call_hook<F, R>(&self, hook: F) -> HookId
-    where
-        F: Fn(&mut crate::LlmCallHookContext) -> R + Send + Sync + 'static,
-        R: LegacyBeforeReturn<PreModelCall>,
-    {
-        self.register_before_llm_call_hook_with(HookOptions::new(), hook)
-    }
-
-    /// Legacy name: registers a `before_llm_call` hook with options.
-    pub fn register_before_llm_call_hook_with<F, R>(&self, options: HookOptions, hook: F) -> HookId
-    where
-        F: Fn(&mut crate::LlmCallHookContext) -> R + Send + Sync + 'static,
-        R: LegacyBeforeReturn<PreModelCall>,
-    {
-        self.insert(legacy_before_entry::<PreModelCall, F, R>(
-            options,
-            HookStyle::BeforeLlmCall,
-            hook,
-        ))
-    }
-
-    /// Legacy name: registers an `after_llm_call` hook (`Some(text)`
-    /// replaces the answer's text).
-    pub fn register_after_llm_call_hook<F, R>(&self, hook: F) -> HookId
-    where
-        F: Fn(&mut crate::LlmCallHookContext) -> R + Send + Sync + 'static,
-        R: HookReturn<PostModelCall>,
-    {
-        self.register_after_llm_call_hook_with(HookOptions::new(), hook)
-    }
-
-    /// Legacy name: registers an `after_llm_call` hook with options.
-    pub fn register_after_llm_call_hook_with<F, R>(&self, options: HookOptions, hook: F) -> HookId
-    where
-        F: Fn(&mut crate::LlmCallHookContext) -> R + Send + Sync + 'static,
-        R: HookReturn<PostModelCall>,
-    {
-        self.insert(unchecked_entry::<PostModelCall, F, R>(
-            options,
-            HookStyle::AfterLlmCall,
-            HookOrigin::Runtime,
-            hook,
-        ))
-    }
-
-    /// Legacy name for `unregister_hook(PRE_MODEL_CALL, handle)`.
-    pub fn unregister_before_llm_call_hook<M>(&self, handle: impl HookHandle<M>) -> bool {
-        self.unregister_hook(InterceptionPoint::PRE_MODEL_CALL, handle)
-    }
-
-    /// Legacy name for `unregister_hook(POST_MODEL_CALL, handle)`.
-    pub fn unregister_after_llm_call_hook<M>(&self, handle: impl HookHandle<M>) -> bool {
-        self.unregister_hook(InterceptionPoint::POST_MODEL_CALL, handle)
-    }
-
-    /// Legacy name for `get_hooks(PRE_MODEL_CALL)`.
-    pub fn get_before_llm_call_hooks(&self) -> Vec<HookInfo> {
-        self.get_hooks(InterceptionPoint::PRE_MODEL_CALL)
-    }
-
-    /// Legacy name for `get_hooks(POST_MODEL_CALL)`.
-    pub fn get_after_llm_call_hooks(&self) -> Vec<HookInfo> {
-        self.get_hooks(InterceptionPoint::POST_MODEL_CALL)
-    }
-
-    /// Legacy name for `clear_hooks(PRE_MODEL_CALL)`.
-    pub fn clear_before_llm_call_hooks(&self) -> usize {
-        self.clear_hooks(InterceptionPoint::PRE_MODEL_CALL)
-    }
-
-    /// Legacy name for `clear_hooks(POST_MODEL_CALL)`.
-    pub fn clear_after_llm_call_hooks(&self) -> usize {
-        self.clear_hooks(InterceptionPoint::POST_MODEL_CALL)
-    }
-
-    /// Legacy name: clears both model-call chains at once; returns
-    /// `(before, after)` counts.
-    pub fn clear_all_llm_call_hooks(&self) -> (usize, usize) {
-        self.clear_pair(
-            InterceptionPoint::PRE_MODEL_CALL,
-            InterceptionPoint::POST_MODEL_CALL,
-        )
+    legacy_api! {
+        what: "model",
+        context: crate::LlmCallHookContext,
+        before: (PreModelCall, PRE_MODEL_CALL, HookStyle::BeforeLlmCall,
+            register_before_llm_call_hook, register_before_llm_call_hook_with,
+            unregister_before_llm_call_hook, get_before_llm_call_hooks, clear_before_llm_call_hooks),
+        after: (PostModelCall, POST_MODEL_CALL, HookStyle::AfterLlmCall,
+            register_after_llm_call_hook, register_after_llm_call_hook_with,
+            unregister_after_llm_call_hook, get_after_llm_call_hooks, clear_after_llm_call_hooks),
+        clear_all: clear_all_llm_call_hooks,
     }
 
     fn clear_pair(&self, first: InterceptionPoint, second: InterceptionPoint) -> (usize, usize) {

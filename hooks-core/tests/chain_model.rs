@@ -15,6 +15,9 @@ use hooks_core::{
 };
 use proptest::prelude::*;
 
+mod common;
+use common::{cases, quiet_deliberate_panics};
+
 #[derive(Debug, Clone)]
 enum Pre {
     Proceed,
@@ -241,29 +244,6 @@ fn observe(pre: &[Pre], post: &[Post]) -> Expected {
             })
             .collect(),
     }
-}
-
-fn cases() -> u32 {
-    let scale: u32 = std::env::var("HOOKS_TEST_SCALE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
-    64 * scale.max(1)
-}
-
-/// Keeps the deliberate hook panics out of the test output; any other
-/// panic is reported as usual.
-fn quiet_deliberate_panics() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let deliberate = info
-            .payload()
-            .downcast_ref::<&str>()
-            .is_some_and(|m| m.ends_with("hook bug"));
-        if !deliberate {
-            default(info);
-        }
-    }));
 }
 
 proptest! {

@@ -14,6 +14,9 @@ use hooks_core::{
 };
 use proptest::prelude::*;
 
+mod common;
+use common::{cases, quiet_deliberate_panics};
+
 #[derive(Debug, Clone)]
 enum Act {
     Continue,
@@ -254,28 +257,6 @@ fn observe_pre_model_call(hooks: &[Hook]) -> Expected {
         .map(|m| m.content.clone())
         .unwrap_or_default();
     finish(outcome, value, &log, &events)
-}
-
-fn cases() -> u32 {
-    let scale: u32 = std::env::var("HOOKS_TEST_SCALE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
-    64 * scale.max(1)
-}
-
-/// Keeps the deliberate hook panics out of the test output.
-fn quiet_deliberate_panics() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let deliberate = info
-            .payload()
-            .downcast_ref::<&str>()
-            .is_some_and(|m| m.ends_with("hook bug"));
-        if !deliberate {
-            default(info);
-        }
-    }));
 }
 
 proptest! {
