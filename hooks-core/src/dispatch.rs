@@ -356,7 +356,7 @@ impl<'a> CallHooks<'a> {
                 continue;
             }
             hooks_run += 1;
-            match catch_unwind(AssertUnwindSafe(|| entry.call.call(ctx))) {
+            match crate::panic::contain_panic(AssertUnwindSafe(|| entry.call.call(ctx))) {
                 Ok(Decision::Continue) => {}
                 Ok(Decision::Replace(value)) => {
                     P::replace(ctx, value);

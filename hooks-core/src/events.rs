@@ -3,9 +3,17 @@
 //!
 //! Emitting costs one atomic load when no one listens: events are only built
 //! when a listener is attached (or `tracing` wants them).
+//!
+//! What events carry can be cleaned on its way out: a [`Redact`] put in
+//! scope on a thread with [`RedactionScope`] applies to the texts of the
+//! dispatches and contained panics of that thread (a crew's calls) before
+//! they reach a bus or `tracing`.
 
+use std::borrow::Cow;
+use std::cell::Cell;
 use std::fmt;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::marker::PhantomData;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -13,7 +21,17 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 
 use crate::outcome::DispatchOutcome;
+use crate::panic::{catch_quietly, contain_panic};
 use crate::point::InterceptionPoint;
+
+/// `text` cleaned by the redaction in scope, sharing it when unchanged.
+fn clean_shared(text: Arc<str>) -> Arc<str> {
+    let cleaned = match redact_in_scope(&text) {
+        Cow::Owned(cleaned) => Some(cleaned),
+        Cow::Borrowed(_) => None,
+    };
+    cleaned.map_or(text, Arc::from)
+}
 
 /// One dispatch of a hook chain in which at least one hook ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,15 +63,18 @@ impl HookDispatchedEvent {
         tool_name: Option<Arc<str>>,
         agent_role: Option<Arc<str>>,
     ) -> Self {
+        // Built for listeners and `tracing` only (never on the unobserved
+        // path), so the redaction in scope costs nothing otherwise.
         let abort = outcome.aborted();
+        let clean = |text: &str| redact_in_scope(text).into_owned();
         HookDispatchedEvent {
             point,
             outcome: outcome.as_str(),
             hooks_run,
             duration,
-            abort_reason: abort.map(|a| a.reason.clone()),
-            abort_source: abort.map(|a| a.source.clone()),
-            tool_name,
+            abort_reason: abort.map(|a| clean(&a.reason)),
+            abort_source: abort.map(|a| clean(&a.source)),
+            tool_name: tool_name.map(clean_shared),
             agent_role,
         }
     }
@@ -205,8 +226,13 @@ impl EventBus {
         }
         let listeners = self.listeners.load();
         for (_, listener) in listeners.iter() {
-            if catch_unwind(AssertUnwindSafe(|| listener(event))).is_err() {
-                tracing::warn!(target: "hooks_core::events", "an event listener panicked; the panic was contained");
+            if let Err(panic) = contain_panic(AssertUnwindSafe(|| listener(event))) {
+                tracing::warn!(
+                    target: "hooks_core::events",
+                    "an event listener panicked: {}; the panic was contained",
+                    crate::dispatch::panic_message(&*panic)
+                );
+                crate::dispatch::drop_payload(panic);
             }
         }
     }
@@ -255,4 +281,195 @@ impl fmt::Debug for EventBus {
             .field("listeners", &self.count.load(Ordering::Relaxed))
             .finish()
     }
+}
+
+/// Cleans text before it leaves a crew: the model's next request, events,
+/// `tracing` output, the console, error texts, the kickoff output and
+/// contained panic messages.
+///
+/// `crew-runtime`'s `SecretRedactor` implements it; implement it for a
+/// redactor of your own. Return the text borrowed when there was nothing
+/// to clean (that costs nothing), and make cleaning clean text a no-op: a
+/// text may pass through the redaction more than once on its way out. A
+/// redactor that panics withholds the text it was cleaning (see
+/// [`REDACTION_FAILED`]).
+///
+/// ```
+/// use std::borrow::Cow;
+/// use hooks_core::Redact;
+///
+/// /// Hides one known value.
+/// struct HideValue(&'static str);
+///
+/// impl Redact for HideValue {
+///     fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+///         if text.contains(self.0) {
+///             Cow::Owned(text.replace(self.0, "[REDACTED]"))
+///         } else {
+///             Cow::Borrowed(text)
+///         }
+///     }
+/// }
+///
+/// let redactor = HideValue("hunter2");
+/// assert_eq!(redactor.redact("password: hunter2"), "password: [REDACTED]");
+/// assert!(matches!(redactor.redact("all clear"), Cow::Borrowed(_)));
+/// ```
+pub trait Redact: Send + Sync {
+    /// `text` with every secret replaced; borrowed when there was none.
+    fn redact<'t>(&self, text: &'t str) -> Cow<'t, str>;
+}
+
+impl<R: Redact + ?Sized> Redact for Arc<R> {
+    fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        (**self).redact(text)
+    }
+}
+
+impl<R: Redact + ?Sized> Redact for &R {
+    fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        (**self).redact(text)
+    }
+}
+
+/// What replaces a text whose redactor panicked: the text is withheld
+/// rather than let out uncleaned.
+pub const REDACTION_FAILED: &str = "[REDACTION FAILED: text withheld]";
+
+/// Runs `redactor` on `text`, containing a panic: a text the redactor could
+/// not clean is replaced by [`REDACTION_FAILED`]. The panic's own message
+/// (which may quote the text) is never shown.
+///
+/// ```
+/// use std::borrow::Cow;
+/// use hooks_core::Redact;
+/// use hooks_core::runtime::{REDACTION_FAILED, redact_contained};
+///
+/// struct Broken;
+/// impl Redact for Broken {
+///     fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+///         panic!("cannot clean {text}")
+///     }
+/// }
+/// assert_eq!(redact_contained(&Broken, "token=abc"), REDACTION_FAILED);
+/// ```
+pub fn redact_contained<'t>(redactor: &dyn Redact, text: &'t str) -> Cow<'t, str> {
+    match catch_quietly(AssertUnwindSafe(|| redactor.redact(text))) {
+        Ok(cleaned) => cleaned,
+        Err(panic) => {
+            crate::dispatch::drop_payload(panic);
+            tracing::warn!(
+                target: "hooks_core::events",
+                "a redactor panicked; the text it was cleaning is withheld"
+            );
+            // Owned: "borrowed" tells callers nothing changed.
+            Cow::Owned(REDACTION_FAILED.to_owned())
+        }
+    }
+}
+
+/// The redactors in scope on a thread, outermost first.
+type ScopeStack = Arc<[Arc<dyn Redact>]>;
+
+thread_local! {
+    static REDACTION: Cell<Option<ScopeStack>> = const { Cell::new(None) };
+}
+
+/// The redactors in scope on this thread, if any (one reference count).
+fn in_scope() -> Option<ScopeStack> {
+    let stack = REDACTION.take();
+    REDACTION.set(stack.clone());
+    stack
+}
+
+/// Puts a redactor in scope on this thread until dropped: the texts of the
+/// dispatches ([`HookDispatchedEvent`]'s abort reason, source and tool
+/// name, and the `tracing` line of the dispatch) and the messages of
+/// panics contained on this thread (hooks, tools, listeners:
+/// [`HookPanickedEvent`], their `tracing` lines, a fail-closed hook's
+/// abort) pass through it.
+///
+/// A runtime enters one around a crew's work, on every thread that works
+/// for it. Scopes nest: a kickoff started inside another's hook cleans
+/// with both redactors; entering a redactor already in scope changes
+/// nothing. Drop guards in the reverse order of entering them.
+///
+/// ```
+/// use std::borrow::Cow;
+/// use std::sync::Arc;
+/// use hooks_core::Redact;
+/// use hooks_core::runtime::{RedactionScope, redact_in_scope};
+///
+/// struct HidePin;
+/// impl Redact for HidePin {
+///     fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+///         if text.contains("1234") { Cow::Owned(text.replace("1234", "[PIN]")) } else { Cow::Borrowed(text) }
+///     }
+/// }
+///
+/// let redactor: Arc<dyn Redact> = Arc::new(HidePin);
+/// assert_eq!(redact_in_scope("pin 1234"), "pin 1234");
+/// {
+///     let _scope = RedactionScope::enter(&redactor);
+///     assert_eq!(redact_in_scope("pin 1234"), "pin [PIN]");
+/// }
+/// assert_eq!(redact_in_scope("pin 1234"), "pin 1234");
+/// ```
+#[must_use = "the redactor leaves the scope as soon as the guard is dropped"]
+pub struct RedactionScope {
+    previous: Option<ScopeStack>,
+    /// The scope belongs to the thread that entered it.
+    _thread: PhantomData<*const ()>,
+}
+
+impl RedactionScope {
+    /// Puts `redactor` in scope on this thread (see [`RedactionScope`]).
+    pub fn enter(redactor: &Arc<dyn Redact>) -> RedactionScope {
+        let previous = REDACTION.take();
+        let current = match &previous {
+            Some(stack) if stack.iter().any(|r| same_redactor(r, redactor)) => Arc::clone(stack),
+            Some(stack) => stack
+                .iter()
+                .cloned()
+                .chain(std::iter::once(Arc::clone(redactor)))
+                .collect(),
+            None => Arc::from([Arc::clone(redactor)]),
+        };
+        REDACTION.set(Some(current));
+        RedactionScope {
+            previous,
+            _thread: PhantomData,
+        }
+    }
+}
+
+impl Drop for RedactionScope {
+    fn drop(&mut self) {
+        REDACTION.set(self.previous.take());
+    }
+}
+
+impl fmt::Debug for RedactionScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedactionScope").finish_non_exhaustive()
+    }
+}
+
+fn same_redactor(a: &Arc<dyn Redact>, b: &Arc<dyn Redact>) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+}
+
+/// `text` cleaned by the redactors in scope on this thread (innermost
+/// first), or borrowed as it is when none is (see [`RedactionScope`]).
+pub fn redact_in_scope(text: &str) -> Cow<'_, str> {
+    let Some(stack) = in_scope() else {
+        return Cow::Borrowed(text);
+    };
+    let mut current = Cow::Borrowed(text);
+    for redactor in stack.iter().rev() {
+        if let Cow::Owned(cleaned) = redact_contained(&**redactor, &current) {
+            current = Cow::Owned(cleaned);
+        }
+    }
+    current
 }

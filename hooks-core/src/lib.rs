@@ -94,6 +94,7 @@ mod message;
 mod name;
 mod outcome;
 mod output;
+mod panic;
 mod point;
 mod registry;
 pub mod testing;
@@ -109,6 +110,8 @@ pub mod runtime {
         CallHooks, Dispatcher, MODEL_CALL_POINTS, TOOL_CALL_POINTS, TOOL_ERROR_PREFIX,
         ToolCallReport, ToolOutput, blocked_message, panic_message, withheld_message,
     };
+    pub use crate::events::{REDACTION_FAILED, RedactionScope, redact_contained, redact_in_scope};
+    pub use crate::panic::contain_panic;
 
     use crate::hook::{HookId, HookOptions, HookStyle};
     use crate::outcome::HookReturn;
@@ -166,7 +169,7 @@ pub use context::{
     LlmCallHookContext, LlmInfo, ModelResponse, OutputContext, RawToolResult, StepContext,
     StepKind, TaskInfo, ToolCallHookContext, ToolCallStatus, ToolInfo,
 };
-pub use events::{Event, EventBus, HookDispatchedEvent};
+pub use events::{Event, EventBus, HookDispatchedEvent, Redact};
 pub use explain::{ExplainedHook, Explanation, Verdict};
 pub use extensions::Extensions;
 pub use hook::{

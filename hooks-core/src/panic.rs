@@ -1,0 +1,174 @@
+//! Contained panics: a hook, tool or listener that panics is caught, and the
+//! runtime reports it (through `tracing` and events, after the redaction in
+//! scope). The process panic hook must not print it first: its message may
+//! carry a secret, and stderr is an exit like any other.
+//!
+//! [`contain_panic`] installs, once, a panic hook that stays silent for a
+//! thread inside a contained call and hands every other panic to the hook
+//! that was installed before it (the program's own, or Rust's default).
+
+use std::cell::Cell;
+use std::panic::{PanicHookInfo, UnwindSafe, catch_unwind};
+use std::sync::Once;
+
+use crate::dispatch::{drop_payload, panic_message};
+use crate::events::redact_in_scope;
+
+thread_local! {
+    /// How many contained calls this thread is inside (they nest: a hook
+    /// may start a kickoff whose tools panic).
+    static CONTAINED_DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Where the last panic contained on this thread was raised, as the
+    /// panic hook recorded it.
+    static LAST_LOCATION: Cell<Option<String>> = const { Cell::new(None) };
+}
+
+static INSTALL: Once = Once::new();
+
+/// Runs `f`, catching a panic like [`std::panic::catch_unwind`], as a
+/// *contained* call: the panic hook prints nothing for a panic raised
+/// inside (it records where it was raised, reported at `DEBUG` under the
+/// `hooks_core::panic` target), and a text payload comes back passed
+/// through the redaction in scope (see
+/// [`RedactionScope`](crate::runtime::RedactionScope)), ready for the
+/// caller to report.
+///
+/// Panics anywhere else (outside contained calls, or on other threads)
+/// still reach the panic hook that was installed before: the program's
+/// own, or Rust's default, which prints them. The silent hook is installed
+/// the first time this runs; a program that installs a panic hook of its
+/// own should do so before its first kickoff, so that the two chain.
+///
+/// ```
+/// use std::panic::AssertUnwindSafe;
+/// use hooks_core::runtime::{contain_panic, panic_message};
+///
+/// // Nothing is printed on stderr for this panic.
+/// let caught = contain_panic(AssertUnwindSafe(|| -> u32 { panic!("the tool broke") }));
+/// let message = caught.map_err(|payload| panic_message(&*payload));
+/// assert_eq!(message, Err("the tool broke".to_owned()));
+/// assert_eq!(contain_panic(|| 7).ok(), Some(7));
+/// ```
+pub fn contain_panic<R>(f: impl FnOnce() -> R + UnwindSafe) -> std::thread::Result<R> {
+    catch_quietly(f).map_err(redact_payload)
+}
+
+/// [`contain_panic`] without the redaction of the payload (for the
+/// redaction itself, whose own panic must not recurse into it).
+pub(crate) fn catch_quietly<R>(f: impl FnOnce() -> R + UnwindSafe) -> std::thread::Result<R> {
+    if !INSTALL.is_completed() {
+        install_silent_hook();
+    }
+    let result = {
+        let _inside = Inside::enter();
+        catch_unwind(f)
+    };
+    if result.is_err() {
+        if let Some(location) = LAST_LOCATION.take() {
+            tracing::debug!(
+                target: "hooks_core::panic",
+                location = %location,
+                "a panic was contained; its message is reported by the runtime"
+            );
+        }
+    }
+    result
+}
+
+/// Marks this thread as inside a contained call until dropped.
+struct Inside;
+
+impl Inside {
+    fn enter() -> Inside {
+        CONTAINED_DEPTH.set(CONTAINED_DEPTH.get().saturating_add(1));
+        Inside
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        CONTAINED_DEPTH.set(CONTAINED_DEPTH.get().saturating_sub(1));
+    }
+}
+
+fn install_silent_hook() {
+    // Replacing the hook from a panicking thread panics: try again at the
+    // next contained call instead.
+    if std::thread::panicking() {
+        return;
+    }
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info: &PanicHookInfo<'_>| {
+            if CONTAINED_DEPTH.get() == 0 {
+                previous(info);
+            } else if let Some(location) = info.location() {
+                LAST_LOCATION.set(Some(location.to_string()));
+            }
+        }));
+    });
+}
+
+/// A text payload with the redaction in scope applied (other payloads are
+/// left as they are: nobody can print them).
+fn redact_payload(payload: Box<dyn std::any::Any + Send>) -> Box<dyn std::any::Any + Send> {
+    let is_text = payload.is::<&'static str>() || payload.is::<String>();
+    if !is_text {
+        return payload;
+    }
+    let message = panic_message(&*payload);
+    match redact_in_scope(&message) {
+        std::borrow::Cow::Borrowed(_) => payload,
+        std::borrow::Cow::Owned(redacted) => {
+            drop_payload(payload);
+            Box::new(redacted)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+    use std::panic::AssertUnwindSafe;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::events::{Redact, RedactionScope};
+
+    struct HideDigits;
+
+    impl Redact for HideDigits {
+        fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+            if text.contains(|c: char| c.is_ascii_digit()) {
+                Cow::Owned(text.replace(|c: char| c.is_ascii_digit(), "#"))
+            } else {
+                Cow::Borrowed(text)
+            }
+        }
+    }
+
+    #[test]
+    fn a_contained_panic_message_is_redacted_in_scope() {
+        let redactor: Arc<dyn Redact> = Arc::new(HideDigits);
+        let _scope = RedactionScope::enter(&redactor);
+        let caught = contain_panic(AssertUnwindSafe(|| -> u8 { panic!("pin {}", 1234) }));
+        let message = caught.map_err(|payload| panic_message(&*payload));
+        assert_eq!(message, Err("pin ####".to_owned()));
+    }
+
+    #[test]
+    fn without_a_scope_the_payload_is_untouched() {
+        let caught = contain_panic(AssertUnwindSafe(|| -> u8 { panic!("pin 1234") }));
+        let message = caught.map_err(|payload| panic_message(&*payload));
+        assert_eq!(message, Err("pin 1234".to_owned()));
+    }
+
+    #[test]
+    fn the_depth_is_restored_after_a_panic() {
+        let _ = contain_panic(AssertUnwindSafe(|| -> u8 { panic!("once") }));
+        assert_eq!(CONTAINED_DEPTH.get(), 0);
+        let nested = contain_panic(|| contain_panic(|| CONTAINED_DEPTH.get()));
+        assert_eq!(nested.ok().and_then(Result::ok), Some(2));
+        assert_eq!(CONTAINED_DEPTH.get(), 0);
+    }
+}
