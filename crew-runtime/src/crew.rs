@@ -1,5 +1,6 @@
 //! Crews: agents and tasks run together, with hooks of their own.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::fmt;
@@ -11,7 +12,7 @@ use hooks_core::__private::CrewScope;
 use hooks_core::runtime::{Dispatcher, register_crew_hook};
 use hooks_core::{
     CrewInfo, CrewOutput, EventBus, Explanation, HookId, HookOptions, HookRegistry, HookReturn,
-    HookStyle, HumanInputSource, Inputs, LlmInfo, Point, RegisterError, TerminalInput,
+    HookStyle, HumanInputSource, Inputs, LlmInfo, Point, Redact, RegisterError, TerminalInput,
     global_registry,
 };
 
@@ -22,6 +23,7 @@ use crate::check::{
 };
 use crate::error::{BuildError, CrewError};
 use crate::llm::{Llm, ToolDefinition};
+use crate::redaction::Redaction;
 use crate::task::Task;
 use crate::tool::Tool;
 
@@ -145,6 +147,8 @@ pub(crate) struct CrewInner {
     pub(crate) max_tool_calls_per_turn: usize,
     pub(crate) max_observation_bytes: usize,
     max_kickoff_depth: usize,
+    /// Applied at every exit of the crew (see [`CrewBuilder::redact_with`]).
+    pub(crate) redaction: Redaction,
     strict: bool,
     /// The crew's tool names and roles.
     known: KnownNames,
@@ -341,6 +345,34 @@ impl Crew {
         self.inner.strict
     }
 
+    /// Whether the crew has a redaction ([`CrewBuilder::redact_with`]).
+    pub fn redacts(&self) -> bool {
+        self.inner.redaction.is_set()
+    }
+
+    /// `text` as this crew lets texts out: cleaned by its redaction
+    /// ([`CrewBuilder::redact_with`]), or as it is when it has none. For
+    /// exits of your own, such as an event listener that writes a log.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::guards::SecretRedactor;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("done"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .redact_with(SecretRedactor::new())
+    ///     .build()?;
+    /// assert_eq!(crew.redact("token=abc123"), "token=[REDACTED]");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        self.inner.redaction.text(text)
+    }
+
     /// Runs the tasks with these inputs filling their `{placeholder}`s.
     ///
     /// Every placeholder of every task is checked before any task runs. A
@@ -417,6 +449,7 @@ impl fmt::Debug for Crew {
             .field("process", &self.inner.process)
             .field("hooks", &self.inner.scoped)
             .field("strict", &self.inner.strict)
+            .field("redaction", &self.inner.redaction)
             .finish_non_exhaustive()
     }
 }
@@ -515,6 +548,7 @@ pub struct CrewBuilder {
     max_tool_calls_per_turn: usize,
     max_observation_bytes: usize,
     max_kickoff_depth: usize,
+    redaction: Redaction,
     hooks: Vec<PendingHook>,
 }
 
@@ -533,6 +567,7 @@ impl Default for CrewBuilder {
             max_tool_calls_per_turn: DEFAULT_MAX_TOOL_CALLS_PER_TURN,
             max_observation_bytes: DEFAULT_MAX_OBSERVATION_BYTES,
             max_kickoff_depth: DEFAULT_MAX_KICKOFF_DEPTH,
+            redaction: Redaction::default(),
             hooks: Vec::new(),
         }
     }
@@ -741,6 +776,64 @@ impl CrewBuilder {
         self
     }
 
+    /// Cleans everything that leaves the crew with `redactor`: a
+    /// [`SecretRedactor`](crate::guards::SecretRedactor), or a [`Redact`]
+    /// of your own.
+    ///
+    /// Where a `POST_TOOL_CALL` redaction hook cleans tool results only,
+    /// the crew's redaction applies at every exit of its runs:
+    ///
+    /// - the model's requests: the system and task messages (task context
+    ///   and kickoff inputs included), the model's own text, each tool
+    ///   observation after the POST chain, and, when model-call hooks are
+    ///   registered, every message as the hooks left it;
+    /// - the events of the crew's calls, on its bus and the global one:
+    ///   `ToolUsageStarted` (the input a PRE hook left, credentials it
+    ///   injected included), `ToolUsageFinished`, `ToolUsageError`,
+    ///   `HookDispatched` (abort reasons) and `HookPanicked` (messages);
+    /// - the `tracing` lines of the crew's calls, and the verbose console;
+    /// - the [`CrewError`](crate::CrewError) a kickoff returns, and its
+    ///   output (`raw`, each task's `raw` and texts);
+    /// - the messages of contained tool and hook panics (never printed on
+    ///   stderr by the panic hook, with or without a redaction).
+    ///
+    /// Hooks still see the crew's texts as they are (a `POST_TOOL_CALL`
+    /// hook sees the tool's result before the redaction), and so does the
+    /// tool (its input, credentials included). A redactor that panics
+    /// withholds the text it was cleaning.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::guards::SecretRedactor;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let lookup = Tool::dynamic("lookup", "Looks a user up", json!({"type": "object"}), |_| {
+    ///     Ok::<_, String>(json!("user ada, password: hunter2"))
+    /// });
+    /// let llm = Arc::new(
+    ///     ScriptedLlm::new()
+    ///         .call("lookup", json!({"user": "ada"}))
+    ///         .answer_with(|request| {
+    ///             request.messages.last().map(|m| m.content.clone()).unwrap_or_default()
+    ///         }),
+    /// );
+    /// let analyst = Agent::builder("Analyst").tool(lookup).llm(llm.clone()).build();
+    /// let crew = Crew::builder()
+    ///     .agent(analyst.clone())
+    ///     .task(Task::builder("Check ada").agent(&analyst).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .redact_with(SecretRedactor::new())
+    ///     .build()?;
+    /// let output = crew.kickoff(())?;
+    /// assert_eq!(llm.requests()[1].observations(), ["user ada, password: [REDACTED]"]);
+    /// assert_eq!(output.raw, "user ada, password: [REDACTED]");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn redact_with(mut self, redactor: impl Redact + 'static) -> Self {
+        self.redaction = Redaction::new(Arc::new(redactor));
+        self
+    }
+
     /// Registers a hook of this crew only (on its own registry, when the
     /// crew is built), at any point.
     ///
@@ -899,6 +992,7 @@ impl CrewBuilder {
             max_tool_calls_per_turn: self.max_tool_calls_per_turn,
             max_observation_bytes: self.max_observation_bytes,
             max_kickoff_depth: self.max_kickoff_depth,
+            redaction: self.redaction,
             strict: self.strict,
             known,
             warnings: Vec::new(),
@@ -963,6 +1057,7 @@ impl fmt::Debug for CrewBuilder {
             .field("tasks", &self.tasks.len())
             .field("hooks", &self.hooks.len())
             .field("strict", &self.strict)
+            .field("redaction", &self.redaction)
             .finish_non_exhaustive()
     }
 }

@@ -4,6 +4,7 @@ use hooks_core::{HookAborted, InterceptionPoint, RegisterError};
 
 use crate::check::FilterWarning;
 use crate::llm::LlmError;
+use crate::redaction::Redaction;
 
 /// Why a crew could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -224,6 +225,65 @@ impl CrewError {
             CrewError::AbortedAt { point, .. } => Some(*point),
             _ => None,
         }
+    }
+}
+
+impl CrewError {
+    /// The error as it may leave a crew: every text that can quote a
+    /// secret (abort reasons and sources, tool names, task descriptions, a
+    /// model server's answer) cleaned by the crew's redaction.
+    pub(crate) fn redacted(self, redaction: &Redaction) -> CrewError {
+        if !redaction.is_set() {
+            return self;
+        }
+        match self {
+            CrewError::MissingInputs {
+                index,
+                task,
+                missing,
+                provided,
+            } => CrewError::MissingInputs {
+                index,
+                task: redaction.owned(task),
+                missing,
+                provided,
+            },
+            CrewError::Aborted { tool, agent, abort } => CrewError::Aborted {
+                tool: redaction.owned(tool),
+                agent,
+                abort: redaction.abort(abort),
+            },
+            CrewError::AbortedAt {
+                point,
+                agent,
+                abort,
+            } => CrewError::AbortedAt {
+                point,
+                agent,
+                abort: redaction.abort(abort),
+            },
+            CrewError::Model { agent, source } => CrewError::Model {
+                agent,
+                source: redacted_llm_error(source, redaction),
+            },
+            // Names and numbers the program chose, no text of a run.
+            other @ (CrewError::UnmatchedHookFilters(_) | CrewError::KickoffTooDeep { .. }) => {
+                other
+            }
+        }
+    }
+}
+
+fn redacted_llm_error(error: LlmError, redaction: &Redaction) -> LlmError {
+    match error {
+        LlmError::Http { status, body } => LlmError::Http {
+            status,
+            body: redaction.owned(body),
+        },
+        LlmError::Transport(text) => LlmError::Transport(redaction.owned(text)),
+        LlmError::InvalidResponse(text) => LlmError::InvalidResponse(redaction.owned(text)),
+        LlmError::Config(text) => LlmError::Config(redaction.owned(text)),
+        other @ (LlmError::Timeout(_) | LlmError::ScriptExhausted { .. }) => other,
     }
 }
 

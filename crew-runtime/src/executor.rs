@@ -9,6 +9,10 @@
 //! thread), and their observations go back to the model in call order. An
 //! agent that reaches its `max_iter` turns without answering stops with a
 //! note as its output, and the crew goes on.
+//!
+//! With a crew's redaction set, what the executor lets out passes through
+//! it (see [`redaction`](crate::redaction)): each message as it enters the
+//! conversation, the console, the kickoff's output and error.
 
 use std::sync::Arc;
 
@@ -25,12 +29,24 @@ use crate::error::CrewError;
 use crate::llm::{ChatMessage, LlmRequest, ModelTurn, ToolCallRequest};
 use crate::pool::{CallPool, Turn};
 use crate::prompt;
+use crate::redaction::Redaction;
 use crate::task::Task;
 
 /// Runs a kickoff through every point: `EXECUTION_START`, `INPUT`, each
 /// task (`PRE_STEP`, its model and tool calls, `POST_STEP`), `OUTPUT`, and
-/// `EXECUTION_END` once the rest has completed or failed.
+/// `EXECUTION_END` once the rest has completed or failed. Its output or
+/// error leaves through the crew's redaction, and so does what `hooks-core`
+/// reports on this thread meanwhile.
 pub(crate) fn kickoff(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, CrewError> {
+    let redaction = &crew.inner().redaction;
+    let _scope = redaction.scope();
+    match kickoff_unredacted(crew, inputs) {
+        Ok(output) => Ok(redaction.output(output)),
+        Err(error) => Err(error.redacted(redaction)),
+    }
+}
+
+fn kickoff_unredacted(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, CrewError> {
     let dispatcher = crew.dispatcher();
     let crew_info: Arc<dyn CrewInfo> = Arc::new(crew.clone());
     let mut start = ExecutionStartContext::new(inputs).with_crew(Arc::clone(&crew_info));
@@ -39,7 +55,7 @@ pub(crate) fn kickoff(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, CrewErr
         return Err(aborted_at(InterceptionPoint::EXECUTION_START, None, abort));
     }
     let result = run(crew, start.inputs, &crew_info);
-    finish(&dispatcher, result, crew_info)
+    finish(&dispatcher, result, crew_info, &crew.inner().redaction)
 }
 
 /// `EXECUTION_END`, exactly once: with the output, or with the error that
@@ -49,6 +65,7 @@ fn finish(
     dispatcher: &Dispatcher<'_>,
     result: Result<CrewOutput, CrewError>,
     crew_info: Arc<dyn CrewInfo>,
+    redaction: &Redaction,
 ) -> Result<CrewOutput, CrewError> {
     if !dispatcher.has_hooks(InterceptionPoint::EXECUTION_END) {
         return result;
@@ -68,6 +85,7 @@ fn finish(
         Err(error) => {
             let mut end = ExecutionEndContext::failed(&error).with_crew(crew_info);
             if let DispatchOutcome::Aborted(abort) = dispatcher.dispatch(EXECUTION_END, &mut end) {
+                let abort = redaction.abort(abort);
                 tracing::warn!(
                     target: "crew_runtime::executor",
                     "an EXECUTION_END hook aborted a run that had already failed; the original \
@@ -127,7 +145,8 @@ fn run(
                 position + 1,
                 inner.tasks.len(),
                 agent.agent.role(),
-                excerpt(run.task.description(), 200)
+                // Cleaned whole: a secret cut by the excerpt could slip by.
+                excerpt(&inner.redaction.text(run.task.description()), 200)
             ));
         }
         let mut pre_step = run.step_context(prompt::context_text(&context));
@@ -216,6 +235,11 @@ impl AgentRun {
         self.agent().agent.role()
     }
 
+    /// The crew's redaction.
+    pub(crate) fn redaction(&self) -> &Redaction {
+        &self.inner().redaction
+    }
+
     /// A step context for this task with `payload`.
     fn step_context(&self, payload: String) -> StepContext {
         StepContext::new(StepKind::Task, self.task.description(), payload)
@@ -233,9 +257,12 @@ impl AgentRun {
         let crew_agent = self.agent();
         let agent = &*crew_agent.agent;
         let dispatcher = self.dispatcher();
+        let redaction = self.redaction();
+        // Each message is cleaned as it enters the conversation, so the
+        // model-call hooks see it as the model will.
         let mut messages = vec![
-            prompt::system_message(agent),
-            prompt::task_message(&self.task, context),
+            redaction.message(prompt::system_message(agent)),
+            redaction.message(prompt::task_message(&self.task, context)),
         ];
         for turn in 1..=agent.max_iter() {
             let hooks = dispatcher.begin_call(&MODEL_CALL_POINTS);
@@ -253,6 +280,15 @@ impl AgentRun {
                     Some(self.role()),
                     abort,
                 ));
+            }
+            // Model-call hooks may have edited or added messages (now, or
+            // after the last answer): clean them all as they leave.
+            if redaction.is_set()
+                && (dispatcher.has_hooks(PRE_MODEL_CALL) || dispatcher.has_hooks(POST_MODEL_CALL))
+            {
+                for message in &mut call.messages {
+                    redaction.in_place(&mut message.content);
+                }
             }
             let request = LlmRequest {
                 messages: &call.messages,
@@ -307,7 +343,10 @@ impl AgentRun {
                 .zip(observations)
                 .map(|(call, observation)| ChatMessage::tool(call.id.clone(), observation))
                 .collect();
-            messages.push(ChatMessage::assistant_tool_calls(content, calls));
+            messages.push(ChatMessage::assistant_tool_calls(
+                redaction.owned(content),
+                calls,
+            ));
             messages.extend(answers);
         }
         let note = format!(
@@ -321,7 +360,8 @@ impl AgentRun {
 
     fn finish(&self, raw: String, iteration_limit_reached: bool) -> TaskOutput {
         if self.verbose {
-            self.say(&format!("final answer: {}", excerpt(&raw, 500)));
+            let answer = self.redaction().text(&raw);
+            self.say(&format!("final answer: {}", excerpt(&answer, 500)));
         }
         TaskOutput {
             description: self.task.description().to_owned(),
@@ -390,7 +430,10 @@ impl AgentRun {
         Ok((calls, observations))
     }
 
+    /// Prints a line of the verbose console, cleaned by the crew's
+    /// redaction. Callers that cut a text to an excerpt clean it first.
     pub(crate) fn say(&self, line: &str) {
+        let line = self.redaction().text(line);
         hooks_core::console::print_line(&format!("[{}] {line}", self.role()));
     }
 

@@ -27,16 +27,24 @@
 //! carrying the text the agent sees, unless a POST hook aborts the run.
 //! `ToolUsageStarted` is sent when a tool actually starts (after the PRE
 //! chain let the call through).
+//!
+//! With a crew's redaction set, the observation is cleaned after the POST
+//! chain (before the cut to `max_observation_bytes`), and every event, console line and log line of the call carries
+//! cleaned texts (`ToolUsageStarted` its input as the PRE chain left it,
+//! cleaned). A panicking tool is contained without the panic hook printing
+//! it.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt::Write as _;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hooks_core::events::{ToolUsageErrorEvent, ToolUsageFinishedEvent, ToolUsageStartedEvent};
-use hooks_core::runtime::{TOOL_ERROR_PREFIX, ToolCallReport, ToolOutput, panic_message};
+use hooks_core::runtime::{
+    TOOL_ERROR_PREFIX, ToolCallReport, ToolOutput, contain_panic, panic_message,
+};
 use hooks_core::{Event, ToolCallHookContext, ToolInfo, normalize_tool_name};
 use serde_json::{Map, Value};
 
@@ -49,6 +57,10 @@ impl AgentRun {
     /// Runs one tool call the model asked for and returns the observation
     /// the model gets, or the abort of a POST hook.
     pub(crate) fn run_call(&self, call: &ToolCallRequest) -> Result<String, CrewError> {
+        // A call may run on a helper thread: what hooks-core reports for
+        // it is cleaned there too. (On the agent's thread the kickoff's
+        // scope already holds this redactor, and entering it is a no-op.)
+        let _scope = self.redaction().scope();
         let input = match parse_arguments(&call.arguments) {
             Ok(input) => input,
             Err(problem) => return Ok(self.reject_arguments(call, &problem)),
@@ -64,6 +76,7 @@ impl AgentRun {
         }
         if self.verbose {
             let input = serde_json::to_string(&ctx.tool_input).unwrap_or_default();
+            let input = self.redaction().text(&input);
             self.say(&format!("→ {} {}", ctx.tool_name(), excerpt(&input, 300)));
         }
 
@@ -81,42 +94,53 @@ impl AgentRun {
             output
         });
 
-        let result = result.map(|report| self.limit_observation(report));
-        let before_post = before_post.map(|text| self.limit_text(text));
+        let replaced = matches!(
+            (&result, &before_post),
+            (Ok(report), Some(before)) if *before != report.observation
+        );
+        // Cleaned, then cut: a cut through a secret could hide it from the
+        // redaction. What the model, the events and the console get.
+        let result = result.map(|mut report| {
+            let observation = std::mem::take(&mut report.observation);
+            report.observation = self.redaction().owned(observation);
+            self.limit_observation(report)
+        });
         match result {
             Ok(report) => {
+                let observation = report.observation;
                 if let Some(failure) = failed {
-                    self.report_failure(failure, ctx.tool_name(), &report.observation);
+                    self.report_failure(failure, ctx.tool_name(), &observation);
                 }
                 if self.verbose {
                     if let Some(abort) = &report.blocked {
                         self.say(&format!("  blocked by {}: {}", abort.source, abort.reason));
-                    } else if before_post.as_deref() != Some(report.observation.as_str()) {
+                    } else if replaced {
                         self.say("  result replaced by a POST_TOOL_CALL hook");
                     }
                     self.say(&format!(
                         "← {}: {}",
                         ctx.tool_name(),
-                        excerpt(&report.observation, 300)
+                        excerpt(&observation, 300)
                     ));
                 }
                 if self.listening() {
                     self.emit(Event::ToolUsageFinished(ToolUsageFinishedEvent {
-                        tool_name: ctx.tool_name().to_owned(),
-                        result: report.observation.clone(),
+                        tool_name: self.redaction().owned(ctx.tool_name().to_owned()),
+                        result: observation.clone(),
                         blocked: report.blocked.is_some(),
                         duration: ran_for,
                         agent_role: Some(self.role().to_owned()),
-                        task: Some(self.task.description().to_owned()),
+                        task: Some(self.task_for_events()),
                         crew: Some(self.inner().name.clone()),
                     }));
                 }
-                Ok(report.observation)
+                Ok(observation)
             }
             Err(abort) => {
                 if let Some(failure) = failed {
                     let text = ctx.tool_result.as_deref().unwrap_or_default();
-                    self.report_failure(failure, ctx.tool_name(), text);
+                    let text = self.redaction().text(text);
+                    self.report_failure(failure, ctx.tool_name(), &text);
                 }
                 if self.verbose {
                     self.say(&format!(
@@ -148,16 +172,21 @@ impl AgentRun {
     ) -> ToolOutput {
         let listening = self.listening();
         if listening {
+            let redaction = self.redaction();
             self.emit(Event::ToolUsageStarted(ToolUsageStartedEvent {
-                tool_name: ctx.tool_name().to_owned(),
-                tool_input: Value::Object(ctx.tool_input.clone()),
+                tool_name: redaction.owned(ctx.tool_name().to_owned()),
+                // As the PRE chain left it: credentials a hook injected are
+                // cleaned here, while the tool receives them.
+                tool_input: redaction.json(Value::Object(ctx.tool_input.clone())),
                 agent_role: Some(self.role().to_owned()),
-                task: Some(self.task.description().to_owned()),
+                task: Some(self.task_for_events()),
                 crew: Some(self.inner().name.clone()),
             }));
         }
         let started = (listening || self.verbose).then(Instant::now);
-        let result = catch_unwind(AssertUnwindSafe(|| tool.invoke(&ctx.tool_input)));
+        // Contained: the panic hook does not print it; the message (cleaned
+        // by the redaction in scope) reaches the POST chain and the agent.
+        let result = contain_panic(AssertUnwindSafe(|| tool.invoke(&ctx.tool_input)));
         if let Some(started) = started {
             *ran_for = started.elapsed();
         }
@@ -173,14 +202,15 @@ impl AgentRun {
         ToolOutput::error(message)
     }
 
-    /// Reports a failed call with its error as the agent was told it:
-    /// a `ToolUsageError` event, and for a panic a warning in the log.
+    /// Reports a failed call with its error as the agent was told it
+    /// (`told`, already cleaned): a `ToolUsageError` event, and for a panic
+    /// a warning in the log.
     fn report_failure(&self, failure: Failure, tool_name: &str, told: &str) {
         let error = failure_text(told);
         if failure == Failure::Panic {
             tracing::warn!(
                 target: "crew_runtime::executor",
-                tool = %tool_name,
+                tool = %self.redaction().text(tool_name),
                 agent = %self.role(),
                 "{error}; the panic was contained and reported to the agent"
             );
@@ -212,6 +242,8 @@ impl AgentRun {
             "Invalid arguments for tool `{name}`: {problem}. No tool ran; call it again with a \
              JSON object of arguments that matches its schema."
         );
+        // The observation itself: no POST chain runs after it.
+        let message = self.redaction().owned(message);
         let event_name = if self.agent().find_tool(&name).is_some() {
             name.as_str()
         } else {
@@ -240,7 +272,9 @@ impl AgentRun {
                 "✗ {name}: refused, past {limit} calls in one turn"
             ));
         }
-        message
+        // The observation itself (it names the model's tool): no POST
+        // chain runs after it.
+        self.redaction().owned(message)
     }
 
     /// The report with its observation cut to the crew's limit.
@@ -255,16 +289,24 @@ impl AgentRun {
         truncate_observation(text, self.inner().max_observation_bytes)
     }
 
+    /// Sends a `ToolUsageError` event, its texts cleaned.
     fn report_error(&self, tool_name: &str, error: &str) {
         if self.listening() {
+            let redaction = self.redaction();
             self.emit(Event::ToolUsageError(ToolUsageErrorEvent {
-                tool_name: tool_name.to_owned(),
-                error: error.to_owned(),
+                tool_name: redaction.text(tool_name).into_owned(),
+                error: redaction.text(error).into_owned(),
                 agent_role: Some(self.role().to_owned()),
-                task: Some(self.task.description().to_owned()),
+                task: Some(self.task_for_events()),
                 crew: Some(self.inner().name.clone()),
             }));
         }
+    }
+
+    /// The task's description as tool-usage events carry it (kickoff
+    /// inputs filled in, so cleaned).
+    fn task_for_events(&self) -> String {
+        self.redaction().text(self.task.description()).into_owned()
     }
 }
 

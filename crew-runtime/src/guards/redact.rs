@@ -26,7 +26,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::{Arc, LazyLock};
 
-use hooks_core::ToolCallHookContext;
+use hooks_core::{Redact, ToolCallHookContext};
 use regex::{Captures, Regex};
 
 /// What replaces a secret that has no label of its own.
@@ -499,6 +499,23 @@ impl SecretRedactor {
             Cow::Owned(redacted) => Some(redacted),
             Cow::Borrowed(_) => None,
         }
+    }
+}
+
+/// The redactor as a crew's redaction
+/// ([`CrewBuilder::redact_with`](crate::CrewBuilder::redact_with)): the
+/// same as [`SecretRedactor::redact`].
+///
+/// ```
+/// use crew_runtime::guards::SecretRedactor;
+/// use crew_runtime::Redact;
+///
+/// let redactor: &dyn Redact = &SecretRedactor::new();
+/// assert_eq!(redactor.redact("PGPASSWORD=hunter2"), "PGPASSWORD=[REDACTED]");
+/// ```
+impl Redact for SecretRedactor {
+    fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        SecretRedactor::redact(self, text)
     }
 }
 

@@ -1,0 +1,170 @@
+//! A crew's redaction ([`CrewBuilder::redact_with`](crate::CrewBuilder::redact_with)),
+//! applied at every exit of the crew.
+//!
+//! The runtime cleans what it lets out itself: the conversation (system and
+//! task messages, the model's own text, every tool observation after the
+//! POST chain, and every message when model-call hooks may have edited
+//! them), the tool-usage events, the verbose console, its `tracing` lines,
+//! the error a kickoff returns and its output. What `hooks-core` reports
+//! for the crew's calls (dispatch events, contained panics, and their
+//! `tracing` lines) is cleaned through the [`RedactionScope`] the runtime
+//! enters on every thread that works for the crew.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use hooks_core::runtime::{RedactionScope, redact_contained};
+use hooks_core::{ChatMessage, CrewOutput, HookAborted, Redact, TaskOutput};
+use serde_json::Value;
+
+/// A crew's redactor, or none: every method is a no-op without one.
+#[derive(Clone, Default)]
+pub(crate) struct Redaction(Option<Arc<dyn Redact>>);
+
+impl Redaction {
+    pub(crate) fn new(redactor: Arc<dyn Redact>) -> Self {
+        Redaction(Some(redactor))
+    }
+
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Puts the redactor in scope on this thread, for what `hooks-core`
+    /// reports (see the module's documentation).
+    pub(crate) fn scope(&self) -> Option<RedactionScope> {
+        self.0.as_ref().map(RedactionScope::enter)
+    }
+
+    /// `text` as it may leave the crew; borrowed when unchanged.
+    pub(crate) fn text<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        match &self.0 {
+            Some(redactor) => redact_contained(&**redactor, text),
+            None => Cow::Borrowed(text),
+        }
+    }
+
+    /// `text` as it may leave the crew, reusing its buffer when unchanged.
+    pub(crate) fn owned(&self, text: String) -> String {
+        match self.text(&text) {
+            Cow::Owned(cleaned) => cleaned,
+            Cow::Borrowed(_) => text,
+        }
+    }
+
+    /// In place, for the string fields of what leaves the crew.
+    pub(crate) fn in_place(&self, text: &mut String) {
+        if let Cow::Owned(cleaned) = self.text(text) {
+            *text = cleaned;
+        }
+    }
+
+    /// A JSON value (a tool's input) as it may leave the crew. The whole
+    /// document is cleaned as text, so that key/value rules see the keys;
+    /// it is read back as JSON, or kept as a string if the redactor did
+    /// not leave JSON.
+    pub(crate) fn json(&self, value: Value) -> Value {
+        if !self.is_set() {
+            return value;
+        }
+        let text = value.to_string();
+        match self.text(&text) {
+            Cow::Borrowed(_) => value,
+            Cow::Owned(cleaned) => serde_json::from_str(&cleaned).unwrap_or(Value::String(cleaned)),
+        }
+    }
+
+    /// A message as it may be sent to the model (its text; tool calls the
+    /// model made are its own words and are sent back as they were).
+    pub(crate) fn message(&self, mut message: ChatMessage) -> ChatMessage {
+        self.in_place(&mut message.content);
+        message
+    }
+
+    /// A hook's abort as it may leave the crew.
+    pub(crate) fn abort(&self, mut abort: HookAborted) -> HookAborted {
+        self.in_place(&mut abort.reason);
+        self.in_place(&mut abort.source);
+        abort
+    }
+
+    /// A kickoff's output as it may leave the crew: the final text and
+    /// every task's (with their descriptions, which kickoff inputs filled).
+    pub(crate) fn output(&self, mut output: CrewOutput) -> CrewOutput {
+        if !self.is_set() {
+            return output;
+        }
+        self.in_place(&mut output.raw);
+        for task in &mut output.tasks_output {
+            let TaskOutput {
+                description,
+                expected_output,
+                raw,
+                ..
+            } = task;
+            self.in_place(description);
+            self.in_place(expected_output);
+            self.in_place(raw);
+        }
+        output
+    }
+}
+
+impl std::fmt::Debug for Redaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.is_set() { "set" } else { "none" })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    struct HideHunter2;
+
+    impl Redact for HideHunter2 {
+        fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+            if text.contains("hunter2") {
+                Cow::Owned(text.replace("hunter2", "[REDACTED]"))
+            } else {
+                Cow::Borrowed(text)
+            }
+        }
+    }
+
+    struct Mangle;
+
+    impl Redact for Mangle {
+        fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+            Cow::Owned(format!("<{}>", text.len()))
+        }
+    }
+
+    #[test]
+    fn json_stays_json_when_the_redactor_keeps_it() {
+        let redaction = Redaction::new(Arc::new(HideHunter2));
+        let input = json!({"query": "rust", "password": "hunter2"});
+        assert_eq!(
+            redaction.json(input),
+            json!({"query": "rust", "password": "[REDACTED]"})
+        );
+    }
+
+    #[test]
+    fn json_becomes_a_string_when_the_redactor_breaks_it() {
+        let redaction = Redaction::new(Arc::new(Mangle));
+        assert_eq!(redaction.json(json!({"a": 1})), json!("<7>"));
+    }
+
+    #[test]
+    fn without_a_redactor_nothing_changes() {
+        let redaction = Redaction::default();
+        assert_eq!(redaction.owned("hunter2".to_owned()), "hunter2");
+        assert_eq!(
+            redaction.json(json!({"p": "hunter2"})),
+            json!({"p": "hunter2"})
+        );
+        assert!(redaction.scope().is_none());
+    }
+}
