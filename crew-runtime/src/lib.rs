@@ -57,6 +57,12 @@
 //! [`serde_json`]) for crates that do not depend on them directly (point
 //! the derives at them with `#[schemars(crate = "crew_runtime::schemars")]`
 //! and `#[serde(crate = "crew_runtime::serde")]`).
+//!
+//! To keep secrets out of everything a crew lets out (the model's
+//! requests, events, logs, the console, errors, the output), give the crew
+//! a redaction: [`CrewBuilder::redact_with`] with the
+//! [`guards::SecretRedactor`] or a [`Redact`] of your own (see
+//! [`guards`](crate::guards#nothing-secret-leaves-a-crew)).
 
 //!
 //! ## Hooks as attributes, and crew-scoped hooks

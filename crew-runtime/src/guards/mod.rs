@@ -1,6 +1,7 @@
 //! Ready-made hooks for common guard rails:
 //! [`SecretRedactor`](crate::guards::SecretRedactor) keeps secrets out of
-//! what agents, events and logs see,
+//! what agents, events and logs see (as a hook, or as a crew's redaction
+//! at every exit),
 //! [`RateLimiter`](crate::guards::RateLimiter) caps how often a tool runs,
 //! and [`ApprovalGate`](crate::guards::ApprovalGate) has a person approve
 //! chosen calls before they run.
@@ -63,6 +64,70 @@
 //!         .with_human_input(Arc::new(ScriptedInput::new(["no"]))),
 //! );
 //! assert_eq!(refused.err().map(|a| a.source), Some("approval-gate".to_owned()));
+//! ```
+//!
+//! # Nothing secret leaves a crew
+//!
+//! As a `POST_TOOL_CALL` hook, the redactor cleans tool results. To clean
+//! *every* exit of a crew, give the crew the redactor itself with
+//! [`CrewBuilder::redact_with`](crate::CrewBuilder::redact_with): then the
+//! model's requests (tool observations after the POST chain, task context,
+//! kickoff inputs in the task), the tool-usage and hook-dispatch events on
+//! the crew's bus and the global one (a credential a PRE hook injected
+//! into `tool_input` included), the crew's `tracing` lines, the verbose
+//! console, the error and output of `kickoff`, and the messages of
+//! contained tool and hook panics all pass through it. Any
+//! [`Redact`](crate::Redact) works, so a redactor of your own can take
+//! its place. Hooks and tools still see the crew's texts as they are.
+//!
+//! Contained panics never reach stderr raw, with or without a redaction:
+//! the first contained call installs a panic hook that stays silent for
+//! them (the runtime reports them through `tracing` and events) and hands
+//! every other panic to the hook installed before it. Install a panic
+//! hook of your own before the first kickoff, so that the two chain.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use crew_runtime::guards::SecretRedactor;
+//! use crew_runtime::prelude::*;
+//!
+//! let lookup = Tool::dynamic("lookup", "Reads a config", json!({"type": "object"}), |_| {
+//!     Ok::<_, String>(json!("DATABASE_URL=postgres://app:s3cr3t@db/app"))
+//! });
+//! let llm = Arc::new(
+//!     ScriptedLlm::new()
+//!         .call("lookup", json!({"name": "db"}))
+//!         .answer_with(|request| {
+//!             request.messages.last().map(|m| m.content.clone()).unwrap_or_default()
+//!         }),
+//! );
+//! let ops = Agent::builder("Ops").tool(lookup).llm(llm.clone()).build();
+//!
+//! let hooks = Arc::new(HookRegistry::new());
+//! // A PRE hook hands the tool a credential: the tool gets it, nothing else.
+//! hooks.register_hook(PRE_TOOL_CALL, |ctx: &mut ToolCallHookContext| {
+//!     ctx.tool_input.insert("token".into(), json!("glpat-Xk3mP9qR2sT5vW8yZ1aB"));
+//! })?;
+//! let started = Arc::new(std::sync::Mutex::new(Vec::new()));
+//! let seen = started.clone();
+//! hooks.events().subscribe(move |event| {
+//!     if let Event::ToolUsageStarted(started) = event {
+//!         seen.lock().unwrap_or_else(|e| e.into_inner()).push(started.tool_input.clone());
+//!     }
+//! });
+//!
+//! let crew = Crew::builder()
+//!     .agent(ops.clone())
+//!     .task(Task::builder("Check the database").agent(&ops).build())
+//!     .global_registry(hooks)
+//!     .redact_with(SecretRedactor::new())
+//!     .build()?;
+//! let output = crew.kickoff(())?;
+//!
+//! assert_eq!(output.raw, "DATABASE_URL=postgres://app:[REDACTED]@db/app");
+//! let inputs = started.lock().unwrap_or_else(|e| e.into_inner()).clone();
+//! assert_eq!(inputs, [json!({"name": "db", "token": "[REDACTED]"})]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod approval;
