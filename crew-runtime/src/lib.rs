@@ -151,6 +151,9 @@ mod tool;
 mod tool_call;
 
 // The hook engine, item by item: what a crew program writes hooks with.
+/// Cleans what leaves a crew: see [`CrewBuilder::redact_with`].
+#[doc(inline)]
+pub use hooks_core::Redact;
 #[doc(inline)]
 pub use hooks_core::{
     AgentInfo, CallbackInput, ChannelInput, ChatMessage, CrewInfo, CrewOutput, Decision,
@@ -162,18 +165,18 @@ pub use hooks_core::{
     LEGACY_BLOCK_REASON, LEGACY_LLM_BLOCK_REASON, LegacyBeforePoint, LegacyBeforeReturn,
     LlmCallHookContext, LlmInfo, ModelResponse, NoReplacement, OUTPUT, OutputContext,
     POST_MODEL_CALL, POST_STEP, POST_TOOL_CALL, PRE_MODEL_CALL, PRE_STEP, PRE_TOOL_CALL, Point,
-    RawToolResult, Redact, RegisterError, Role, ScriptedInput, StepContext, StepKind, TaskInfo,
-    TaskOutput, TerminalInput, ToolCallHookContext, ToolCallRequest, ToolCallStatus,
-    ToolDefinition, ToolInfo, Verdict, clear_after_llm_call_hooks, clear_after_tool_call_hooks,
-    clear_all_hooks, clear_all_llm_call_hooks, clear_all_tool_call_hooks,
-    clear_before_llm_call_hooks, clear_before_tool_call_hooks, clear_hooks, console, events,
-    explain, explain_point, get_after_llm_call_hooks, get_after_tool_call_hooks,
-    get_before_llm_call_hooks, get_before_tool_call_hooks, get_hooks, global_registry,
-    is_normalized_tool_name, normalize_tool_name, points, register_after_llm_call_hook,
-    register_after_tool_call_hook, register_before_llm_call_hook, register_before_tool_call_hook,
-    register_hook, register_hook_with, restore_static_hooks, testing,
-    unregister_after_llm_call_hook, unregister_after_tool_call_hook,
-    unregister_before_llm_call_hook, unregister_before_tool_call_hook, unregister_hook,
+    RawToolResult, RegisterError, Role, ScriptedInput, StepContext, StepKind, TaskInfo, TaskOutput,
+    TerminalInput, ToolCallHookContext, ToolCallRequest, ToolCallStatus, ToolDefinition, ToolInfo,
+    Verdict, clear_after_llm_call_hooks, clear_after_tool_call_hooks, clear_all_hooks,
+    clear_all_llm_call_hooks, clear_all_tool_call_hooks, clear_before_llm_call_hooks,
+    clear_before_tool_call_hooks, clear_hooks, console, events, explain, explain_point,
+    get_after_llm_call_hooks, get_after_tool_call_hooks, get_before_llm_call_hooks,
+    get_before_tool_call_hooks, get_hooks, global_registry, is_normalized_tool_name,
+    normalize_tool_name, points, register_after_llm_call_hook, register_after_tool_call_hook,
+    register_before_llm_call_hook, register_before_tool_call_hook, register_hook,
+    register_hook_with, restore_static_hooks, testing, unregister_after_llm_call_hook,
+    unregister_after_tool_call_hook, unregister_before_llm_call_hook,
+    unregister_before_tool_call_hook, unregister_hook,
 };
 
 /// What a runtime author needs to run calls through the hooks (the
