@@ -824,3 +824,38 @@ fn panics_outside_hooks_and_tools_still_reach_the_previous_hook() {
     assert!(!stderr.contains("vault crashed"), "{stderr}");
     assert!(!stderr.contains("audit failed"), "{stderr}");
 }
+
+#[test]
+fn a_secret_at_the_observation_cut_is_redacted_before_the_cut() {
+    let _lines = tracing_lines();
+    let global = fresh_registry();
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("fetch_account", json!({"query": "ada"}))
+            .answer("done"),
+    );
+    let analyst = agent("Analyst", tools(), &llm);
+    // "deploy token " is 13 bytes: a cut at 24 falls inside the token, and
+    // what is left of it ("ghp_R2d2C3p") no longer looks like a token.
+    let crew = Crew::builder()
+        .agent(analyst.clone())
+        .task(Task::builder("Audit").agent(&analyst).build())
+        .global_registry(global)
+        .max_observation_bytes(24)
+        .redact_with(SecretRedactor::new())
+        .build()
+        .expect("builds");
+
+    crew.kickoff(()).expect("the run finishes");
+
+    let observation = llm.requests()[1].observations()[0].to_owned();
+    assert!(
+        observation.contains("[observation truncated:"),
+        "{observation}"
+    );
+    assert!(
+        observation.starts_with("deploy token [GITHUB-TO"),
+        "{observation}"
+    );
+    assert!(!observation.contains("ghp_R2d2"), "{observation}");
+}
