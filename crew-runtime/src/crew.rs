@@ -346,6 +346,23 @@ impl Crew {
     }
 
     /// Whether the crew has a redaction ([`CrewBuilder::redact_with`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::guards::SecretRedactor;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("done"))).build();
+    /// let builder = || {
+    ///     Crew::builder()
+    ///         .agent(writer.clone())
+    ///         .task(Task::builder("Write").agent(&writer).build())
+    ///         .global_registry(Arc::new(HookRegistry::new()))
+    /// };
+    /// assert!(!builder().build()?.redacts());
+    /// assert!(builder().redact_with(SecretRedactor::new()).build()?.redacts());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn redacts(&self) -> bool {
         self.inner.redaction.is_set()
     }

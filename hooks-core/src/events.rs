@@ -334,6 +334,20 @@ impl<R: Redact + ?Sized> Redact for &R {
 
 /// What replaces a text whose redactor panicked: the text is withheld
 /// rather than let out uncleaned.
+///
+/// ```
+/// use std::borrow::Cow;
+/// use hooks_core::Redact;
+/// use hooks_core::runtime::{REDACTION_FAILED, redact_contained};
+///
+/// struct Unfinished;
+/// impl Redact for Unfinished {
+///     fn redact<'t>(&self, _: &'t str) -> Cow<'t, str> {
+///         todo!()
+///     }
+/// }
+/// assert_eq!(redact_contained(&Unfinished, "password: hunter2"), REDACTION_FAILED);
+/// ```
 pub const REDACTION_FAILED: &str = "[REDACTION FAILED: text withheld]";
 
 /// Runs `redactor` on `text`, containing a panic: a text the redactor could
@@ -424,6 +438,26 @@ pub struct RedactionScope {
 
 impl RedactionScope {
     /// Puts `redactor` in scope on this thread (see [`RedactionScope`]).
+    /// Entering one already in scope changes nothing.
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    /// use std::sync::Arc;
+    /// use hooks_core::Redact;
+    /// use hooks_core::runtime::{RedactionScope, redact_in_scope};
+    ///
+    /// struct Upper;
+    /// impl Redact for Upper {
+    ///     fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+    ///         Cow::Owned(text.to_uppercase())
+    ///     }
+    /// }
+    ///
+    /// let redactor: Arc<dyn Redact> = Arc::new(Upper);
+    /// let _outer = RedactionScope::enter(&redactor);
+    /// let _again = RedactionScope::enter(&redactor);
+    /// assert_eq!(redact_in_scope("key"), "KEY");
+    /// ```
     pub fn enter(redactor: &Arc<dyn Redact>) -> RedactionScope {
         let previous = REDACTION.take();
         let current = match &previous {
@@ -461,6 +495,14 @@ fn same_redactor(a: &Arc<dyn Redact>, b: &Arc<dyn Redact>) -> bool {
 
 /// `text` cleaned by the redactors in scope on this thread (innermost
 /// first), or borrowed as it is when none is (see [`RedactionScope`]).
+///
+/// ```
+/// use std::borrow::Cow;
+/// use hooks_core::runtime::redact_in_scope;
+///
+/// // No redactor in scope on this thread: the text comes back borrowed.
+/// assert!(matches!(redact_in_scope("token=abc"), Cow::Borrowed("token=abc")));
+/// ```
 pub fn redact_in_scope(text: &str) -> Cow<'_, str> {
     let Some(stack) = in_scope() else {
         return Cow::Borrowed(text);
