@@ -859,3 +859,58 @@ fn a_secret_at_the_observation_cut_is_redacted_before_the_cut() {
     );
     assert!(!observation.contains("ghp_R2d2"), "{observation}");
 }
+
+#[test]
+fn an_approval_prompt_shows_the_input_redacted() {
+    let global = fresh_registry();
+    global
+        .register_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("credentials"),
+            |ctx: &mut ToolCallHookContext| {
+                ctx.tool_input
+                    .insert("api_key".into(), json!(INJECTED_SECRET));
+            },
+        )
+        .expect("registers");
+    global
+        .register_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("approval"),
+            |ctx: &mut ToolCallHookContext| -> Result<(), HookAborted> {
+                let input = Value::Object(ctx.tool_input.clone());
+                let answer = ctx.request_human_input(&format!("Run with {input}?"), "yes/no")?;
+                if answer == "yes" {
+                    Ok(())
+                } else {
+                    Err("not approved".into())
+                }
+            },
+        )
+        .expect("registers");
+    let answers = Arc::new(ScriptedInput::new(["yes"]));
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("fetch_account", json!({"query": "ada"}))
+            .answer("done"),
+    );
+    let analyst = agent("Analyst", tools(), &llm);
+    let crew = Crew::builder()
+        .agent(analyst.clone())
+        .task(Task::builder("Audit").agent(&analyst).build())
+        .global_registry(global)
+        .human_input(answers.clone())
+        .redact_with(SecretRedactor::new())
+        .build()
+        .expect("builds");
+    crew.kickoff(()).expect("runs");
+
+    let prompts = answers.prompts();
+    assert_eq!(prompts.len(), 1, "one approval asked");
+    assert_no_secret("the approval prompt", &prompts[0].0);
+    assert!(
+        prompts[0].0.contains(INJECTED_MARKER),
+        "the prompt shows where the key was: {}",
+        prompts[0].0
+    );
+}

@@ -441,12 +441,16 @@ impl<'a> CallHooks<'a> {
     ) -> String {
         let message = panic_message(panic);
         let fail_closed = entry.info.failure == FailureMode::FailClosed;
-        let tool = ctx.call_tool_name();
+        // The model chose the tool's name: it leaves through the redaction
+        // in scope, like the message.
+        let tool = ctx
+            .call_tool_name()
+            .map(|name| crate::events::redact_in_scope(name).into_owned());
         tracing::warn!(
             target: "hooks_core::dispatch",
             hook = %entry.info.name,
             point = %P::ID,
-            tool = tool.unwrap_or(""),
+            tool = tool.as_deref().unwrap_or(""),
             fail_closed,
             "hook panicked: {message}; {}",
             if fail_closed {
@@ -460,7 +464,7 @@ impl<'a> CallHooks<'a> {
             hook: entry.info.name.clone(),
             message: message.clone(),
             fail_closed,
-            tool_name: tool.map(str::to_owned),
+            tool_name: tool,
         }));
         message
     }

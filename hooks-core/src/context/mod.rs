@@ -2,7 +2,7 @@
 //! of the runtime's agents, tasks, crews, tools and models they carry.
 
 use std::any::Any;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -75,11 +75,16 @@ pub(crate) fn ask_human(
     prompt: &str,
     default_message: &str,
 ) -> Result<String, HumanInputError> {
+    // A person is an exit too: the crew's redaction in scope cleans what
+    // they are shown (a credential an earlier PRE hook put in the input).
+    let prompt = crate::events::redact_in_scope(prompt);
+    let default_message = crate::events::redact_in_scope(default_message);
     // The source is only read through `&self`; one that a panic left in a
-    // bad state fails its next question, which refuses as well.
-    let asked = catch_unwind(AssertUnwindSafe(|| match source {
-        Some(source) => source.ask(prompt, default_message),
-        None => TerminalInput::new().ask(prompt, default_message),
+    // bad state fails its next question, which refuses as well. Contained
+    // quietly: its message may carry what it was shown.
+    let asked = crate::panic::contain_panic(AssertUnwindSafe(|| match source {
+        Some(source) => source.ask(&prompt, &default_message),
+        None => TerminalInput::new().ask(&prompt, &default_message),
     }));
     match asked {
         Ok(answer) => Ok(answer?.trim().to_owned()),
