@@ -145,7 +145,8 @@ impl<P: Point> Default for Chain<P> {
         Chain {
             all: AppendList::new(),
             unfiltered: AppendList::new(),
-            by_tool: HashTrieMapSync::new_with_hasher_and_ptr_kind(FxBuildHasher),
+            // Small nodes: a registration copies one node per level of the trie.
+            by_tool: HashTrieMapSync::new_with_hasher_and_degree_and_ptr_kind(FxBuildHasher, 16),
             flat: Arc::new(OnceLock::new()),
         }
     }
