@@ -350,13 +350,16 @@ impl<'a> CallHooks<'a> {
         let mut hooks_run = 0usize;
         let mut modified = false;
         let mut aborted = None;
+        // Panics of the hooks below are contained: the panic hook stays
+        // silent for them, and the dispatcher reports them (redacted).
+        let quiet = crate::panic::QuietScope::enter();
         for entry in hooks {
             // The role is a virtual call: ask for it only when a filter needs it.
             if !entry.info.agents.is_empty() && !entry.agent_matches(ctx.call_agent_role()) {
                 continue;
             }
             hooks_run += 1;
-            match crate::panic::contain_panic(AssertUnwindSafe(|| entry.call.call(ctx))) {
+            match catch_unwind(AssertUnwindSafe(|| entry.call.call(ctx))) {
                 Ok(Decision::Continue) => {}
                 Ok(Decision::Replace(value)) => {
                     P::replace(ctx, value);
@@ -370,6 +373,7 @@ impl<'a> CallHooks<'a> {
                     break;
                 }
                 Err(panic) => {
+                    quiet.panicked();
                     let message = self.report_panic(entry, &*ctx, &*panic);
                     drop_payload(panic);
                     if entry.info.failure == FailureMode::FailClosed {
@@ -386,6 +390,7 @@ impl<'a> CallHooks<'a> {
                 }
             }
         }
+        drop(quiet);
         let outcome = match aborted {
             Some(abort) => DispatchOutcome::Aborted(abort),
             None if modified => DispatchOutcome::Modified,
@@ -439,7 +444,7 @@ impl<'a> CallHooks<'a> {
         ctx: &P::Context,
         panic: &(dyn std::any::Any + Send),
     ) -> String {
-        let message = panic_message(panic);
+        let message = crate::panic::redacted_message(panic);
         let fail_closed = entry.info.failure == FailureMode::FailClosed;
         // The model chose the tool's name: it leaves through the redaction
         // in scope, like the message.

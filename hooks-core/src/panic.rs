@@ -81,6 +81,45 @@ pub(crate) fn catch_quietly<R>(f: impl FnOnce() -> R + UnwindSafe) -> std::threa
     result
 }
 
+/// A stretch of code (a whole chain of hooks) during which panics on this
+/// thread are contained: the silent panic hook prints nothing for them.
+/// Entering costs one atomic load and one thread-local write, once per
+/// chain rather than once per hook.
+pub(crate) struct QuietScope(());
+
+impl QuietScope {
+    #[inline]
+    pub(crate) fn enter() -> QuietScope {
+        if !INSTALL.is_completed() {
+            install_silent_hook();
+        }
+        CONTAINED_DEPTH.set(CONTAINED_DEPTH.get().wrapping_add(1));
+        QuietScope(())
+    }
+
+    /// Reports where the last panic contained in this scope was raised.
+    #[cold]
+    pub(crate) fn panicked(&self) {
+        report_location();
+    }
+}
+
+impl Drop for QuietScope {
+    #[inline]
+    fn drop(&mut self) {
+        CONTAINED_DEPTH.set(CONTAINED_DEPTH.get().wrapping_sub(1));
+    }
+}
+
+/// The redaction in scope applied to a contained panic's message.
+pub(crate) fn redacted_message(payload: &(dyn std::any::Any + Send)) -> String {
+    let message = panic_message(payload);
+    match redact_in_scope(&message) {
+        std::borrow::Cow::Borrowed(_) => message,
+        std::borrow::Cow::Owned(redacted) => redacted,
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn report_location() {
