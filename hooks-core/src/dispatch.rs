@@ -8,6 +8,7 @@
 //! by rank. Nothing on this path allocates or locks unless an event
 //! listener or `tracing` subscriber wants an event.
 
+use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
@@ -156,11 +157,12 @@ impl<'a> Dispatcher<'a> {
             listening: self.listening()
                 || tracing::enabled!(target: "hooks_core::dispatch", tracing::Level::DEBUG),
             loaded: Some(Loaded {
-                global: (global_mask != 0).then(|| self.global.snapshot()),
-                scoped: self
-                    .scoped
-                    .filter(|_| scoped_mask != 0)
-                    .map(HookRegistry::snapshot),
+                global: ManuallyDrop::new((global_mask != 0).then(|| self.global.snapshot())),
+                scoped: ManuallyDrop::new(
+                    self.scoped
+                        .filter(|_| scoped_mask != 0)
+                        .map(HookRegistry::snapshot),
+                ),
             }),
         }
     }
@@ -264,9 +266,25 @@ pub struct CallHooks<'a> {
 }
 
 /// The snapshots one call loaded.
+///
+/// The guards are released out of line, in [`release`]: the end of a call
+/// without hooks is then a single check the compiler keeps inline.
 struct Loaded {
-    global: Option<Guard<Arc<ChainSet>>>,
-    scoped: Option<Guard<Arc<ChainSet>>>,
+    global: ManuallyDrop<Option<Guard<Arc<ChainSet>>>>,
+    scoped: ManuallyDrop<Option<Guard<Arc<ChainSet>>>>,
+}
+
+impl Drop for Loaded {
+    #[inline]
+    fn drop(&mut self) {
+        release(self.global.take(), self.scoped.take());
+    }
+}
+
+#[inline(never)]
+fn release(global: Option<Guard<Arc<ChainSet>>>, scoped: Option<Guard<Arc<ChainSet>>>) {
+    drop(global);
+    drop(scoped);
 }
 
 impl<'a> CallHooks<'a> {
