@@ -45,6 +45,8 @@ pub struct StaticHook<P: Point> {
     pub order: i32,
     /// Fail-open or fail-closed.
     pub failure: FailureMode,
+    /// `unchecked_filters`: left out of the crews' filter check.
+    pub unchecked_filters: bool,
     /// The adapted function.
     pub call: fn(&mut P::Context) -> Decision<P::Replacement>,
     /// The type of the user's function, for unregistering by function.
@@ -167,7 +169,7 @@ pub(crate) fn static_chain<P: Point>() -> Chain<P> {
                     style: record.style,
                     // The attributes have no opt-out: a link-time filter
                     // is always checked.
-                    unchecked_filters: false,
+                    unchecked_filters: record.unchecked_filters,
                 },
                 rank,
                 type_id: Some((record.type_id)()),

@@ -503,6 +503,9 @@ fn options(hook: &HookMethod, crew_name: &str, paths: &Paths) -> TokenStream {
         let order = args.order;
         options.extend(quote!(.order(#order)));
     }
+    if args.unchecked_filters {
+        options.extend(quote!(.unchecked_filters()));
+    }
     if args.fail_closed {
         options.extend(quote!(.fail_closed()));
     }

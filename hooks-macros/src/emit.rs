@@ -90,6 +90,7 @@ fn static_record(
     let tools = &args.tools;
     let agents = &args.agents;
     let order = args.order;
+    let unchecked_filters = args.unchecked_filters;
 
     quote! {
         const _: () = {
@@ -112,6 +113,7 @@ fn static_record(
                 agents: &[#(#agents),*],
                 order: #order,
                 failure: #failure,
+                unchecked_filters: #unchecked_filters,
                 call: __hook,
                 type_id: __type_id,
             };

@@ -36,7 +36,9 @@ use crate::parse::HookKind;
 /// Arguments after the point: `tools = ["..."]` (tool-call points only;
 /// normalized like tool names), `agents = ["..."]` (step, model-call and
 /// tool-call points; exact roles), `order = N` (link-time hooks run
-/// sorted by it, default 0), `fail_closed` (a panic blocks the call or
+/// sorted by it, default 0), `unchecked_filters` (filters that name tools
+/// or roles of crews the program builds later: left out of the crews'
+/// filter check), `fail_closed` (a panic blocks the call or
 /// withholds the result), `crate = path` (where `hooks_core` is).
 #[proc_macro_attribute]
 pub fn on(args: TokenStream, item: TokenStream) -> TokenStream {

@@ -18,6 +18,7 @@ mod kw {
     syn::custom_keyword!(agents);
     syn::custom_keyword!(order);
     syn::custom_keyword!(fail_closed);
+    syn::custom_keyword!(unchecked_filters);
 }
 
 /// The argument `#[crew_base]` leaves on the attributes it has collected, so
@@ -274,6 +275,8 @@ pub(crate) struct HookArgs {
     pub(crate) agents: Vec<String>,
     pub(crate) order: i32,
     pub(crate) fail_closed: bool,
+    /// `unchecked_filters`: leave the hook out of the crews' filter check.
+    pub(crate) unchecked_filters: bool,
     /// `crate = path`.
     pub(crate) krate: Option<Path>,
 }
@@ -289,6 +292,7 @@ struct Slots {
     agents_key: Option<Span>,
     order: Option<i32>,
     fail_closed: Option<()>,
+    unchecked_filters: Option<()>,
     krate: Option<Path>,
 }
 
@@ -359,6 +363,7 @@ pub(crate) fn hook_args(kind: HookKind, args: TokenStream, errors: &mut Errors) 
         agents: slots.agents.unwrap_or_default(),
         order: slots.order.unwrap_or(0),
         fail_closed: slots.fail_closed.is_some(),
+        unchecked_filters: slots.unchecked_filters.is_some(),
         krate: slots.krate,
     }
 }
@@ -436,9 +441,16 @@ fn split_at_commas(args: TokenStream) -> Vec<Piece> {
 
 fn starts_like_named_argument(tokens: &TokenStream) -> bool {
     match tokens.clone().into_iter().next() {
-        Some(TokenTree::Ident(ident)) => ["tools", "agents", "order", "fail_closed", "crate"]
-            .iter()
-            .any(|name| ident == name),
+        Some(TokenTree::Ident(ident)) => [
+            "tools",
+            "agents",
+            "order",
+            "fail_closed",
+            "unchecked_filters",
+            "crate",
+        ]
+        .iter()
+        .any(|name| ident == name),
         _ => false,
     }
 }
@@ -558,6 +570,9 @@ fn argument(
     } else if lookahead.peek(kw::fail_closed) {
         let key: kw::fail_closed = input.parse()?;
         set_once(&mut slots.fail_closed, (), &key, errors);
+    } else if lookahead.peek(kw::unchecked_filters) {
+        let key: kw::unchecked_filters = input.parse()?;
+        set_once(&mut slots.unchecked_filters, (), &key, errors);
     } else if lookahead.peek(Token![crate]) {
         let key: Token![crate] = input.parse()?;
         input.parse::<Token![=]>()?;
@@ -577,7 +592,7 @@ fn argument(
         } else {
             format!(
                 "unknown argument `{ident}`: `#[{attribute}]` accepts `tools = [...]`, `agents = [...]`, \
-                 `order = N`, `fail_closed` and `crate = path`"
+                 `order = N`, `fail_closed`, `unchecked_filters` and `crate = path`"
             )
         };
         errors.spanned(&ident, message);
