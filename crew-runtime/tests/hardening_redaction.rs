@@ -9,7 +9,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, PoisonError};
 
 use common::*;
 use crew_runtime::events::{
@@ -343,78 +343,6 @@ fn assert_no_secret(surface: &str, text: &str) {
             "{surface} shows the secret {needle:?}:\n{text}"
         );
     }
-}
-
-/// Every `tracing` line of this test binary, from every thread (tool calls
-/// run on helper threads too, so a thread-local subscriber would miss
-/// theirs). Installed once, before any crew runs.
-fn tracing_lines() -> &'static Mutex<Vec<String>> {
-    static LINES: OnceLock<&'static Mutex<Vec<String>>> = OnceLock::new();
-    LINES.get_or_init(|| {
-        let lines: &'static Mutex<Vec<String>> = Box::leak(Box::new(Mutex::new(Vec::new())));
-        tracing::subscriber::set_global_default(CaptureSubscriber { lines })
-            .expect("no other subscriber is installed in this test binary");
-        lines
-    })
-}
-
-/// A minimal subscriber that records each event and span as one line of
-/// its formatted fields.
-struct CaptureSubscriber {
-    lines: &'static Mutex<Vec<String>>,
-}
-
-struct FieldText(String);
-
-impl tracing::field::Visit for FieldText {
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        let _ = write!(self.0, " {}={value}", field.name());
-    }
-
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        let _ = write!(self.0, " {}={value:?}", field.name());
-    }
-}
-
-impl CaptureSubscriber {
-    fn push(&self, line: String) {
-        self.lines
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(line);
-    }
-}
-
-impl tracing::Subscriber for CaptureSubscriber {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-
-    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        let mut text = FieldText(format!("span {}", span.metadata().name()));
-        span.record(&mut text);
-        self.push(text.0);
-        tracing::span::Id::from_u64(1)
-    }
-
-    fn record(&self, _: &tracing::span::Id, values: &tracing::span::Record<'_>) {
-        let mut text = FieldText("span record".to_owned());
-        values.record(&mut text);
-        self.push(text.0);
-    }
-
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-
-    fn event(&self, event: &tracing::Event<'_>) {
-        let metadata = event.metadata();
-        let mut text = FieldText(format!("{} {}:", metadata.level(), metadata.target()));
-        event.record(&mut text);
-        self.push(text.0);
-    }
-
-    fn enter(&self, _: &tracing::span::Id) {}
-
-    fn exit(&self, _: &tracing::span::Id) {}
 }
 
 /// The texts an event carries, field by field (not its `Debug` form, whose

@@ -451,3 +451,35 @@ fn a_fail_closed_step_hook_that_panics_aborts_the_run() {
         Some("strict-step")
     );
 }
+
+#[test]
+fn question_mark_turns_the_runtimes_errors_into_an_abort_named_after_the_hook() {
+    use crew_runtime::llm::LlmError;
+    let global = fresh_registry();
+    global
+        .register_hook_with(
+            PRE_STEP,
+            HookOptions::new().name("model-check"),
+            |_: &mut StepContext| -> Result<(), HookAborted> {
+                Err(LlmError::Config("no model configured".to_owned()))?;
+                Ok(())
+            },
+        )
+        .expect("registers");
+    let error = research_crew(&global, &search_then_answer())
+        .kickoff([("topic", "Rust")])
+        .expect_err("aborted");
+    let abort = error.abort().expect("a hook aborted");
+    assert_eq!(abort.source, "model-check");
+    assert!(abort.reason.contains("no model configured"), "{abort}");
+
+    let nested: Result<(), HookAborted> = (|| {
+        Err(CrewError::AbortedAt {
+            point: InterceptionPoint::INPUT,
+            agent: None,
+            abort: HookAborted::new("inner", "inner-hook"),
+        })?;
+        Ok(())
+    })();
+    assert!(nested.is_err_and(|abort| abort.reason.contains("inner") && abort.source.is_empty()));
+}
