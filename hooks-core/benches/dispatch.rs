@@ -31,6 +31,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::error::Error;
+use std::future::Future;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex, PoisonError};
@@ -383,6 +384,43 @@ fn dispatch_calls(dispatcher: &Dispatcher<'_>, ctx: &mut ToolCallHookContext, ca
     }
 }
 
+/// One tool call's hook dispatch through the awaiting path, `calls` times:
+/// each future is polled once with a waker that does nothing, which
+/// completes it (the hooks measured never wait).
+#[inline(never)]
+fn dispatch_async_calls(dispatcher: &Dispatcher<'_>, ctx: &mut ToolCallHookContext, calls: u64) {
+    let mut poll_context = std::task::Context::from_waker(std::task::Waker::noop());
+    for _ in 0..calls {
+        let dispatcher = black_box(dispatcher);
+        let ctx = black_box(&mut *ctx);
+        let hooks = dispatcher.begin_call(&TOOL_CALL_POINTS);
+        let mut pre = std::pin::pin!(hooks.dispatch_async(PRE_TOOL_CALL, ctx));
+        let blocked = matches!(
+            pre.as_mut().poll(&mut poll_context),
+            std::task::Poll::Ready(DispatchOutcome::Aborted(_))
+        );
+        let mut post = std::pin::pin!(hooks.dispatch_async(POST_TOOL_CALL, ctx));
+        let aborted = matches!(
+            post.as_mut().poll(&mut poll_context),
+            std::task::Poll::Ready(DispatchOutcome::Aborted(_))
+        );
+        black_box((blocked, aborted));
+    }
+}
+
+fn dispatching_async<'a>(name: &'static str, dispatcher: Dispatcher<'a>) -> Scenario<'a> {
+    let mut ctx = prepared_context();
+    Scenario::here(name, move |calls| {
+        dispatch_async_calls(&dispatcher, &mut ctx, calls)
+    })
+}
+
+/// An `async` no-op PRE hook that completes without waiting.
+async fn noop_pre_async(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+    black_box(ctx);
+    Ok(())
+}
+
 /// One model call's hook dispatch, `calls` times (PRE and POST on one
 /// snapshot).
 #[inline(never)]
@@ -652,6 +690,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     model.register_hook(PRE_MODEL_CALL, noop_pre_model)?;
     model.register_hook(POST_MODEL_CALL, noop_post_model)?;
     let agent: Arc<dyn AgentInfo> = Arc::new(BenchAgent::new());
+    let with_async = HookRegistry::new();
+    with_async.register_async_hook(PRE_TOOL_CALL, noop_pre_async)?;
+    with_async.register_hook(POST_TOOL_CALL, noop_post)?;
 
     let mut direct_ctx = prepared_context();
     let mut scenarios = vec![
@@ -672,6 +713,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         dispatching_model("model_none", Dispatcher::new(&empty)),
         dispatching_model("model_one_one", Dispatcher::new(&model)),
         dispatching("one_one_filtered", Dispatcher::new(&one_filtered)),
+        dispatching_async("async_path_one_one", Dispatcher::new(&one)),
+        dispatching_async("one_async_one_sync", Dispatcher::new(&with_async)),
     ];
     const DIRECT: usize = 0;
     const NONE: usize = 1;
@@ -684,6 +727,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     const MODEL_NONE: usize = 9;
     const MODEL_ONE: usize = 10;
     const ONE_FILTERED: usize = 11;
+    const ASYNC_PATH: usize = 12;
+    const ONE_ASYNC: usize = 13;
 
     println!(
         "hook dispatch, PRE + POST of one tool call: {ROUNDS} rounds of one ~{} ms sample per scenario; {} CPUs",
@@ -818,7 +863,22 @@ fn main() -> Result<(), Box<dyn Error>> {
         1.5,
     );
 
+    // The awaiting path with only sync hooks runs them exactly as the
+    // synchronous path does.
+    ratio_line(
+        "async_path_one_one",
+        scenarios[ASYNC_PATH].figure(),
+        one,
+        "one_pre_one_post",
+        1.2,
+    );
+    println!(
+        "one async hook (PRE) + one sync hook (POST): {:.1} ns, {} allocations per call (the async hook's boxed future)",
+        scenarios[ONE_ASYNC].figure(),
+        format_allocations(scenarios[ONE_ASYNC].allocations_per_call())
+    );
     let sync_only = [
+        ASYNC_PATH,
         NONE,
         ONE,
         TEN,

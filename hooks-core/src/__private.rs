@@ -48,7 +48,7 @@ pub struct StaticHook<P: Point> {
     /// `unchecked_filters`: left out of the crews' filter check.
     pub unchecked_filters: bool,
     /// The adapted function.
-    pub call: fn(&mut P::Context) -> Decision<P::Replacement>,
+    pub call: StaticCall<P>,
     /// The type of the user's function, for unregistering by function.
     pub type_id: fn() -> TypeId,
 }
@@ -87,6 +87,16 @@ static_slices! {
 }
 
 /// Reads an `#[on]` (or legacy after) hook's return value at point `P`.
+/// A link-time hook's function: synchronous, or an `async fn` behind a
+/// wrapper that boxes its future.
+pub enum StaticCall<P: Point> {
+    Sync(fn(&mut P::Context) -> Decision<P::Replacement>),
+    Async(for<'c> fn(&'c mut P::Context) -> HookFuture<'c, Decision<P::Replacement>>),
+}
+
+pub use crate::hook::HookFuture;
+pub use ::std::boxed::Box as HookBox;
+
 #[inline(always)]
 pub fn on<P: Point, R: HookReturn<P>>(value: R) -> Decision<P::Replacement> {
     value.into_decision()
@@ -124,7 +134,28 @@ pub fn register_scoped<P: Point>(
     options: HookOptions,
     call: impl Fn(&mut P::Context) -> Decision<P::Replacement> + Send + Sync + 'static,
 ) -> Result<HookId, RegisterError> {
-    let entry = crate::registry::crew_entry::<P>(crew, style, options, Box::new(call))?;
+    let entry =
+        crate::registry::crew_entry::<P>(crew, style, options, HookCall::Shared(Box::new(call)))?;
+    Ok(registry.insert(entry))
+}
+
+pub fn register_scoped_async<P: Point>(
+    _point: P,
+    registry: &HookRegistry,
+    crew: &str,
+    style: HookStyle,
+    options: HookOptions,
+    call: impl for<'c> Fn(&'c mut P::Context) -> HookFuture<'c, Decision<P::Replacement>>
+    + Send
+    + Sync
+    + 'static,
+) -> Result<HookId, RegisterError> {
+    let entry = crate::registry::crew_entry::<P>(
+        crew,
+        style,
+        options,
+        HookCall::SharedAsync(Box::new(call)),
+    )?;
     Ok(registry.insert(entry))
 }
 
@@ -174,7 +205,10 @@ pub(crate) fn static_chain<P: Point>() -> Chain<P> {
                 rank,
                 type_id: Some((record.type_id)()),
                 static_index: Some(position),
-                call: HookCall::Static(record.call),
+                call: match record.call {
+                    StaticCall::Sync(call) => HookCall::Static(call),
+                    StaticCall::Async(call) => HookCall::StaticAsync(call),
+                },
             })
         })
         .collect();

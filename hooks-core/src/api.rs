@@ -6,7 +6,7 @@
 
 use crate::context::{LlmCallHookContext, ToolCallHookContext};
 use crate::explain::Explanation;
-use crate::hook::{HookHandle, HookId, HookInfo, HookOptions};
+use crate::hook::{AsyncHookFn, HookHandle, HookId, HookInfo, HookOptions};
 use crate::outcome::{HookReturn, LegacyBeforeReturn};
 use crate::point::points::{PostModelCall, PostToolCall, PreModelCall, PreToolCall};
 use crate::point::{InterceptionPoint, Point};
@@ -29,6 +29,31 @@ where
     R: HookReturn<P>,
 {
     global_registry().register_hook(point, hook)
+}
+
+/// Registers an `async` hook on the global registry (see
+/// [`HookRegistry::register_async_hook`](crate::HookRegistry::register_async_hook)).
+pub fn register_async_hook<P, F, R>(point: P, hook: F) -> Result<HookId, RegisterError>
+where
+    P: Point,
+    F: for<'c> AsyncHookFn<'c, P::Context, R>,
+    R: HookReturn<P> + 'static,
+{
+    global_registry().register_async_hook(point, hook)
+}
+
+/// Registers an `async` hook with options on the global registry.
+pub fn register_async_hook_with<P, F, R>(
+    point: P,
+    options: HookOptions,
+    hook: F,
+) -> Result<HookId, RegisterError>
+where
+    P: Point,
+    F: for<'c> AsyncHookFn<'c, P::Context, R>,
+    R: HookReturn<P> + 'static,
+{
+    global_registry().register_async_hook_with(point, options, hook)
 }
 
 /// Registers a hook with options on the global registry.

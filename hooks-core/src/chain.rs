@@ -127,6 +127,9 @@ pub(crate) struct Chain<P: Point> {
     /// few nanoseconds faster than in the persistent map, and registering
     /// stays O(1) (the map is rebuilt once per changed version, lazily).
     flat: Arc<OnceLock<FlatIndex<P>>>,
+    /// Whether some hook of the chain is `async` (a dispatch that can
+    /// await takes the awaiting walk only then).
+    has_async: bool,
 }
 
 impl<P: Point> Clone for Chain<P> {
@@ -136,6 +139,7 @@ impl<P: Point> Clone for Chain<P> {
             unfiltered: self.unfiltered.clone(),
             by_tool: self.by_tool.clone(),
             flat: Arc::clone(&self.flat),
+            has_async: self.has_async,
         }
     }
 }
@@ -148,6 +152,7 @@ impl<P: Point> Default for Chain<P> {
             // Small nodes: a registration copies one node per level of the trie.
             by_tool: HashTrieMapSync::new_with_hasher_and_degree_and_ptr_kind(FxBuildHasher, 16),
             flat: Arc::new(OnceLock::new()),
+            has_async: false,
         }
     }
 }
@@ -177,6 +182,7 @@ impl<P: Point> Chain<P> {
     }
 
     fn append(&mut self, entry: Arc<HookEntry<P>>) {
+        self.has_async |= entry.call.is_async();
         if entry.info.tools.is_empty() {
             self.unfiltered.push(Arc::clone(&entry));
         } else {
@@ -210,6 +216,12 @@ impl<P: Point> Chain<P> {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.all.is_empty()
+    }
+
+    /// Whether some hook of the chain is `async`.
+    #[inline]
+    pub(crate) fn has_async(&self) -> bool {
+        self.has_async
     }
 
     /// The hooks whose tool filter admits `tool` (every hook where the

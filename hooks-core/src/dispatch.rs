@@ -14,10 +14,10 @@ use std::sync::Arc;
 
 use arc_swap::Guard;
 
-use crate::chain::{Candidates, MergeByRank};
+use crate::chain::{Candidates, Chain, MergeByRank};
 use crate::context::{RawToolResult, ToolCallHookContext, ToolCallStatus};
 use crate::events::{Event, HookDispatchedEvent, HookPanickedEvent};
-use crate::hook::{FailureMode, HookContext, HookEntry};
+use crate::hook::{FailureMode, HookContext, HookEntry, HookFuture, Invocation};
 use crate::outcome::{Decision, DispatchOutcome, HookAborted};
 use crate::point::points::{PostToolCall, PreToolCall};
 use crate::point::{InterceptionPoint, Point};
@@ -292,9 +292,62 @@ impl<'a> CallHooks<'a> {
     #[inline(always)]
     pub fn dispatch<P: Point>(&self, point: P, ctx: &mut P::Context) -> DispatchOutcome {
         let _ = point;
+        match self.chains::<P>() {
+            None | Some((None, None)) => DispatchOutcome::Proceeded,
+            // Most calls have hooks in one registry only: walk it directly.
+            Some((Some(chain), None) | (None, Some(chain))) => {
+                let hooks = chain.candidates(ctx.call_tool_name(), ctx.call_tool_key());
+                self.run_chain::<P, _>(hooks, ctx)
+            }
+            Some((Some(global), Some(scoped))) => {
+                let (tool, key) = (ctx.call_tool_name(), ctx.call_tool_key());
+                let hooks: MergeByRank<Candidates<'_, P>, Candidates<'_, P>> =
+                    MergeByRank::new(global.candidates(tool, key), scoped.candidates(tool, key));
+                self.run_chain::<P, _>(hooks, ctx)
+            }
+        }
+    }
+
+    /// Runs `point`'s chain of this call's snapshot, awaiting its `async`
+    /// hooks. A chain of synchronous hooks only runs exactly as
+    /// [`dispatch`](Self::dispatch) does: inline, without allocating.
+    pub async fn dispatch_async<P: Point>(
+        &self,
+        point: P,
+        ctx: &mut P::Context,
+    ) -> DispatchOutcome {
+        let (global, scoped) = match self.chains::<P>() {
+            Some(chains)
+                if chains.0.is_some_and(Chain::has_async)
+                    || chains.1.is_some_and(Chain::has_async) =>
+            {
+                chains
+            }
+            _ => return self.dispatch(point, ctx),
+        };
+        match (global, scoped) {
+            (None, None) => DispatchOutcome::Proceeded,
+            (Some(chain), None) | (None, Some(chain)) => {
+                let hooks = chain.candidates(ctx.call_tool_name(), ctx.call_tool_key());
+                self.run_chain_async::<P, _>(hooks, ctx).await
+            }
+            (Some(global), Some(scoped)) => {
+                let (tool, key) = (ctx.call_tool_name(), ctx.call_tool_key());
+                let hooks: MergeByRank<Candidates<'_, P>, Candidates<'_, P>> =
+                    MergeByRank::new(global.candidates(tool, key), scoped.candidates(tool, key));
+                self.run_chain_async::<P, _>(hooks, ctx).await
+            }
+        }
+    }
+
+    /// This call's non-empty chains at `P`, global and crew-scoped (`None`
+    /// when neither snapshot has hooks there).
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    fn chains<P: Point>(&self) -> Option<(Option<&Chain<P>>, Option<&Chain<P>>)> {
         let loaded = match &self.loaded {
             Some(loaded) if self.mask & (1 << P::ID.index()) != 0 => loaded,
-            _ => return DispatchOutcome::Proceeded,
+            _ => return None,
         };
         let global = loaded
             .global
@@ -306,20 +359,73 @@ impl<'a> CallHooks<'a> {
             .as_ref()
             .map(|set| P::chain(set))
             .filter(|c| !c.is_empty());
-        match (global, scoped) {
-            (None, None) => DispatchOutcome::Proceeded,
-            // Most calls have hooks in one registry only: walk it directly.
-            (Some(chain), None) | (None, Some(chain)) => {
-                let hooks = chain.candidates(ctx.call_tool_name(), ctx.call_tool_key());
-                self.run_chain::<P, _>(hooks, ctx)
-            }
-            (Some(global), Some(scoped)) => {
-                let (tool, key) = (ctx.call_tool_name(), ctx.call_tool_key());
-                let hooks: MergeByRank<Candidates<'_, P>, Candidates<'_, P>> =
-                    MergeByRank::new(global.candidates(tool, key), scoped.candidates(tool, key));
-                self.run_chain::<P, _>(hooks, ctx)
+        Some((global, scoped))
+    }
+
+    /// Keeps this call's snapshots as counted references instead of the
+    /// registry's borrowed guards: for a call that awaits between its
+    /// points (a model or a tool that takes seconds), so that it holds
+    /// none of the per-thread slots the guards borrow. The hooks stay the
+    /// same.
+    pub fn hold(&mut self) {
+        if let Some(loaded) = &mut self.loaded {
+            for guard in [&mut *loaded.global, &mut *loaded.scoped] {
+                if let Some(held) = guard.take() {
+                    *guard = Some(Guard::from_inner(Guard::into_inner(held)));
+                }
             }
         }
+    }
+
+    /// Runs one whole tool call, awaiting the tool and any `async` hook:
+    /// the PRE chain, then the future `execute` returns unless a hook
+    /// blocked the call, then the POST chain (also for a blocked call).
+    /// `execute` reads what it needs of the context (the input the PRE
+    /// chain left) and returns a future that does not borrow it.
+    ///
+    /// Returns the agent's observation, or the abort of a POST hook.
+    pub async fn run_tool_call_async<F, Fut>(
+        &mut self,
+        ctx: &mut ToolCallHookContext,
+        execute: F,
+    ) -> Result<ToolCallReport, HookAborted>
+    where
+        F: FnOnce(&mut ToolCallHookContext) -> Fut,
+        Fut: std::future::Future<Output = ToolOutput>,
+    {
+        let blocked = match self.dispatch_async(PreToolCall, ctx).await {
+            DispatchOutcome::Aborted(abort) => {
+                Self::block(ctx, &abort);
+                Some(abort)
+            }
+            DispatchOutcome::Proceeded | DispatchOutcome::Modified => {
+                let running = execute(ctx);
+                self.hold();
+                let output = running.await;
+                Self::record(ctx, output);
+                None
+            }
+        };
+        match self.dispatch_async(PostToolCall, ctx).await {
+            DispatchOutcome::Aborted(abort) => Err(abort),
+            DispatchOutcome::Proceeded | DispatchOutcome::Modified => Ok(ToolCallReport {
+                observation: ctx.tool_result.clone().unwrap_or_default(),
+                blocked,
+            }),
+        }
+    }
+
+    fn block(ctx: &mut ToolCallHookContext, abort: &HookAborted) {
+        let message = blocked_message(ctx.tool_name());
+        ctx.raw_tool_result = Some(RawToolResult::text(message.clone()));
+        ctx.tool_result = Some(message);
+        ctx.set_status(ToolCallStatus::Blocked(abort.clone()));
+    }
+
+    fn record(ctx: &mut ToolCallHookContext, output: ToolOutput) {
+        ctx.tool_result = Some(output.rendered);
+        ctx.raw_tool_result = Some(output.raw);
+        ctx.set_status(output.status);
     }
 
     /// Runs one whole tool call (see [`Dispatcher::run_tool_call`]) on this
@@ -331,17 +437,12 @@ impl<'a> CallHooks<'a> {
     ) -> Result<ToolCallReport, HookAborted> {
         let blocked = match self.dispatch(PreToolCall, ctx) {
             DispatchOutcome::Aborted(abort) => {
-                let message = blocked_message(ctx.tool_name());
-                ctx.raw_tool_result = Some(RawToolResult::text(message.clone()));
-                ctx.tool_result = Some(message);
-                ctx.set_status(ToolCallStatus::Blocked(abort.clone()));
+                Self::block(ctx, &abort);
                 Some(abort)
             }
             DispatchOutcome::Proceeded | DispatchOutcome::Modified => {
                 let output = execute(ctx);
-                ctx.tool_result = Some(output.rendered);
-                ctx.raw_tool_result = Some(output.raw);
-                ctx.set_status(output.status);
+                Self::record(ctx, output);
                 None
             }
         };
@@ -355,7 +456,9 @@ impl<'a> CallHooks<'a> {
     }
 
     /// Runs `hooks` (the candidates for this call, in order) and reports the
-    /// dispatch to whoever listens.
+    /// dispatch to whoever listens. An `async` hook met here is driven to
+    /// completion on this thread (see [`CallHooks::dispatch_async`] for the
+    /// way that does not block).
     #[inline(always)]
     fn run_chain<'c, P: Point, I>(&self, hooks: I, ctx: &mut P::Context) -> DispatchOutcome
     where
@@ -364,10 +467,7 @@ impl<'a> CallHooks<'a> {
         // A TSC-based clock: reading it costs a few nanoseconds, where the
         // system clock costs tens, twice per observed dispatch.
         let started = self.listening.then(quanta::Instant::now);
-
-        let mut hooks_run = 0usize;
-        let mut modified = false;
-        let mut aborted = None;
+        let mut walk = Walk::default();
         // Panics of the hooks below are contained: the panic hook stays
         // silent for them, and the dispatcher reports them (redacted).
         let quiet = crate::panic::QuietScope::enter();
@@ -376,46 +476,109 @@ impl<'a> CallHooks<'a> {
             if !entry.info.agents.is_empty() && !entry.agent_matches(ctx.call_agent_role()) {
                 continue;
             }
-            hooks_run += 1;
-            match catch_unwind(AssertUnwindSafe(|| entry.call.call(ctx))) {
-                Ok(Decision::Continue) => {}
-                Ok(Decision::Replace(value)) => {
-                    P::replace(ctx, value);
-                    modified = true;
-                }
-                Ok(Decision::Abort(mut abort)) => {
-                    if abort.source.is_empty() {
-                        abort.source = entry.info.name.clone();
-                    }
-                    aborted = Some(abort);
-                    break;
-                }
-                Err(panic) => {
-                    quiet.panicked();
-                    let message = self.report_panic(entry, &*ctx, &*panic);
-                    drop_payload(panic);
-                    if entry.info.failure == FailureMode::FailClosed {
-                        if P::fail_closed_stops() {
-                            aborted = Some(HookAborted::new(
-                                format!("fail-closed hook panicked: {message}"),
-                                entry.info.name.clone(),
-                            ));
-                            break;
-                        }
-                        P::withhold(ctx);
-                        modified = true;
-                    }
-                }
+            walk.hooks_run += 1;
+            let result = match start(&entry.call, ctx) {
+                Ok(Invocation::Done(decision)) => Ok(decision),
+                Ok(Invocation::Pending(future)) => block_on_hook(future),
+                Err(panic) => Err(panic),
+            };
+            if result.is_err() {
+                quiet.panicked();
+            }
+            if self.settle(&mut walk, entry, result, ctx) {
+                break;
             }
         }
         drop(quiet);
-        let outcome = match aborted {
+        self.conclude::<P>(walk, started, ctx)
+    }
+
+    /// [`run_chain`](Self::run_chain) for a chain with `async` hooks: each
+    /// one's future is awaited in its turn, the synchronous hooks around it
+    /// run inline. A panic while a hook's future is polled is contained
+    /// like a synchronous hook's.
+    async fn run_chain_async<'c, P: Point, I>(
+        &self,
+        hooks: I,
+        ctx: &mut P::Context,
+    ) -> DispatchOutcome
+    where
+        I: Iterator<Item = &'c Arc<HookEntry<P>>>,
+    {
+        let started = self.listening.then(quanta::Instant::now);
+        let mut walk = Walk::default();
+        for entry in hooks {
+            if !entry.info.agents.is_empty() && !entry.agent_matches(ctx.call_agent_role()) {
+                continue;
+            }
+            walk.hooks_run += 1;
+            let result = run_one(&entry.call, ctx).await;
+            if self.settle(&mut walk, entry, result, ctx) {
+                break;
+            }
+        }
+        self.conclude::<P>(walk, started, ctx)
+    }
+
+    /// Applies one hook's decision (or panic) to the walk; returns whether
+    /// the chain stops here.
+    #[inline(always)]
+    fn settle<P: Point>(
+        &self,
+        walk: &mut Walk,
+        entry: &HookEntry<P>,
+        result: std::thread::Result<Decision<P::Replacement>>,
+        ctx: &mut P::Context,
+    ) -> bool {
+        match result {
+            Ok(Decision::Continue) => false,
+            Ok(Decision::Replace(value)) => {
+                P::replace(ctx, value);
+                walk.modified = true;
+                false
+            }
+            Ok(Decision::Abort(mut abort)) => {
+                if abort.source.is_empty() {
+                    abort.source = entry.info.name.clone();
+                }
+                walk.aborted = Some(abort);
+                true
+            }
+            Err(panic) => {
+                let message = self.report_panic(entry, &*ctx, &*panic);
+                drop_payload(panic);
+                if entry.info.failure != FailureMode::FailClosed {
+                    return false;
+                }
+                if P::fail_closed_stops() {
+                    walk.aborted = Some(HookAborted::new(
+                        format!("fail-closed hook panicked: {message}"),
+                        entry.info.name.clone(),
+                    ));
+                    return true;
+                }
+                P::withhold(ctx);
+                walk.modified = true;
+                false
+            }
+        }
+    }
+
+    /// The outcome of a walk, reported to whoever listens.
+    #[inline(always)]
+    fn conclude<P: Point>(
+        &self,
+        walk: Walk,
+        started: Option<quanta::Instant>,
+        ctx: &P::Context,
+    ) -> DispatchOutcome {
+        let outcome = match walk.aborted {
             Some(abort) => DispatchOutcome::Aborted(abort),
-            None if modified => DispatchOutcome::Modified,
+            None if walk.modified => DispatchOutcome::Modified,
             None => DispatchOutcome::Proceeded,
         };
-        if let Some(started) = started.filter(|_| hooks_run > 0) {
-            self.report_dispatch::<P>(&outcome, hooks_run, started, ctx);
+        if let Some(started) = started.filter(|_| walk.hooks_run > 0) {
+            self.report_dispatch::<P>(&outcome, walk.hooks_run, started, ctx);
         }
         outcome
     }
@@ -521,6 +684,92 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     } else {
         "a non-text panic payload".to_owned()
     }
+}
+
+/// Runs one hook of an awaiting walk to its decision, containing a panic.
+/// The quiet scope is per thread: it is entered around each step that runs
+/// hook code, never held across an await.
+async fn run_one<P: Point>(
+    call: &crate::hook::HookCall<P>,
+    ctx: &mut P::Context,
+) -> std::thread::Result<Decision<P::Replacement>> {
+    let invoked = {
+        let quiet = crate::panic::QuietScope::enter();
+        let invoked = start(call, ctx);
+        if invoked.is_err() {
+            quiet.panicked();
+        }
+        invoked
+    };
+    match invoked {
+        Ok(Invocation::Done(decision)) => Ok(decision),
+        Ok(Invocation::Pending(future)) => Contained::new(future).await,
+        Err(panic) => Err(panic),
+    }
+}
+
+/// Runs a synchronous hook, or starts an `async` one, containing a panic.
+#[inline(always)]
+fn start<'c, P: Point>(
+    call: &crate::hook::HookCall<P>,
+    ctx: &'c mut P::Context,
+) -> std::thread::Result<Invocation<'c, P::Replacement>> {
+    catch_unwind(AssertUnwindSafe(once(move || call.invoke(ctx))))
+}
+
+/// `f` as an `FnOnce` closure, so that what it returns may borrow what it
+/// captured by value.
+#[inline(always)]
+fn once<R>(f: impl FnOnce() -> R) -> impl FnOnce() -> R {
+    f
+}
+
+/// How far a walk through a chain got.
+#[derive(Default)]
+struct Walk {
+    hooks_run: usize,
+    modified: bool,
+    aborted: Option<HookAborted>,
+}
+
+/// An `async` hook's future with its panics contained: each poll runs in
+/// a quiet scope (the panic hook stays silent) and under `catch_unwind`.
+struct Contained<'c, R> {
+    future: HookFuture<'c, R>,
+}
+
+impl<'c, R> Contained<'c, R> {
+    fn new(future: HookFuture<'c, R>) -> Self {
+        Contained { future }
+    }
+}
+
+impl<R> std::future::Future for Contained<'_, R> {
+    type Output = std::thread::Result<R>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let quiet = crate::panic::QuietScope::enter();
+        let future = &mut self.future;
+        match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Ok(std::task::Poll::Ready(value)) => std::task::Poll::Ready(Ok(value)),
+            Err(panic) => {
+                quiet.panicked();
+                std::task::Poll::Ready(Err(panic))
+            }
+        }
+    }
+}
+
+/// Drives an `async` hook met by a synchronous dispatch to completion on
+/// this thread, its panics contained.
+#[cold]
+#[inline(never)]
+fn block_on_hook<R>(future: HookFuture<'_, R>) -> std::thread::Result<R> {
+    futures_executor::block_on(Contained::new(future))
 }
 
 impl HookRegistry {

@@ -244,23 +244,135 @@ pub trait HookContext: Send + 'static {
 pub(crate) type SyncHookFn<P> =
     dyn Fn(&mut <P as Point>::Context) -> Decision<<P as Point>::Replacement> + Send + Sync;
 
+/// The future of an `async` hook: boxed, `Send`, borrowing the context
+/// for as long as it runs.
+///
+/// Closures registered with
+/// [`register_async_hook`](crate::HookRegistry::register_async_hook)
+/// return one (see [`async_hook`](crate::async_hook)).
+pub type HookFuture<'c, R> = std::pin::Pin<Box<dyn std::future::Future<Output = R> + Send + 'c>>;
+
+/// An asynchronous hook, adapted to its point's decision.
+pub(crate) type AsyncHookCall<P> = dyn for<'c> Fn(&'c mut <P as Point>::Context) -> HookFuture<'c, Decision<<P as Point>::Replacement>>
+    + Send
+    + Sync;
+
+/// The callable of a link-time `async fn` hook.
+pub(crate) type StaticAsyncFn<P> =
+    for<'c> fn(
+        &'c mut <P as Point>::Context,
+    ) -> HookFuture<'c, Decision<<P as Point>::Replacement>>;
+
 /// The callable of a hook. Link-time hooks are plain function pointers (no
 /// allocation, one indirect call); run-time hooks are boxed closures (the
 /// entry itself is shared, so a `Box` saves the `Arc`'s offset arithmetic
-/// on every call).
+/// on every call). An `async` hook returns a boxed future: its one
+/// allocation per run, paid only when it runs.
 pub(crate) enum HookCall<P: Point> {
     Static(fn(&mut P::Context) -> Decision<P::Replacement>),
     Shared(Box<SyncHookFn<P>>),
+    StaticAsync(StaticAsyncFn<P>),
+    SharedAsync(Box<AsyncHookCall<P>>),
+}
+
+/// A hook's callable, as a chain walk meets it.
+pub(crate) enum Invocation<'c, R> {
+    /// A synchronous hook ran: its decision.
+    Done(Decision<R>),
+    /// An `async` hook started: its future.
+    Pending(HookFuture<'c, Decision<R>>),
 }
 
 impl<P: Point> HookCall<P> {
+    /// Whether the hook is `async`.
+    #[inline]
+    pub(crate) fn is_async(&self) -> bool {
+        matches!(self, HookCall::StaticAsync(_) | HookCall::SharedAsync(_))
+    }
+
+    /// Runs a synchronous hook, or starts an `async` one.
     #[inline(always)]
-    pub(crate) fn call(&self, ctx: &mut P::Context) -> Decision<P::Replacement> {
+    pub(crate) fn invoke<'c>(&self, ctx: &'c mut P::Context) -> Invocation<'c, P::Replacement> {
         match self {
-            HookCall::Static(call) => call(ctx),
-            HookCall::Shared(call) => call(ctx),
+            HookCall::Static(call) => Invocation::Done(call(ctx)),
+            HookCall::Shared(call) => Invocation::Done(call(ctx)),
+            HookCall::StaticAsync(call) => Invocation::Pending(call(ctx)),
+            HookCall::SharedAsync(call) => Invocation::Pending(call(ctx)),
         }
     }
+}
+
+/// An `async` hook function: what
+/// [`register_async_hook`](crate::HookRegistry::register_async_hook)
+/// takes. Implemented by every `async fn(&mut Context) -> R` and every
+/// closure that returns a [`HookFuture`] (see [`async_hook`](crate::async_hook)).
+///
+/// ```
+/// use hooks_core::{AsyncHookFn, HookAborted, ToolCallHookContext};
+///
+/// async fn gate(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+///     if ctx.tool_name() == "drop_table" {
+///         return Err("no DDL".into());
+///     }
+///     Ok(())
+/// }
+/// fn takes<F: for<'c> AsyncHookFn<'c, ToolCallHookContext, Result<(), HookAborted>>>(_: F) {}
+/// takes(gate);
+/// ```
+pub trait AsyncHookFn<'c, C: 'c, R>: Send + Sync + 'static {
+    /// The hook's future on one context.
+    type Future: std::future::Future<Output = R> + Send + 'c;
+
+    /// Starts the hook on `ctx`.
+    fn start(&self, ctx: &'c mut C) -> Self::Future;
+}
+
+impl<'c, C, R, F, Fut> AsyncHookFn<'c, C, R> for F
+where
+    C: 'c,
+    F: Fn(&'c mut C) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = R> + Send + 'c,
+{
+    type Future = Fut;
+
+    #[inline]
+    fn start(&self, ctx: &'c mut C) -> Fut {
+        self(ctx)
+    }
+}
+
+/// Gives a closure the signature of an `async` hook, so that the borrow
+/// of its context can last as long as its future: wrap a closure in it to
+/// register it with
+/// [`register_async_hook`](crate::HookRegistry::register_async_hook).
+/// (An `async fn` needs no wrapping.)
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use hooks_core::{async_hook, HookRegistry, ToolCallHookContext, PRE_TOOL_CALL};
+///
+/// let registry = HookRegistry::new();
+/// let seen = Arc::new(AtomicUsize::new(0));
+/// let counter = Arc::clone(&seen);
+/// registry.register_async_hook(
+///     PRE_TOOL_CALL,
+///     async_hook(move |ctx: &mut ToolCallHookContext| {
+///         let counter = Arc::clone(&counter);
+///         Box::pin(async move {
+///             // Await a chat reply, a rate-limit permit, a database...
+///             counter.fetch_add(1, Ordering::Relaxed);
+///             ctx.tool_input.insert("checked".into(), true.into());
+///         })
+///     }),
+/// )?;
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
+pub fn async_hook<C, R, F>(hook: F) -> F
+where
+    F: for<'c> Fn(&'c mut C) -> HookFuture<'c, R>,
+{
+    hook
 }
 
 /// One hook as a chain holds it.
@@ -353,6 +465,20 @@ pub(crate) fn function_key<F: 'static>() -> Option<TypeId> {
 impl<F, C, R> HookHandle<ByMutFn<C, R>> for F
 where
     F: Fn(&mut C) -> R + 'static,
+{
+    fn hook_key(&self) -> HookKey {
+        function_key::<F>().map_or(HookKey::Unnamed, HookKey::Function)
+    }
+}
+
+/// Marker for [`HookHandle`] on an `async fn` taking `&mut Context`.
+#[doc(hidden)]
+pub struct ByAsyncFn<C, R>(std::marker::PhantomData<(C, R)>);
+
+impl<F, C, R> HookHandle<ByAsyncFn<C, R>> for F
+where
+    F: for<'c> AsyncHookFn<'c, C, R>,
+    C: 'static,
 {
     fn hook_key(&self) -> HookKey {
         function_key::<F>().map_or(HookKey::Unnamed, HookKey::Function)

@@ -113,7 +113,7 @@ pub mod runtime {
     pub use crate::events::{REDACTION_FAILED, RedactionScope, redact_contained, redact_in_scope};
     pub use crate::panic::contain_panic;
 
-    use crate::hook::{HookId, HookOptions, HookStyle};
+    use crate::hook::{AsyncHookFn, HookCall, HookId, HookOptions, HookStyle};
     use crate::outcome::HookReturn;
     use crate::point::Point;
     use crate::registry::{HookRegistry, RegisterError, crew_entry};
@@ -148,7 +148,50 @@ pub mod runtime {
             crew,
             style,
             options,
-            Box::new(move |ctx: &mut P::Context| hook(ctx).into_decision()),
+            HookCall::Shared(Box::new(move |ctx: &mut P::Context| {
+                hook(ctx).into_decision()
+            })),
+        )?;
+        Ok(registry.insert(entry))
+    }
+
+    /// Registers an `async` hook on `registry` as a hook of the crew named
+    /// `crew` (see [`register_crew_hook`] and
+    /// [`HookRegistry::register_async_hook`]).
+    ///
+    /// ```
+    /// use hooks_core::runtime::register_crew_async_hook;
+    /// use hooks_core::{HookOptions, HookRegistry, StepContext, POST_STEP};
+    ///
+    /// async fn review(ctx: &mut StepContext) -> Option<String> {
+    ///     Some(format!("{} (reviewed)", ctx.payload))
+    /// }
+    /// let crew_hooks = HookRegistry::new();
+    /// register_crew_async_hook(&crew_hooks, POST_STEP, "research", HookOptions::new(), review)?;
+    /// assert_eq!(crew_hooks.get_hooks(POST_STEP).len(), 1);
+    /// # Ok::<(), hooks_core::RegisterError>(())
+    /// ```
+    pub fn register_crew_async_hook<P, F, R>(
+        registry: &HookRegistry,
+        point: P,
+        crew: &str,
+        options: HookOptions,
+        hook: F,
+    ) -> Result<HookId, RegisterError>
+    where
+        P: Point,
+        F: for<'c> AsyncHookFn<'c, P::Context, R>,
+        R: HookReturn<P> + 'static,
+    {
+        let _ = point;
+        let entry = crew_entry::<P>(
+            crew,
+            HookStyle::On,
+            options,
+            HookCall::SharedAsync(Box::new(move |ctx: &mut P::Context| {
+                let running = hook.start(ctx);
+                Box::pin(async move { running.await.into_decision() })
+            })),
         )?;
         Ok(registry.insert(entry))
     }
@@ -159,10 +202,11 @@ pub use api::{
     clear_all_llm_call_hooks, clear_all_tool_call_hooks, clear_before_llm_call_hooks,
     clear_before_tool_call_hooks, clear_hooks, explain, explain_point, get_after_llm_call_hooks,
     get_after_tool_call_hooks, get_before_llm_call_hooks, get_before_tool_call_hooks, get_hooks,
-    register_after_llm_call_hook, register_after_tool_call_hook, register_before_llm_call_hook,
-    register_before_tool_call_hook, register_hook, register_hook_with, restore_static_hooks,
-    unregister_after_llm_call_hook, unregister_after_tool_call_hook,
-    unregister_before_llm_call_hook, unregister_before_tool_call_hook, unregister_hook,
+    register_after_llm_call_hook, register_after_tool_call_hook, register_async_hook,
+    register_async_hook_with, register_before_llm_call_hook, register_before_tool_call_hook,
+    register_hook, register_hook_with, restore_static_hooks, unregister_after_llm_call_hook,
+    unregister_after_tool_call_hook, unregister_before_llm_call_hook,
+    unregister_before_tool_call_hook, unregister_hook,
 };
 pub use context::{
     AgentInfo, CrewInfo, ExecutionEndContext, ExecutionStartContext, ExecutionStatus, InputContext,
@@ -173,7 +217,8 @@ pub use events::{Event, EventBus, HookDispatchedEvent, Redact};
 pub use explain::{ExplainedHook, Explanation, Verdict};
 pub use extensions::Extensions;
 pub use hook::{
-    FailureMode, HookContext, HookHandle, HookId, HookInfo, HookOptions, HookOrigin, HookStyle,
+    AsyncHookFn, FailureMode, HookContext, HookFuture, HookHandle, HookId, HookInfo, HookOptions,
+    HookOrigin, HookStyle, async_hook,
 };
 pub use human::{
     CallbackInput, ChannelInput, HumanInputError, HumanInputRequest, HumanInputSource,

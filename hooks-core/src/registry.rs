@@ -12,8 +12,8 @@ use arc_swap::ArcSwap;
 use crate::chain::Chain;
 use crate::events::EventBus;
 use crate::hook::{
-    HookCall, HookEntry, HookHandle, HookId, HookInfo, HookKey, HookOptions, HookOrigin, HookStyle,
-    function_key,
+    AsyncHookFn, HookCall, HookEntry, HookHandle, HookId, HookInfo, HookKey, HookOptions,
+    HookOrigin, HookStyle, function_key,
 };
 use crate::outcome::{HookReturn, LegacyBeforePoint, LegacyBeforeReturn};
 use crate::point::points::{
@@ -492,6 +492,60 @@ impl HookRegistry {
         Ok(self.insert(entry))
     }
 
+    /// Registers an `async` hook at `point`: an `async fn` taking the
+    /// point's context, or a closure wrapped in [`async_hook`](crate::async_hook).
+    /// It runs in its place in the same ordered chain as synchronous hooks;
+    /// a runtime that dispatches with
+    /// [`CallHooks::dispatch_async`](crate::runtime::CallHooks::dispatch_async)
+    /// awaits it (a synchronous dispatch blocks on it). Its return type
+    /// must fit the point as a synchronous hook's must.
+    ///
+    /// For approvals that wait on a chat or web reply, a rate limiter
+    /// that waits for a permit, a policy that asks a service.
+    ///
+    /// ```
+    /// use hooks_core::{HookAborted, HookRegistry, ToolCallHookContext, PRE_TOOL_CALL};
+    ///
+    /// async fn policy(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+    ///     // Ask a policy service, await a permit...
+    ///     if ctx.tool_name() == "drop_table" {
+    ///         return Err("no DDL".into());
+    ///     }
+    ///     Ok(())
+    /// }
+    ///
+    /// let registry = HookRegistry::new();
+    /// registry.register_async_hook(PRE_TOOL_CALL, policy)?;
+    /// assert!(registry.unregister_hook(PRE_TOOL_CALL, policy));
+    /// # Ok::<(), hooks_core::RegisterError>(())
+    /// ```
+    pub fn register_async_hook<P, F, R>(&self, point: P, hook: F) -> Result<HookId, RegisterError>
+    where
+        P: Point,
+        F: for<'c> AsyncHookFn<'c, P::Context, R>,
+        R: HookReturn<P> + 'static,
+    {
+        self.register_async_hook_with(point, HookOptions::new(), hook)
+    }
+
+    /// Registers an `async` hook at `point` with filters, a name or
+    /// fail-closed behavior (see [`register_async_hook`](Self::register_async_hook)).
+    pub fn register_async_hook_with<P, F, R>(
+        &self,
+        point: P,
+        options: HookOptions,
+        hook: F,
+    ) -> Result<HookId, RegisterError>
+    where
+        P: Point,
+        F: for<'c> AsyncHookFn<'c, P::Context, R>,
+        R: HookReturn<P> + 'static,
+    {
+        let _ = point;
+        let entry = async_entry::<P, F, R>(options, HookOrigin::Runtime, hook)?;
+        Ok(self.insert(entry))
+    }
+
     /// Removes the hooks `handle` names at `point` (a [`HookId`], or the hook
     /// function itself); returns whether anything was removed. Works for
     /// hooks of every style, filtered or not, link-time ones included.
@@ -602,6 +656,41 @@ impl HookBatch<'_> {
     {
         let _ = point;
         let entry = on_entry::<P, F, R>(options, HookStyle::On, HookOrigin::Runtime, hook)?;
+        let id = entry.info.id;
+        P::chain_mut(self.set).insert(Arc::new(entry));
+        Ok(id)
+    }
+
+    /// Registers an `async` hook at `point` (see
+    /// [`HookRegistry::register_async_hook`]).
+    pub fn register_async_hook<P, F, R>(
+        &mut self,
+        point: P,
+        hook: F,
+    ) -> Result<HookId, RegisterError>
+    where
+        P: Point,
+        F: for<'c> AsyncHookFn<'c, P::Context, R>,
+        R: HookReturn<P> + 'static,
+    {
+        self.register_async_hook_with(point, HookOptions::new(), hook)
+    }
+
+    /// Registers an `async` hook at `point` with options (see
+    /// [`HookRegistry::register_async_hook_with`]).
+    pub fn register_async_hook_with<P, F, R>(
+        &mut self,
+        point: P,
+        options: HookOptions,
+        hook: F,
+    ) -> Result<HookId, RegisterError>
+    where
+        P: Point,
+        F: for<'c> AsyncHookFn<'c, P::Context, R>,
+        R: HookReturn<P> + 'static,
+    {
+        let _ = point;
+        let entry = async_entry::<P, F, R>(options, HookOrigin::Runtime, hook)?;
         let id = entry.info.id;
         P::chain_mut(self.set).insert(Arc::new(entry));
         Ok(id)
@@ -737,6 +826,31 @@ where
     entry::<P, F>(options, style, origin, HookCall::Shared(call))
 }
 
+/// An entry for an `async` hook, its filters checked.
+pub(crate) fn async_entry<P, F, R>(
+    options: HookOptions,
+    origin: HookOrigin,
+    hook: F,
+) -> Result<HookEntry<P>, RegisterError>
+where
+    P: Point,
+    F: for<'c> AsyncHookFn<'c, P::Context, R>,
+    R: HookReturn<P> + 'static,
+{
+    check_filters(P::ID, &options)?;
+    let call: Box<crate::hook::AsyncHookCall<P>> = Box::new(move |ctx| {
+        let running = hook.start(ctx);
+        // One allocation per run: the hook's own future lives inside.
+        Box::pin(async move { running.await.into_decision() })
+    });
+    Ok(entry::<P, F>(
+        options,
+        HookStyle::On,
+        origin,
+        HookCall::SharedAsync(call),
+    ))
+}
+
 fn legacy_before_entry<P, F, R>(options: HookOptions, style: HookStyle, hook: F) -> HookEntry<P>
 where
     P: LegacyBeforePoint,
@@ -769,7 +883,7 @@ pub(crate) fn crew_entry<P: Point>(
     crew: &str,
     style: HookStyle,
     options: HookOptions,
-    call: Box<crate::hook::SyncHookFn<P>>,
+    call: HookCall<P>,
 ) -> Result<HookEntry<P>, RegisterError> {
     check_filters(P::ID, &options)?;
     let rank = next_rank();
@@ -781,7 +895,7 @@ pub(crate) fn crew_entry<P: Point>(
         rank,
         type_id: None,
         static_index: None,
-        call: HookCall::Shared(call),
+        call,
     })
 }
 

@@ -475,6 +475,19 @@ fn registration(hook: &HookMethod, crew_name: &str, paths: &Paths) -> TokenStrea
     );
     let style = style(paths, hook.args.kind);
     let options = options(hook, crew_name, paths);
+    if hook.signature.is_async {
+        let register = paths.register_scoped_async();
+        let boxed = paths.hook_box();
+        return quote! {
+            let _ = #register(#point_type, __registry, #crew_name, #style, #options, {
+                let __shared = #shared_arc::clone(&__this);
+                move |#context_name: &mut #context| {
+                    let __this = #shared_arc::clone(&__shared);
+                    #boxed::pin(async move { #call })
+                }
+            });
+        };
+    }
     quote! {
         // The attribute checked the filters against the point, so
         // registering cannot fail.

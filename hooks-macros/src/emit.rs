@@ -92,11 +92,31 @@ fn static_record(
     let order = args.order;
     let unchecked_filters = args.unchecked_filters;
 
+    let static_call = paths.static_call();
+    let (hook_fn, call_kind) = if signature.is_async {
+        let future = paths.hook_future();
+        let boxed = paths.hook_box();
+        (
+            quote! {
+                fn __hook<'__c>(#context_name: &'__c mut #context) -> #future<'__c, #decision> {
+                    #boxed::pin(async move { #call })
+                }
+            },
+            quote!(#static_call::Async(__hook)),
+        )
+    } else {
+        (
+            quote! {
+                fn __hook(#context_name: &mut #context) -> #decision {
+                    #call
+                }
+            },
+            quote!(#static_call::Sync(__hook)),
+        )
+    };
     quote! {
         const _: () = {
-            fn __hook(#context_name: &mut #context) -> #decision {
-                #call
-            }
+            #hook_fn
             fn __type_id() -> #type_id {
                 #type_id_of(&#function)
             }
@@ -114,7 +134,7 @@ fn static_record(
                 order: #order,
                 failure: #failure,
                 unchecked_filters: #unchecked_filters,
-                call: __hook,
+                call: #call_kind,
                 type_id: __type_id,
             };
         };
@@ -180,8 +200,13 @@ pub(crate) fn adapted_call(
     let (first, last) = signature.context;
     let borrow = respan(quote!(&mut *), first);
     let context = Ident::new(&context.to_string(), Span::call_site().located_at(last));
+    let awaited = if signature.is_async {
+        quote!(.await)
+    } else {
+        TokenStream::new()
+    };
     quote! {
-        #reader::<#point_type, #output>(#callee(#leading_args #borrow #context))
+        #reader::<#point_type, #output>(#callee(#leading_args #borrow #context) #awaited)
     }
 }
 

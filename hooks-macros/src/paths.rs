@@ -140,6 +140,30 @@ impl Paths {
     }
 
     /// Registers a crew-scoped hook method.
+    /// `StaticCall`: a link-time hook's function, sync or async.
+    pub(crate) fn static_call(&self) -> TokenStream {
+        let private = self.private();
+        quote!(#private::StaticCall)
+    }
+
+    /// `HookFuture`: the boxed future of an `async` hook.
+    pub(crate) fn hook_future(&self) -> TokenStream {
+        let private = self.private();
+        quote!(#private::HookFuture)
+    }
+
+    /// `Box`, to pin an `async` hook's future.
+    pub(crate) fn hook_box(&self) -> TokenStream {
+        let private = self.private();
+        quote!(#private::HookBox)
+    }
+
+    /// Registers an `async` hook method on a crew's registry.
+    pub(crate) fn register_scoped_async(&self) -> TokenStream {
+        let private = self.private();
+        quote!(#private::register_scoped_async)
+    }
+
     pub(crate) fn register_scoped(&self) -> TokenStream {
         let private = self.private();
         quote!(#private::register_scoped)

@@ -1,6 +1,6 @@
 //! Checking the signatures the attributes are put on.
 //!
-//! Only the shape is checked here (one argument, no `async`, no generics,
+//! Only the shape is checked here (one argument, no generics,
 //! ...). Whether the argument really is `ToolCallHookContext` and whether
 //! the return type fits the point is left to rustc: the emitted code is
 //! spanned at the user's tokens so its errors land on them.
@@ -19,6 +19,8 @@ pub(crate) struct HookSignature {
     pub(crate) context: (Span, Span),
     /// The declared return type (`None` for `()`).
     pub(crate) output: Option<Type>,
+    /// Whether the hook is an `async fn`.
+    pub(crate) is_async: bool,
 }
 
 /// Checks a hook on a free function: `fn(ctx: &mut Context) -> R`, with
@@ -28,7 +30,7 @@ pub(crate) fn free_hook(
     point: Option<Point>,
     errors: &mut Errors,
 ) -> Option<HookSignature> {
-    let mut valid = plain_fn(sig, "a hook", errors);
+    let mut valid = plain_fn(sig, "a hook", true, errors);
     let mut inputs = sig.inputs.iter().peekable();
     let receiver = inputs.next_if(|argument| matches!(argument, FnArg::Receiver(_)));
     if let Some(receiver) = receiver {
@@ -61,7 +63,11 @@ pub(crate) fn free_hook(
     );
     let output = return_type(sig, errors);
     match (valid, context, output) {
-        (true, Some(context), Ok(output)) => Some(HookSignature { context, output }),
+        (true, Some(context), Ok(output)) => Some(HookSignature {
+            context,
+            output,
+            is_async: sig.asyncness.is_some(),
+        }),
         _ => None,
     }
 }
@@ -73,7 +79,7 @@ pub(crate) fn hook_method(
     point: Option<Point>,
     errors: &mut Errors,
 ) -> Option<HookSignature> {
-    let mut valid = plain_fn(sig, "a hook method", errors);
+    let mut valid = plain_fn(sig, "a hook method", true, errors);
     let expected = format!(
         "a hook method of a `#[crew_base]` impl takes `&self`, then the context: \
          `fn {}(&self, ctx: &mut {})`",
@@ -103,7 +109,11 @@ pub(crate) fn hook_method(
     valid &= extra_arguments(inputs, &expected, errors);
     let output = return_type(sig, errors);
     match (valid, context, output) {
-        (true, Some(context), Ok(output)) => Some(HookSignature { context, output }),
+        (true, Some(context), Ok(output)) => Some(HookSignature {
+            context,
+            output,
+            is_async: sig.asyncness.is_some(),
+        }),
         _ => None,
     }
 }
@@ -119,7 +129,12 @@ pub(crate) fn builder_method(
     let expected =
         format!("`#[{marker}]` methods take only `&self` and return the {marker}: `{example}`");
     let article = if marker == "agent" { "an" } else { "a" };
-    let mut valid = plain_fn(sig, &format!("{article} `#[{marker}]` method"), errors);
+    let mut valid = plain_fn(
+        sig,
+        &format!("{article} `#[{marker}]` method"),
+        false,
+        errors,
+    );
     let mut inputs = sig.inputs.iter();
     match inputs.next() {
         Some(FnArg::Receiver(receiver)) if is_shared_self(receiver) => {}
@@ -144,16 +159,14 @@ pub(crate) fn builder_method(
 }
 
 /// The checks every attributed function shares. `what` names it in
-/// messages ("a hook", "an `#[agent]` method").
-fn plain_fn(sig: &Signature, what: &str, errors: &mut Errors) -> bool {
+/// messages ("a hook", "an `#[agent]` method"); hooks may be `async`,
+/// the builder methods of a crew may not.
+fn plain_fn(sig: &Signature, what: &str, may_be_async: bool, errors: &mut Errors) -> bool {
     let mut valid = true;
-    if let Some(asyncness) = &sig.asyncness {
+    if let Some(asyncness) = sig.asyncness.as_ref().filter(|_| !may_be_async) {
         errors.spanned(
             asyncness,
-            format!(
-                "{what} cannot be an `async fn`: hooks run synchronously inside the tool call; \
-                 block on your runtime inside the hook if it must wait"
-            ),
+            format!("{what} cannot be an `async fn`: a crew is built synchronously"),
         );
         valid = false;
     }

@@ -5,7 +5,7 @@ use hooks_core::ToolCallHookContext;
 use hooks_macros::on;
 
 #[on(PRE_TOOL, tools = [1], colour = "blue")]
-async fn hook(_ctx: &mut ToolCallHookContext) {}
+unsafe fn hook(_ctx: &mut ToolCallHookContext) {}
 
 fn main() {
     let _still_defined = hook;

@@ -1,0 +1,89 @@
+//! `async fn` hooks as attributes: registered at link time in their place
+//! among the synchronous ones, their decisions read as a synchronous
+//! hook's would be.
+
+use hooks_core::{
+    DispatchOutcome, HookAborted, POST_TOOL_CALL, PRE_TOOL_CALL, ToolCallHookContext,
+    global_registry,
+};
+use hooks_macros::{after_tool_call, before_tool_call, on};
+
+#[on(PRE_TOOL_CALL, tools = ["async_attr_probe"], order = 1)]
+fn first(ctx: &mut ToolCallHookContext) {
+    ctx.tool_input.insert("trail".into(), "first".into());
+}
+
+#[on(PRE_TOOL_CALL, tools = ["async_attr_probe"], order = 2)]
+async fn second(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+    std::future::ready(()).await;
+    let trail = ctx.tool_input["trail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    ctx.tool_input
+        .insert("trail".into(), format!("{trail},second").into());
+    if ctx.tool_input.contains_key("deny") {
+        return Err("denied after an await".into());
+    }
+    Ok(())
+}
+
+#[before_tool_call(tools = ["async_attr_probe"], order = 3)]
+async fn third(ctx: &mut ToolCallHookContext) -> bool {
+    let trail = ctx.tool_input["trail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    ctx.tool_input
+        .insert("trail".into(), format!("{trail},third").into());
+    true
+}
+
+#[after_tool_call(tools = ["async_attr_probe"])]
+async fn redact(ctx: &mut ToolCallHookContext) -> Option<String> {
+    ctx.tool_result
+        .as_deref()
+        .map(|r| r.replace("secret", "[hidden]"))
+}
+
+fn call(deny: bool) -> ToolCallHookContext {
+    let mut ctx = ToolCallHookContext::new("async_attr_probe", Default::default());
+    if deny {
+        ctx.tool_input.insert("deny".into(), true.into());
+    }
+    ctx
+}
+
+#[test]
+fn async_attribute_hooks_run_in_order_with_sync_ones() {
+    let mut ctx = call(false);
+    assert_eq!(
+        global_registry().dispatch(PRE_TOOL_CALL, &mut ctx),
+        DispatchOutcome::Proceeded
+    );
+    assert_eq!(ctx.tool_input["trail"], "first,second,third");
+}
+
+#[test]
+fn an_async_attribute_hook_blocks_with_its_name_as_source() {
+    let mut ctx = call(true);
+    match global_registry().dispatch(PRE_TOOL_CALL, &mut ctx) {
+        DispatchOutcome::Aborted(abort) => {
+            assert_eq!(abort.reason, "denied after an await");
+            assert_eq!(abort.source, "second");
+        }
+        other => panic!("expected a block, got {other:?}"),
+    }
+    assert_eq!(ctx.tool_input["trail"], "first,second", "the chain stopped");
+}
+
+#[test]
+fn an_async_after_hook_replaces_the_result() {
+    let mut ctx = call(false);
+    ctx.tool_result = Some("the secret plan".into());
+    assert_eq!(
+        global_registry().dispatch(POST_TOOL_CALL, &mut ctx),
+        DispatchOutcome::Modified
+    );
+    assert_eq!(ctx.tool_result.as_deref(), Some("the [hidden] plan"));
+}
