@@ -167,7 +167,7 @@ fn run_with(
     let crew = crew.build()?;
     transcript.attach(&crew);
 
-    crew.kickoff(())?;
+    crew.kickoff_blocking(())?;
 
     let done = ledger
         .lock()

@@ -169,7 +169,7 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
     for crew in [&research, &plain] {
         transcript.line("");
         transcript.line(format!("== crew `{}`", crew.name()));
-        crew.kickoff([("topic", "serde")])?;
+        crew.kickoff_blocking([("topic", "serde")])?;
     }
 
     transcript.line("");

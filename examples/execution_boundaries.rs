@@ -118,7 +118,7 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
     for (number, inputs) in kickoffs.into_iter().enumerate() {
         let number = number + 1;
         transcript.line(format!("kickoff {number} with {}", show(&inputs)));
-        match crew.kickoff(inputs) {
+        match crew.kickoff_blocking(inputs) {
             Ok(output) => {
                 transcript.line(format!("kickoff {number} returned:"));
                 for line in output.raw.lines() {

@@ -68,7 +68,7 @@ fn kickoff(transcript: &Transcript) -> Result<(), Box<dyn Error>> {
     let task = Task::builder("Check disk usage").agent(&operator).build();
     let crew = Crew::builder().agent(operator).task(task).build()?;
     transcript.attach(&crew);
-    crew.kickoff(())?;
+    crew.kickoff_blocking(())?;
     Ok(())
 }
 

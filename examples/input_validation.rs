@@ -111,7 +111,7 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
     let crew = Crew::builder().agent(researcher).task(task).build()?;
     transcript.attach(&crew);
 
-    crew.kickoff([("topic", "async traits in Rust")])?;
+    crew.kickoff_blocking([("topic", "async traits in Rust")])?;
     Ok(transcript.lines())
 }
 

@@ -135,7 +135,7 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
     let crew = Crew::builder().agent(researcher).task(task).build()?;
     transcript.attach(&crew);
 
-    crew.kickoff(())?;
+    crew.kickoff_blocking(())?;
     Ok(transcript.lines())
 }
 

@@ -30,7 +30,7 @@
 //!     .global_registry(Arc::new(HookRegistry::new()))
 //!     .build()?;
 //! transcript.attach(&crew);
-//! crew.kickoff(())?;
+//! crew.kickoff_blocking(())?;
 //! assert_eq!(
 //!     transcript.lines(),
 //!     ["[Writer] task: Write a haiku", "[Writer] model answers: Done."]
@@ -470,14 +470,15 @@ impl NarratedModel {
     }
 }
 
+#[crew_runtime::async_trait]
 impl Llm for NarratedModel {
     fn name(&self) -> &str {
         self.inner.name()
     }
 
-    fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
+    async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
         self.narrate_request(request);
-        let answer = self.inner.complete(request);
+        let answer = self.inner.complete(request).await;
         self.narrate_answer(&answer);
         answer
     }
@@ -601,7 +602,7 @@ mod tests {
         let transcript = Transcript::new();
         let crew = noting_crew("a", &transcript);
         transcript.attach(&crew);
-        crew.kickoff(()).expect("the crew runs");
+        crew.kickoff_blocking(()).expect("the crew runs");
         assert_eq!(
             transcript.lines(),
             [
@@ -623,8 +624,8 @@ mod tests {
         let crew_b = noting_crew("b", &second);
         first.attach(&crew_a);
         second.attach(&crew_b);
-        crew_a.kickoff(()).expect("a runs");
-        crew_b.kickoff(()).expect("b runs");
+        crew_a.kickoff_blocking(()).expect("a runs");
+        crew_b.kickoff_blocking(()).expect("b runs");
         let notes = |t: &Transcript| -> Vec<String> {
             t.lines()
                 .into_iter()

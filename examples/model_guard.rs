@@ -137,7 +137,7 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
     let crew = Crew::builder().agent(researcher).task(task).build()?;
     transcript.attach(&crew);
 
-    match crew.kickoff(()) {
+    match crew.kickoff_blocking(()) {
         Ok(output) => transcript.line(format!("final output: {output}")),
         Err(error) => {
             transcript.line(format!("kickoff failed: {error}"));

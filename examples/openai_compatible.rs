@@ -113,7 +113,7 @@ fn run(lookup: impl FnMut(&str) -> Option<String>) -> Result<Vec<String>, Box<dy
     let crew = Crew::builder().agent(assistant).task(task).build()?;
     transcript.attach(&crew);
 
-    let output = crew.kickoff([("file", "notes.txt")])?;
+    let output = crew.kickoff_blocking([("file", "notes.txt")])?;
     transcript.line(format!("final output: {output}"));
     Ok(transcript.lines())
 }

@@ -75,7 +75,7 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
     // The transcript listens to the crew's events: hook decisions, tool runs.
     transcript.attach(&crew);
 
-    let output = crew.kickoff([("file", "notes.txt")])?;
+    let output = crew.kickoff_blocking([("file", "notes.txt")])?;
     transcript.line(format!("final output: {output}"));
     Ok(transcript.lines())
 }

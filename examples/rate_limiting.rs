@@ -113,7 +113,7 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
         "limit: {LIMIT} calls per tool per {WINDOW:?}; up to \
          {DEFAULT_MAX_CONCURRENT_TOOL_CALLS} calls of one turn run at once"
     ));
-    crew.kickoff(())?;
+    crew.kickoff_blocking(())?;
 
     // The summary, from the events and the tool's own counter.
     let dispatches = transcript.dispatches();

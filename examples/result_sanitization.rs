@@ -123,7 +123,7 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
     let crew = Crew::builder().agent(operator).task(task).build()?;
     transcript.attach(&crew);
 
-    crew.kickoff(())?;
+    crew.kickoff_blocking(())?;
     Ok(transcript.lines())
 }
 

@@ -100,7 +100,7 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
         ));
     }
 
-    crew.kickoff(())?;
+    crew.kickoff_blocking(())?;
 
     let blocked: Vec<String> = transcript
         .dispatches()

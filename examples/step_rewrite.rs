@@ -151,7 +151,7 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
         .build()?;
     transcript.attach(&crew);
 
-    let output = crew.kickoff([("topic", "error handling in Rust")])?;
+    let output = crew.kickoff_blocking([("topic", "error handling in Rust")])?;
 
     let dispatches = transcript.dispatches();
     for point in [InterceptionPoint::PRE_STEP, InterceptionPoint::POST_STEP] {

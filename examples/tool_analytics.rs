@@ -128,7 +128,7 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
     let crew = Crew::builder().agent(researcher).task(task).build()?;
     transcript.attach(&crew);
 
-    crew.kickoff(())?;
+    crew.kickoff_blocking(())?;
 
     transcript.line("");
     transcript.line("tool usage, from the hooks' statistics:");

@@ -63,7 +63,9 @@ fn typo_crew(strict: bool) -> (Crew, Arc<ScriptedLlm>) {
 #[test]
 fn strict_crew_refuses_to_start_with_a_crew_base_filter_naming_nothing() {
     let (crew, llm) = typo_crew(true);
-    let error = crew.kickoff(()).expect_err("strict mode refuses the typo");
+    let error = crew
+        .kickoff_blocking(())
+        .expect_err("strict mode refuses the typo");
     match &error {
         CrewError::UnmatchedHookFilters(warnings) => {
             let names: Vec<&str> = warnings.iter().map(|w| w.hook.name.as_str()).collect();
@@ -79,7 +81,7 @@ fn strict_crew_refuses_to_start_with_a_crew_base_filter_naming_nothing() {
 fn lenient_crew_runs_with_a_crew_base_filter_naming_nothing() {
     let (crew, llm) = typo_crew(false);
     let output = crew
-        .kickoff(())
+        .kickoff_blocking(())
         .expect("outside strict mode the run goes on");
     assert_eq!(output.raw, "done");
     assert_eq!(llm.requests()[1].observations(), ["results"]);

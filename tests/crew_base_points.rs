@@ -85,7 +85,7 @@ fn reviewed(reviewer: &'static str, answers: &[&str]) -> (ReviewedCrew, Arc<Scri
 fn crew_base_hook_methods_run_at_every_point_with_the_instances_state() {
     let (instance, llm) = reviewed("Ada", &["A note."]);
     let crew = instance.crew().expect("builds");
-    let output = crew.kickoff([("topic", "RUST")]).expect("runs");
+    let output = crew.kickoff_blocking([("topic", "RUST")]).expect("runs");
 
     assert_eq!(output.raw, "A note. -- reviewed by Ada");
     assert!(
@@ -101,7 +101,7 @@ fn crew_base_hook_methods_run_at_every_point_with_the_instances_state() {
             .unwrap_or_else(PoisonError::into_inner),
         [1]
     );
-    let error = crew.kickoff(()).expect_err("no topic");
+    let error = crew.kickoff_blocking(()).expect_err("no topic");
     assert_eq!(error.aborted_at(), Some(InterceptionPoint::EXECUTION_START));
     assert_eq!(
         error.abort().map(|a| a.source.as_str()),
@@ -116,11 +116,17 @@ fn crew_base_hook_methods_at_new_points_stay_with_their_crew() {
     let first_crew = first.crew().expect("builds");
     let second_crew = second.crew().expect("builds");
     assert_eq!(
-        first_crew.kickoff([("topic", "x")]).expect("runs").raw,
+        first_crew
+            .kickoff_blocking([("topic", "x")])
+            .expect("runs")
+            .raw,
         "One. -- reviewed by Ada"
     );
     assert_eq!(
-        second_crew.kickoff([("topic", "x")]).expect("runs").raw,
+        second_crew
+            .kickoff_blocking([("topic", "x")])
+            .expect("runs")
+            .raw,
         "Two. -- reviewed by Grace"
     );
     assert!(get_hooks(POST_STEP).is_empty(), "never global");

@@ -102,7 +102,7 @@ fn time_kickoff(hooks: bool, turns: u64, per_turn: u64, concurrency: usize) -> D
         .map(|_| {
             let crew = crew(&global, turns, per_turn, concurrency);
             let started = Instant::now();
-            let output = crew.kickoff(());
+            let output = crew.kickoff_blocking(());
             let elapsed = started.elapsed();
             match output {
                 Ok(output) if output.raw == "done" => elapsed,

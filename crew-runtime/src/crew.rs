@@ -7,6 +7,7 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use hooks_core::__private::CrewScope;
 use hooks_core::runtime::{Dispatcher, register_crew_hook};
@@ -147,6 +148,8 @@ pub(crate) struct CrewInner {
     pub(crate) max_tool_calls_per_turn: usize,
     pub(crate) max_observation_bytes: usize,
     max_kickoff_depth: usize,
+    pub(crate) tool_timeout: Duration,
+    pub(crate) model_timeout: Duration,
     /// Applied at every exit of the crew (see [`CrewBuilder::redact_with`]).
     pub(crate) redaction: Redaction,
     strict: bool,
@@ -214,7 +217,7 @@ impl CrewInner {
 ///     .task(Task::builder("Research {topic}").agent(&researcher).build())
 ///     .global_registry(Arc::new(HookRegistry::new()))
 ///     .build()?;
-/// let output = crew.kickoff([("topic", "Rust")])?;
+/// let output = crew.kickoff_blocking([("topic", "Rust")])?;
 /// assert_eq!(output.raw, "Rust is fast.");
 /// assert_eq!(output.tasks_output[0].description, "Research Rust");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -403,19 +406,102 @@ impl Crew {
     /// started from a hook nests inside the running one; past
     /// [`CrewBuilder::max_kickoff_depth`] nested kickoffs it fails with
     /// [`CrewError::KickoffTooDeep`].
-    pub fn kickoff(&self, inputs: impl Into<Inputs>) -> Result<CrewOutput, CrewError> {
-        let _depth = KickoffDepth::enter(&self.inner.name, self.inner.max_kickoff_depth)?;
-        self.inner.check_global_filters_once()?;
-        let violations = self
-            .inner
-            .attached_violations
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        if !violations.is_empty() {
-            return Err(CrewError::UnmatchedHookFilters(violations));
+    ///
+    /// The future is `Send`: spawn it, or await it in a request handler.
+    /// Dropping it cancels the kickoff: the model's answer it awaits, async
+    /// tools and the tasks running a turn's calls are dropped (a
+    /// synchronous tool already running finishes on its thread, its result
+    /// dropped), and `EXECUTION_END` does not fire. It needs a tokio
+    /// runtime (for timers and tasks); from synchronous code, use
+    /// [`Crew::kickoff_blocking`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write about {topic}").agent(&writer).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .build()?;
+    /// let output = crew.kickoff([("topic", "Rust")]).await?;
+    /// assert_eq!(output.raw, "draft");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn kickoff(&self, inputs: impl Into<Inputs>) -> Result<CrewOutput, CrewError> {
+        let inputs = inputs.into();
+        let depth = KickoffDepth::current() + 1;
+        if depth > self.inner.max_kickoff_depth {
+            return Err(CrewError::KickoffTooDeep {
+                crew: self.inner.name.clone(),
+                limit: self.inner.max_kickoff_depth,
+            });
         }
-        crate::executor::kickoff(self, inputs.into())
+        KickoffDepth::scope(depth, async {
+            self.inner.check_global_filters_once()?;
+            let violations = self
+                .inner
+                .attached_violations
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone();
+            if !violations.is_empty() {
+                return Err(CrewError::UnmatchedHookFilters(violations));
+            }
+            crate::executor::kickoff(self, inputs).await
+        })
+        .await
+    }
+
+    /// [`Crew::kickoff`] for synchronous code: runs the kickoff to its end
+    /// and returns what it returns.
+    ///
+    /// Outside a tokio runtime it runs on a runtime of this thread's own
+    /// (built at the first call, kept for the next). Inside one (a hook or
+    /// a tool of a running kickoff, a `#[tokio::main]` program) it runs the
+    /// kickoff on a thread of its own and waits for it there, so it never
+    /// fails with "cannot start a runtime from within a runtime"; it does
+    /// block the thread it is called on, so async code should `.await`
+    /// [`Crew::kickoff`] instead.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .build()?;
+    /// assert_eq!(crew.kickoff_blocking(())?.raw, "draft");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn kickoff_blocking(&self, inputs: impl Into<Inputs>) -> Result<CrewOutput, CrewError> {
+        let inputs = inputs.into();
+        // The depth of the kickoff this one nests in, if any: the new
+        // thread does not see this task's or thread's.
+        let depth = KickoffDepth::current();
+        let kickoff = || {
+            let kickoff = KickoffDepth::scope(depth, self.kickoff(inputs));
+            on_thread_runtime(kickoff)
+        };
+        if tokio::runtime::Handle::try_current().is_err() {
+            return kickoff();
+        }
+        std::thread::scope(|scope| {
+            let thread = std::thread::Builder::new()
+                .name(format!("kickoff-{}", self.inner.name))
+                .spawn_scoped(scope, kickoff)
+                .map_err(|error| CrewError::RuntimeUnavailable(error.to_string()))?;
+            thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
     }
 
     pub(crate) fn inner(&self) -> &CrewInner {
@@ -494,6 +580,22 @@ pub const DEFAULT_MAX_TOOL_CALLS_PER_TURN: usize = 64;
 /// ```
 pub const DEFAULT_MAX_OBSERVATION_BYTES: usize = 64 * 1024;
 
+/// How long a tool call may run, unless told otherwise
+/// ([`CrewBuilder::tool_timeout`], [`Tool::with_timeout`](crate::Tool::with_timeout)).
+///
+/// ```
+/// assert_eq!(crew_runtime::DEFAULT_TOOL_TIMEOUT.as_secs(), 120);
+/// ```
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long one model call may take, unless told otherwise
+/// ([`CrewBuilder::model_timeout`]).
+///
+/// ```
+/// assert_eq!(crew_runtime::DEFAULT_MODEL_TIMEOUT.as_secs(), 300);
+/// ```
+pub const DEFAULT_MODEL_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// How many kickoffs may be nested (a hook kicking off a crew, whose hook
 /// kicks off a crew, …), the outermost one included, unless told otherwise
 /// ([`CrewBuilder::max_kickoff_depth`]).
@@ -504,10 +606,39 @@ pub const DEFAULT_MAX_OBSERVATION_BYTES: usize = 64 * 1024;
 pub const DEFAULT_MAX_KICKOFF_DEPTH: usize = 8;
 
 thread_local! {
-    /// How many kickoffs are running on this thread's stack (and, for a
-    /// thread running a turn's tool calls, on the stack of the kickoff it
-    /// works for).
+    /// How many kickoffs a synchronous tool's thread works inside (the
+    /// depth of the kickoff whose call it runs).
     static KICKOFF_DEPTH: Cell<usize> = const { Cell::new(0) };
+
+    /// This thread's runtime for [`Crew::kickoff_blocking`].
+    static THREAD_RUNTIME: std::cell::RefCell<Option<tokio::runtime::Runtime>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+tokio::task_local! {
+    /// How many kickoffs the polled task works inside.
+    static TASK_KICKOFF_DEPTH: usize;
+}
+
+/// Runs `future` to its end on this thread's runtime (built on first use).
+fn on_thread_runtime<F: std::future::Future<Output = Result<CrewOutput, CrewError>>>(
+    future: F,
+) -> Result<CrewOutput, CrewError> {
+    THREAD_RUNTIME.with(|cell| {
+        if cell.borrow().is_none() {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|error| CrewError::RuntimeUnavailable(error.to_string()))?;
+            *cell.borrow_mut() = Some(runtime);
+        }
+        match &*cell.borrow() {
+            Some(runtime) => runtime.block_on(future),
+            None => Err(CrewError::RuntimeUnavailable(
+                "the thread's runtime is gone".to_owned(),
+            )),
+        }
+    })
 }
 
 /// Holds this thread's kickoff depth while a kickoff (or a turn's tool
@@ -517,21 +648,20 @@ pub(crate) struct KickoffDepth {
 }
 
 impl KickoffDepth {
-    /// The kickoffs running on this thread's stack.
+    /// How many kickoffs the current work is nested in: the polled task's
+    /// depth, or else this thread's.
     pub(crate) fn current() -> usize {
-        KICKOFF_DEPTH.with(Cell::get)
+        TASK_KICKOFF_DEPTH
+            .try_with(|depth| *depth)
+            .unwrap_or_else(|_| KICKOFF_DEPTH.with(Cell::get))
     }
 
-    /// One kickoff deeper, or the error when that is past `limit`.
-    fn enter(crew: &str, limit: usize) -> Result<KickoffDepth, CrewError> {
-        let depth = KickoffDepth::current() + 1;
-        if depth > limit {
-            return Err(CrewError::KickoffTooDeep {
-                crew: crew.to_owned(),
-                limit,
-            });
-        }
-        Ok(KickoffDepth::at(depth))
+    /// `future`, polled at `depth`.
+    pub(crate) fn scope<F: std::future::Future>(
+        depth: usize,
+        future: F,
+    ) -> impl std::future::Future<Output = F::Output> {
+        TASK_KICKOFF_DEPTH.scope(depth, future)
     }
 
     /// This thread at `depth`: a helper thread running the calls of a
@@ -565,6 +695,8 @@ pub struct CrewBuilder {
     max_tool_calls_per_turn: usize,
     max_observation_bytes: usize,
     max_kickoff_depth: usize,
+    tool_timeout: Duration,
+    model_timeout: Duration,
     redaction: Redaction,
     hooks: Vec<PendingHook>,
 }
@@ -584,6 +716,8 @@ impl Default for CrewBuilder {
             max_tool_calls_per_turn: DEFAULT_MAX_TOOL_CALLS_PER_TURN,
             max_observation_bytes: DEFAULT_MAX_OBSERVATION_BYTES,
             max_kickoff_depth: DEFAULT_MAX_KICKOFF_DEPTH,
+            tool_timeout: DEFAULT_TOOL_TIMEOUT,
+            model_timeout: DEFAULT_MODEL_TIMEOUT,
             redaction: Redaction::default(),
             hooks: Vec::new(),
         }
@@ -671,7 +805,7 @@ impl CrewBuilder {
     ///     .strict(true)
     ///     .build()?;
     /// // No crew built on `hooks` has a `send_email` tool.
-    /// assert!(matches!(crew.kickoff(()), Err(CrewError::UnmatchedHookFilters(_))));
+    /// assert!(matches!(crew.kickoff_blocking(()), Err(CrewError::UnmatchedHookFilters(_))));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn strict(mut self, strict: bool) -> Self {
@@ -717,7 +851,7 @@ impl CrewBuilder {
     ///     .global_registry(Arc::new(HookRegistry::new()))
     ///     .max_tool_calls_per_turn(1)
     ///     .build()?;
-    /// crew.kickoff(())?;
+    /// crew.kickoff_blocking(())?;
     /// let observations = llm.requests()[1].observations().join("\n");
     /// assert!(observations.starts_with("found\nTool call refused"), "{observations}");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -749,7 +883,7 @@ impl CrewBuilder {
     ///     .global_registry(Arc::new(HookRegistry::new()))
     ///     .max_observation_bytes(10)
     ///     .build()?;
-    /// crew.kickoff(())?;
+    /// crew.kickoff_blocking(())?;
     /// let observation = llm.requests()[1].observations()[0].to_owned();
     /// assert!(observation.starts_with("xxxxxxxxxx\n[observation truncated: 90 of 100 bytes cut"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -780,16 +914,60 @@ impl CrewBuilder {
     /// let inner = crew.clone();
     /// crew.hooks().register_hook(EXECUTION_START, move |_: &mut ExecutionStartContext| {
     ///     // A kickoff from a hook of a running kickoff: depth 2.
-    ///     match inner.kickoff(()) {
+    ///     match inner.kickoff_blocking(()) {
     ///         Err(CrewError::KickoffTooDeep { limit: 1, .. }) => Ok(()),
     ///         other => Err(HookAborted::with_reason(format!("{other:?}"))),
     ///     }
     /// })?;
-    /// assert_eq!(crew.kickoff(())?.raw, "draft");
+    /// assert_eq!(crew.kickoff_blocking(())?.raw, "draft");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn max_kickoff_depth(mut self, limit: usize) -> Self {
         self.max_kickoff_depth = limit.max(1);
+        self
+    }
+
+    /// How long a tool call may run before the agent is told
+    /// `Error executing tool: timed out after …` (default
+    /// [`DEFAULT_TOOL_TIMEOUT`]); a tool's own
+    /// [`Tool::with_timeout`](crate::Tool::with_timeout) comes first. The
+    /// run goes on: the model decides what to do without the result.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let hang = Tool::dynamic("hang", "Never answers", json!({"type": "object"}), |_| async {
+    ///     std::future::pending::<()>().await;
+    ///     Ok::<_, String>(json!("unreachable"))
+    /// });
+    /// let llm = Arc::new(ScriptedLlm::new().call("hang", json!({})).answer("gave up"));
+    /// let agent = Agent::builder("Clerk").tool(hang).llm(llm.clone()).build();
+    /// let crew = Crew::builder()
+    ///     .agent(agent.clone())
+    ///     .task(Task::builder("Try").agent(&agent).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .tool_timeout(Duration::from_millis(20))
+    ///     .build()?;
+    /// crew.kickoff_blocking(())?;
+    /// assert_eq!(
+    ///     llm.requests()[1].observations(),
+    ///     ["Error executing tool: timed out after 20ms"]
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_timeout = timeout;
+        self
+    }
+
+    /// How long one model call may take before the kickoff fails with
+    /// [`LlmError::Timeout`](crate::llm::LlmError::Timeout) (default
+    /// [`DEFAULT_MODEL_TIMEOUT`]), whatever the model client's own
+    /// timeout is.
+    pub fn model_timeout(mut self, timeout: Duration) -> Self {
+        self.model_timeout = timeout;
         self
     }
 
@@ -841,7 +1019,7 @@ impl CrewBuilder {
     ///     .global_registry(Arc::new(HookRegistry::new()))
     ///     .redact_with(SecretRedactor::new())
     ///     .build()?;
-    /// let output = crew.kickoff(())?;
+    /// let output = crew.kickoff_blocking(())?;
     /// assert_eq!(llm.requests()[1].observations(), ["user ada, password: [REDACTED]"]);
     /// assert_eq!(output.raw, "user ada, password: [REDACTED]");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -865,7 +1043,7 @@ impl CrewBuilder {
     ///     .global_registry(Arc::new(HookRegistry::new()))
     ///     .hook(POST_STEP, |ctx: &mut StepContext| Some(format!("{} (reviewed)", ctx.payload)))
     ///     .build()?;
-    /// assert_eq!(crew.kickoff(())?.raw, "draft (reviewed)");
+    /// assert_eq!(crew.kickoff_blocking(())?.raw, "draft (reviewed)");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn hook<P, F, R>(self, point: P, hook: F) -> Self
@@ -1009,6 +1187,8 @@ impl CrewBuilder {
             max_tool_calls_per_turn: self.max_tool_calls_per_turn,
             max_observation_bytes: self.max_observation_bytes,
             max_kickoff_depth: self.max_kickoff_depth,
+            tool_timeout: self.tool_timeout,
+            model_timeout: self.model_timeout,
             redaction: self.redaction,
             strict: self.strict,
             known,

@@ -196,6 +196,11 @@ pub enum CrewError {
         /// The most kickoffs that may be nested, the outermost included.
         limit: usize,
     },
+    /// [`Crew::kickoff_blocking`](crate::Crew::kickoff_blocking) could not
+    /// get a runtime or a thread to run the kickoff on (the system refused
+    /// one).
+    #[error("no runtime to run the kickoff on: {0}")]
+    RuntimeUnavailable(String),
 }
 
 impl CrewError {
@@ -267,9 +272,9 @@ impl CrewError {
                 source: redacted_llm_error(source, redaction),
             },
             // Names and numbers the program chose, no text of a run.
-            other @ (CrewError::UnmatchedHookFilters(_) | CrewError::KickoffTooDeep { .. }) => {
-                other
-            }
+            other @ (CrewError::UnmatchedHookFilters(_)
+            | CrewError::KickoffTooDeep { .. }
+            | CrewError::RuntimeUnavailable(_)) => other,
         }
     }
 }
@@ -283,6 +288,7 @@ fn redacted_llm_error(error: LlmError, redaction: &Redaction) -> LlmError {
         LlmError::Transport(text) => LlmError::Transport(redaction.owned(text)),
         LlmError::InvalidResponse(text) => LlmError::InvalidResponse(redaction.owned(text)),
         LlmError::Config(text) => LlmError::Config(redaction.owned(text)),
+        LlmError::Panicked(text) => LlmError::Panicked(redaction.owned(text)),
         other @ (LlmError::Timeout(_) | LlmError::ScriptExhausted { .. }) => other,
     }
 }

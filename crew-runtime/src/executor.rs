@@ -4,19 +4,34 @@
 //!
 //! A task's loop: the model is told who the agent is and what the task is
 //! (with the outputs of its context tasks); each turn it either answers, or
-//! asks for tool calls. The calls of one turn run concurrently (up to the
-//! crew's `max_concurrent_tool_calls`, a single call on the agent's own
-//! thread), and their observations go back to the model in call order. An
-//! agent that reaches its `max_iter` turns without answering stops with a
-//! note as its output, and the crew goes on.
+//! asks for tool calls. The calls of one turn run concurrently as tasks of
+//! the runtime (up to the crew's `max_concurrent_tool_calls`; a single call
+//! runs in the kickoff's own task), and their observations go back to the
+//! model in call order. An agent that reaches its `max_iter` turns without
+//! answering stops with a note as its output, and the crew goes on.
+//!
+//! Everything is awaited: models, async tools, `async` hooks. Synchronous
+//! tools run on the runtime's blocking pool. Dropping a kickoff's future
+//! cancels what it awaits (the model's answer, async tools, the tasks of
+//! a turn's calls).
+//!
+//! `tracing` spans follow the work: `crew.kickoff` → `invoke_agent` (one
+//! task) → `chat` (a model call) / `execute_tool` (a tool call), with the
+//! GenAI semantic-convention field names (`gen_ai.operation.name`,
+//! `gen_ai.agent.name`, `gen_ai.request.model`, `gen_ai.tool.name`,
+//! `gen_ai.tool.call.id`); the hook dispatches are events inside them.
 //!
 //! With a crew's redaction set, what the executor lets out passes through
 //! it (see [`redaction`](crate::redaction)): each message as it enters the
 //! conversation, the console, the kickoff's output and error.
 
-use std::sync::Arc;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use hooks_core::runtime::{Dispatcher, MODEL_CALL_POINTS, ToolOutput};
+use hooks_core::events::LlmStreamChunkEvent;
+use hooks_core::runtime::{
+    Dispatcher, MODEL_CALL_POINTS, RedactionScope, ToolOutput, contain_panic_async, panic_message,
+};
 use hooks_core::{
     AgentInfo, CrewInfo, CrewOutput, DispatchOutcome, EXECUTION_END, EXECUTION_START, Event,
     ExecutionEndContext, ExecutionStartContext, HookAborted, INPUT, InputContext, Inputs,
@@ -24,44 +39,68 @@ use hooks_core::{
     POST_STEP, PRE_MODEL_CALL, PRE_STEP, StepContext, StepKind, TaskInfo, TaskOutput,
 };
 
+use crate::crew::KickoffDepth;
 use crate::crew::{Crew, CrewAgent, CrewInner};
 use crate::error::CrewError;
-use crate::llm::{ChatMessage, LlmRequest, ModelTurn, ToolCallRequest};
-use crate::pool::{CallPool, Turn};
+use crate::join::BoundedJoinSet;
+use crate::llm::{ChatMessage, DeltaSink, LlmError, LlmRequest, ModelTurn, ToolCallRequest};
 use crate::prompt;
 use crate::redaction::Redaction;
 use crate::task::Task;
+use tracing::Instrument;
 
 /// Runs a kickoff through every point: `EXECUTION_START`, `INPUT`, each
 /// task (`PRE_STEP`, its model and tool calls, `POST_STEP`), `OUTPUT`, and
 /// `EXECUTION_END` once the rest has completed or failed. Its output or
 /// error leaves through the crew's redaction, and so does what `hooks-core`
-/// reports on this thread meanwhile.
-pub(crate) fn kickoff(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, CrewError> {
+/// reports while the kickoff is polled, on whichever thread.
+pub(crate) async fn kickoff(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, CrewError> {
     let redaction = &crew.inner().redaction;
-    let _scope = redaction.scope();
-    match kickoff_unredacted(crew, inputs) {
+    let span = tracing::info_span!(
+        "crew.kickoff",
+        crew.name = %crew.inner().name,
+        gen_ai.operation.name = "invoke_workflow",
+    );
+    let work = kickoff_unredacted(crew, inputs).instrument(span);
+    match RedactionScope::instrument(redaction.redactor(), work).await {
         Ok(output) => Ok(redaction.output(output)),
         Err(error) => Err(error.redacted(redaction)),
     }
 }
 
-fn kickoff_unredacted(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, CrewError> {
+async fn kickoff_unredacted(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, CrewError> {
     let dispatcher = crew.dispatcher();
     let crew_info: Arc<dyn CrewInfo> = Arc::new(crew.clone());
     let mut start = ExecutionStartContext::new(inputs).with_crew(Arc::clone(&crew_info));
-    if let DispatchOutcome::Aborted(abort) = dispatcher.dispatch(EXECUTION_START, &mut start) {
+    if let DispatchOutcome::Aborted(abort) =
+        dispatch(&dispatcher, EXECUTION_START, &mut start).await
+    {
         // EXECUTION_END fires only for kickoffs that passed EXECUTION_START.
         return Err(aborted_at(InterceptionPoint::EXECUTION_START, None, abort));
     }
-    let result = run(crew, start.inputs, &crew_info);
-    finish(&dispatcher, result, crew_info, &crew.inner().redaction)
+    let result = run(crew, start.inputs, &crew_info).await;
+    finish(&dispatcher, result, crew_info, &crew.inner().redaction).await
+}
+
+/// One point's chain, on a snapshot of its own, `async` hooks awaited.
+async fn dispatch<P: hooks_core::Point>(
+    dispatcher: &Dispatcher<'_>,
+    point: P,
+    ctx: &mut P::Context,
+) -> DispatchOutcome {
+    if !dispatcher.has_hooks(P::ID) {
+        return DispatchOutcome::Proceeded;
+    }
+    dispatcher
+        .begin_call(&[P::ID])
+        .dispatch_async(point, ctx)
+        .await
 }
 
 /// `EXECUTION_END`, exactly once: with the output, or with the error that
 /// ended the run. On the failure path an abort is ignored (the original
 /// error stands); after a completed run it becomes the kickoff's error.
-fn finish(
+async fn finish(
     dispatcher: &Dispatcher<'_>,
     result: Result<CrewOutput, CrewError>,
     crew_info: Arc<dyn CrewInfo>,
@@ -73,7 +112,7 @@ fn finish(
     match result {
         Ok(output) => {
             let mut end = ExecutionEndContext::completed(output).with_crew(crew_info);
-            let outcome = dispatcher.dispatch(EXECUTION_END, &mut end);
+            let outcome = dispatch(dispatcher, EXECUTION_END, &mut end).await;
             let output = end.output.take().unwrap_or_default();
             match outcome {
                 DispatchOutcome::Aborted(abort) => {
@@ -84,7 +123,9 @@ fn finish(
         }
         Err(error) => {
             let mut end = ExecutionEndContext::failed(&error).with_crew(crew_info);
-            if let DispatchOutcome::Aborted(abort) = dispatcher.dispatch(EXECUTION_END, &mut end) {
+            if let DispatchOutcome::Aborted(abort) =
+                dispatch(dispatcher, EXECUTION_END, &mut end).await
+            {
                 let abort = redaction.abort(abort);
                 tracing::warn!(
                     target: "crew_runtime::executor",
@@ -106,7 +147,7 @@ fn aborted_at(point: InterceptionPoint, agent: Option<&str>, abort: HookAborted)
 }
 
 /// `INPUT`, the tasks in order, and `OUTPUT`.
-fn run(
+async fn run(
     crew: &Crew,
     inputs: Inputs,
     crew_info: &Arc<dyn CrewInfo>,
@@ -114,11 +155,10 @@ fn run(
     let inner = crew.inner();
     let dispatcher = crew.dispatcher();
     let mut input = InputContext::new(inputs).with_crew(Arc::clone(crew_info));
-    if let DispatchOutcome::Aborted(abort) = dispatcher.dispatch(INPUT, &mut input) {
+    if let DispatchOutcome::Aborted(abort) = dispatch(&dispatcher, INPUT, &mut input).await {
         return Err(aborted_at(InterceptionPoint::INPUT, None, abort));
     }
     let tasks = fill_inputs(inner, &input.inputs)?;
-    let mut pool = CallPool::new(inner.max_concurrent_tool_calls);
     let mut outputs: Vec<TaskOutput> = Vec::with_capacity(tasks.len());
     for (position, (crew_task, task)) in inner.tasks.iter().zip(tasks).enumerate() {
         // Built crews only hold agent indices they resolved themselves.
@@ -137,6 +177,7 @@ fn run(
             task,
             crew_info: Arc::clone(crew_info),
             verbose: inner.verbose || agent.agent.verbose(),
+            depth: KickoffDepth::current(),
         });
         if run.verbose {
             hooks_core::console::print_line(&format!(
@@ -149,25 +190,13 @@ fn run(
                 excerpt(&inner.redaction.text(run.task.description()), 200)
             ));
         }
-        let mut pre_step = run.step_context(prompt::context_text(&context));
-        if let DispatchOutcome::Aborted(abort) = dispatcher.dispatch(PRE_STEP, &mut pre_step) {
-            return Err(aborted_at(
-                InterceptionPoint::PRE_STEP,
-                Some(run.role()),
-                abort,
-            ));
-        }
-        let mut output = run.work(&pre_step.payload, &mut pool)?;
-        let mut post_step = run.step_context(std::mem::take(&mut output.raw));
-        let outcome = dispatcher.dispatch(POST_STEP, &mut post_step);
-        output.raw = post_step.payload;
-        if let DispatchOutcome::Aborted(abort) = outcome {
-            return Err(aborted_at(
-                InterceptionPoint::POST_STEP,
-                Some(run.role()),
-                abort,
-            ));
-        }
+        let span = tracing::info_span!(
+            "invoke_agent",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = %agent.agent.role(),
+            crew.task.index = position + 1,
+        );
+        let output = run.task(&context).instrument(span).await?;
         outputs.push(output);
     }
     let raw = outputs.last().map(|o| o.raw.clone()).unwrap_or_default();
@@ -176,10 +205,39 @@ fn run(
         tasks_output: outputs,
     })
     .with_crew(Arc::clone(crew_info));
-    if let DispatchOutcome::Aborted(abort) = dispatcher.dispatch(OUTPUT, &mut output) {
+    if let DispatchOutcome::Aborted(abort) = dispatch(&dispatcher, OUTPUT, &mut output).await {
         return Err(aborted_at(InterceptionPoint::OUTPUT, None, abort));
     }
     Ok(output.output)
+}
+
+impl AgentRun {
+    /// One task: `PRE_STEP`, the model-turn loop, `POST_STEP`.
+    async fn task(self: &Arc<Self>, context: &[&str]) -> Result<TaskOutput, CrewError> {
+        let dispatcher = self.dispatcher();
+        let mut pre_step = self.step_context(prompt::context_text(context));
+        if let DispatchOutcome::Aborted(abort) =
+            dispatch(&dispatcher, PRE_STEP, &mut pre_step).await
+        {
+            return Err(aborted_at(
+                InterceptionPoint::PRE_STEP,
+                Some(self.role()),
+                abort,
+            ));
+        }
+        let mut output = self.work(&pre_step.payload).await?;
+        let mut post_step = self.step_context(std::mem::take(&mut output.raw));
+        let outcome = dispatch(&dispatcher, POST_STEP, &mut post_step).await;
+        output.raw = post_step.payload;
+        if let DispatchOutcome::Aborted(abort) = outcome {
+            return Err(aborted_at(
+                InterceptionPoint::POST_STEP,
+                Some(self.role()),
+                abort,
+            ));
+        }
+        Ok(output)
+    }
 }
 
 /// Every task with its inputs filled in, or the first task that uses an
@@ -215,6 +273,10 @@ pub(crate) struct AgentRun {
     pub(crate) task_info: Arc<dyn TaskInfo>,
     pub(crate) crew_info: Arc<dyn CrewInfo>,
     pub(crate) verbose: bool,
+    /// The depth of the kickoff the run belongs to: the tasks and threads
+    /// that run its calls take it, so a hook there that kicks off a crew
+    /// counts toward the nesting limit.
+    pub(crate) depth: usize,
 }
 
 impl AgentRun {
@@ -253,7 +315,7 @@ impl AgentRun {
     /// model receives, and stays in the conversation) and its
     /// `POST_MODEL_CALL` chain (what it leaves of the answer is what is
     /// used), on one snapshot of the hooks.
-    fn work(self: &Arc<Self>, context: &str, pool: &mut CallPool) -> Result<TaskOutput, CrewError> {
+    async fn work(self: &Arc<Self>, context: &str) -> Result<TaskOutput, CrewError> {
         let crew_agent = self.agent();
         let agent = &*crew_agent.agent;
         let dispatcher = self.dispatcher();
@@ -265,7 +327,7 @@ impl AgentRun {
             redaction.message(prompt::task_message(&self.task, context)),
         ];
         for turn in 1..=agent.max_iter() {
-            let hooks = dispatcher.begin_call(&MODEL_CALL_POINTS);
+            let mut hooks = dispatcher.begin_call(&MODEL_CALL_POINTS);
             let mut call = LlmCallHookContext::new(std::mem::take(&mut messages))
                 .with_agent(Arc::clone(&self.agent_info))
                 .with_task(Arc::clone(&self.task_info))
@@ -274,7 +336,9 @@ impl AgentRun {
                 .with_tools(Arc::clone(&crew_agent.definitions))
                 .with_iterations(turn)
                 .with_human_input(Arc::clone(&self.inner().human_input));
-            if let DispatchOutcome::Aborted(abort) = hooks.dispatch(PRE_MODEL_CALL, &mut call) {
+            if let DispatchOutcome::Aborted(abort) =
+                hooks.dispatch_async(PRE_MODEL_CALL, &mut call).await
+            {
                 return Err(aborted_at(
                     InterceptionPoint::PRE_MODEL_CALL,
                     Some(self.role()),
@@ -290,13 +354,12 @@ impl AgentRun {
                     redaction.in_place(&mut message.content);
                 }
             }
-            let request = LlmRequest {
-                messages: &call.messages,
-                tools: &call.tools,
-            };
-            let answer = agent
-                .llm()
-                .complete(&request)
+            // The snapshot outlives the model's answer, which may take
+            // seconds: hold it without borrowing the thread's slots.
+            hooks.hold();
+            let answer = self
+                .complete(&call.messages, &call.tools, turn)
+                .await
                 .map_err(|source| CrewError::Model {
                     agent: self.role().to_owned(),
                     source,
@@ -311,7 +374,9 @@ impl AgentRun {
                     tool_calls: calls,
                 },
             });
-            if let DispatchOutcome::Aborted(abort) = hooks.dispatch(POST_MODEL_CALL, &mut call) {
+            if let DispatchOutcome::Aborted(abort) =
+                hooks.dispatch_async(POST_MODEL_CALL, &mut call).await
+            {
                 return Err(aborted_at(
                     InterceptionPoint::POST_MODEL_CALL,
                     Some(self.role()),
@@ -337,7 +402,7 @@ impl AgentRun {
                     calls.len()
                 ));
             }
-            let (calls, observations) = self.run_calls(calls, pool)?;
+            let (calls, observations) = self.run_calls(calls).await?;
             let answers: Vec<ChatMessage> = calls
                 .iter()
                 .zip(observations)
@@ -372,62 +437,129 @@ impl AgentRun {
         }
     }
 
+    /// Asks the agent's model, within the crew's model timeout, with a
+    /// panic of the model contained; streamed text goes to the buses'
+    /// listeners as it arrives.
+    async fn complete(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[hooks_core::ToolDefinition],
+        turn: usize,
+    ) -> Result<ModelTurn, LlmError> {
+        let llm = self.agent().agent.llm();
+        let stream = self.listening().then(|| StreamToBuses::new(self));
+        let request = LlmRequest {
+            messages,
+            tools,
+            stream: stream.as_ref().map(|sink| sink as &dyn DeltaSink),
+        };
+        let timeout = self.inner().model_timeout;
+        let span = tracing::info_span!(
+            "chat",
+            gen_ai.operation.name = "chat",
+            gen_ai.request.model = %llm.name(),
+            gen_ai.agent.name = %self.role(),
+            crew.turn = turn,
+        );
+        let answer = tokio::time::timeout(
+            timeout,
+            contain_panic_async(AssertUnwindSafe(llm.complete(&request))),
+        )
+        .instrument(span)
+        .await;
+        let answer = match answer {
+            Err(_) => Err(LlmError::Timeout(timeout)),
+            Ok(Err(panic)) => Err(LlmError::Panicked(panic_message(&*panic))),
+            Ok(Ok(answer)) => answer,
+        };
+        if let Some(stream) = stream {
+            stream.flush();
+        }
+        answer
+    }
+
     /// Runs one turn's calls; returns them with their observations, in
     /// call order.
     ///
-    /// A single call runs on this thread. Several run on up to
-    /// `max_concurrent_tool_calls` threads (this one included), each taking
-    /// the next call in order. Once a POST hook aborts, no further call
-    /// starts; calls already running finish, and the abort of the earliest
-    /// call (in call order) ends the run.
+    /// A single call runs in this task. Several run as tasks of the
+    /// runtime, up to `max_concurrent_tool_calls` at once, started in call
+    /// order. Once a POST hook aborts, no further call starts; calls
+    /// already running finish, and the abort of the earliest call (in call
+    /// order) ends the run. Calls past `max_tool_calls_per_turn` are
+    /// refused, each with an observation saying so; every call keeps its
+    /// place.
     #[allow(clippy::type_complexity)]
-    fn run_calls(
-        self: &Arc<Self>,
-        calls: Vec<ToolCallRequest>,
-        pool: &mut CallPool,
-    ) -> Result<(Vec<ToolCallRequest>, Vec<String>), CrewError> {
-        if calls.len() > self.inner().max_tool_calls_per_turn {
-            return self.run_calls_within_limit(calls, pool);
-        }
-        if calls.len() <= 1 || self.inner().max_concurrent_tool_calls <= 1 {
-            let observations = calls
-                .iter()
-                .map(|call| self.run_call(call))
-                .collect::<Result<_, _>>()?;
-            return Ok((calls, observations));
-        }
-        let (calls, outcomes) = pool.run(Turn::new(Arc::clone(self), calls));
-        let mut observations = Vec::with_capacity(calls.len());
-        for outcome in outcomes {
-            match outcome {
-                Some(Ok(observation)) => observations.push(observation),
-                Some(Err(error)) => return Err(error),
-                None => observations.push(
-                    ToolOutput::error("the call was interrupted by an internal error").rendered,
-                ),
-            }
-        }
-        Ok((calls, observations))
-    }
-
-    /// Runs the first `max_tool_calls_per_turn` calls of a turn that asked
-    /// for more; each call past the limit is refused with an observation
-    /// saying so, and no hook and no tool runs for it. Every call keeps its
-    /// place, so each one the model made is answered.
-    #[allow(clippy::type_complexity)]
-    fn run_calls_within_limit(
+    async fn run_calls(
         self: &Arc<Self>,
         mut calls: Vec<ToolCallRequest>,
-        pool: &mut CallPool,
     ) -> Result<(Vec<ToolCallRequest>, Vec<String>), CrewError> {
         let asked = calls.len();
-        let refused = calls.split_off(self.inner().max_tool_calls_per_turn);
-        let (mut calls, mut observations) = self.run_calls(calls, pool)?;
+        let refused = calls.split_off(asked.min(self.inner().max_tool_calls_per_turn));
+        let mut observations = if calls.len() <= 1 || self.inner().max_concurrent_tool_calls <= 1 {
+            let mut observations = Vec::with_capacity(asked);
+            for call in &calls {
+                observations.push(self.run_call(call).await?);
+            }
+            observations
+        } else {
+            self.run_concurrently(&calls).await?
+        };
         for call in refused {
             observations.push(self.refuse_call(&call, asked));
             calls.push(call);
         }
         Ok((calls, observations))
+    }
+
+    async fn run_concurrently(
+        self: &Arc<Self>,
+        calls: &[ToolCallRequest],
+    ) -> Result<Vec<String>, CrewError> {
+        let mut set = BoundedJoinSet::new(self.inner().max_concurrent_tool_calls);
+        for (index, call) in calls.iter().enumerate() {
+            let run = Arc::clone(self);
+            let call = call.clone();
+            // A task of its own: it takes the kickoff's depth, redaction
+            // scope and span with it.
+            let work = KickoffDepth::scope(self.depth, async move { run.run_call(&call).await });
+            let work = RedactionScope::instrument(None, work).instrument(tracing::Span::current());
+            set.push(index, work);
+        }
+        let mut observations: Vec<Option<String>> = vec![None; calls.len()];
+        let mut aborted: Option<(usize, CrewError)> = None;
+        while let Some((index, outcome)) = set.join_next().await {
+            match outcome {
+                Ok(Ok(observation)) => {
+                    if let Some(slot) = observations.get_mut(index) {
+                        *slot = Some(observation);
+                    }
+                }
+                Ok(Err(error)) => {
+                    set.cancel_waiting();
+                    if aborted
+                        .as_ref()
+                        .is_none_or(|(earliest, _)| index < *earliest)
+                    {
+                        aborted = Some((index, error));
+                    }
+                }
+                Err(failure) => tracing::error!(
+                    target: "crew_runtime::executor",
+                    "a task running a tool call failed: {failure}"
+                ),
+            }
+        }
+        if let Some((_, error)) = aborted {
+            return Err(error);
+        }
+        Ok(observations
+            .into_iter()
+            .map(|observation| {
+                observation.unwrap_or_else(|| {
+                    ToolOutput::error("the call was interrupted by an internal error").rendered
+                })
+            })
+            .collect())
     }
 
     /// Prints a line of the verbose console, cleaned by the crew's
@@ -456,5 +588,105 @@ pub(crate) fn excerpt(text: &str, limit: usize) -> String {
     match text.char_indices().nth(limit) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
+    }
+}
+
+/// Sends a streamed answer's text to the buses' listeners as it arrives,
+/// as [`Event::LlmStreamChunk`] events.
+///
+/// With the crew's redaction, text goes out a line at a time: the text so
+/// far is cleaned whole at each line's end, and what the cleaned text adds
+/// past what was already sent goes out. A secret the redaction recognizes
+/// from its first line (a key block, cleaned to its end while it is not
+/// closed) never goes out; once the cleaned text stops extending what was
+/// sent, nothing more goes out until the answer is complete.
+struct StreamToBuses<'r> {
+    run: &'r AgentRun,
+    state: Mutex<Streamed>,
+}
+
+#[derive(Default)]
+struct Streamed {
+    /// Everything that arrived (with a redaction).
+    raw: String,
+    /// How much of the cleaned text has been sent.
+    sent: usize,
+    /// The cleaned text sent so far (with a redaction).
+    cleaned: String,
+}
+
+impl<'r> StreamToBuses<'r> {
+    fn new(run: &'r AgentRun) -> Self {
+        StreamToBuses {
+            run,
+            state: Mutex::new(Streamed::default()),
+        }
+    }
+
+    fn send(&self, chunk: String) {
+        if chunk.is_empty() {
+            return;
+        }
+        let run = self.run;
+        run.emit(Event::LlmStreamChunk(LlmStreamChunkEvent {
+            chunk,
+            agent_role: Some(run.role().to_owned()),
+            task: Some(run.redaction().text(run.task.description()).into_owned()),
+            crew: Some(run.inner().name.clone()),
+        }));
+    }
+
+    /// What `cleaned` adds past what was sent, when it extends it.
+    fn fresh(state: &mut Streamed, cleaned: String) -> Option<String> {
+        if !cleaned.starts_with(state.cleaned.as_str()) {
+            return None;
+        }
+        let fresh = cleaned[state.cleaned.len()..].to_owned();
+        state.cleaned = cleaned;
+        Some(fresh)
+    }
+
+    /// Sends what the redaction held back, once the answer is complete.
+    fn flush(&self) {
+        let redaction = self.run.redaction();
+        if !redaction.is_set() {
+            return;
+        }
+        let fresh = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let cleaned = redaction.text(&state.raw).into_owned();
+            Self::fresh(&mut state, cleaned)
+        };
+        if let Some(fresh) = fresh {
+            self.send(fresh);
+        }
+    }
+}
+
+impl DeltaSink for StreamToBuses<'_> {
+    fn delta(&self, text: &str) {
+        let redaction = self.run.redaction();
+        if !redaction.is_set() {
+            self.send(text.to_owned());
+            return;
+        }
+        let fresh = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.raw.push_str(text);
+            // Only whole lines are judged: a secret's start alone may not
+            // look like one.
+            let Some(end) = state.raw.rfind('\n').map(|at| at + 1) else {
+                return;
+            };
+            if end <= state.sent {
+                return;
+            }
+            state.sent = end;
+            let cleaned = redaction.text(&state.raw[..end]).into_owned();
+            Self::fresh(&mut state, cleaned)
+        };
+        if let Some(fresh) = fresh {
+            self.send(fresh);
+        }
     }
 }

@@ -47,7 +47,7 @@
 //!     .task(task)
 //!     .global_registry(hooks)
 //!     .build()?;
-//! let output = crew.kickoff([("topic", "Rust")])?;
+//! let output = crew.kickoff_blocking([("topic", "Rust")])?;
 //! assert_eq!(output.raw, "password: [REDACTED], results for rust");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -125,7 +125,7 @@
 //!         .answer("done"),
 //! );
 //! let crew = ReportCrew { banned_word: "secret", llm: llm.clone() }.crew()?;
-//! crew.kickoff([("topic", "plans")])?;
+//! crew.kickoff_blocking([("topic", "plans")])?;
 //! // What the model was told after its tool call:
 //! assert_eq!(llm.requests()[1].observations(), ["Tool execution blocked by hook. Tool: lookup"]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -138,11 +138,11 @@ mod executor;
 /// Ready-made guard hooks: a secret redactor for tool results and a
 /// sliding-window rate limiter for tool calls.
 pub mod guards;
+mod join;
 pub mod llm;
 /// A client for OpenAI-compatible chat-completions servers (OpenAI, Ollama,
 /// vLLM, llama.cpp) with native tool calling.
 pub mod openai;
-mod pool;
 mod prompt;
 mod redaction;
 mod scripted;
@@ -210,12 +210,16 @@ pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_ITER};
 pub use check::{FilterKind, FilterScope, FilterWarning};
 pub use crew::{
     Crew, CrewBuilder, DEFAULT_MAX_CONCURRENT_TOOL_CALLS, DEFAULT_MAX_KICKOFF_DEPTH,
-    DEFAULT_MAX_OBSERVATION_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_TURN, Process, SharedRegistry,
+    DEFAULT_MAX_OBSERVATION_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_TURN, DEFAULT_MODEL_TIMEOUT,
+    DEFAULT_TOOL_TIMEOUT, Process, SharedRegistry,
 };
 pub use error::{BuildError, CrewError};
 pub use scripted::{RecordedRequest, ScriptedCall, ScriptedLlm};
 pub use task::{Task, TaskBuilder};
-pub use tool::{Tool, TypedTool};
+pub use tool::{Tool, ToolOutcome, TypedTool};
+
+/// Implements [`llm::Llm`] (and any trait with `async fn`s used as `dyn`).
+pub use async_trait::async_trait;
 
 /// Everything the usual crew program needs, in one `use`.
 pub mod prelude {

@@ -1,15 +1,73 @@
 //! The model side: a trait for chat models with native tool calling.
 
+use std::fmt;
+
 pub use hooks_core::{ChatMessage, Role, ToolCallRequest, ToolDefinition};
 
 /// What the model is asked: the conversation so far and the tools it may
-/// call.
-#[derive(Debug, Clone, Copy)]
+/// call, and where to send the text of a streamed answer as it arrives.
+#[derive(Clone, Copy)]
 pub struct LlmRequest<'a> {
     /// The conversation, oldest first.
     pub messages: &'a [ChatMessage],
     /// The tools on offer.
     pub tools: &'a [ToolDefinition],
+    /// Where a model that streams sends its answer's text, piece by piece,
+    /// while the answer is still coming (`None`: nobody listens). The
+    /// complete answer is returned either way.
+    pub stream: Option<&'a dyn DeltaSink>,
+}
+
+impl<'a> LlmRequest<'a> {
+    /// A request with nobody listening to its stream.
+    ///
+    /// ```
+    /// use crew_runtime::llm::{ChatMessage, LlmRequest};
+    /// let messages = [ChatMessage::user("Hello")];
+    /// let request = LlmRequest::new(&messages, &[]);
+    /// assert!(request.stream.is_none());
+    /// ```
+    pub fn new(messages: &'a [ChatMessage], tools: &'a [ToolDefinition]) -> Self {
+        LlmRequest {
+            messages,
+            tools,
+            stream: None,
+        }
+    }
+}
+
+impl fmt::Debug for LlmRequest<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LlmRequest")
+            .field("messages", &self.messages)
+            .field("tools", &self.tools)
+            .field("streamed", &self.stream.is_some())
+            .finish()
+    }
+}
+
+/// Receives a streamed answer's text as it arrives.
+///
+/// ```
+/// use std::sync::Mutex;
+/// use crew_runtime::llm::DeltaSink;
+///
+/// #[derive(Default)]
+/// struct Collect(Mutex<String>);
+///
+/// impl DeltaSink for Collect {
+///     fn delta(&self, text: &str) {
+///         self.0.lock().unwrap_or_else(|e| e.into_inner()).push_str(text);
+///     }
+/// }
+/// let sink = Collect::default();
+/// sink.delta("Hel");
+/// sink.delta("lo");
+/// assert_eq!(*sink.0.lock().unwrap_or_else(|e| e.into_inner()), "Hello");
+/// ```
+pub trait DeltaSink: Send + Sync {
+    /// One piece of the answer's text, in order.
+    fn delta(&self, text: &str);
 }
 
 /// The model's answer to one request.
@@ -57,13 +115,41 @@ pub enum LlmError {
         /// How many requests it received.
         asked: usize,
     },
+    /// The model panicked while answering (the panic was contained).
+    #[error("the model panicked: {0}")]
+    Panicked(String),
 }
 
 /// A chat model with native tool calling.
+///
+/// Implement it with [`async_trait`](crate::async_trait):
+///
+/// ```
+/// use crew_runtime::async_trait;
+/// use crew_runtime::llm::{Llm, LlmError, LlmRequest, ModelTurn};
+///
+/// /// Always answers the same.
+/// struct Parrot;
+///
+/// #[async_trait]
+/// impl Llm for Parrot {
+///     fn name(&self) -> &str {
+///         "parrot"
+///     }
+///
+///     async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
+///         let last = request.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+///         Ok(ModelTurn::FinalAnswer(last))
+///     }
+/// }
+/// # let _ = Parrot;
+/// ```
+#[async_trait::async_trait]
 pub trait Llm: Send + Sync {
     /// A short name for logs (`scripted`, `gpt-4o-mini`, …).
     fn name(&self) -> &str;
 
-    /// Answers one request.
-    fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError>;
+    /// Answers one request. A model that can stream sends its text to
+    /// `request.stream` as it arrives, and returns the whole answer.
+    async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError>;
 }

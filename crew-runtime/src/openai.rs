@@ -1,8 +1,11 @@
 //! Any server that speaks `POST {base_url}/chat/completions` with `tools`
-//! will do.
+//! will do: OpenAI, Ollama, vLLM, llama.cpp, LM Studio.
+//!
+//! The client is async (on tokio) and asks for one turn at a time:
 //!
 //! ```
 //! use std::time::Duration;
+//! use crew_runtime::llm::{ChatMessage, LlmError, ModelTurn};
 //! use crew_runtime::openai::OpenAiCompatible;
 //!
 //! // A local Ollama server needs no key; OpenAI needs one (and the `tls`
@@ -10,7 +13,11 @@
 //! let llm = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1")
 //!     .timeout(Duration::from_secs(120))
 //!     .temperature(0.0);
-//! # let _ = llm;
+//!
+//! async fn ask(llm: &OpenAiCompatible) -> Result<ModelTurn, LlmError> {
+//!     llm.complete_streaming(&[ChatMessage::user("Hello!")], &[], None).await
+//! }
+//! # let _ = (llm, ask);
 //! ```
 //!
 //! From the environment, the way the examples do it:
@@ -24,41 +31,194 @@
 //! }
 //! ```
 //!
+//! # Streaming
+//!
+//! With [`OpenAiCompatible::stream`] on, the server sends the answer as
+//! server-sent events and each piece of its text reaches a [`DeltaSink`] as
+//! it arrives; the pieces of tool calls are put back together, so the turn
+//! is the same one a plain answer would give. Lines of the stream that are
+//! not SSE fields are skipped, as the SSE specification says; a `data:`
+//! payload that is not a chunk of the answer fails the turn with
+//! [`LlmError::InvalidResponse`], and so does a stream that ends before
+//! `[DONE]` (unless the server had already said why the answer stopped).
+//!
+//! # Failures
+//!
+//! - The whole call, retries included, takes at most the client's timeout
+//!   (from connecting to the last byte, to the end of the stream when
+//!   streaming): [`LlmError::Timeout`] after that.
+//! - HTTP 429 and 5xx answers, and connections that fail before any byte
+//!   of an answer, are tried again ([`OpenAiCompatible::max_retries`])
+//!   after a wait that doubles each time
+//!   ([`OpenAiCompatible::retry_backoff`]), or the wait the server asks for
+//!   in `Retry-After`. When that wait is longer than [`MAX_RETRY_WAIT`] or
+//!   than the time left, the client gives up with the server's answer
+//!   instead of sleeping.
+//! - Redirects are followed only within the base URL's origin (scheme,
+//!   host and port): the request and its key go nowhere else.
+//! - An answer larger than [`DEFAULT_MAX_RESPONSE_BYTES`] (see
+//!   [`OpenAiCompatible::max_response_bytes`]) is refused.
+//! - The API key and a password in the base URL (`http://user:password@…`)
+//!   never appear in an error or in `Debug` output, even when the server
+//!   quotes them back.
+//!
 //! The tool-call arguments are handed on exactly as the server sent them,
 //! even when they are not valid JSON: the executor checks them and tells the
 //! model what was wrong, which a client that dropped them could not do.
 //!
 //! `https` base URLs need the crate feature `tls`; without it the client
-//! refuses them with [`LlmError::Config`](crate::llm::LlmError::Config)
-//! before opening any connection.
+//! refuses them with [`LlmError::Config`] before opening any connection.
+//!
+//! [`OpenAiCompatible::stream`]: crate::openai::OpenAiCompatible::stream
+//! [`OpenAiCompatible::max_retries`]: crate::openai::OpenAiCompatible::max_retries
+//! [`OpenAiCompatible::retry_backoff`]: crate::openai::OpenAiCompatible::retry_backoff
+//! [`OpenAiCompatible::max_response_bytes`]: crate::openai::OpenAiCompatible::max_response_bytes
+//! [`MAX_RETRY_WAIT`]: crate::openai::MAX_RETRY_WAIT
+//! [`DEFAULT_MAX_RESPONSE_BYTES`]: crate::openai::DEFAULT_MAX_RESPONSE_BYTES
+//! [`DeltaSink`]: crate::llm::DeltaSink
+//! [`LlmError::InvalidResponse`]: crate::llm::LlmError::InvalidResponse
+//! [`LlmError::Timeout`]: crate::llm::LlmError::Timeout
+//! [`LlmError::Config`]: crate::llm::LlmError::Config
+
+mod retry;
+mod secrets;
+mod stream;
+mod wire;
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use futures_util::StreamExt;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use reqwest::redirect::{Action, Attempt, Policy};
+use reqwest::{Response, Url};
+use sse_stream::SseByteStream;
+use tokio::time::Instant;
 
-use crate::llm::{ChatMessage, Llm, LlmError, LlmRequest, ModelTurn, Role, ToolCallRequest};
+use crate::llm::{ChatMessage, DeltaSink, Llm, LlmError, LlmRequest, ModelTurn, ToolDefinition};
+use secrets::{Secrets, mask_password};
+use stream::{Progress, TurnAssembler};
+use wire::{error_message, parse_response, wire_request};
 
 /// The environment variable naming the server's base URL.
+///
+/// ```
+/// use crew_runtime::openai::{BASE_URL_VAR, DEFAULT_BASE_URL};
+///
+/// let base_url = std::env::var(BASE_URL_VAR).unwrap_or_else(|_| DEFAULT_BASE_URL.to_owned());
+/// # let _ = base_url;
+/// ```
 pub const BASE_URL_VAR: &str = "OPENAI_BASE_URL";
 /// The environment variable holding the API key (optional for local servers).
+///
+/// ```
+/// use crew_runtime::openai::{API_KEY_VAR, OpenAiConfig};
+///
+/// let config = OpenAiConfig::from_lookup(|name| match name {
+///     API_KEY_VAR => Some("sk-test".to_owned()),
+///     _ => Some("gpt-4o-mini".to_owned()),
+/// });
+/// assert_eq!(config.map(|c| c.api_key), Ok(Some("sk-test".to_owned())));
+/// ```
 pub const API_KEY_VAR: &str = "OPENAI_API_KEY";
 /// The environment variable naming the model (required).
+///
+/// ```
+/// use crew_runtime::openai::{MODEL_VAR, OpenAiConfig};
+///
+/// let missing = OpenAiConfig::from_lookup(|_| None).err().map(|m| m.variables);
+/// assert_eq!(missing, Some(vec![MODEL_VAR]));
+/// ```
 pub const MODEL_VAR: &str = "OPENAI_MODEL";
 /// The base URL used when `OPENAI_BASE_URL` is not set.
+///
+/// ```
+/// use crew_runtime::openai::{DEFAULT_BASE_URL, MODEL_VAR, OpenAiConfig};
+///
+/// let config = OpenAiConfig::from_lookup(|name| (name == MODEL_VAR).then(|| "gpt-4o".to_owned()));
+/// assert_eq!(config.map(|c| c.base_url), Ok(DEFAULT_BASE_URL.to_owned()));
+/// ```
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-/// How long one request may take, from connecting to the last byte of the
-/// answer, unless [`OpenAiCompatible::timeout`] says otherwise.
+/// How long one call may take, from connecting to the last byte of the
+/// answer and retries included, unless [`OpenAiCompatible::timeout`] says
+/// otherwise.
+///
+/// ```
+/// use crew_runtime::openai::{DEFAULT_TIMEOUT, OpenAiCompatible};
+///
+/// // Twice the default, for a slow local model.
+/// let llm = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1")
+///     .timeout(DEFAULT_TIMEOUT * 2);
+/// # let _ = llm;
+/// ```
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How many times a request that failed for a reason worth retrying is
+/// tried again, unless [`OpenAiCompatible::max_retries`] says otherwise.
+///
+/// ```
+/// use crew_runtime::openai::{DEFAULT_MAX_RETRIES, OpenAiCompatible};
+///
+/// let llm = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1")
+///     .max_retries(DEFAULT_MAX_RETRIES + 3);
+/// # let _ = llm;
+/// ```
+pub const DEFAULT_MAX_RETRIES: u32 = 2;
+/// The wait before the first retry, doubled for each further one, unless
+/// [`OpenAiCompatible::retry_backoff`] says otherwise.
+///
+/// ```
+/// use crew_runtime::openai::{DEFAULT_RETRY_BACKOFF, OpenAiCompatible};
+///
+/// let llm = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1")
+///     .retry_backoff(DEFAULT_RETRY_BACKOFF / 5);
+/// # let _ = llm;
+/// ```
+pub const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_millis(500);
+/// The longest the client waits before a retry: a server that asks for more
+/// (`Retry-After`) gets its error reported instead, and the doubling waits
+/// stop growing there.
+///
+/// ```
+/// use std::time::Duration;
+/// use crew_runtime::openai::MAX_RETRY_WAIT;
+///
+/// assert!(MAX_RETRY_WAIT >= Duration::from_secs(1));
+/// ```
+pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
+/// The most bytes of an answer (a plain body, or a whole stream) the client
+/// reads, unless [`OpenAiCompatible::max_response_bytes`] says otherwise.
+///
+/// ```
+/// use crew_runtime::openai::{DEFAULT_MAX_RESPONSE_BYTES, OpenAiCompatible};
+///
+/// let llm = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1")
+///     .max_response_bytes(DEFAULT_MAX_RESPONSE_BYTES * 4);
+/// # let _ = llm;
+/// ```
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 
-/// How much of an error body [`LlmError::Http`] keeps.
-const ERROR_BODY_CHARS: usize = 500;
-/// How much of an unreadable answer [`LlmError::InvalidResponse`] quotes.
-const EXCERPT_CHARS: usize = 200;
+/// How many redirects within the base URL's origin are followed.
+const MAX_REDIRECTS: usize = 5;
+/// The most bytes of an error status's body that are read: its message is
+/// at the start, and [`LlmError::Http`] keeps only a few hundred characters.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// Where the model lives and which one to ask, as read from the
 /// environment.
+///
+/// Its `Debug` output shows neither the key nor a password in the base URL:
+///
+/// ```
+/// use crew_runtime::openai::OpenAiConfig;
+///
+/// let config = OpenAiConfig {
+///     base_url: "http://me:hunter22@localhost:8080/v1".to_owned(),
+///     model: "llama3.1".to_owned(),
+///     api_key: Some("sk-secret".to_owned()),
+/// };
+/// let shown = format!("{config:?}");
+/// assert!(!shown.contains("hunter22") && !shown.contains("sk-secret"));
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct OpenAiConfig {
     /// The server's base URL, up to and including the API version
@@ -72,9 +232,10 @@ pub struct OpenAiConfig {
 
 impl fmt::Debug for OpenAiConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The key is a secret: never print it, only whether there is one.
+        // The key and the URL's password are secrets: never print them, only
+        // whether there is a key.
         f.debug_struct("OpenAiConfig")
-            .field("base_url", &self.base_url)
+            .field("base_url", &mask_password(&self.base_url))
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .finish()
@@ -83,6 +244,15 @@ impl fmt::Debug for OpenAiConfig {
 
 /// The required environment variables that are not set, with a message that
 /// says how to set them.
+///
+/// ```
+/// use crew_runtime::openai::{MissingEnv, OpenAiConfig};
+///
+/// let missing = OpenAiConfig::from_lookup(|_| None);
+/// assert_eq!(missing, Err(MissingEnv { variables: vec!["OPENAI_MODEL"] }));
+/// let message = missing.err().map(|m| m.to_string()).unwrap_or_default();
+/// assert!(message.contains("OPENAI_MODEL=gpt-4o-mini"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "set {} to use an OpenAI-compatible model server \
@@ -99,12 +269,29 @@ pub struct MissingEnv {
 impl OpenAiConfig {
     /// Reads `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `OPENAI_MODEL` from the
     /// process environment. Empty values count as unset.
+    ///
+    /// ```
+    /// use crew_runtime::openai::OpenAiConfig;
+    ///
+    /// if let Ok(config) = OpenAiConfig::from_env() {
+    ///     println!("{} at {}", config.model, config.base_url);
+    /// }
+    /// ```
     pub fn from_env() -> Result<OpenAiConfig, MissingEnv> {
         OpenAiConfig::from_lookup(|name| std::env::var(name).ok())
     }
 
     /// Like [`OpenAiConfig::from_env`], reading variables through `lookup`
     /// (a map in tests, the process environment in programs).
+    ///
+    /// ```
+    /// use crew_runtime::openai::{DEFAULT_BASE_URL, OpenAiConfig};
+    ///
+    /// let config = OpenAiConfig::from_lookup(|name| {
+    ///     (name == "OPENAI_MODEL").then(|| "gpt-4o-mini".to_owned())
+    /// });
+    /// assert_eq!(config.map(|c| c.base_url), Ok(DEFAULT_BASE_URL.to_owned()));
+    /// ```
     pub fn from_lookup(
         mut lookup: impl FnMut(&str) -> Option<String>,
     ) -> Result<OpenAiConfig, MissingEnv> {
@@ -130,12 +317,32 @@ impl OpenAiConfig {
 
 /// A chat model behind an OpenAI-compatible `/chat/completions` endpoint,
 /// asked with native tool calling.
+///
+/// Cloning is cheap and the clones share their connections.
+///
+/// ```
+/// use std::time::Duration;
+/// use crew_runtime::openai::OpenAiCompatible;
+///
+/// let llm = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1")
+///     .stream(true)
+///     .max_retries(3)
+///     .timeout(Duration::from_secs(90));
+/// assert_eq!(llm.model(), "llama3.1");
+/// ```
 #[derive(Clone)]
 pub struct OpenAiCompatible {
     config: OpenAiConfig,
     timeout: Duration,
     temperature: Option<f32>,
-    agent: ureq::Agent,
+    stream: bool,
+    max_retries: u32,
+    retry_backoff: Duration,
+    max_response_bytes: usize,
+    /// The HTTP client, or why it could not be set up (reported by
+    /// [`OpenAiCompatible::check`] and by every call, so that building a
+    /// client stays infallible).
+    http: Result<reqwest::Client, String>,
 }
 
 impl fmt::Debug for OpenAiCompatible {
@@ -144,6 +351,10 @@ impl fmt::Debug for OpenAiCompatible {
             .field("config", &self.config)
             .field("timeout", &self.timeout)
             .field("temperature", &self.temperature)
+            .field("stream", &self.stream)
+            .field("max_retries", &self.max_retries)
+            .field("retry_backoff", &self.retry_backoff)
+            .field("max_response_bytes", &self.max_response_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -151,7 +362,15 @@ impl fmt::Debug for OpenAiCompatible {
 impl OpenAiCompatible {
     /// A client for `model` at `base_url` (up to and including the API
     /// version, e.g. `http://localhost:11434/v1`), without a key, with a
-    /// timeout of [`DEFAULT_TIMEOUT`] and the server's default temperature.
+    /// timeout of [`DEFAULT_TIMEOUT`], the server's default temperature, and
+    /// no streaming.
+    ///
+    /// ```
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// let llm = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1");
+    /// assert_eq!(llm.check(), Ok(()));
+    /// ```
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         OpenAiCompatible::with_config(OpenAiConfig {
             base_url: base_url.into(),
@@ -161,12 +380,28 @@ impl OpenAiCompatible {
     }
 
     /// A client for an already read configuration.
+    ///
+    /// ```
+    /// use crew_runtime::openai::{OpenAiCompatible, OpenAiConfig};
+    ///
+    /// let config = OpenAiConfig {
+    ///     base_url: "http://localhost:8000/v1".to_owned(),
+    ///     model: "qwen2.5".to_owned(),
+    ///     api_key: Some("token".to_owned()),
+    /// };
+    /// let llm = OpenAiCompatible::with_config(config.clone());
+    /// assert_eq!(llm.config(), &config);
+    /// ```
     pub fn with_config(config: OpenAiConfig) -> Self {
         OpenAiCompatible {
             config,
             timeout: DEFAULT_TIMEOUT,
             temperature: None,
-            agent: build_agent(DEFAULT_TIMEOUT),
+            stream: false,
+            max_retries: DEFAULT_MAX_RETRIES,
+            retry_backoff: DEFAULT_RETRY_BACKOFF,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            http: build_http_client(),
         }
     }
 
@@ -176,12 +411,32 @@ impl OpenAiCompatible {
     /// Fails with [`LlmError::Config`] naming `OPENAI_MODEL` when it is not
     /// set, or when the base URL cannot be used (see
     /// [`OpenAiCompatible::check`]).
+    ///
+    /// ```
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// match OpenAiCompatible::from_env() {
+    ///     Ok(llm) => println!("asking {}", llm.model()),
+    ///     Err(error) => println!("{error}"),
+    /// }
+    /// ```
     pub fn from_env() -> Result<Self, LlmError> {
         OpenAiCompatible::from_lookup(|name| std::env::var(name).ok())
     }
 
     /// Like [`OpenAiCompatible::from_env`], reading variables through
     /// `lookup`.
+    ///
+    /// ```
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// let llm = OpenAiCompatible::from_lookup(|name| match name {
+    ///     "OPENAI_BASE_URL" => Some("http://localhost:11434/v1".to_owned()),
+    ///     "OPENAI_MODEL" => Some("llama3.1".to_owned()),
+    ///     _ => None,
+    /// });
+    /// assert_eq!(llm.map(|llm| llm.model().to_owned()), Ok("llama3.1".to_owned()));
+    /// ```
     pub fn from_lookup(lookup: impl FnMut(&str) -> Option<String>) -> Result<Self, LlmError> {
         let config = OpenAiConfig::from_lookup(lookup)
             .map_err(|missing| LlmError::Config(missing.to_string()))?;
@@ -190,40 +445,486 @@ impl OpenAiCompatible {
         Ok(client)
     }
 
-    /// Sends `key` as `Authorization: Bearer <key>` with every request.
+    /// Sends `key` as `Authorization: Bearer <key>` with every request (in
+    /// place of any user and password in the base URL).
+    ///
+    /// ```
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// let llm = OpenAiCompatible::new("http://localhost:8000/v1", "qwen2.5").api_key("token");
+    /// assert!(!format!("{llm:?}").contains("token"));
+    /// ```
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.config.api_key = Some(key.into());
         self
     }
 
-    /// Gives up on a request after `timeout` (connecting, sending and reading
-    /// the whole answer), with [`LlmError::Timeout`].
+    /// Gives up on a call after `timeout` (connecting, sending, reading the
+    /// whole answer or stream, and the waits between retries), with
+    /// [`LlmError::Timeout`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// let llm = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1")
+    ///     .timeout(Duration::from_secs(300));
+    /// # let _ = llm;
+    /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
-        self.agent = build_agent(timeout);
         self
     }
 
     /// Sends this sampling temperature (the server's default otherwise).
+    ///
+    /// ```
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// let deterministic = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1")
+    ///     .temperature(0.0);
+    /// # let _ = deterministic;
+    /// ```
     pub fn temperature(mut self, temperature: f32) -> Self {
         self.temperature = Some(temperature);
         self
     }
 
+    /// Asks for streamed answers (`"stream": true`), whose text reaches the
+    /// [`DeltaSink`] given to [`OpenAiCompatible::complete_streaming`] as it
+    /// arrives. Off by default.
+    ///
+    /// ```
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// let llm = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1").stream(true);
+    /// # let _ = llm;
+    /// ```
+    pub fn stream(mut self, on: bool) -> Self {
+        self.stream = on;
+        self
+    }
+
+    /// Tries a request again at most `retries` times after a rate limit
+    /// (HTTP 429), a server error (5xx) or a connection that could not be
+    /// made; 0 turns retries off. [`DEFAULT_MAX_RETRIES`] otherwise.
+    ///
+    /// ```
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// let no_retries = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1")
+    ///     .max_retries(0);
+    /// # let _ = no_retries;
+    /// ```
+    pub fn max_retries(mut self, retries: u32) -> Self {
+        self.max_retries = retries;
+        self
+    }
+
+    /// Waits `backoff` before the first retry, twice as long before the
+    /// second, and so on up to [`MAX_RETRY_WAIT`], when the server does not
+    /// say how long to wait (`Retry-After`). [`DEFAULT_RETRY_BACKOFF`]
+    /// otherwise.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// let patient = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1")
+    ///     .retry_backoff(Duration::from_secs(2));
+    /// # let _ = patient;
+    /// ```
+    pub fn retry_backoff(mut self, backoff: Duration) -> Self {
+        self.retry_backoff = backoff;
+        self
+    }
+
+    /// Refuses an answer (a plain body, or everything a stream sends) larger
+    /// than `bytes`, with [`LlmError::InvalidResponse`].
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`] otherwise.
+    ///
+    /// ```
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// let small = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1")
+    ///     .max_response_bytes(1024 * 1024);
+    /// # let _ = small;
+    /// ```
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = bytes;
+        self
+    }
+
     /// The configuration this client uses.
+    ///
+    /// ```
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// let llm = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1");
+    /// assert_eq!(llm.config().base_url, "http://localhost:11434/v1");
+    /// ```
     pub fn config(&self) -> &OpenAiConfig {
         &self.config
     }
 
-    /// Checks, without any network call, that the base URL can be used:
-    /// `http://` or `https://`, and `https://` only with the `tls` feature.
+    /// The model name the server is asked for, a short name for logs.
+    ///
+    /// ```
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// let llm = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1");
+    /// assert_eq!(llm.model(), "llama3.1");
+    /// ```
+    pub fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    /// Checks, without any network call, that a request can be made: the
+    /// base URL is a valid `http://` or `https://` URL (`https://` only with
+    /// the `tls` feature), a model is named, and the key can be sent in an
+    /// HTTP header.
+    ///
+    /// ```
+    /// use crew_runtime::llm::LlmError;
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// let llm = OpenAiCompatible::new("localhost:11434/v1", "llama3.1");
+    /// assert!(matches!(llm.check(), Err(LlmError::Config(_))));
+    /// ```
     pub fn check(&self) -> Result<(), LlmError> {
-        self.endpoint().map(drop)
+        let secrets = Secrets::new(self.config.api_key.as_deref(), &self.config.base_url);
+        self.target()
+            .map(drop)
+            .map_err(|error| secrets.scrub_error(error))
+    }
+
+    /// Asks the model for its next turn: the conversation so far and the
+    /// tools it may call.
+    ///
+    /// When streaming is on ([`OpenAiCompatible::stream`]), each piece of
+    /// the answer's text reaches `sink` as it arrives; otherwise `sink` gets
+    /// the whole text at once when the answer is in. Either way the turn is
+    /// the same, tool calls included.
+    ///
+    /// ```
+    /// use std::sync::{Mutex, PoisonError};
+    /// use crew_runtime::llm::{ChatMessage, DeltaSink, LlmError, ModelTurn};
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// struct Console;
+    ///
+    /// impl DeltaSink for Console {
+    ///     fn delta(&self, text: &str) {
+    ///         print!("{text}");
+    ///     }
+    /// }
+    ///
+    /// async fn ask(llm: &OpenAiCompatible) -> Result<ModelTurn, LlmError> {
+    ///     let messages = [
+    ///         ChatMessage::system("You answer in one sentence."),
+    ///         ChatMessage::user("Why is the sky blue?"),
+    ///     ];
+    ///     llm.complete_streaming(&messages, &[], Some(&Console)).await
+    /// }
+    ///
+    /// let llm = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1").stream(true);
+    /// # let _ = (llm, ask);
+    /// ```
+    pub async fn complete_streaming(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+        sink: Option<&dyn DeltaSink>,
+    ) -> Result<ModelTurn, LlmError> {
+        // The one exit of every error: whatever it quotes (a server's body
+        // included), the key and the URL's password do not leave.
+        let secrets = Secrets::new(self.config.api_key.as_deref(), &self.config.base_url);
+        self.ask(messages, tools, sink)
+            .await
+            .map_err(|error| secrets.scrub_error(error))
+    }
+}
+
+/// The client as a crew's model: streamed text goes to the crew's
+/// listeners when [`OpenAiCompatible::stream`] is on.
+#[async_trait::async_trait]
+impl Llm for OpenAiCompatible {
+    fn name(&self) -> &str {
+        self.model()
+    }
+
+    async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
+        self.complete_streaming(request.messages, request.tools, request.stream)
+            .await
+    }
+}
+
+/// Where and how one call's requests go.
+struct Target<'a> {
+    http: &'a reqwest::Client,
+    url: Url,
+    authorization: Option<HeaderValue>,
+}
+
+/// Why the answer to one request was not the turn, and whether another
+/// request may do better.
+struct Failure {
+    error: LlmError,
+    retryable: bool,
+    /// How long the server asked the client to wait (`Retry-After`).
+    asked_wait: Option<Duration>,
+}
+
+impl OpenAiCompatible {
+    async fn ask(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+        sink: Option<&dyn DeltaSink>,
+    ) -> Result<ModelTurn, LlmError> {
+        let target = self.target()?;
+        let request = wire_request(
+            &self.config.model,
+            self.temperature,
+            self.stream,
+            messages,
+            tools,
+        );
+        // Only strings and JSON values go in, so encoding cannot fail in
+        // practice; if it ever did, the request itself is what is wrong.
+        let body = serde_json::to_vec(&request)
+            .map_err(|e| LlmError::Config(format!("the request could not be encoded: {e}")))?;
+        tracing::debug!(
+            model = %self.config.model,
+            messages = messages.len(),
+            tools = tools.len(),
+            stream = self.stream,
+            "asking the model"
+        );
+        // A timeout too large to be a deadline is no deadline.
+        let deadline = Instant::now().checked_add(self.timeout);
+        let answer = self.ask_until_answered(&target, &body, deadline, sink);
+        match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, answer)
+                .await
+                .unwrap_or(Err(LlmError::Timeout(self.timeout))),
+            None => answer.await,
+        }
+    }
+
+    /// Sends the request, again after each failure worth retrying while
+    /// retries and time are left.
+    async fn ask_until_answered(
+        &self,
+        target: &Target<'_>,
+        body: &[u8],
+        deadline: Option<Instant>,
+        sink: Option<&dyn DeltaSink>,
+    ) -> Result<ModelTurn, LlmError> {
+        let mut retries = 0;
+        loop {
+            let failure = match self.send(target, body).await {
+                Ok(response) if response.status().is_success() => {
+                    return self.read_answer(response, sink).await;
+                }
+                Ok(response) => self.read_error_status(response).await,
+                Err(error) => Failure {
+                    retryable: is_connection_failure(&error),
+                    error: self.transport_error(error),
+                    asked_wait: None,
+                },
+            };
+            if !failure.retryable || retries >= self.max_retries {
+                return Err(failure.error);
+            }
+            let wait = failure
+                .asked_wait
+                .unwrap_or_else(|| retry::backoff(self.retry_backoff, retries, MAX_RETRY_WAIT));
+            let time_left =
+                deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
+            // Sleeping into the timeout would only trade the server's answer
+            // for a less useful one.
+            if wait > MAX_RETRY_WAIT || time_left.is_some_and(|left| wait >= left) {
+                tracing::debug!(
+                    wait_ms = wait.as_millis(),
+                    "not retrying the model request: the wait is longer than allowed or than the time left"
+                );
+                return Err(failure.error);
+            }
+            retries += 1;
+            tracing::debug!(
+                retry = retries,
+                wait_ms = wait.as_millis(),
+                "retrying the model request"
+            );
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    async fn send(&self, target: &Target<'_>, body: &[u8]) -> Result<Response, reqwest::Error> {
+        let accept = if self.stream {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        let mut request = target
+            .http
+            .post(target.url.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, accept)
+            .body(body.to_vec())
+            .build()?;
+        if let Some(authorization) = &target.authorization {
+            // `insert`, not `append`: the key replaces the basic credentials
+            // that a user and password in the base URL would give.
+            request
+                .headers_mut()
+                .insert(AUTHORIZATION, authorization.clone());
+        }
+        target.http.execute(request).await
+    }
+
+    async fn read_answer(
+        &self,
+        response: Response,
+        sink: Option<&dyn DeltaSink>,
+    ) -> Result<ModelTurn, LlmError> {
+        // A server that does not stream answers with plain JSON even when
+        // asked to stream; that answer is just as good.
+        let is_json = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.trim_start().starts_with("application/json"));
+        if self.stream && !is_json {
+            return self.read_stream(response, sink).await;
+        }
+        let too_large = || {
+            LlmError::InvalidResponse(format!(
+                "the answer is larger than {} bytes, the most this client reads",
+                self.max_response_bytes
+            ))
+        };
+        if response
+            .content_length()
+            .is_some_and(|length| length > self.max_response_bytes as u64)
+        {
+            return Err(too_large());
+        }
+        let body = match read_at_most(response, self.max_response_bytes).await {
+            Ok(Body::Whole(body)) => body,
+            Ok(Body::Cut(_)) => return Err(too_large()),
+            Err(error) => return Err(self.transport_error(error)),
+        };
+        let text = std::str::from_utf8(&body).map_err(|e| {
+            LlmError::InvalidResponse(format!("the answer is not UTF-8 text ({e})"))
+        })?;
+        let turn = parse_response(text)?;
+        if let Some(sink) = sink {
+            let content = match &turn {
+                ModelTurn::FinalAnswer(content) | ModelTurn::ToolCalls { content, .. } => content,
+            };
+            if !content.is_empty() {
+                sink.delta(content);
+            }
+        }
+        Ok(turn)
+    }
+
+    async fn read_stream(
+        &self,
+        response: Response,
+        sink: Option<&dyn DeltaSink>,
+    ) -> Result<ModelTurn, LlmError> {
+        let limit = self.max_response_bytes;
+        // The bytes are counted before they are parsed, so that neither the
+        // answer nor the parser's buffers can grow past the limit.
+        let bytes = futures_util::stream::try_unfold(
+            (response, 0usize),
+            move |(mut response, read)| async move {
+                match response.chunk().await {
+                    Ok(Some(chunk)) if read + chunk.len() > limit => {
+                        Err(StreamReadError::TooLarge(limit))
+                    }
+                    Ok(Some(chunk)) => {
+                        let read = read + chunk.len();
+                        Ok(Some((chunk, (response, read))))
+                    }
+                    Ok(None) => Ok(None),
+                    Err(error) => Err(StreamReadError::Transport(error)),
+                }
+            },
+        );
+        let mut events = std::pin::pin!(SseByteStream::new(bytes));
+        let mut turn = TurnAssembler::default();
+        while let Some(event) = events.next().await {
+            let event = event.map_err(|error| self.stream_error(error))?;
+            let Some(data) = event.data else {
+                continue;
+            };
+            if turn.push(&data, sink)? == Progress::Done {
+                return Ok(turn.finish());
+            }
+        }
+        turn.finish_at_end_of_stream()
+    }
+
+    /// The HTTP error for an answer with an error status, worth retrying
+    /// for a rate limit or a server error.
+    async fn read_error_status(&self, response: Response) -> Failure {
+        let status = response.status();
+        let asked_wait = retry::retry_after(response.headers(), SystemTime::now());
+        let body = match read_at_most(response, MAX_ERROR_BODY_BYTES).await {
+            // The message is at the start: a cut body still shows it.
+            Ok(Body::Whole(body) | Body::Cut(body)) => {
+                error_message(&String::from_utf8_lossy(&body))
+            }
+            Err(error) => format!(
+                "(the body could not be read: {})",
+                error_chain(&error.without_url())
+            ),
+        };
+        Failure {
+            error: LlmError::Http {
+                status: status.as_u16(),
+                body,
+            },
+            retryable: retry::is_retryable_status(status),
+            asked_wait,
+        }
+    }
+
+    /// The URL and headers of a request, or why none can be made.
+    fn target(&self) -> Result<Target<'_>, LlmError> {
+        let url = self.endpoint()?;
+        let http = self.http.as_ref().map_err(|reason| {
+            LlmError::Config(format!("the HTTP client could not be set up: {reason}"))
+        })?;
+        let authorization = match &self.config.api_key {
+            None => None,
+            Some(key) => {
+                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                    LlmError::Config(
+                        "the API key cannot be used in a request: it has characters an HTTP \
+                         header cannot carry (a line break, or text that is not ASCII)"
+                            .to_owned(),
+                    )
+                })?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+        };
+        Ok(Target {
+            http,
+            url,
+            authorization,
+        })
     }
 
     /// The chat-completions URL, or why the base URL cannot be used.
-    fn endpoint(&self) -> Result<String, LlmError> {
+    fn endpoint(&self) -> Result<Url, LlmError> {
         let base = self.config.base_url.trim().trim_end_matches('/');
+        let shown = mask_password(base);
         let scheme = base
             .split_once("://")
             .map(|(scheme, _)| scheme.to_ascii_lowercase());
@@ -232,14 +933,14 @@ impl OpenAiCompatible {
             Some("https") if cfg!(feature = "tls") => {}
             Some("https") => {
                 return Err(LlmError::Config(format!(
-                    "the base URL {base} uses https, which needs the `tls` feature of \
+                    "the base URL {shown} uses https, which needs the `tls` feature of \
                      crew-runtime (`crew-runtime = {{ version = \"…\", features = [\"tls\"] }}`); \
                      or use an http:// URL of a local server"
                 )));
             }
             _ => {
                 return Err(LlmError::Config(format!(
-                    "the base URL {base:?} must start with http:// or https:// \
+                    "the base URL {shown:?} must start with http:// or https:// \
                      (e.g. http://localhost:11434/v1)"
                 )));
             }
@@ -249,351 +950,174 @@ impl OpenAiCompatible {
                 "no model name is set (set {MODEL_VAR} or pass one to OpenAiCompatible::new)"
             )));
         }
-        Ok(format!("{base}/chat/completions"))
-    }
-}
-
-impl Llm for OpenAiCompatible {
-    fn name(&self) -> &str {
-        &self.config.model
+        Url::parse(&format!("{base}/chat/completions")).map_err(|e| {
+            LlmError::Config(format!(
+                "the base URL {shown} cannot be used in a request: {e}"
+            ))
+        })
     }
 
-    fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
-        let url = self.endpoint()?;
-        let body = wire_request(&self.config.model, self.temperature, request);
-        // Only strings and JSON values go in, so encoding cannot fail in
-        // practice; if it ever did, the request itself is what is wrong.
-        let body = serde_json::to_vec(&body)
-            .map_err(|e| LlmError::Config(format!("the request could not be encoded: {e}")))?;
-        tracing::debug!(
-            model = %self.config.model,
-            messages = request.messages.len(),
-            tools = request.tools.len(),
-            "asking the model"
-        );
+    /// The base URL as errors show it: without its password.
+    fn shown_base_url(&self) -> String {
+        mask_password(self.config.base_url.trim().trim_end_matches('/')).into_owned()
+    }
 
-        let mut post = self
-            .agent
-            .post(&url)
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json");
-        if let Some(key) = &self.config.api_key {
-            post = post.header("Authorization", format!("Bearer {key}"));
+    fn transport_error(&self, error: reqwest::Error) -> LlmError {
+        // reqwest quotes the URL it was asked for; the base URL is shown
+        // instead, without its password.
+        let error = error.without_url();
+        if error.is_timeout() {
+            return LlmError::Timeout(self.timeout);
         }
-        let mut response = post.send(&body[..]).map_err(|e| self.transport_error(e))?;
-
-        let status = response.status().as_u16();
-        let text = response.body_mut().read_to_string();
-        if status >= 400 {
-            let body = match text {
-                Ok(text) => error_message(&text),
-                Err(e) => format!("(the body could not be read: {e})"),
-            };
-            return Err(LlmError::Http { status, body });
+        if error.is_builder() {
+            return LlmError::Config(format!(
+                "the base URL {} or the API key cannot be used in a request: {}",
+                self.shown_base_url(),
+                error_chain(&error)
+            ));
         }
-        let text = text.map_err(|e| self.transport_error(e))?;
-        parse_response(&text)
+        LlmError::Transport(format!(
+            "{}: {}",
+            self.shown_base_url(),
+            error_chain(&error)
+        ))
     }
-}
 
-impl OpenAiCompatible {
-    fn transport_error(&self, error: ureq::Error) -> LlmError {
+    fn stream_error(&self, error: sse_stream::Error) -> LlmError {
         match error {
-            ureq::Error::Timeout(_) => LlmError::Timeout(self.timeout),
-            ureq::Error::Io(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
-                ) =>
-            {
-                LlmError::Timeout(self.timeout)
-            }
-            // The request could not even be built: a URL or key that is
-            // not valid in HTTP.
-            error @ (ureq::Error::BadUri(_) | ureq::Error::Http(_)) => LlmError::Config(format!(
-                "the base URL {:?} or the API key cannot be used in a request: {error}",
-                self.config.base_url
+            sse_stream::Error::Body(cause) => match cause.downcast::<StreamReadError>() {
+                Ok(cause) => match *cause {
+                    StreamReadError::TooLarge(limit) => LlmError::InvalidResponse(format!(
+                        "the streamed answer is larger than {limit} bytes, the most this \
+                         client reads"
+                    )),
+                    StreamReadError::Transport(error) => self.transport_error(error),
+                },
+                Err(cause) => LlmError::Transport(format!(
+                    "{}: {}",
+                    self.shown_base_url(),
+                    error_chain(cause.as_ref())
+                )),
+            },
+            other => LlmError::InvalidResponse(format!(
+                "the stream could not be read as server-sent events: {other}"
             )),
-            ureq::Error::BodyExceedsLimit(limit) => {
-                LlmError::InvalidResponse(format!("the answer is larger than {limit} bytes"))
-            }
-            other => LlmError::Transport(format!("{}: {other}", self.config.base_url)),
         }
     }
 }
 
-fn build_agent(timeout: Duration) -> ureq::Agent {
-    ureq::Agent::config_builder()
-        // Error statuses are answers too: their bodies say what went wrong.
-        .http_status_as_error(false)
-        .timeout_global(Some(timeout))
+/// Why the bytes of a stream stopped coming.
+#[derive(Debug, thiserror::Error)]
+enum StreamReadError {
+    #[error("the stream is larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("{0}")]
+    Transport(reqwest::Error),
+}
+
+/// A body read up to a limit.
+enum Body {
+    Whole(Vec<u8>),
+    /// The first bytes of a longer body, as many as the limit.
+    Cut(Vec<u8>),
+}
+
+/// Reads the body, but no more than `limit` bytes of it.
+async fn read_at_most(mut response: Response, limit: usize) -> Result<Body, reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = limit - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok(Body::Cut(body));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Body::Whole(body))
+}
+
+/// Whether the request failed before any byte of an answer: no connection
+/// could be made, or the server closed or reset it without answering. Such
+/// a failure may pass; an answer that came but could not be read would
+/// only come again.
+fn is_connection_failure(error: &reqwest::Error) -> bool {
+    if error.is_connect() {
+        return true;
+    }
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if cause
+            .downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_incomplete_message)
+        {
+            return true;
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+            if matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe) {
+                return true;
+            }
+        }
+        source = cause.source();
+    }
+    false
+}
+
+/// The error and its causes on one line (`sending failed: connection
+/// refused`).
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        // Some errors repeat their cause in their own message.
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The HTTP client every request of a client goes through.
+fn build_http_client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .redirect(Policy::custom(same_origin_redirects))
+        .user_agent(concat!("crew-runtime/", env!("CARGO_PKG_VERSION")))
         .build()
-        .new_agent()
+        .map_err(|error| error_chain(&error.without_url()))
 }
 
-// ---- the wire format -------------------------------------------------------
-
-#[derive(Serialize)]
-struct ChatCompletionRequest<'a> {
-    model: &'a str,
-    messages: Vec<WireMessage<'a>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<WireTool<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    temperature: Option<f32>,
+/// Why a redirect was not followed.
+#[derive(Debug, thiserror::Error)]
+enum RedirectRefused {
+    #[error(
+        "refused a redirect to another origin ({to}): redirects are followed only \
+         within {from}, so that the request and its key go nowhere else"
+    )]
+    OtherOrigin { from: String, to: String },
+    #[error("the server redirected the request more than {0} times")]
+    TooMany(usize),
 }
 
-#[derive(Serialize)]
-struct WireMessage<'a> {
-    role: &'static str,
-    /// `null` only for an assistant turn that has tool calls and no text,
-    /// as the API itself sends such turns.
-    content: Option<&'a str>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tool_calls: Vec<WireToolCall<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_call_id: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct WireToolCall<'a> {
-    id: &'a str,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    function: WireFunctionCall<'a>,
-}
-
-#[derive(Serialize)]
-struct WireFunctionCall<'a> {
-    name: &'a str,
-    arguments: &'a str,
-}
-
-#[derive(Serialize)]
-struct WireTool<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    function: WireFunction<'a>,
-}
-
-#[derive(Serialize)]
-struct WireFunction<'a> {
-    name: &'a str,
-    description: &'a str,
-    parameters: &'a Value,
-}
-
-fn wire_request<'a>(
-    model: &'a str,
-    temperature: Option<f32>,
-    request: &LlmRequest<'a>,
-) -> ChatCompletionRequest<'a> {
-    ChatCompletionRequest {
-        model,
-        messages: request.messages.iter().map(wire_message).collect(),
-        tools: request
-            .tools
-            .iter()
-            .map(|tool| WireTool {
-                kind: "function",
-                function: WireFunction {
-                    name: &tool.name,
-                    description: &tool.description,
-                    parameters: &tool.parameters,
-                },
-            })
-            .collect(),
-        temperature,
-    }
-}
-
-fn wire_message(message: &ChatMessage) -> WireMessage<'_> {
-    let role = match message.role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    };
-    let content = if message.content.is_empty() && !message.tool_calls.is_empty() {
-        None
-    } else {
-        Some(message.content.as_str())
-    };
-    WireMessage {
-        role,
-        content,
-        tool_calls: message
-            .tool_calls
-            .iter()
-            .map(|call| WireToolCall {
-                id: &call.id,
-                kind: "function",
-                function: WireFunctionCall {
-                    name: &call.name,
-                    arguments: &call.arguments,
-                },
-            })
-            .collect(),
-        tool_call_id: message.tool_call_id.as_deref(),
-    }
-}
-
-// Servers differ in what they leave out, so every field that some server
-// omits has a default; only a shape that cannot be read fails.
-
-#[derive(Deserialize)]
-struct ChatCompletionResponse {
-    #[serde(default)]
-    choices: Vec<Choice>,
-    #[serde(default)]
-    error: Option<Value>,
-}
-
-#[derive(Deserialize)]
-struct Choice {
-    message: ResponseMessage,
-}
-
-#[derive(Deserialize)]
-struct ResponseMessage {
-    /// A string, `null`, or (some servers) a list of `{type, text}` parts.
-    #[serde(default)]
-    content: Value,
-    #[serde(default)]
-    tool_calls: Option<Vec<ResponseToolCall>>,
-}
-
-#[derive(Deserialize)]
-struct ResponseToolCall {
-    #[serde(default)]
-    id: Option<String>,
-    function: ResponseFunction,
-}
-
-#[derive(Deserialize)]
-struct ResponseFunction {
-    #[serde(default)]
-    name: String,
-    /// A string of JSON text per the API; some servers send the object
-    /// itself.
-    #[serde(default)]
-    arguments: Value,
-}
-
-fn parse_response(text: &str) -> Result<ModelTurn, LlmError> {
-    if text.trim().is_empty() {
-        return Err(LlmError::InvalidResponse("the body is empty".to_owned()));
-    }
-    let response: ChatCompletionResponse = serde_json::from_str(text).map_err(|e| {
-        LlmError::InvalidResponse(format!("not a chat completion ({e}): {}", excerpt(text)))
-    })?;
-    let Some(choice) = response.choices.into_iter().next() else {
-        let reason = match response.error.as_ref().and_then(error_text) {
-            Some(message) => format!("the server reported an error: {message}"),
-            None => format!("no choices in {}", excerpt(text)),
-        };
-        return Err(LlmError::InvalidResponse(reason));
-    };
-    let content = content_text(&choice.message.content)?;
-    let calls: Vec<ToolCallRequest> = choice
-        .message
-        .tool_calls
-        .unwrap_or_default()
-        .into_iter()
-        .enumerate()
-        .map(|(index, call)| ToolCallRequest {
-            // A call without an id still needs one its observation can
-            // answer; its position is unique within the turn.
-            id: call
-                .id
-                .filter(|id| !id.is_empty())
-                .unwrap_or_else(|| format!("call_{index}")),
-            name: call.function.name,
-            arguments: arguments_text(call.function.arguments),
-        })
-        .collect();
-    if calls.is_empty() {
-        Ok(ModelTurn::FinalAnswer(content))
-    } else {
-        Ok(ModelTurn::ToolCalls { content, calls })
-    }
-}
-
-fn content_text(content: &Value) -> Result<String, LlmError> {
-    match content {
-        Value::Null => Ok(String::new()),
-        Value::String(text) => Ok(text.clone()),
-        Value::Array(parts) => Ok(parts
-            .iter()
-            .filter_map(|part| match part {
-                Value::String(text) => Some(text.as_str()),
-                part => part.get("text").and_then(Value::as_str),
-            })
-            .collect()),
-        other => Err(LlmError::InvalidResponse(format!(
-            "the message content is neither text nor a list of parts: {}",
-            excerpt(&other.to_string())
-        ))),
-    }
-}
-
-/// The arguments as the model produced them: the string itself when the
-/// server sent a string (valid JSON or not), the JSON text of anything else,
-/// and an empty object when there were none (a call of a tool without
-/// parameters).
-fn arguments_text(arguments: Value) -> String {
-    match arguments {
-        Value::String(text) => text,
-        Value::Null => "{}".to_owned(),
-        other => other.to_string(),
-    }
-}
-
-/// The message of an error body (`{"error": {"message": …}}` from OpenAI,
-/// vLLM and llama.cpp, `{"error": "…"}` from Ollama), or the body itself,
-/// truncated.
-fn error_message(body: &str) -> String {
-    serde_json::from_str::<Value>(body)
-        .ok()
-        .and_then(|value| {
-            value.get("error").and_then(error_text).or_else(|| {
-                value
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            })
-        })
-        .map(|message| truncate(&message, ERROR_BODY_CHARS))
-        .unwrap_or_else(|| match body.trim() {
-            "" => "(empty body)".to_owned(),
-            body => truncate(body, ERROR_BODY_CHARS),
-        })
-}
-
-fn error_text(error: &Value) -> Option<String> {
-    match error {
-        Value::String(message) => Some(message.clone()),
-        Value::Object(fields) => fields
-            .get("message")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        _ => None,
-    }
-}
-
-/// The start of `text` on one line, for an error message.
-fn excerpt(text: &str) -> String {
-    let line: String = text
-        .trim()
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    truncate(&line, EXCERPT_CHARS)
-}
-
-fn truncate(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
+/// Follows a redirect only to the origin (scheme, host and port) of the
+/// first request.
+fn same_origin_redirects(attempt: Attempt<'_>) -> Action {
+    let first = attempt.previous().first().map(Url::origin);
+    let next = attempt.url().origin();
+    match first {
+        // An origin's serialization has no user, password or path.
+        Some(first) if first != next => {
+            let refused = RedirectRefused::OtherOrigin {
+                from: first.ascii_serialization(),
+                to: next.ascii_serialization(),
+            };
+            attempt.error(refused)
+        }
+        _ if attempt.previous().len() > MAX_REDIRECTS => {
+            attempt.error(RedirectRefused::TooMany(MAX_REDIRECTS))
+        }
+        _ => attempt.follow(),
     }
 }

@@ -30,6 +30,11 @@ impl Redaction {
         self.0.is_some()
     }
 
+    /// The redactor, for a scope that follows async work.
+    pub(crate) fn redactor(&self) -> Option<Arc<dyn Redact>> {
+        self.0.clone()
+    }
+
     /// Puts the redactor in scope on this thread, for what `hooks-core`
     /// reports (see the module's documentation).
     pub(crate) fn scope(&self) -> Option<RedactionScope> {

@@ -109,6 +109,8 @@ pub struct ScriptedLlm {
     asked: AtomicUsize,
     record: bool,
     next_call: usize,
+    streaming: bool,
+    latency: Option<std::time::Duration>,
 }
 
 impl ScriptedLlm {
@@ -121,6 +123,8 @@ impl ScriptedLlm {
             asked: AtomicUsize::new(0),
             record: true,
             next_call: 0,
+            streaming: false,
+            latency: None,
         }
     }
 
@@ -134,6 +138,43 @@ impl ScriptedLlm {
     /// conversation; a long benchmark does not want that).
     pub fn without_recording(mut self) -> Self {
         self.record = false;
+        self
+    }
+
+    /// Streams its answers: when the request has a listener
+    /// ([`LlmRequest::stream`]), each answer's text reaches it word by
+    /// word (spaces kept), as a server streaming its answer would send it,
+    /// before the whole turn is returned.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use crew_runtime::prelude::*;
+    /// use crew_runtime::llm::{DeltaSink, LlmRequest};
+    ///
+    /// struct Collect(Mutex<Vec<String>>);
+    /// impl DeltaSink for Collect {
+    ///     fn delta(&self, text: &str) {
+    ///         self.0.lock().unwrap_or_else(|e| e.into_inner()).push(text.to_owned());
+    ///     }
+    /// }
+    /// let llm = ScriptedLlm::new().streaming().answer("Rust is fast.");
+    /// let sink = Collect(Mutex::new(Vec::new()));
+    /// let request = LlmRequest { stream: Some(&sink), ..LlmRequest::new(&[], &[]) };
+    /// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    /// runtime.block_on(llm.complete(&request))?;
+    /// assert_eq!(*sink.0.lock().unwrap_or_else(|e| e.into_inner()), ["Rust ", "is ", "fast."]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn streaming(mut self) -> Self {
+        self.streaming = true;
+        self
+    }
+
+    /// Waits `latency` (on the runtime's timer) before each answer, as a
+    /// model server would take time: for tests of timeouts, cancellation
+    /// and concurrency.
+    pub fn latency(mut self, latency: std::time::Duration) -> Self {
+        self.latency = Some(latency);
         self
     }
 
@@ -223,12 +264,13 @@ impl Default for ScriptedLlm {
     }
 }
 
+#[async_trait::async_trait]
 impl Llm for ScriptedLlm {
     fn name(&self) -> &str {
         &self.name
     }
 
-    fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
+    async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
         let asked = self.asked.fetch_add(1, Ordering::Relaxed) + 1;
         if self.record {
             self.requests
@@ -239,6 +281,9 @@ impl Llm for ScriptedLlm {
                     tools: request.tools.iter().map(|t| t.name.clone()).collect(),
                 });
         }
+        if let Some(latency) = self.latency {
+            tokio::time::sleep(latency).await;
+        }
         // The lock is released before an answer function runs, so it may
         // take as long as it likes.
         let next = self
@@ -246,11 +291,23 @@ impl Llm for ScriptedLlm {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop_front();
-        match next {
-            Some(PlannedTurn::Fixed(turn)) => Ok(turn),
-            Some(PlannedTurn::Answer(answer)) => Ok(ModelTurn::FinalAnswer(answer(request))),
-            None => Err(LlmError::ScriptExhausted { asked }),
+        let turn = match next {
+            Some(PlannedTurn::Fixed(turn)) => turn,
+            Some(PlannedTurn::Answer(answer)) => ModelTurn::FinalAnswer(answer(request)),
+            None => return Err(LlmError::ScriptExhausted { asked }),
+        };
+        if let (true, Some(sink)) = (self.streaming, request.stream) {
+            let text = match &turn {
+                ModelTurn::FinalAnswer(text) => text,
+                ModelTurn::ToolCalls { content, .. } => content,
+            };
+            for word in text.split_inclusive(' ') {
+                sink.delta(word);
+                // Each piece arrives on its own, as over a network.
+                tokio::task::yield_now().await;
+            }
         }
+        Ok(turn)
     }
 }
 
@@ -270,10 +327,7 @@ mod tests {
     use serde_json::json;
 
     fn ask(llm: &ScriptedLlm, messages: &[ChatMessage]) -> Result<ModelTurn, LlmError> {
-        llm.complete(&LlmRequest {
-            messages,
-            tools: &[],
-        })
+        futures_executor::block_on(llm.complete(&LlmRequest::new(messages, &[])))
     }
 
     #[test]

@@ -5,8 +5,11 @@
 //! is no public way to call one. Its call function is private to this crate.
 
 use std::fmt;
+use std::future::Future;
 use std::marker::PhantomData;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use hooks_core::runtime::ToolOutput;
 use hooks_core::{RawToolResult, ToolCallStatus, ToolInfo, normalize_tool_name};
@@ -40,13 +43,107 @@ impl fmt::Display for ToolFailure {
     }
 }
 
-type Invoke = dyn Fn(&Map<String, Value>) -> Result<ToolOutput, ToolFailure> + Send + Sync;
+/// What a tool's result comes to.
+pub(crate) type ToolResult = Result<ToolOutput, ToolFailure>;
 
+/// How one call of a tool runs, once its arguments are read.
+pub(crate) enum ToolRun {
+    /// Already decided (arguments that do not fit the tool).
+    Ready(ToolResult),
+    /// An async tool's future: awaited on the runtime.
+    Async(Pin<Box<dyn Future<Output = ToolResult> + Send>>),
+    /// A synchronous tool's body: run on a thread of the runtime's
+    /// blocking pool, never on its workers.
+    Blocking(Box<dyn FnOnce() -> ToolResult + Send>),
+}
+
+type Invoke = dyn Fn(&Map<String, Value>) -> ToolRun + Send + Sync;
+
+#[derive(Clone)]
 struct ToolInner {
     name: String,
     description: String,
     parameters: Value,
-    invoke: Box<Invoke>,
+    invoke: Arc<Invoke>,
+    timeout: Option<Duration>,
+}
+
+/// Marks a tool function's result (`Result<_, _>`): the function runs on
+/// the runtime's blocking pool.
+#[doc(hidden)]
+pub struct Blocking<E>(PhantomData<fn() -> E>);
+
+/// Marks an async tool function's future (of a `Result<_, _>`).
+#[doc(hidden)]
+pub struct Awaited<E>(PhantomData<fn() -> E>);
+
+/// What a tool function returns: its result (a synchronous function, run
+/// on the runtime's blocking pool so that it never stalls the runtime), or
+/// a future of it (an async function, awaited). [`Tool::typed`] and
+/// [`Tool::dynamic`] take either:
+///
+/// ```
+/// use crew_runtime::Tool;
+/// use serde_json::json;
+///
+/// let blocking = Tool::dynamic("read", "Reads a file", json!({"type": "object"}), |args| {
+///     std::fs::read_to_string(args["path"].as_str().unwrap_or_default()).map(Into::into)
+/// });
+/// let awaited = Tool::dynamic("fetch", "Fetches a page", json!({"type": "object"}), |args| async move {
+///     Ok::<_, String>(json!({"url": args["url"]}))
+/// });
+/// # let _ = (blocking, awaited);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not what a tool function returns",
+    label = "a tool function returns `Result<Out, E>`, or a future of one",
+    note = "write `|args: MyArgs| Ok::<_, String>(...)` or `|args: MyArgs| async move {{ Ok::<_, String>(...) }}`"
+)]
+pub trait ToolOutcome<Out, Marker>: Sized {
+    /// The call, deferred: where and how it runs.
+    #[doc(hidden)]
+    fn prepare(call: impl FnOnce() -> Self + Send + 'static) -> Prepared<Out>;
+}
+
+/// A tool function's call, ready to run.
+#[doc(hidden)]
+pub enum Prepared<Out> {
+    /// Runs on the blocking pool.
+    Blocking(Box<dyn FnOnce() -> Result<Out, String> + Send>),
+    /// Awaited.
+    Async(Pin<Box<dyn Future<Output = Result<Out, String>> + Send>>),
+}
+
+impl<Out, E> ToolOutcome<Out, Blocking<E>> for Result<Out, E>
+where
+    E: fmt::Display,
+{
+    fn prepare(call: impl FnOnce() -> Self + Send + 'static) -> Prepared<Out> {
+        Prepared::Blocking(Box::new(move || call().map_err(|error| error.to_string())))
+    }
+}
+
+impl<Fut, Out, E> ToolOutcome<Out, Awaited<E>> for Fut
+where
+    Fut: Future<Output = Result<Out, E>> + Send + 'static,
+    E: fmt::Display,
+{
+    fn prepare(call: impl FnOnce() -> Self + Send + 'static) -> Prepared<Out> {
+        Prepared::Async(Box::pin(async move {
+            call().await.map_err(|error| error.to_string())
+        }))
+    }
+}
+
+/// Defers `function(args)` as its result type says.
+fn prepare<F, Args, R, Out, M>(function: &Arc<F>, args: Args) -> Prepared<Out>
+where
+    F: Fn(Args) -> R + Send + Sync + 'static,
+    Args: Send + 'static,
+    R: ToolOutcome<Out, M>,
+{
+    let function = Arc::clone(function);
+    R::prepare(move || function(args))
 }
 
 /// A tool an agent can call. Cloning is cheap (the tool is shared).
@@ -110,21 +207,23 @@ impl Tool {
     /// assert_eq!(search.name(), "web_search");
     /// assert_eq!(search.parameters()["required"][0], "query");
     /// ```
-    pub fn typed<Args, Out, E>(
+    pub fn typed<Args, Out, R, M>(
         name: impl AsRef<str>,
         description: impl Into<String>,
-        function: impl Fn(Args) -> Result<Out, E> + Send + Sync + 'static,
+        function: impl Fn(Args) -> R + Send + Sync + 'static,
     ) -> TypedTool<Args, Out>
     where
-        Args: DeserializeOwned + schemars::JsonSchema + 'static,
+        Args: DeserializeOwned + schemars::JsonSchema + Send + 'static,
         Out: Serialize + Send + Sync + 'static,
-        E: fmt::Display,
+        R: ToolOutcome<Out, M>,
     {
+        let function = Arc::new(function);
         TypedTool {
             name: normalize_tool_name(name.as_ref()),
             description: description.into(),
-            body: Arc::new(move |args| function(args).map_err(|error| error.to_string())),
+            body: Arc::new(move |args| prepare(&function, args)),
             formatter: None,
+            timeout: None,
             args: PhantomData,
         }
     }
@@ -134,31 +233,51 @@ impl Tool {
     ///
     /// `parameters` is the JSON schema the model is told (an object
     /// schema). The function receives the arguments as a JSON object, after
-    /// the PRE hooks. Its result is shown as text when it is a JSON string,
-    /// and as compact JSON otherwise.
-    pub fn dynamic<E>(
+    /// the PRE hooks, and may be synchronous or async (see [`ToolOutcome`]). Its
+    /// result is shown as text when it is a JSON string, and as compact
+    /// JSON otherwise.
+    ///
+    /// ```
+    /// use crew_runtime::Tool;
+    /// use serde_json::json;
+    ///
+    /// let lookup = Tool::dynamic("lookup", "Looks a key up", json!({"type": "object"}), |args| async move {
+    ///     // An HTTP call, a database query...
+    ///     Ok::<_, String>(json!({"found": args["key"]}))
+    /// });
+    /// assert_eq!(lookup.name(), "lookup");
+    /// ```
+    pub fn dynamic<R, M>(
         name: impl AsRef<str>,
         description: impl Into<String>,
         parameters: Value,
-        function: impl Fn(Value) -> Result<Value, E> + Send + Sync + 'static,
+        function: impl Fn(Value) -> R + Send + Sync + 'static,
     ) -> Tool
     where
-        E: fmt::Display,
+        R: ToolOutcome<Value, M>,
     {
+        let function = Arc::new(function);
         let invoke = move |input: &Map<String, Value>| {
-            let json = function(Value::Object(input.clone()))
-                .map_err(|error| ToolFailure::Failed(error.to_string()))?;
-            Ok(ToolOutput {
-                rendered: render_json(&json),
-                raw: RawToolResult::from_json(json),
-                status: ToolCallStatus::Ran,
-            })
+            let finish = |json: Result<Value, String>| {
+                let json = json.map_err(ToolFailure::Failed)?;
+                Ok(ToolOutput {
+                    rendered: render_json(&json),
+                    raw: RawToolResult::from_json(json),
+                    status: ToolCallStatus::Ran,
+                })
+            };
+            match prepare(&function, Value::Object(input.clone())) {
+                Prepared::Blocking(run) => ToolRun::Blocking(Box::new(move || finish(run()))),
+                Prepared::Async(running) => {
+                    ToolRun::Async(Box::pin(async move { finish(running.await) }))
+                }
+            }
         };
         Tool::from_parts(
             normalize_tool_name(name.as_ref()),
             description.into(),
             parameters,
-            Box::new(invoke),
+            Arc::new(invoke),
         )
     }
 
@@ -166,7 +285,7 @@ impl Tool {
         name: String,
         description: String,
         parameters: Value,
-        invoke: Box<Invoke>,
+        invoke: Arc<Invoke>,
     ) -> Tool {
         Tool {
             inner: Arc::new(ToolInner {
@@ -174,8 +293,37 @@ impl Tool {
                 description,
                 parameters,
                 invoke,
+                timeout: None,
             }),
         }
+    }
+
+    /// Gives up on a call of this tool after `timeout`: the agent sees
+    /// `Error executing tool: timed out after …` and the run goes on. An
+    /// async tool is cancelled (its future dropped); a synchronous one
+    /// cannot be stopped, so it finishes on its thread and its result is
+    /// dropped. Without it, the crew's
+    /// [`tool_timeout`](crate::CrewBuilder::tool_timeout) applies.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use crew_runtime::Tool;
+    /// use serde_json::json;
+    ///
+    /// let slow = Tool::dynamic("slow", "Takes its time", json!({"type": "object"}), |_| async {
+    ///     Ok::<_, String>(json!("done"))
+    /// })
+    /// .with_timeout(Duration::from_secs(5));
+    /// assert_eq!(slow.timeout(), Some(Duration::from_secs(5)));
+    /// ```
+    pub fn with_timeout(mut self, timeout: Duration) -> Tool {
+        Arc::make_mut(&mut self.inner).timeout = Some(timeout);
+        self
+    }
+
+    /// The tool's own timeout, if it has one ([`Tool::with_timeout`]).
+    pub fn timeout(&self) -> Option<Duration> {
+        self.inner.timeout
     }
 
     /// The normalized name.
@@ -202,10 +350,11 @@ impl Tool {
         }
     }
 
-    /// Runs the tool on arguments that already went through the PRE chain.
-    /// Crate-private on purpose: only the executor calls it, inside
-    /// `Dispatcher::run_tool_call`, so no tool runs without its hooks.
-    pub(crate) fn invoke(&self, input: &Map<String, Value>) -> Result<ToolOutput, ToolFailure> {
+    /// Prepares a call of the tool on arguments that already went through
+    /// the PRE chain. Crate-private on purpose: only the executor calls it,
+    /// inside `CallHooks::run_tool_call_async`, so no tool runs without its
+    /// hooks.
+    pub(crate) fn invoke(&self, input: &Map<String, Value>) -> ToolRun {
         (self.inner.invoke)(input)
     }
 }
@@ -233,7 +382,7 @@ impl fmt::Debug for Tool {
     }
 }
 
-type Body<Args, Out> = dyn Fn(Args) -> Result<Out, String> + Send + Sync;
+type Body<Args, Out> = dyn Fn(Args) -> Prepared<Out> + Send + Sync;
 type Formatter<Out> = dyn Fn(&Out) -> String + Send + Sync;
 
 /// A tool made by [`Tool::typed`], before it becomes a [`Tool`]: the place
@@ -244,12 +393,13 @@ pub struct TypedTool<Args, Out> {
     description: String,
     body: Arc<Body<Args, Out>>,
     formatter: Option<Arc<Formatter<Out>>>,
+    timeout: Option<Duration>,
     args: PhantomData<fn(Args)>,
 }
 
 impl<Args, Out> TypedTool<Args, Out>
 where
-    Args: DeserializeOwned + schemars::JsonSchema + 'static,
+    Args: DeserializeOwned + schemars::JsonSchema + Send + 'static,
     Out: Serialize + Send + Sync + 'static,
 {
     /// Shows the result to the agent as `formatter` renders it (Markdown,
@@ -263,6 +413,12 @@ where
         self
     }
 
+    /// Gives up on a call after `timeout` (see [`Tool::with_timeout`]).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
     /// The finished tool.
     pub fn build(self) -> Tool {
         let TypedTool {
@@ -270,31 +426,49 @@ where
             description,
             body,
             formatter,
+            timeout,
             args: _,
         } = self;
         let invoke = move |input: &Map<String, Value>| {
-            let args = Args::deserialize(input)
-                .map_err(|error| ToolFailure::InvalidArguments(error.to_string()))?;
-            let out = body(args).map_err(ToolFailure::Failed)?;
-            let json = serde_json::to_value(&out)
-                .map_err(|error| ToolFailure::Unrenderable(error.to_string()))?;
-            let rendered = match &formatter {
-                Some(formatter) => formatter(&out),
-                None => render_json(&json),
+            let args = match Args::deserialize(input) {
+                Ok(args) => args,
+                Err(error) => {
+                    return ToolRun::Ready(Err(ToolFailure::InvalidArguments(error.to_string())));
+                }
             };
-            Ok(ToolOutput {
-                rendered,
-                raw: RawToolResult::typed(out, json),
-                status: ToolCallStatus::Ran,
-            })
+            let formatter = formatter.clone();
+            let finish = move |out: Result<Out, String>| {
+                let out = out.map_err(ToolFailure::Failed)?;
+                let json = serde_json::to_value(&out)
+                    .map_err(|error| ToolFailure::Unrenderable(error.to_string()))?;
+                let rendered = match &formatter {
+                    Some(formatter) => formatter(&out),
+                    None => render_json(&json),
+                };
+                Ok(ToolOutput {
+                    rendered,
+                    raw: RawToolResult::typed(out, json),
+                    status: ToolCallStatus::Ran,
+                })
+            };
+            match body(args) {
+                Prepared::Blocking(run) => ToolRun::Blocking(Box::new(move || finish(run()))),
+                Prepared::Async(running) => {
+                    ToolRun::Async(Box::pin(async move { finish(running.await) }))
+                }
+            }
         };
-        Tool::from_parts(name, description, schema_of::<Args>(), Box::new(invoke))
+        let tool = Tool::from_parts(name, description, schema_of::<Args>(), Arc::new(invoke));
+        match timeout {
+            Some(timeout) => tool.with_timeout(timeout),
+            None => tool,
+        }
     }
 }
 
 impl<Args, Out> From<TypedTool<Args, Out>> for Tool
 where
-    Args: DeserializeOwned + schemars::JsonSchema + 'static,
+    Args: DeserializeOwned + schemars::JsonSchema + Send + 'static,
     Out: Serialize + Send + Sync + 'static,
 {
     fn from(tool: TypedTool<Args, Out>) -> Tool {
@@ -349,6 +523,44 @@ mod tests {
         total: u32,
     }
 
+    impl Tool {
+        /// Runs a call to its end on this thread.
+        fn run_now(&self, input: &Map<String, Value>) -> ToolResult {
+            match self.invoke(input) {
+                ToolRun::Ready(result) => result,
+                ToolRun::Blocking(run) => run(),
+                ToolRun::Async(running) => futures_executor::block_on(running),
+            }
+        }
+    }
+
+    #[test]
+    fn async_tool_functions_are_awaited() {
+        let tool: Tool = Tool::typed("t", "", |args: Args| async move {
+            Ok::<_, String>(args.query.len())
+        })
+        .into();
+        assert!(matches!(
+            tool.invoke(&object(json!({"query": "four"}))),
+            ToolRun::Async(_)
+        ));
+        let output = tool.run_now(&object(json!({"query": "four"})));
+        assert_eq!(output.map(|o| o.rendered), Ok("4".to_owned()));
+    }
+
+    #[test]
+    fn synchronous_tool_functions_run_on_the_blocking_pool() {
+        let tool = search();
+        assert!(matches!(
+            tool.invoke(&object(json!({"query": "rust"}))),
+            ToolRun::Blocking(_)
+        ));
+        assert!(matches!(
+            tool.invoke(&object(json!({"limit": 1}))),
+            ToolRun::Ready(Err(ToolFailure::InvalidArguments(_)))
+        ));
+    }
+
     fn object(value: Value) -> Map<String, Value> {
         value.as_object().cloned().unwrap_or_default()
     }
@@ -375,7 +587,7 @@ mod tests {
     #[test]
     fn serialize_result_renders_as_compact_json_and_stays_typed() {
         let output = search()
-            .invoke(&object(json!({"query": "rust", "limit": 3, "stash": 1})))
+            .run_now(&object(json!({"query": "rust", "limit": 3, "stash": 1})))
             .map_err(|f| f.to_string());
         let output = output.expect("the call succeeds");
         assert_eq!(output.rendered, r#"{"titles":["rust"],"total":3}"#);
@@ -385,18 +597,18 @@ mod tests {
 
     #[test]
     fn typed_accepts_explicit_argument_and_output_types() {
-        let tool: Tool = Tool::typed::<Args, usize, _>("len", "", |args| {
+        let tool: Tool = Tool::typed::<Args, usize, _, _>("len", "", |args| {
             Ok::<_, std::convert::Infallible>(args.query.len())
         })
         .build();
-        let output = tool.invoke(&object(json!({"query": "four"})));
+        let output = tool.run_now(&object(json!({"query": "four"})));
         assert_eq!(output.map(|o| o.rendered), Ok("4".to_owned()));
     }
 
     #[test]
     fn string_result_renders_as_is() {
         let tool: Tool = Tool::typed("echo", "", |args: Args| Ok::<_, String>(args.query)).into();
-        let output = tool.invoke(&object(json!({"query": "a \"quoted\" text"})));
+        let output = tool.run_now(&object(json!({"query": "a \"quoted\" text"})));
         assert_eq!(
             output.map(|o| o.rendered),
             Ok("a \"quoted\" text".to_owned())
@@ -410,7 +622,7 @@ mod tests {
         })
         .into();
         let failure = tool
-            .invoke(&object(json!({"limit": 2})))
+            .run_now(&object(json!({"limit": 2})))
             .map(|o| o.rendered);
         assert_eq!(
             failure.map_err(|f| f.to_string()),
@@ -429,7 +641,7 @@ mod tests {
         .with_formatter(|hits: &Hits| format!("- {}", hits.titles.join("\n- ")))
         .into();
         let output = tool
-            .invoke(&object(json!({"query": "x"})))
+            .run_now(&object(json!({"query": "x"})))
             .map_err(|f| f.to_string());
         let output = output.expect("the call succeeds");
         assert_eq!(output.rendered, "- x");
@@ -442,7 +654,7 @@ mod tests {
             Ok::<_, String>(json!({"echo": args["key"]}))
         });
         let output = tool
-            .invoke(&object(json!({"key": "v"})))
+            .run_now(&object(json!({"key": "v"})))
             .map_err(|f| f.to_string());
         let output = output.expect("the call succeeds");
         assert_eq!(tool.name(), "lookup");

@@ -37,30 +37,43 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt::Write as _;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::future::Either;
+use tracing::Instrument;
+
 use hooks_core::events::{ToolUsageErrorEvent, ToolUsageFinishedEvent, ToolUsageStartedEvent};
 use hooks_core::runtime::{
-    TOOL_ERROR_PREFIX, ToolCallReport, ToolOutput, contain_panic, panic_message,
+    TOOL_CALL_POINTS, TOOL_ERROR_PREFIX, ToolCallReport, ToolOutput, contain_panic,
+    contain_panic_async, panic_message,
 };
 use hooks_core::{Event, ToolCallHookContext, ToolInfo, normalize_tool_name};
 use serde_json::{Map, Value};
 
+use crate::crew::KickoffDepth;
 use crate::error::CrewError;
 use crate::executor::{AgentRun, excerpt};
 use crate::llm::ToolCallRequest;
-use crate::tool::Tool;
+use crate::tool::{Tool, ToolResult, ToolRun};
 
 impl AgentRun {
     /// Runs one tool call the model asked for and returns the observation
     /// the model gets, or the abort of a POST hook.
-    pub(crate) fn run_call(&self, call: &ToolCallRequest) -> Result<String, CrewError> {
-        // A call may run on a helper thread: what hooks-core reports for
-        // it is cleaned there too. (On the agent's thread the kickoff's
-        // scope already holds this redactor, and entering it is a no-op.)
-        let _scope = self.redaction().scope();
+    pub(crate) async fn run_call(&self, call: &ToolCallRequest) -> Result<String, CrewError> {
+        let span = tracing::info_span!(
+            "execute_tool",
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %self.redaction().text(&call.name),
+            gen_ai.tool.call.id = %self.redaction().text(&call.id),
+            gen_ai.agent.name = %self.role(),
+        );
+        self.run_call_in_span(call).instrument(span).await
+    }
+
+    async fn run_call_in_span(&self, call: &ToolCallRequest) -> Result<String, CrewError> {
         let input = match parse_arguments(&call.arguments) {
             Ok(input) => input,
             Err(problem) => return Ok(self.reject_arguments(call, &problem)),
@@ -83,16 +96,25 @@ impl AgentRun {
         let mut ran_for = Duration::ZERO;
         let mut failed = None;
         let mut before_post = None;
-        let result = self.dispatcher().run_tool_call(&mut ctx, |ctx| {
-            let output = match tool {
-                Some(tool) => self.execute(tool, ctx, &mut ran_for, &mut failed),
-                None => self.not_found(call),
-            };
-            if self.verbose {
-                before_post = Some(output.rendered.clone());
-            }
-            output
-        });
+        let verbose = self.verbose;
+        let kept = &mut before_post;
+        let result = self
+            .dispatcher()
+            .begin_call(&TOOL_CALL_POINTS)
+            .run_tool_call_async(&mut ctx, |ctx| {
+                let running = match tool {
+                    Some(tool) => Either::Left(self.execute(tool, ctx, &mut ran_for, &mut failed)),
+                    None => Either::Right(std::future::ready(self.not_found(call))),
+                };
+                async move {
+                    let output = running.await;
+                    if verbose {
+                        *kept = Some(output.rendered.clone());
+                    }
+                    output
+                }
+            })
+            .await;
 
         let replaced = matches!(
             (&result, &before_post),
@@ -159,17 +181,17 @@ impl AgentRun {
         }
     }
 
-    /// Runs the tool on the input the PRE chain left, containing a panic.
-    /// Sets `failed` when the tool failed or panicked: the caller reports
-    /// (and logs) the error once the POST chain has seen, and maybe
-    /// redacted, it.
-    fn execute(
-        &self,
-        tool: &Tool,
+    /// Runs the tool on the input the PRE chain left, containing a panic,
+    /// within its timeout. Sets `failed` when the tool failed, panicked or
+    /// timed out: the caller reports (and logs) the error once the POST
+    /// chain has seen, and maybe redacted, it.
+    fn execute<'a>(
+        &'a self,
+        tool: &'a Tool,
         ctx: &ToolCallHookContext,
-        ran_for: &mut Duration,
-        failed: &mut Option<Failure>,
-    ) -> ToolOutput {
+        ran_for: &'a mut Duration,
+        failed: &'a mut Option<Failure>,
+    ) -> impl Future<Output = ToolOutput> + Send + use<'a> {
         let listening = self.listening();
         if listening {
             let redaction = self.redaction();
@@ -184,22 +206,66 @@ impl AgentRun {
             }));
         }
         let started = (listening || self.verbose).then(Instant::now);
-        // Contained: the panic hook does not print it; the message (cleaned
-        // by the redaction in scope) reaches the POST chain and the agent.
-        let result = contain_panic(AssertUnwindSafe(|| tool.invoke(&ctx.tool_input)));
-        if let Some(started) = started {
-            *ran_for = started.elapsed();
+        let timeout = tool.timeout().unwrap_or(self.inner().tool_timeout);
+        let run = tool.invoke(&ctx.tool_input);
+        async move {
+            let result = self.run_tool(run, timeout).await;
+            if let Some(started) = started {
+                *ran_for = started.elapsed();
+            }
+            let (kind, message) = match result {
+                Ok(Ok(output)) => return output,
+                Ok(Err(failure)) => (Failure::Error, failure.to_string()),
+                Err(Stopped::Panicked(message)) => {
+                    (Failure::Panic, format!("the tool panicked: {message}"))
+                }
+                Err(Stopped::TimedOut) => (
+                    Failure::Error,
+                    format!("timed out after {}", format_duration(timeout)),
+                ),
+            };
+            *failed = Some(kind);
+            ToolOutput::error(message)
         }
-        let (kind, message) = match result {
-            Ok(Ok(output)) => return output,
-            Ok(Err(failure)) => (Failure::Error, failure.to_string()),
-            Err(panic) => (
-                Failure::Panic,
-                format!("the tool panicked: {}", panic_message(&*panic)),
-            ),
-        };
-        *failed = Some(kind);
-        ToolOutput::error(message)
+    }
+
+    /// Runs a prepared tool call: an async tool awaited here, a
+    /// synchronous one on the runtime's blocking pool (with the kickoff's
+    /// redaction scope and depth on its thread). Panics are contained and
+    /// silent (their message, cleaned by the redaction in scope, reaches
+    /// the POST chain and the agent).
+    async fn run_tool(&self, run: ToolRun, timeout: Duration) -> Result<ToolResult, Stopped> {
+        match run {
+            ToolRun::Ready(result) => Ok(result),
+            ToolRun::Async(running) => {
+                match tokio::time::timeout(timeout, contain_panic_async(AssertUnwindSafe(running)))
+                    .await
+                {
+                    Err(_) => Err(Stopped::TimedOut),
+                    Ok(Err(panic)) => Err(Stopped::Panicked(panic_message(&*panic))),
+                    Ok(Ok(result)) => Ok(result),
+                }
+            }
+            ToolRun::Blocking(body) => {
+                let redaction = self.redaction().clone();
+                let depth = self.depth;
+                let thread = tokio::task::spawn_blocking(move || {
+                    let _scope = redaction.scope();
+                    let _depth = KickoffDepth::at(depth);
+                    contain_panic(AssertUnwindSafe(body))
+                });
+                // A synchronous tool cannot be stopped: past its timeout
+                // it finishes on its thread, and its result is dropped.
+                match tokio::time::timeout(timeout, thread).await {
+                    Err(_) => Err(Stopped::TimedOut),
+                    Ok(Err(join)) => Err(Stopped::Panicked(format!(
+                        "its thread stopped before it finished ({join})"
+                    ))),
+                    Ok(Ok(Err(panic))) => Err(Stopped::Panicked(panic_message(&*panic))),
+                    Ok(Ok(Ok(result))) => Ok(result),
+                }
+            }
+        }
     }
 
     /// Reports a failed call with its error as the agent was told it
@@ -446,6 +512,28 @@ fn json_kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+/// Why a tool call produced no result of its own.
+enum Stopped {
+    /// The tool panicked (the message).
+    Panicked(String),
+    /// The tool did not finish within its timeout.
+    TimedOut,
+}
+
+/// A duration as people write it: `30s`, `1.5s`, `250ms`, `2m`.
+fn format_duration(duration: Duration) -> String {
+    let millis = duration.as_millis();
+    if millis < 1000 {
+        format!("{millis}ms")
+    } else if millis.is_multiple_of(60_000) {
+        format!("{}m", millis / 60_000)
+    } else if millis.is_multiple_of(1000) {
+        format!("{}s", millis / 1000)
+    } else {
+        format!("{}s", duration.as_secs_f64())
     }
 }
 

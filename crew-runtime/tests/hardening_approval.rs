@@ -111,7 +111,7 @@ fn run_one(input: Arc<dyn HumanInputSource>) -> (Vec<String>, String, Option<(St
         }
     });
 
-    crew.kickoff(())
+    crew.kickoff_blocking(())
         .expect("an unanswered gate blocks the call; the run goes on");
 
     let observation = llm.requests()[1].observations().concat();
@@ -229,7 +229,7 @@ fn gate_blocks_when_asking_panics_and_the_panic_never_reaches_the_gate() {
         _ => {}
     });
 
-    crew.kickoff(()).expect("the panic is contained");
+    crew.kickoff_blocking(()).expect("the panic is contained");
 
     assert!(take(&sent).is_empty());
     assert_eq!(llm.requests()[1].observations(), [BLOCKED]);
@@ -282,7 +282,7 @@ fn gate_blocks_when_stdin_is_not_a_terminal() {
             let sent = log();
             let llm = one_email();
             email_crew(&global, source, &sent, &llm)
-                .kickoff(())
+                .kickoff_blocking(())
                 .expect("the run goes on");
             println!("SENT={}", take(&sent).len());
             println!("OBSERVATION={}", llm.requests()[1].observations().concat());
@@ -336,7 +336,7 @@ fn yes_lets_exactly_that_call_through() {
     let sent = log();
     let crew = email_crew(&global, Some(Arc::new(approver)), &sent, &llm);
 
-    crew.kickoff(()).expect("runs");
+    crew.kickoff_blocking(()).expect("runs");
 
     assert_eq!(take(&sent), ["bob@example.com"]);
     assert_eq!(
@@ -390,7 +390,7 @@ fn a_ui_answering_over_a_channel_approves_only_what_it_approves() {
     let sent = log();
     let crew = email_crew(&global, Some(Arc::new(input)), &sent, &llm);
 
-    crew.kickoff(()).expect("runs");
+    crew.kickoff_blocking(()).expect("runs");
     drop(crew);
 
     let mut sent = take(&sent);
@@ -474,7 +474,7 @@ fn ready_made_gate_refuses_whenever_no_answer_can_be_had() {
             }
         });
 
-        crew.kickoff(()).expect("the run goes on");
+        crew.kickoff_blocking(()).expect("the run goes on");
 
         assert!(take(&sent).is_empty(), "{name}: nothing is sent");
         assert_eq!(llm.requests()[1].observations(), [BLOCKED], "{name}");
@@ -509,7 +509,7 @@ fn ready_made_gate_approves_only_y_or_yes_for_that_very_call() {
     let sent = log();
     let crew = email_crew(&global, Some(Arc::new(answers)), &sent, &llm);
 
-    crew.kickoff(()).expect("runs");
+    crew.kickoff_blocking(()).expect("runs");
 
     let mut sent = take(&sent);
     sent.sort();
@@ -537,7 +537,7 @@ fn ready_made_gate_shows_the_call_and_who_makes_it() {
     let sent = log();
     let crew = email_crew(&global, Some(source.clone()), &sent, &llm);
 
-    crew.kickoff(()).expect("runs");
+    crew.kickoff_blocking(()).expect("runs");
 
     assert!(take(&sent).is_empty());
     assert_eq!(

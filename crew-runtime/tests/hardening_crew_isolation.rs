@@ -32,12 +32,13 @@ struct LoopingLlm {
     wrong_observations: Log<String>,
 }
 
+#[crew_runtime::async_trait]
 impl Llm for LoopingLlm {
     fn name(&self) -> &str {
         "looping"
     }
 
-    fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
+    async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
         let turn = request
             .messages
             .iter()
@@ -203,7 +204,7 @@ fn each_crews_hooks_see_only_its_calls_and_global_hooks_see_each_call_once() {
             scope.spawn(move || {
                 for _ in 0..rounds {
                     start.wait();
-                    let output = crew.kickoff(()).expect("runs");
+                    let output = crew.kickoff_blocking(()).expect("runs");
                     assert_eq!(output.raw, format!("{} finished", crew.name()));
                 }
             });

@@ -249,7 +249,7 @@ fn leaky_crew(verbose: bool) -> Scenario {
 }
 
 fn kickoff(scenario: &Scenario) -> Result<CrewOutput, CrewError> {
-    scenario.crew.kickoff([("account", "acct-7")])
+    scenario.crew.kickoff_blocking([("account", "acct-7")])
 }
 
 fn record_all_events(bus: &EventBus) -> Log<Event> {
@@ -773,7 +773,7 @@ fn a_secret_at_the_observation_cut_is_redacted_before_the_cut() {
         .build()
         .expect("builds");
 
-    crew.kickoff(()).expect("the run finishes");
+    crew.kickoff_blocking(()).expect("the run finishes");
 
     let observation = llm.requests()[1].observations()[0].to_owned();
     assert!(
@@ -830,7 +830,7 @@ fn an_approval_prompt_shows_the_input_redacted() {
         .redact_with(SecretRedactor::new())
         .build()
         .expect("builds");
-    crew.kickoff(()).expect("runs");
+    crew.kickoff_blocking(()).expect("runs");
 
     let prompts = answers.prompts();
     assert_eq!(prompts.len(), 1, "one approval asked");

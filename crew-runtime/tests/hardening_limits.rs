@@ -76,7 +76,7 @@ fn a_task_given_a_clone_of_the_crews_agent_runs_that_agent() {
         .expect("a clone is the same agent");
 
     assert_eq!(crew.agents().count(), 1);
-    assert_eq!(crew.kickoff(()).expect("runs").raw, "done");
+    assert_eq!(crew.kickoff_blocking(()).expect("runs").raw, "done");
 }
 
 #[test]
@@ -91,7 +91,7 @@ fn an_identical_definition_of_the_crews_agent_is_the_same_agent() {
         .expect("an identical definition is the crew's agent");
 
     assert_eq!(crew.agents().count(), 1);
-    assert_eq!(crew.kickoff(()).expect("runs").raw, "done");
+    assert_eq!(crew.kickoff_blocking(()).expect("runs").raw, "done");
 }
 
 #[test]
@@ -105,7 +105,7 @@ fn an_agent_of_a_new_role_joins_the_crew_through_its_task() {
 
     let roles: Vec<&str> = crew.agents().map(Agent::role).collect();
     assert_eq!(roles, ["Writer", "Researcher"]);
-    assert_eq!(crew.kickoff(()).expect("runs").raw, "researched");
+    assert_eq!(crew.kickoff_blocking(()).expect("runs").raw, "researched");
     assert!(writer_llm.requests().is_empty());
 }
 
@@ -169,7 +169,7 @@ fn a_hook_that_kicks_off_its_own_crew_gets_an_error_at_the_depth_limit() {
             let Some(crew) = hook_crew.get() else {
                 return Err(HookAborted::with_reason("no crew"));
             };
-            match crew.kickoff(()) {
+            match crew.kickoff_blocking(()) {
                 Ok(output) => push(&hook_outcomes, format!("ran: {}", output.raw)),
                 Err(error) => push(&hook_outcomes, format!("refused: {error}")),
             }
@@ -177,7 +177,9 @@ fn a_hook_that_kicks_off_its_own_crew_gets_an_error_at_the_depth_limit() {
         })
         .expect("registers");
 
-    let output = crew.kickoff(()).expect("the outermost kickoff completes");
+    let output = crew
+        .kickoff_blocking(())
+        .expect("the outermost kickoff completes");
 
     assert_eq!(output.raw, "depth 1");
     assert_eq!(
@@ -193,8 +195,11 @@ fn a_hook_that_kicks_off_its_own_crew_gets_an_error_at_the_depth_limit() {
     assert_eq!(llm.requests().len(), 3, "three kickoffs ran, no more");
 }
 
-#[test]
-fn a_kickoff_from_a_hook_on_a_helper_thread_counts_toward_the_limit() {
+/// The calls of a turn run as tasks of a multi-threaded runtime: a hook of
+/// a call on another worker thread (whose own kickoff then runs on a
+/// thread of its own) still counts the nesting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kickoff_from_a_hook_on_a_helper_thread_counts_toward_the_limit() {
     // A crew whose kickoff is refused whenever it is nested at all.
     let probe_llm = Arc::new(ScriptedLlm::new().answer("probe ran"));
     let prober = agent("Prober", vec![], &probe_llm);
@@ -215,7 +220,7 @@ fn a_kickoff_from_a_hook_on_a_helper_thread_counts_toward_the_limit() {
             // Both calls wait here for each other: they run on two threads.
             barrier.wait();
             let refused = matches!(
-                probe.kickoff(()),
+                probe.kickoff_blocking(()),
                 Err(CrewError::KickoffTooDeep { limit: 1, .. })
             );
             push(&hook_outcomes, (std::thread::current().id(), refused));
@@ -238,7 +243,7 @@ fn a_kickoff_from_a_hook_on_a_helper_thread_counts_toward_the_limit() {
         .build()
         .expect("builds");
 
-    crew.kickoff(()).expect("runs");
+    crew.kickoff(()).await.expect("runs");
 
     let outcomes = take(&outcomes);
     assert_eq!(outcomes.len(), 2);
@@ -281,7 +286,7 @@ fn a_long_observation_is_cut_for_the_model_after_post_hooks_saw_it_whole() {
         .build()
         .expect("builds");
 
-    crew.kickoff(()).expect("runs");
+    crew.kickoff_blocking(()).expect("runs");
 
     // A JSON string is shown as text: 2,000 bytes. The cut keeps 50 whole
     // characters (100 bytes).
@@ -316,7 +321,7 @@ fn an_observation_within_the_limit_is_untouched() {
         .build()
         .expect("builds");
 
-    crew.kickoff(()).expect("runs");
+    crew.kickoff_blocking(()).expect("runs");
 
     assert_eq!(llm.requests()[1].observations(), ["results for rust"]);
 }
@@ -356,7 +361,7 @@ fn calls_past_the_per_turn_limit_are_refused_without_running_hooks_or_tools() {
         .build()
         .expect("builds");
 
-    crew.kickoff(()).expect("the run goes on");
+    crew.kickoff_blocking(()).expect("the run goes on");
 
     let refusal = "Tool call refused: this turn asked for 4 tool calls and at most 2 run per \
                    turn, so this call of `web_search` did not run. Ask for it again in a later \
@@ -365,7 +370,9 @@ fn calls_past_the_per_turn_limit_are_refused_without_running_hooks_or_tools() {
         llm.requests()[1].observations(),
         ["results for q1", "results for q2", refusal, refusal]
     );
-    let queries: Vec<String> = take(&received).into_iter().map(|a| a.query).collect();
+    // The two calls run concurrently: in either order.
+    let mut queries: Vec<String> = take(&received).into_iter().map(|a| a.query).collect();
+    queries.sort();
     assert_eq!(queries, ["q1", "q2"]);
     let mut seen_by_pre = take(&pre);
     seen_by_pre.sort();
@@ -423,7 +430,7 @@ fn duplicate_and_empty_call_ids_get_generated_ids_that_never_collide() {
         .build()
         .expect("builds");
 
-    crew.kickoff(()).expect("runs");
+    crew.kickoff_blocking(()).expect("runs");
 
     let messages = &llm.requests()[1].messages;
     let asked: Vec<&str> = messages
@@ -467,7 +474,7 @@ fn tool_not_found_never_echoes_control_characters() {
         .build()
         .expect("builds");
 
-    crew.kickoff(()).expect("runs");
+    crew.kickoff_blocking(()).expect("runs");
 
     let observations = llm.requests()[1]
         .observations()

@@ -155,7 +155,7 @@ fn run(
         .max_observation_bytes(usize::MAX)
         .build()
         .expect("builds");
-    (crew.kickoff(()), llm, records)
+    (crew.kickoff_blocking(()), llm, records)
 }
 
 fn call(

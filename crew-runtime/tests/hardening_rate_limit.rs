@@ -100,8 +100,10 @@ impl Crowd {
     }
 }
 
-#[test]
-fn concurrent_tool_calls_of_a_crew_run_exactly_limit_times_per_window() {
+/// The calls run as tasks of a multi-threaded runtime with as many workers
+/// as calls at once, so that the crowd of PRE hooks really meets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 8)]
+async fn concurrent_tool_calls_of_a_crew_run_exactly_limit_times_per_window() {
     let scale = test_scale();
     let (limit, calls_per_turn, concurrency) = (5, 40 * scale, 8);
     let clock = Arc::new(ManualClock::new());
@@ -176,7 +178,7 @@ fn concurrent_tool_calls_of_a_crew_run_exactly_limit_times_per_window() {
         });
         let before = executions.load(Ordering::SeqCst);
 
-        crew.kickoff(()).expect("runs");
+        crew.kickoff(()).await.expect("runs");
 
         assert_eq!(
             executions.load(Ordering::SeqCst) - before,

@@ -481,7 +481,7 @@ fn no_secret_reaches_model_output_events_later_hooks_or_logs() {
     let crew_events = record_all_events(crew.events());
     let global_events = record_all_events(global.events());
 
-    let output = crew.kickoff(()).expect("the run finishes");
+    let output = crew.kickoff_blocking(()).expect("the run finishes");
 
     // The model.
     let requests = llm.requests();
@@ -574,7 +574,9 @@ fn an_abort_after_the_redactor_carries_no_secret() {
     );
     let crew = corpus_crew(&global, &llm, false);
 
-    let error = crew.kickoff(()).expect_err("the auditor aborts the run");
+    let error = crew
+        .kickoff_blocking(())
+        .expect_err("the auditor aborts the run");
 
     let abort = error.abort().expect("a hook abort");
     assert_eq!(abort.source, "auditor");
@@ -606,7 +608,9 @@ fn raw_tool_result_keeps_the_secret_for_hooks_that_read_it() {
             .call("fetch_record", json!({"query": "x"}))
             .answer("done"),
     );
-    corpus_crew(&global, &llm, false).kickoff(()).expect("runs");
+    corpus_crew(&global, &llm, false)
+        .kickoff_blocking(())
+        .expect("runs");
 
     assert_eq!(take(&raw), [secret("AKIA")]);
     assert_no_secret("the observation", llm.requests()[1].observations()[0]);
@@ -620,7 +624,7 @@ fn verbose_console_shows_no_secret() {
         let (global, _) = redacting_registry();
         let llm = corpus_model();
         corpus_crew(&global, &llm, true)
-            .kickoff(())
+            .kickoff_blocking(())
             .expect("the run finishes");
         return;
     }
@@ -697,7 +701,7 @@ fn cloud_credentials_env_lines_and_key_blocks_never_reach_the_model() {
         .expect("builds");
     let events = record_all_events(crew.events());
 
-    crew.kickoff(()).expect("the run finishes");
+    crew.kickoff_blocking(()).expect("the run finishes");
 
     let observation = llm.requests()[1].observations()[0].to_owned();
     let seen = take(&later_hooks_saw);

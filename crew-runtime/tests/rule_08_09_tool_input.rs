@@ -33,7 +33,7 @@ fn in_place_input_edit_reaches_the_tool() {
         agent("Researcher", vec![search_tool(&received)], &llm),
     );
 
-    crew.kickoff(()).expect("the run finishes");
+    crew.kickoff_blocking(()).expect("the run finishes");
 
     assert_eq!(
         take(&received),
@@ -77,7 +77,7 @@ fn pre_and_post_share_tool_input() {
         agent("Researcher", vec![search_tool(&received)], &llm),
     );
 
-    crew.kickoff(()).expect("the run finishes");
+    crew.kickoff_blocking(()).expect("the run finishes");
 
     // The tool ignored the key it does not declare instead of failing.
     assert_eq!(take(&received).len(), 1);
@@ -117,7 +117,8 @@ fn hooks_see_tool_agent_task_and_crew() {
         .build()
         .expect("builds");
 
-    crew.kickoff([("topic", "Rust")]).expect("the run finishes");
+    crew.kickoff_blocking([("topic", "Rust")])
+        .expect("the run finishes");
 
     assert_eq!(
         take(&seen),

@@ -78,7 +78,7 @@ fn human_input_approved_runs_the_tool() {
     let llm = one_email();
     let crew = email_crew(&global, input.clone(), &sent, &llm);
 
-    crew.kickoff(()).expect("runs");
+    crew.kickoff_blocking(()).expect("runs");
 
     assert_eq!(take(&sent), [json!({"to": "team@example.com"})]);
     assert_eq!(
@@ -100,7 +100,7 @@ fn human_input_denied_blocks_the_tool() {
     let crew = email_crew(&global, input.clone(), &sent, &llm);
     let events = record_events(crew.events());
 
-    crew.kickoff(())
+    crew.kickoff_blocking(())
         .expect("a refused call does not end the run");
 
     assert!(take(&sent).is_empty(), "the email is not sent");
@@ -134,7 +134,7 @@ fn human_input_unavailable_blocks_the_tool() {
         let crew = email_crew(&global, source, &sent, &llm);
         let events = record_events(crew.events());
 
-        crew.kickoff(())
+        crew.kickoff_blocking(())
             .expect("an unanswered gate does not end the run");
 
         assert_eq!(

@@ -63,7 +63,7 @@ fn blocked_call_still_runs_post_hooks_and_model_sees_blocked_message() {
         .subscribe(move |event| push(&sink, describe(event)));
 
     let output = crew
-        .kickoff(())
+        .kickoff_blocking(())
         .expect("a blocked call does not end the run");
 
     let blocked = "Tool execution blocked by hook. Tool: delete_file".to_owned();
@@ -102,7 +102,7 @@ fn legacy_false_blocks_like_an_abort() {
         agent("Researcher", vec![search_tool(&received)], &llm),
     );
 
-    crew.kickoff(()).expect("the run finishes");
+    crew.kickoff_blocking(()).expect("the run finishes");
 
     assert!(take(&received).is_empty());
     assert_eq!(
@@ -153,7 +153,9 @@ fn post_abort_ends_kickoff_with_reason_and_source() {
         .build()
         .expect("builds");
 
-    let error = crew.kickoff(()).expect_err("the POST hook aborts the run");
+    let error = crew
+        .kickoff_blocking(())
+        .expect_err("the POST hook aborts the run");
 
     assert_eq!(take(&received).len(), 1, "the tool ran before the abort");
     assert!(

@@ -66,7 +66,7 @@ fn replacement_reaches_model_while_raw_stays_typed() {
     let llm = one_call_model();
     let crew = one_call_crew(&global, hits_tool().into(), &llm);
 
-    crew.kickoff(()).expect("the run finishes");
+    crew.kickoff_blocking(()).expect("the run finishes");
 
     let redacted = r#"{"secret":"[REDACTED]","titles":["rust book","the guide"],"total":2}"#;
     let seen = take(&second_saw);
@@ -93,7 +93,7 @@ fn empty_replacement_is_a_valid_replacement() {
     let llm = one_call_model();
     let crew = one_call_crew(&global, hits_tool().into(), &llm);
 
-    crew.kickoff(()).expect("the run finishes");
+    crew.kickoff_blocking(()).expect("the run finishes");
 
     assert_eq!(llm.requests()[1].observations(), [""]);
 }
@@ -104,7 +104,7 @@ fn serialize_results_render_as_compact_json() {
     let llm = one_call_model();
     let crew = one_call_crew(&global, hits_tool().into(), &llm);
 
-    crew.kickoff(()).expect("the run finishes");
+    crew.kickoff_blocking(()).expect("the run finishes");
 
     assert_eq!(
         llm.requests()[1].observations(),
@@ -133,7 +133,7 @@ fn custom_formatter() {
     let llm = one_call_model();
     let crew = one_call_crew(&global, tool.into(), &llm);
 
-    crew.kickoff(()).expect("the run finishes");
+    crew.kickoff_blocking(()).expect("the run finishes");
 
     assert_eq!(
         llm.requests()[1].observations(),
@@ -165,7 +165,7 @@ fn dynamic_tool_results_render_like_typed_ones() {
     );
     let crew = crew(&global, agent("Researcher", vec![tool, text], &llm));
 
-    crew.kickoff(()).expect("the run finishes");
+    crew.kickoff_blocking(()).expect("the run finishes");
 
     assert_eq!(
         llm.requests()[1].observations(),

@@ -45,7 +45,7 @@ fn panicking_hook_fails_open() {
     let events = record_events(crew.events());
 
     let output = crew
-        .kickoff(())
+        .kickoff_blocking(())
         .expect("a panicking hook does not end the run");
 
     assert_eq!(output.raw, "done");
@@ -80,7 +80,7 @@ fn fail_closed_hook_blocks() {
     let events = record_events(crew.events());
 
     let output = crew
-        .kickoff(())
+        .kickoff_blocking(())
         .expect("a blocked call does not end the run");
 
     assert_eq!(output.raw, "done");
@@ -115,7 +115,7 @@ fn fail_closed_post_hook_withholds_the_result() {
         agent("Researcher", vec![search_tool(&received)], &llm),
     );
 
-    crew.kickoff(()).expect("the run finishes");
+    crew.kickoff_blocking(()).expect("the run finishes");
 
     assert_eq!(take(&received).len(), 1);
     assert_eq!(

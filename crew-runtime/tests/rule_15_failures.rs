@@ -55,7 +55,7 @@ fn failing_tool_gives_error_text_and_run_goes_on() {
     let events = record_events(crew.events());
 
     let output = crew
-        .kickoff(())
+        .kickoff_blocking(())
         .expect("a failing tool does not end the run");
 
     let error = "Error executing tool: rate limited, retry in 30s".to_owned();
@@ -95,7 +95,7 @@ fn panicking_tool_is_contained() {
     let crew = crew(&global, agent("Researcher", vec![broken.into()], &llm));
 
     let output = crew
-        .kickoff(())
+        .kickoff_blocking(())
         .expect("a panicking tool does not end the run");
 
     let error = "Error executing tool: the tool panicked: index out of bounds";
@@ -123,7 +123,7 @@ fn invalid_typed_arguments_are_a_tool_error() {
         agent("Researcher", vec![search_tool(&received)], &llm),
     );
 
-    crew.kickoff(()).expect("the run finishes");
+    crew.kickoff_blocking(()).expect("the run finishes");
 
     let error = "Error executing tool: invalid arguments: missing field `query`";
     assert!(take(&received).is_empty(), "the tool body never runs");
@@ -147,7 +147,7 @@ fn unknown_tool_runs_hooks_without_tool() {
     );
     let events = record_events(crew.events());
 
-    crew.kickoff(())
+    crew.kickoff_blocking(())
         .expect("an unknown tool does not end the run");
 
     let message = "Tool not found: WebSerch. Available tools: web_search".to_owned();
@@ -190,7 +190,7 @@ fn non_object_arguments_never_reach_hooks_or_tool() {
     );
     let events = record_events(crew.events());
 
-    crew.kickoff(())
+    crew.kickoff_blocking(())
         .expect("malformed arguments do not end the run");
 
     assert!(take(&hooks).is_empty(), "no hook runs");
@@ -240,7 +240,9 @@ fn invalid_json_arguments_are_reported() {
         agent("Researcher", vec![search_tool(&received)], &llm),
     );
 
-    let output = crew.kickoff(()).expect("invalid JSON does not end the run");
+    let output = crew
+        .kickoff_blocking(())
+        .expect("invalid JSON does not end the run");
 
     assert_eq!(output.raw, "done");
     assert!(take(&hooks).is_empty());

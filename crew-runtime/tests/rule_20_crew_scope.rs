@@ -59,8 +59,8 @@ fn crew_scoped_hooks_fire_only_for_their_crew() {
         })
         .expect("registers");
 
-    alpha.kickoff(()).expect("alpha runs");
-    beta.kickoff(()).expect("beta runs");
+    alpha.kickoff_blocking(()).expect("alpha runs");
+    beta.kickoff_blocking(()).expect("beta runs");
     // A call outside any crew, on the same global registry.
     let mut ctx = ToolCallHookContext::new("web_search", Default::default());
     global
@@ -147,7 +147,7 @@ fn crew_hooks_take_their_place_in_registration_order() {
         })
         .expect("registers");
 
-    crew.kickoff(()).expect("runs");
+    crew.kickoff_blocking(()).expect("runs");
 
     assert_eq!(take(&order), ["global before", "crew", "global after"]);
     assert_eq!(

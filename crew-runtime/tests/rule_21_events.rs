@@ -50,7 +50,7 @@ fn events_fire_in_order() {
     let on_crew = record_events(crew.events());
     let on_global = record_events(global.events());
 
-    crew.kickoff(()).expect("runs");
+    crew.kickoff_blocking(()).expect("runs");
 
     let expected = [
         "dispatched PRE_TOOL_CALL proceeded hooks=1 tool=web_search agent=Researcher",
@@ -87,7 +87,7 @@ fn tool_usage_events_name_task_and_crew() {
         }
     });
 
-    crew.kickoff(()).expect("runs");
+    crew.kickoff_blocking(()).expect("runs");
 
     let finished = take(&finished);
     assert_eq!(finished.len(), 1);
@@ -129,7 +129,7 @@ fn another_crews_calls_do_not_reach_this_crews_bus() {
     let on_mine = record_events(mine.events());
     let on_global = record_events(global.events());
 
-    other.kickoff(()).expect("runs");
+    other.kickoff_blocking(()).expect("runs");
 
     assert!(take(&on_mine).is_empty());
     assert_eq!(

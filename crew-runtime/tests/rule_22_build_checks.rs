@@ -234,7 +234,9 @@ fn strict_mode_fails_the_kickoff_on_global_filters_naming_no_crews_tool() {
         .build()
         .expect("strict mode builds: another crew may still have the names");
 
-    let error = crew.kickoff(()).expect_err("the first kickoff checks");
+    let error = crew
+        .kickoff_blocking(())
+        .expect_err("the first kickoff checks");
 
     let CrewError::UnmatchedHookFilters(warnings) = &error else {
         panic!("expected unmatched filters, got {error:?}");
@@ -267,7 +269,7 @@ fn strict_mode_builds_when_every_filter_matches() {
     assert!(crew.build_warnings().is_empty());
     assert!(crew.check_hook_filters().is_empty());
     assert!(crew.is_strict());
-    assert_eq!(crew.kickoff(()).expect("runs").raw, "done");
+    assert_eq!(crew.kickoff_blocking(()).expect("runs").raw, "done");
 }
 
 #[test]
@@ -291,8 +293,14 @@ fn two_crews_with_disjoint_tools_and_a_correct_global_filter_warn_nothing() {
 
     assert!(research.check_hook_filters().is_empty());
     assert!(reading.check_hook_filters().is_empty());
-    assert_eq!(research.kickoff(()).expect("strict, and runs").raw, "done");
-    assert_eq!(reading.kickoff(()).expect("strict, and runs").raw, "read");
+    assert_eq!(
+        research.kickoff_blocking(()).expect("strict, and runs").raw,
+        "done"
+    );
+    assert_eq!(
+        reading.kickoff_blocking(()).expect("strict, and runs").raw,
+        "read"
+    );
 }
 
 #[test]
@@ -316,7 +324,7 @@ fn strict_mode_in_a_program_with_two_crews_errors_on_the_typo_only() {
     reading_crew(&global, true);
 
     let error = research
-        .kickoff(())
+        .kickoff_blocking(())
         .expect_err("the typo fails the kickoff");
 
     let CrewError::UnmatchedHookFilters(warnings) = &error else {
@@ -334,7 +342,7 @@ fn strict_mode_in_a_program_with_two_crews_errors_on_the_typo_only() {
     );
     // Fixed, the next kickoff checks again and runs.
     assert!(global.unregister_hook(PRE_TOOL_CALL, typo));
-    assert_eq!(research.kickoff(()).expect("runs").raw, "done");
+    assert_eq!(research.kickoff_blocking(()).expect("runs").raw, "done");
 }
 
 #[test]
@@ -362,7 +370,7 @@ fn a_filter_that_opts_out_is_not_checked() {
         .expect("unchecked crew filters do not fail the build");
 
     assert!(crew.check_hook_filters().is_empty());
-    assert_eq!(crew.kickoff(()).expect("runs").raw, "done");
+    assert_eq!(crew.kickoff_blocking(()).expect("runs").raw, "done");
 }
 
 #[test]
@@ -456,8 +464,8 @@ fn two_crews_with_a_typo() {
         .build()
         .expect("builds");
     for _ in 0..2 {
-        research.kickoff(()).expect("runs");
-        reading.kickoff(()).expect("runs");
+        research.kickoff_blocking(()).expect("runs");
+        reading.kickoff_blocking(()).expect("runs");
     }
 }
 

@@ -53,7 +53,7 @@ fn every_point_fires_in_the_documented_order_with_its_counts() {
     watch!(EXECUTION_END, ExecutionEndContext, "EXECUTION_END");
 
     research_crew(&global, &search_then_answer())
-        .kickoff([("topic", "Rust")])
+        .kickoff_blocking([("topic", "Rust")])
         .expect("runs");
 
     assert_eq!(
@@ -88,7 +88,7 @@ fn what_pre_model_call_hooks_leave_in_messages_is_what_the_model_receives() {
         .expect("registers");
     let llm = search_then_answer();
     research_crew(&global, &llm)
-        .kickoff([("topic", "Rust")])
+        .kickoff_blocking([("topic", "Rust")])
         .expect("runs");
 
     let requests = llm.requests();
@@ -117,7 +117,7 @@ fn a_pre_model_call_block_ends_the_run_and_execution_end_sees_failed() {
         .expect("registers");
     let llm = search_then_answer();
     let error = research_crew(&global, &llm)
-        .kickoff([("topic", "Rust")])
+        .kickoff_blocking([("topic", "Rust")])
         .expect_err("blocked");
 
     assert_eq!(error.aborted_at(), Some(InterceptionPoint::PRE_MODEL_CALL));
@@ -154,7 +154,7 @@ fn a_post_model_call_hook_drops_a_tool_call_before_it_is_dispatched() {
         .global_registry(Arc::clone(&global))
         .build()
         .expect("builds");
-    let output = crew.kickoff(()).expect("runs");
+    let output = crew.kickoff_blocking(()).expect("runs");
 
     assert!(take(&received).is_empty(), "the dropped call never ran");
     // With its only call dropped, the turn is the model's answer (empty
@@ -174,7 +174,7 @@ fn a_post_model_call_hook_replaces_the_answer_text() {
             .then(|| response.content.replace("fast", "[checked] fast"))
     });
     let output = research_crew(&global, &search_then_answer())
-        .kickoff([("topic", "Rust")])
+        .kickoff_blocking([("topic", "Rust")])
         .expect("runs");
     assert_eq!(output.raw, "Rust is [checked] fast.");
 }
@@ -194,7 +194,7 @@ fn an_input_rewrite_is_what_placeholders_are_filled_from() {
         .expect("registers");
     let llm = search_then_answer();
     research_crew(&global, &llm)
-        .kickoff([("topic", "  rust ")])
+        .kickoff_blocking([("topic", "  rust ")])
         .expect("runs");
     assert!(
         llm.requests()[0]
@@ -226,7 +226,7 @@ fn execution_start_abort_stops_the_run_and_execution_end_does_not_fire() {
         .expect("registers");
     let llm = search_then_answer();
     let error = research_crew(&global, &llm)
-        .kickoff([("topic", "secret plans")])
+        .kickoff_blocking([("topic", "secret plans")])
         .expect_err("aborted");
 
     assert_eq!(error.aborted_at(), Some(InterceptionPoint::EXECUTION_START));
@@ -266,7 +266,7 @@ fn a_post_step_rewrite_is_what_the_next_task_and_the_output_see() {
         .global_registry(Arc::clone(&global))
         .build()
         .expect("builds");
-    let output = crew.kickoff(()).expect("runs");
+    let output = crew.kickoff_blocking(()).expect("runs");
 
     assert_eq!(output.tasks_output[0].raw, "[Researcher] facts");
     assert_eq!(output.raw, "[Researcher] summary");
@@ -287,7 +287,7 @@ fn an_output_hook_replaces_what_kickoff_returns() {
         })
         .expect("registers");
     let output = research_crew(&global, &search_then_answer())
-        .kickoff([("topic", "Rust")])
+        .kickoff_blocking([("topic", "Rust")])
         .expect("runs");
     assert_eq!(output.raw, "Rust is fast. (reviewed)");
 }
@@ -316,7 +316,7 @@ fn a_legacy_before_llm_call_false_blocks_with_its_reason() {
     let global = fresh_registry();
     global.register_before_llm_call_hook(|_: &mut LlmCallHookContext| false);
     let error = research_crew(&global, &search_then_answer())
-        .kickoff([("topic", "Rust")])
+        .kickoff_blocking([("topic", "Rust")])
         .expect_err("blocked");
     assert_eq!(
         error.abort().map(|a| a.reason.as_str()),
@@ -349,8 +349,8 @@ fn crew_scoped_hooks_at_a_model_point_fire_for_that_crew_only() {
         .global_registry(Arc::clone(&global))
         .build()
         .expect("builds");
-    scoped.kickoff(()).expect("runs");
-    other.kickoff(()).expect("runs");
+    scoped.kickoff_blocking(()).expect("runs");
+    other.kickoff_blocking(()).expect("runs");
     assert_eq!(take(&seen), [1], "one model call of the scoped crew");
 }
 
@@ -378,7 +378,7 @@ fn hook_dispatched_events_report_every_point_with_its_agent() {
         }
     });
     research_crew(&global, &search_then_answer())
-        .kickoff([("topic", "Rust")])
+        .kickoff_blocking([("topic", "Rust")])
         .expect("runs");
     assert_eq!(
         take(&events),
@@ -421,7 +421,7 @@ fn extensions_carry_a_value_from_pre_to_post_of_one_call_and_status_says_what_ha
         })
         .expect("registers");
     research_crew(&global, &search_then_answer())
-        .kickoff([("topic", "Rust")])
+        .kickoff_blocking([("topic", "Rust")])
         .expect("runs");
     assert_eq!(take(&seen), [(true, ToolCallStatus::Ran, false)]);
 }
@@ -437,7 +437,7 @@ fn a_fail_closed_step_hook_that_panics_aborts_the_run() {
         )
         .expect("registers");
     let error = research_crew(&global, &search_then_answer())
-        .kickoff([("topic", "Rust")])
+        .kickoff_blocking([("topic", "Rust")])
         .expect_err("aborted");
     assert!(matches!(
         error,
@@ -467,7 +467,7 @@ fn question_mark_turns_the_runtimes_errors_into_an_abort_named_after_the_hook() 
         )
         .expect("registers");
     let error = research_crew(&global, &search_then_answer())
-        .kickoff([("topic", "Rust")])
+        .kickoff_blocking([("topic", "Rust")])
         .expect_err("aborted");
     let abort = error.abort().expect("a hook aborted");
     assert_eq!(abort.source, "model-check");

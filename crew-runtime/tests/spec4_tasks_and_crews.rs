@@ -26,7 +26,7 @@ fn placeholders_are_interpolated_and_missing_input_is_an_error() {
         .expect("builds");
 
     let error = crew
-        .kickoff([("topic", "Rust")])
+        .kickoff_blocking([("topic", "Rust")])
         .expect_err("audience and count are missing");
     assert_eq!(
         error,
@@ -45,7 +45,7 @@ fn placeholders_are_interpolated_and_missing_input_is_an_error() {
     assert_eq!(llm.asked(), 0, "nothing runs when an input is missing");
 
     let output = crew
-        .kickoff(
+        .kickoff_blocking(
             Inputs::new()
                 .with("topic", "Rust")
                 .with("audience", "students")
@@ -94,7 +94,7 @@ fn task_context_passes_earlier_outputs() {
         .build()
         .expect("builds");
 
-    let output = crew.kickoff(()).expect("runs");
+    let output = crew.kickoff_blocking(()).expect("runs");
 
     assert_eq!(output.raw, "Report: Rust has no GC.");
     let answers: Vec<(&str, &str)> = output
@@ -133,7 +133,7 @@ fn agents_are_told_who_they_are_and_which_tools_they_have() {
         agent("Researcher", vec![search_tool(&log())], &llm),
     );
 
-    crew.kickoff(()).expect("runs");
+    crew.kickoff_blocking(()).expect("runs");
 
     let request = &llm.requests()[0];
     assert_eq!(request.tools, ["web_search"]);
@@ -166,7 +166,9 @@ fn iteration_limit_stops_the_agent_with_a_note() {
         .build()
         .expect("builds");
 
-    let output = crew.kickoff(()).expect("the limit is not an error");
+    let output = crew
+        .kickoff_blocking(())
+        .expect("the limit is not an error");
 
     assert_eq!(llm.asked(), 2);
     assert_eq!(take(&received).len(), 2);
@@ -190,7 +192,9 @@ fn model_failure_is_an_error_naming_the_agent() {
         .build()
         .expect("builds");
 
-    let error = crew.kickoff(()).expect_err("the model cannot answer");
+    let error = crew
+        .kickoff_blocking(())
+        .expect_err("the model cannot answer");
 
     assert_eq!(
         error,
@@ -309,7 +313,7 @@ fn verbose_output_does_not_change_the_run() {
             .global_registry(global.clone())
             .build()
             .expect("builds");
-        let output = crew.kickoff(()).expect("runs");
+        let output = crew.kickoff_blocking(()).expect("runs");
         let seen: Vec<Vec<String>> = llm
             .requests()
             .iter()

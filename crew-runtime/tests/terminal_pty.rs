@@ -399,7 +399,7 @@ fn escaping_child() {
         .build()
         .expect("builds");
     // No human-input source is set: the crew asks on the terminal.
-    crew.kickoff(()).expect("runs");
+    crew.kickoff_blocking(()).expect("runs");
     println!("SENT={}", take(&sent).join(","));
 }
 
@@ -486,7 +486,7 @@ fn timeout_child() {
             )
             .build()
             .expect("builds");
-        crew.kickoff(()).expect("runs");
+        crew.kickoff_blocking(()).expect("runs");
         println!("{label}_SENT={}", take(&sent).join(","));
     }
 }
@@ -604,7 +604,7 @@ fn raw_mode_child() {
             )
             .build()
             .expect("builds");
-        crew.kickoff(()).expect("runs");
+        crew.kickoff_blocking(()).expect("runs");
         println!("{label}_SENT={}", take(&sent).join(","));
         if label == "FIRST" {
             // Wait (bounded) until the key between the questions was pressed.

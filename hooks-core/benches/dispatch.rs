@@ -394,16 +394,20 @@ fn dispatch_async_calls(dispatcher: &Dispatcher<'_>, ctx: &mut ToolCallHookConte
         let dispatcher = black_box(dispatcher);
         let ctx = black_box(&mut *ctx);
         let hooks = dispatcher.begin_call(&TOOL_CALL_POINTS);
-        let mut pre = std::pin::pin!(hooks.dispatch_async(PRE_TOOL_CALL, ctx));
-        let blocked = matches!(
-            pre.as_mut().poll(&mut poll_context),
-            std::task::Poll::Ready(DispatchOutcome::Aborted(_))
-        );
-        let mut post = std::pin::pin!(hooks.dispatch_async(POST_TOOL_CALL, ctx));
-        let aborted = matches!(
-            post.as_mut().poll(&mut poll_context),
-            std::task::Poll::Ready(DispatchOutcome::Aborted(_))
-        );
+        let blocked = {
+            let mut pre = std::pin::pin!(hooks.dispatch_async(PRE_TOOL_CALL, &mut *ctx));
+            matches!(
+                pre.as_mut().poll(&mut poll_context),
+                std::task::Poll::Ready(DispatchOutcome::Aborted(_))
+            )
+        };
+        let aborted = {
+            let mut post = std::pin::pin!(hooks.dispatch_async(POST_TOOL_CALL, &mut *ctx));
+            matches!(
+                post.as_mut().poll(&mut poll_context),
+                std::task::Poll::Ready(DispatchOutcome::Aborted(_))
+            )
+        };
         black_box((blocked, aborted));
     }
 }

@@ -161,6 +161,23 @@ pub enum Event {
     ToolUsageFinished(ToolUsageFinishedEvent),
     /// A tool call failed.
     ToolUsageError(ToolUsageErrorEvent),
+    /// A piece of a model's answer arrived while the answer streams.
+    LlmStreamChunk(LlmStreamChunkEvent),
+}
+
+/// A piece of a streamed model answer, as it arrives (before the
+/// `POST_MODEL_CALL` chain, which sees the assembled answer). With a
+/// crew's redaction, pieces come a line at a time, cleaned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlmStreamChunkEvent {
+    /// The text that arrived.
+    pub chunk: String,
+    /// The agent whose model answers.
+    pub agent_role: Option<String>,
+    /// The task the agent works on.
+    pub task: Option<String>,
+    /// The crew's name.
+    pub crew: Option<String>,
 }
 
 /// Identifies one listener on a bus.
@@ -480,6 +497,90 @@ impl RedactionScope {
 impl Drop for RedactionScope {
     fn drop(&mut self) {
         REDACTION.set(self.previous.take());
+    }
+}
+
+impl RedactionScope {
+    /// `future`, each poll of it run with `redactor` in scope on the
+    /// polling thread, over the redactors in scope where this is called
+    /// (see [`RedactionScope`]). For async work, which may move between
+    /// threads at every await: a scope entered on a thread would not
+    /// follow it.
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    /// use std::sync::Arc;
+    /// use hooks_core::Redact;
+    /// use hooks_core::runtime::{RedactionScope, redact_in_scope};
+    ///
+    /// struct HidePin;
+    /// impl Redact for HidePin {
+    ///     fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+    ///         Cow::Owned(text.replace("1234", "[PIN]"))
+    ///     }
+    /// }
+    ///
+    /// let redactor: Arc<dyn Redact> = Arc::new(HidePin);
+    /// let seen = futures_executor::block_on(RedactionScope::instrument(
+    ///     Some(redactor),
+    ///     async { redact_in_scope("pin 1234").into_owned() },
+    /// ));
+    /// assert_eq!(seen, "pin [PIN]");
+    /// assert_eq!(redact_in_scope("pin 1234"), "pin 1234");
+    /// ```
+    pub fn instrument<F: std::future::Future>(
+        redactor: Option<Arc<dyn Redact>>,
+        future: F,
+    ) -> InRedactionScope<F> {
+        let stack = match redactor {
+            Some(redactor) => {
+                let _scope = RedactionScope::enter(&redactor);
+                in_scope()
+            }
+            None => in_scope(),
+        };
+        InRedactionScope { future, stack }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future polled with redactors in scope: see
+    /// [`RedactionScope::instrument`].
+    pub struct InRedactionScope<F> {
+        #[pin]
+        future: F,
+        stack: Option<ScopeStack>,
+    }
+}
+
+impl<F: std::future::Future> std::future::Future for InRedactionScope<F> {
+    type Output = F::Output;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        let this = self.project();
+        let previous = REDACTION.replace(this.stack.clone());
+        // Put back on unwind too: a panic in the future must not leave its
+        // scope on the thread.
+        let _restore = Restore(previous);
+        this.future.poll(cx)
+    }
+}
+
+impl<F> fmt::Debug for InRedactionScope<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InRedactionScope").finish_non_exhaustive()
+    }
+}
+
+/// Puts a thread's previous redactors back when dropped.
+struct Restore(Option<ScopeStack>);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        REDACTION.set(self.0.take());
     }
 }
 

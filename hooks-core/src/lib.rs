@@ -110,8 +110,10 @@ pub mod runtime {
         CallHooks, Dispatcher, MODEL_CALL_POINTS, TOOL_CALL_POINTS, TOOL_ERROR_PREFIX,
         ToolCallReport, ToolOutput, blocked_message, panic_message, withheld_message,
     };
-    pub use crate::events::{REDACTION_FAILED, RedactionScope, redact_contained, redact_in_scope};
-    pub use crate::panic::contain_panic;
+    pub use crate::events::{
+        InRedactionScope, REDACTION_FAILED, RedactionScope, redact_contained, redact_in_scope,
+    };
+    pub use crate::panic::{ContainedPanic, contain_panic, contain_panic_async};
 
     use crate::hook::{AsyncHookFn, HookCall, HookId, HookOptions, HookStyle};
     use crate::outcome::HookReturn;
@@ -213,7 +215,7 @@ pub use context::{
     LlmCallHookContext, LlmInfo, ModelResponse, OutputContext, RawToolResult, StepContext,
     StepKind, TaskInfo, ToolCallHookContext, ToolCallStatus, ToolInfo,
 };
-pub use events::{Event, EventBus, HookDispatchedEvent, Redact};
+pub use events::{Event, EventBus, HookDispatchedEvent, LlmStreamChunkEvent, Redact};
 pub use explain::{ExplainedHook, Explanation, Verdict};
 pub use extensions::Extensions;
 pub use hook::{

@@ -81,6 +81,56 @@ pub(crate) fn catch_quietly<R>(f: impl FnOnce() -> R + UnwindSafe) -> std::threa
     result
 }
 
+/// `future` with its panics contained like [`contain_panic`]'s: each poll
+/// runs with the panic hook silent on the polling thread, and a panic ends
+/// the future with `Err(payload)`, its message cleaned by the redactors in
+/// scope. For async tools a runtime runs.
+///
+/// ```
+/// use std::panic::AssertUnwindSafe;
+/// use hooks_core::runtime::{contain_panic_async, panic_message};
+///
+/// let caught = futures_executor::block_on(contain_panic_async(AssertUnwindSafe(async {
+///     if true {
+///         panic!("the tool broke");
+///     }
+///     7
+/// })));
+/// assert_eq!(caught.map_err(|p| panic_message(&*p)), Err("the tool broke".to_owned()));
+/// ```
+pub fn contain_panic_async<F>(future: F) -> ContainedPanic<F>
+where
+    F: std::future::Future + UnwindSafe,
+{
+    ContainedPanic { future }
+}
+
+pin_project_lite::pin_project! {
+    /// A future whose panics are contained: see [`contain_panic_async`].
+    #[derive(Debug)]
+    pub struct ContainedPanic<F> {
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F: std::future::Future + UnwindSafe> std::future::Future for ContainedPanic<F> {
+    type Output = std::thread::Result<F::Output>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let future = self.project().future;
+        let mut cx = std::panic::AssertUnwindSafe(cx);
+        match catch_quietly(std::panic::AssertUnwindSafe(move || future.poll(&mut cx))) {
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Ok(std::task::Poll::Ready(value)) => std::task::Poll::Ready(Ok(value)),
+            Err(payload) => std::task::Poll::Ready(Err(redact_payload(payload))),
+        }
+    }
+}
+
 /// A stretch of code (a whole chain of hooks) during which panics on this
 /// thread are contained: the silent panic hook prints nothing for them.
 /// Entering costs one atomic load and one thread-local write, once per

@@ -122,7 +122,7 @@
 //!     .global_registry(hooks)
 //!     .redact_with(SecretRedactor::new())
 //!     .build()?;
-//! let output = crew.kickoff(())?;
+//! let output = crew.kickoff_blocking(())?;
 //!
 //! assert_eq!(output.raw, "DATABASE_URL=postgres://app:[REDACTED]@db/app");
 //! let inputs = started.lock().unwrap_or_else(|e| e.into_inner()).clone();
