@@ -1106,56 +1106,7 @@ impl CrewBuilder {
         if self.tasks.is_empty() {
             return Err(BuildError::NoTasks);
         }
-        let mut agents: Vec<Agent> = Vec::with_capacity(self.agents.len());
-        for agent in self.agents {
-            if agents.iter().any(|a| a.role() == agent.role()) {
-                return Err(BuildError::DuplicateRole {
-                    role: agent.role().to_owned(),
-                });
-            }
-            agents.push(agent);
-        }
-        let own_agents = agents.len();
-        let mut tasks = Vec::with_capacity(self.tasks.len());
-        for (position, task) in self.tasks.into_iter().enumerate() {
-            let Some(task_agent) = task.agent() else {
-                return Err(BuildError::TaskWithoutAgent {
-                    index: position + 1,
-                    task: task.description().to_owned(),
-                });
-            };
-            let agent = match agents.iter().position(|a| a.role() == task_agent.role()) {
-                Some(index) if agents[index].is_same_agent(task_agent) => index,
-                Some(index) => {
-                    return Err(BuildError::TaskAgentNotInCrew {
-                        index: position + 1,
-                        task: task.description().to_owned(),
-                        role: task_agent.role().to_owned(),
-                        joined: index >= own_agents,
-                    });
-                }
-                None => {
-                    agents.push(task_agent.clone());
-                    agents.len() - 1
-                }
-            };
-            let mut context = Vec::with_capacity(task.context_ids().len());
-            for id in task.context_ids() {
-                let earlier = tasks.iter().position(|t: &CrewTask| t.task.id() == *id);
-                let Some(earlier) = earlier else {
-                    return Err(BuildError::ContextNotEarlier {
-                        index: position + 1,
-                        task: task.description().to_owned(),
-                    });
-                };
-                context.push(earlier);
-            }
-            tasks.push(CrewTask {
-                task,
-                agent,
-                context,
-            });
-        }
+        let (agents, tasks) = resolve_agents(self.agents, self.tasks)?;
         let agents = agents
             .into_iter()
             .map(prepare_agent)
@@ -1167,7 +1118,6 @@ impl CrewBuilder {
                 .collect(),
             roles: agents.iter().map(|a| a.agent.role().to_owned()).collect(),
         };
-
         let scoped = HookRegistry::new();
         for register in self.hooks {
             register(&scoped, &self.name)?;
@@ -1209,6 +1159,85 @@ impl CrewBuilder {
             inner: Arc::new(inner),
         })
     }
+}
+
+/// The crew's agents (its own, then those that join through a task) and
+/// its tasks with their agent and context resolved to indices.
+fn resolve_agents(
+    own: Vec<Agent>,
+    given: Vec<Task>,
+) -> Result<(Vec<Agent>, Vec<CrewTask>), BuildError> {
+    let mut agents: Vec<Agent> = Vec::with_capacity(own.len());
+    for agent in own {
+        if agents.iter().any(|a| a.role() == agent.role()) {
+            return Err(BuildError::DuplicateRole {
+                role: agent.role().to_owned(),
+            });
+        }
+        agents.push(agent);
+    }
+    let own_agents = agents.len();
+    let mut tasks = Vec::with_capacity(given.len());
+    for (position, task) in given.into_iter().enumerate() {
+        let agent = task_agent(&mut agents, own_agents, position, &task)?;
+        let context = task_context(&tasks, position, &task)?;
+        tasks.push(CrewTask {
+            task,
+            agent,
+            context,
+        });
+    }
+    Ok((agents, tasks))
+}
+
+/// The index of the task's agent among the crew's: the crew's agent of
+/// that role when it is the same agent, or the task's own agent, which
+/// joins the crew, when no crew agent has its role.
+fn task_agent(
+    agents: &mut Vec<Agent>,
+    own_agents: usize,
+    position: usize,
+    task: &Task,
+) -> Result<usize, BuildError> {
+    let Some(task_agent) = task.agent() else {
+        return Err(BuildError::TaskWithoutAgent {
+            index: position + 1,
+            task: task.description().to_owned(),
+        });
+    };
+    match agents.iter().position(|a| a.role() == task_agent.role()) {
+        Some(index) if agents[index].is_same_agent(task_agent) => Ok(index),
+        Some(index) => Err(BuildError::TaskAgentNotInCrew {
+            index: position + 1,
+            task: task.description().to_owned(),
+            role: task_agent.role().to_owned(),
+            joined: index >= own_agents,
+        }),
+        None => {
+            agents.push(task_agent.clone());
+            Ok(agents.len() - 1)
+        }
+    }
+}
+
+/// The indices of the earlier tasks whose outputs are the task's context.
+fn task_context(
+    earlier: &[CrewTask],
+    position: usize,
+    task: &Task,
+) -> Result<Vec<usize>, BuildError> {
+    task.context_ids()
+        .iter()
+        .map(|id| {
+            earlier
+                .iter()
+                .position(|t| t.task.id() == *id)
+                .ok_or_else(|| BuildError::ContextNotEarlier {
+                    index: position + 1,
+                    task: task.description().to_owned(),
+                })
+        })
+        .collect()
 }
 
 fn prepare_agent(agent: Agent) -> Result<CrewAgent, BuildError> {

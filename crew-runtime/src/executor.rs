@@ -461,7 +461,7 @@ impl AgentRun {
             gen_ai.agent.name = %self.role(),
             crew.turn = turn,
         );
-        let answer = tokio::time::timeout(
+        let answer = crate::tool_call::within(
             timeout,
             contain_panic_async(AssertUnwindSafe(llm.complete(&request))),
         )

@@ -238,9 +238,7 @@ impl AgentRun {
         match run {
             ToolRun::Ready(result) => Ok(result),
             ToolRun::Async(running) => {
-                match tokio::time::timeout(timeout, contain_panic_async(AssertUnwindSafe(running)))
-                    .await
-                {
+                match within(timeout, contain_panic_async(AssertUnwindSafe(running))).await {
                     Err(_) => Err(Stopped::TimedOut),
                     Ok(Err(panic)) => Err(Stopped::Panicked(panic_message(&*panic))),
                     Ok(Ok(result)) => Ok(result),
@@ -513,6 +511,21 @@ fn json_kind(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+/// `future`'s output, or `Elapsed` after `timeout`. A future that is ready
+/// at its first poll (most tools that answer from memory) sets no timer.
+pub(crate) async fn within<F: Future>(
+    timeout: Duration,
+    future: F,
+) -> Result<F::Output, tokio::time::error::Elapsed> {
+    let mut future = std::pin::pin!(future);
+    if let std::task::Poll::Ready(output) =
+        std::future::poll_fn(|cx| std::task::Poll::Ready(future.as_mut().poll(cx))).await
+    {
+        return Ok(output);
+    }
+    tokio::time::timeout(timeout, future).await
 }
 
 /// Why a tool call produced no result of its own.

@@ -399,9 +399,20 @@ impl<'a> CallHooks<'a> {
                 Some(abort)
             }
             DispatchOutcome::Proceeded | DispatchOutcome::Modified => {
-                let running = execute(ctx);
-                self.hold();
-                let output = running.await;
+                let mut running = std::pin::pin!(execute(ctx));
+                // A tool that answers at once keeps the borrowed snapshot;
+                // one that waits holds it counted (see `hold`).
+                let output = match std::future::poll_fn(|cx| {
+                    std::task::Poll::Ready(running.as_mut().poll(cx))
+                })
+                .await
+                {
+                    std::task::Poll::Ready(output) => output,
+                    std::task::Poll::Pending => {
+                        self.hold();
+                        running.await
+                    }
+                };
                 Self::record(ctx, output);
                 None
             }
