@@ -565,3 +565,68 @@ fn spans_nest_kickoff_task_model_call_and_tool_call_with_gen_ai_fields() {
         tools[0]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_async_hook_is_dropped_with_the_kickoff() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let flag = dropped.clone();
+    let registry = fresh_registry();
+    registry
+        .register_async_hook(
+            PRE_TOOL_CALL,
+            crew_runtime::hooks_core::async_hook(move |_: &mut ToolCallHookContext| {
+                let guard = DropFlag(flag.clone());
+                Box::pin(async move {
+                    let _guard = guard;
+                    std::future::pending::<()>().await;
+                })
+            }),
+        )
+        .expect("registers");
+    let received = log();
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("web_search", json!({"query": "rust"}))
+            .answer("done"),
+    );
+    let researcher = agent("Researcher", vec![search_tool(&received)], &llm);
+    let crew = Crew::builder()
+        .agent(researcher.clone())
+        .task(Task::builder("Research").agent(&researcher).build())
+        .global_registry(registry)
+        .build()
+        .expect("builds");
+    let outcome = tokio::time::timeout(Duration::from_millis(100), crew.kickoff(())).await;
+    assert!(outcome.is_err(), "the hook never answers");
+    assert!(dropped.load(Ordering::SeqCst), "the hook's future was dropped");
+    assert!(take(&received).is_empty(), "the tool never ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_calls_runs_at_most_the_concurrency_limit_at_once() {
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let (inside, peak) = (running.clone(), most.clone());
+    let work = Tool::dynamic("work", "Works", json!({"type": "object"}), move |_| {
+        let (inside, peak) = (inside.clone(), peak.clone());
+        async move {
+            let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            inside.fetch_sub(1, Ordering::SeqCst);
+            Ok::<_, String>(json!("done"))
+        }
+    });
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .calls((0..40).map(|n| ("work", json!({ "n": n }))))
+            .answer("done"),
+    );
+    let crew = one_task_crew(agent("Worker", vec![work], &llm))
+        .max_concurrent_tool_calls(3)
+        .build()
+        .expect("builds");
+    crew.kickoff(()).await.expect("runs");
+    assert_eq!(llm.requests()[1].observations().len(), 40);
+    assert_eq!(most.load(Ordering::SeqCst), 3, "never more than 3 at once");
+}
