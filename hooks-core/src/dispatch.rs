@@ -488,11 +488,9 @@ impl<'a> CallHooks<'a> {
                 continue;
             }
             walk.hooks_run += 1;
-            let result = match start(&entry.call, ctx) {
-                Ok(Invocation::Done(decision)) => Ok(decision),
-                Ok(Invocation::Pending(future)) => block_on_hook(future),
-                Err(panic) => Err(panic),
-            };
+            // A panic of an `async` hook driven here unwinds to this
+            // `catch_unwind` too.
+            let result = catch_unwind(AssertUnwindSafe(|| entry.call.call(ctx)));
             if result.is_err() {
                 quiet.panicked();
             }
@@ -773,14 +771,6 @@ impl<R> std::future::Future for Contained<'_, R> {
             }
         }
     }
-}
-
-/// Drives an `async` hook met by a synchronous dispatch to completion on
-/// this thread, its panics contained.
-#[cold]
-#[inline(never)]
-fn block_on_hook<R>(future: HookFuture<'_, R>) -> std::thread::Result<R> {
-    futures_executor::block_on(Contained::new(future))
 }
 
 impl HookRegistry {

@@ -290,6 +290,27 @@ impl<P: Point> HookCall<P> {
         matches!(self, HookCall::StaticAsync(_) | HookCall::SharedAsync(_))
     }
 
+    /// Runs the hook to its decision on this thread: a synchronous hook
+    /// inline, an `async` one driven to completion here (the synchronous
+    /// dispatch's way; the awaiting dispatch uses [`invoke`](Self::invoke)).
+    #[inline(always)]
+    pub(crate) fn call(&self, ctx: &mut P::Context) -> Decision<P::Replacement> {
+        match self {
+            HookCall::Static(call) => call(ctx),
+            HookCall::Shared(call) => call(ctx),
+            HookCall::StaticAsync(_) | HookCall::SharedAsync(_) => self.call_blocking(ctx),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn call_blocking(&self, ctx: &mut P::Context) -> Decision<P::Replacement> {
+        match self.invoke(ctx) {
+            Invocation::Done(decision) => decision,
+            Invocation::Pending(future) => futures_executor::block_on(future),
+        }
+    }
+
     /// Runs a synchronous hook, or starts an `async` one.
     #[inline(always)]
     pub(crate) fn invoke<'c>(&self, ctx: &'c mut P::Context) -> Invocation<'c, P::Replacement> {
