@@ -130,7 +130,9 @@ fn crew(
     }
     let llm = Arc::new(llm.answer("done"));
     let tool: Tool = match tool_body {
-        Body::Async => Tool::typed("ping", "Adds one", |args: Ping| async move { body(args) }).into(),
+        Body::Async => {
+            Tool::typed("ping", "Adds one", |args: Ping| async move { body(args) }).into()
+        }
         Body::Sync => Tool::typed("ping", "Adds one", body).into(),
     };
     let agent = Agent::builder("Pinger")
@@ -197,7 +199,10 @@ fn check(output: Result<CrewOutput, CrewError>) {
 }
 
 fn multi_thread_runtime() -> tokio::runtime::Runtime {
-    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("no runtime for the benchmark: {error}");
@@ -223,7 +228,9 @@ fn many_crews() -> (Duration, usize) {
                     .answer("done"),
             );
             let agent = Agent::builder("Pinger")
-                .tool(Tool::typed("ping", "Adds one", |args: Ping| async move { body(args) }))
+                .tool(Tool::typed("ping", "Adds one", |args: Ping| async move {
+                    body(args)
+                }))
                 .llm(llm)
                 .build();
             let built = Crew::builder()
@@ -341,11 +348,25 @@ fn main() {
     let mut figures = Vec::new();
     for (name, hooks, turns, per_turn, concurrency, tool_body) in lines {
         let blocking = per_call(
-            time_kickoff(Entry::Blocking, hooks, turns, per_turn, concurrency, tool_body),
+            time_kickoff(
+                Entry::Blocking,
+                hooks,
+                turns,
+                per_turn,
+                concurrency,
+                tool_body,
+            ),
             baseline,
         );
         let awaited = per_call(
-            time_kickoff(Entry::Awaited, hooks, turns, per_turn, concurrency, tool_body),
+            time_kickoff(
+                Entry::Awaited,
+                hooks,
+                turns,
+                per_turn,
+                concurrency,
+                tool_body,
+            ),
             baseline,
         );
         println!(

@@ -135,23 +135,55 @@ pub(crate) struct CrewTask {
     pub(crate) context: Vec<usize>,
 }
 
-pub(crate) struct CrewInner {
+/// What the runs of a crew need of it: shared by every agent run of a
+/// kickoff and by the tasks that run their calls, without the crew.
+pub(crate) struct RunSettings {
     pub(crate) name: String,
-    pub(crate) agents: Vec<CrewAgent>,
-    pub(crate) tasks: Vec<CrewTask>,
-    pub(crate) process: Process,
-    pub(crate) scoped: HookRegistry,
-    pub(crate) global: SharedRegistry,
     pub(crate) human_input: Arc<dyn HumanInputSource>,
     pub(crate) verbose: bool,
     pub(crate) max_concurrent_tool_calls: usize,
     pub(crate) max_tool_calls_per_turn: usize,
     pub(crate) max_observation_bytes: usize,
-    max_kickoff_depth: usize,
     pub(crate) tool_timeout: Duration,
     pub(crate) model_timeout: Duration,
     /// Applied at every exit of the crew (see [`CrewBuilder::redact_with`]).
     pub(crate) redaction: Redaction,
+}
+
+/// A crew's hooks: the global registry it dispatches through and its own.
+#[derive(Clone)]
+pub(crate) struct CrewHooks {
+    pub(crate) global: SharedRegistry,
+    pub(crate) scoped: Arc<HookRegistry>,
+}
+
+impl CrewHooks {
+    /// The dispatcher of the crew's calls: global hooks and the crew's
+    /// own, merged.
+    pub(crate) fn dispatcher(&self) -> Dispatcher<'_> {
+        Dispatcher::new(&self.global).with_scope(&self.scoped)
+    }
+
+    /// Whether anyone listens on the global bus or the crew's.
+    pub(crate) fn listening(&self) -> bool {
+        self.global.events().has_listeners() || self.scoped.events().has_listeners()
+    }
+
+    /// Sends an event to the global bus and the crew's: the one place the
+    /// runtime reports on both.
+    pub(crate) fn emit(&self, event: &hooks_core::Event) {
+        self.global.events().emit(event);
+        self.scoped.events().emit(event);
+    }
+}
+
+pub(crate) struct CrewInner {
+    pub(crate) settings: Arc<RunSettings>,
+    pub(crate) hooks: CrewHooks,
+    pub(crate) agents: Vec<Arc<CrewAgent>>,
+    pub(crate) tasks: Vec<CrewTask>,
+    pub(crate) process: Process,
+    max_kickoff_depth: usize,
     strict: bool,
     /// The crew's tool names and roles.
     known: KnownNames,
@@ -167,13 +199,23 @@ pub(crate) struct CrewInner {
 impl CrewInner {
     /// The crew's own hooks against the crew's tools and roles.
     fn scoped_filter_warnings(&self) -> Vec<FilterWarning> {
-        check_filters(&self.name, &self.scoped, FilterScope::Crew, &self.known)
+        check_filters(
+            &self.settings.name,
+            &self.hooks.scoped,
+            FilterScope::Crew,
+            &self.known,
+        )
     }
 
     /// The global registry's hooks against every crew built on it so far.
     fn global_filter_warnings(&self) -> Vec<FilterWarning> {
-        let known = known_on(&self.global.key());
-        check_filters(&self.name, &self.global, FilterScope::AllCrews, &known)
+        let known = known_on(&self.hooks.global.key());
+        check_filters(
+            &self.settings.name,
+            &self.hooks.global,
+            FilterScope::AllCrews,
+            &known,
+        )
     }
 
     /// At the first kickoff: reports the global hooks' filter entries that
@@ -186,7 +228,7 @@ impl CrewInner {
             return Ok(());
         }
         let warnings = self.global_filter_warnings();
-        report(&first_reports(&self.global.key(), &warnings));
+        report(&first_reports(&self.hooks.global.key(), &warnings));
         if self.strict && !warnings.is_empty() {
             return Err(CrewError::UnmatchedHookFilters(warnings));
         }
@@ -235,7 +277,7 @@ impl Crew {
 
     /// The crew's name.
     pub fn name(&self) -> &str {
-        &self.inner.name
+        &self.inner.settings.name
     }
 
     /// The agents, the crew's own first, then those that joined through a
@@ -258,25 +300,25 @@ impl Crew {
     /// The crew's own hook registry: hooks registered here fire only for
     /// this crew's tool calls. Its event bus is [`Crew::events`].
     pub fn hooks(&self) -> &HookRegistry {
-        &self.inner.scoped
+        &self.inner.hooks.scoped
     }
 
     /// The bus on which this crew reports: hook dispatches (`HookDispatched`,
     /// `HookPanicked`) and tool usage (`ToolUsageStarted`, `ToolUsageFinished`,
     /// `ToolUsageError`) of its own calls.
     pub fn events(&self) -> &EventBus {
-        self.inner.scoped.events()
+        self.inner.hooks.scoped.events()
     }
 
     /// The global registry the crew dispatches through.
     pub fn global_registry(&self) -> &HookRegistry {
-        &self.inner.global
+        &self.inner.hooks.global
     }
 
     /// The dispatcher of this crew's calls: global hooks and the crew's own,
     /// merged.
     pub(crate) fn dispatcher(&self) -> Dispatcher<'_> {
-        Dispatcher::new(&self.inner.global).with_scope(&self.inner.scoped)
+        Dispatcher::new(&self.inner.hooks.global).with_scope(&self.inner.hooks.scoped)
     }
 
     /// Which hooks (global and the crew's own, in order) a call of `tool`
@@ -367,7 +409,7 @@ impl Crew {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn redacts(&self) -> bool {
-        self.inner.redaction.is_set()
+        self.inner.settings.redaction.is_set()
     }
 
     /// `text` as this crew lets texts out: cleaned by its redaction
@@ -390,7 +432,7 @@ impl Crew {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        self.inner.redaction.text(text)
+        self.inner.settings.redaction.text(text)
     }
 
     /// Runs the tasks with these inputs filling their `{placeholder}`s.
@@ -437,7 +479,7 @@ impl Crew {
         let depth = KickoffDepth::current() + 1;
         if depth > self.inner.max_kickoff_depth {
             return Err(CrewError::KickoffTooDeep {
-                crew: self.inner.name.clone(),
+                crew: self.inner.settings.name.clone(),
                 limit: self.inner.max_kickoff_depth,
             });
         }
@@ -495,7 +537,7 @@ impl Crew {
         }
         std::thread::scope(|scope| {
             let thread = std::thread::Builder::new()
-                .name(format!("kickoff-{}", self.inner.name))
+                .name(format!("kickoff-{}", self.inner.settings.name))
                 .spawn_scoped(scope, kickoff)
                 .map_err(|error| CrewError::RuntimeUnavailable(error.to_string()))?;
             thread
@@ -511,13 +553,13 @@ impl Crew {
 
 impl CrewInfo for Crew {
     fn name(&self) -> &str {
-        &self.inner.name
+        &self.inner.settings.name
     }
 }
 
 impl CrewScope for Crew {
     fn crew_hooks(&self) -> &HookRegistry {
-        &self.inner.scoped
+        &self.inner.hooks.scoped
     }
 
     /// Checks the filters of hook methods attached after the build, as the
@@ -543,16 +585,16 @@ impl CrewScope for Crew {
 impl fmt::Debug for Crew {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Crew")
-            .field("name", &self.inner.name)
+            .field("name", &self.inner.settings.name)
             .field(
                 "agents",
                 &self.agents().map(Agent::role).collect::<Vec<_>>(),
             )
             .field("tasks", &self.inner.tasks.len())
             .field("process", &self.inner.process)
-            .field("hooks", &self.inner.scoped)
+            .field("hooks", &self.inner.hooks.scoped)
             .field("strict", &self.inner.strict)
-            .field("redaction", &self.inner.redaction)
+            .field("redaction", &self.inner.settings.redaction)
             .finish_non_exhaustive()
     }
 }
@@ -1122,13 +1164,8 @@ impl CrewBuilder {
         for register in self.hooks {
             register(&scoped, &self.name)?;
         }
-        let mut inner = CrewInner {
+        let settings = RunSettings {
             name: self.name,
-            agents,
-            tasks,
-            process: self.process,
-            scoped,
-            global: self.global.unwrap_or_else(|| global_registry().into()),
             human_input: self
                 .human_input
                 .unwrap_or_else(|| Arc::new(TerminalInput::new())),
@@ -1136,10 +1173,20 @@ impl CrewBuilder {
             max_concurrent_tool_calls: self.max_concurrent_tool_calls,
             max_tool_calls_per_turn: self.max_tool_calls_per_turn,
             max_observation_bytes: self.max_observation_bytes,
-            max_kickoff_depth: self.max_kickoff_depth,
             tool_timeout: self.tool_timeout,
             model_timeout: self.model_timeout,
             redaction: self.redaction,
+        };
+        let mut inner = CrewInner {
+            settings: Arc::new(settings),
+            hooks: CrewHooks {
+                global: self.global.unwrap_or_else(|| global_registry().into()),
+                scoped: Arc::new(scoped),
+            },
+            agents: agents.into_iter().map(Arc::new).collect(),
+            tasks,
+            process: self.process,
+            max_kickoff_depth: self.max_kickoff_depth,
             strict: self.strict,
             known,
             warnings: Vec::new(),
@@ -1154,7 +1201,7 @@ impl CrewBuilder {
         inner.warnings = warnings;
         // Only a crew that was built counts: its tools and roles are what
         // the global hooks' filters may name.
-        record_crew(&inner.global.key(), &inner.known);
+        record_crew(&inner.hooks.global.key(), &inner.known);
         Ok(Crew {
             inner: Arc::new(inner),
         })

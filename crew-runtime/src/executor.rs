@@ -40,7 +40,7 @@ use hooks_core::{
 };
 
 use crate::crew::KickoffDepth;
-use crate::crew::{Crew, CrewAgent, CrewInner};
+use crate::crew::{Crew, CrewAgent, CrewHooks, CrewInner, RunSettings};
 use crate::error::CrewError;
 use crate::join::BoundedJoinSet;
 use crate::llm::{ChatMessage, DeltaSink, LlmError, LlmRequest, ModelTurn, ToolCallRequest};
@@ -55,10 +55,10 @@ use tracing::Instrument;
 /// error leaves through the crew's redaction, and so does what `hooks-core`
 /// reports while the kickoff is polled, on whichever thread.
 pub(crate) async fn kickoff(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, CrewError> {
-    let redaction = &crew.inner().redaction;
+    let redaction = &crew.inner().settings.redaction;
     let span = tracing::info_span!(
         "crew.kickoff",
-        crew.name = %crew.inner().name,
+        crew.name = %crew.inner().settings.name,
         gen_ai.operation.name = "invoke_workflow",
     );
     let work = kickoff_unredacted(crew, inputs).instrument(span);
@@ -79,7 +79,13 @@ async fn kickoff_unredacted(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, C
         return Err(aborted_at(InterceptionPoint::EXECUTION_START, None, abort));
     }
     let result = run(crew, start.inputs, &crew_info).await;
-    finish(&dispatcher, result, crew_info, &crew.inner().redaction).await
+    finish(
+        &dispatcher,
+        result,
+        crew_info,
+        &crew.inner().settings.redaction,
+    )
+    .await
 }
 
 /// One point's chain, on a snapshot of its own, `async` hooks awaited.
@@ -170,24 +176,25 @@ async fn run(
             .map(|output| output.raw.as_str())
             .collect();
         let run = Arc::new(AgentRun {
-            crew: crew.clone(),
-            agent: crew_task.agent,
+            settings: Arc::clone(&inner.settings),
+            hooks: inner.hooks.clone(),
+            agent: Arc::clone(agent),
             agent_info: agent.agent.clone(),
             task_info: task.clone(),
             task,
             crew_info: Arc::clone(crew_info),
-            verbose: inner.verbose || agent.agent.verbose(),
+            verbose: inner.settings.verbose || agent.agent.verbose(),
             depth: KickoffDepth::current(),
         });
         if run.verbose {
             hooks_core::console::print_line(&format!(
                 "[{}] task {}/{} for {}: {}",
-                inner.name,
+                inner.settings.name,
                 position + 1,
                 inner.tasks.len(),
                 agent.agent.role(),
                 // Cleaned whole: a secret cut by the excerpt could slip by.
-                excerpt(&inner.redaction.text(run.task.description()), 200)
+                excerpt(&run.redaction().text(run.task.description()), 200)
             ));
         }
         let span = tracing::info_span!(
@@ -262,12 +269,13 @@ fn fill_inputs(inner: &CrewInner, inputs: &Inputs) -> Result<Vec<Arc<Task>>, Cre
     Ok(filled)
 }
 
-/// One agent working on one task: everything a tool call needs, shared by
-/// the threads that run one turn's calls.
+/// One agent working on one task: what its model calls and tool calls
+/// need (the crew's settings and hooks, the agent, the task), shared by
+/// the tasks that run one turn's calls; not the crew itself.
 pub(crate) struct AgentRun {
-    pub(crate) crew: Crew,
-    /// Index into the crew's agents.
-    pub(crate) agent: usize,
+    pub(crate) settings: Arc<RunSettings>,
+    pub(crate) hooks: CrewHooks,
+    pub(crate) agent: Arc<CrewAgent>,
     pub(crate) task: Arc<Task>,
     pub(crate) agent_info: Arc<dyn AgentInfo>,
     pub(crate) task_info: Arc<dyn TaskInfo>,
@@ -280,17 +288,16 @@ pub(crate) struct AgentRun {
 }
 
 impl AgentRun {
-    pub(crate) fn inner(&self) -> &CrewInner {
-        self.crew.inner()
+    pub(crate) fn settings(&self) -> &RunSettings {
+        &self.settings
     }
 
     pub(crate) fn agent(&self) -> &CrewAgent {
-        // Built crews only hold agent indices they resolved themselves.
-        &self.crew.inner().agents[self.agent]
+        &self.agent
     }
 
     pub(crate) fn dispatcher(&self) -> Dispatcher<'_> {
-        self.crew.dispatcher()
+        self.hooks.dispatcher()
     }
 
     pub(crate) fn role(&self) -> &str {
@@ -299,7 +306,7 @@ impl AgentRun {
 
     /// The crew's redaction.
     pub(crate) fn redaction(&self) -> &Redaction {
-        &self.inner().redaction
+        &self.settings.redaction
     }
 
     /// A step context for this task with `payload`.
@@ -335,7 +342,7 @@ impl AgentRun {
                 .with_llm(Arc::clone(&crew_agent.llm_info))
                 .with_tools(Arc::clone(&crew_agent.definitions))
                 .with_iterations(turn)
-                .with_human_input(Arc::clone(&self.inner().human_input));
+                .with_human_input(Arc::clone(&self.settings().human_input));
             if let DispatchOutcome::Aborted(abort) =
                 hooks.dispatch_async(PRE_MODEL_CALL, &mut call).await
             {
@@ -453,7 +460,7 @@ impl AgentRun {
             tools,
             stream: stream.as_ref().map(|sink| sink as &dyn DeltaSink),
         };
-        let timeout = self.inner().model_timeout;
+        let timeout = self.settings().model_timeout;
         let span = tracing::info_span!(
             "chat",
             gen_ai.operation.name = "chat",
@@ -494,8 +501,9 @@ impl AgentRun {
         mut calls: Vec<ToolCallRequest>,
     ) -> Result<(Vec<ToolCallRequest>, Vec<String>), CrewError> {
         let asked = calls.len();
-        let refused = calls.split_off(asked.min(self.inner().max_tool_calls_per_turn));
-        let mut observations = if calls.len() <= 1 || self.inner().max_concurrent_tool_calls <= 1 {
+        let refused = calls.split_off(asked.min(self.settings().max_tool_calls_per_turn));
+        let mut observations = if calls.len() <= 1 || self.settings().max_concurrent_tool_calls <= 1
+        {
             let mut observations = Vec::with_capacity(asked);
             for call in &calls {
                 observations.push(self.run_call(call).await?);
@@ -515,7 +523,7 @@ impl AgentRun {
         self: &Arc<Self>,
         calls: &[ToolCallRequest],
     ) -> Result<Vec<String>, CrewError> {
-        let mut set = BoundedJoinSet::new(self.inner().max_concurrent_tool_calls);
+        let mut set = BoundedJoinSet::new(self.settings().max_concurrent_tool_calls);
         for (index, call) in calls.iter().enumerate() {
             let run = Arc::clone(self);
             let call = call.clone();
@@ -570,16 +578,13 @@ impl AgentRun {
     }
 
     pub(crate) fn listening(&self) -> bool {
-        let inner = self.inner();
-        inner.global.events().has_listeners() || inner.scoped.events().has_listeners()
+        self.hooks.listening()
     }
 
-    /// Sends a tool-usage event to the global registry's bus and the
-    /// crew's, as dispatches do.
+    /// Sends an event to the global registry's bus and the crew's, as
+    /// dispatches do.
     pub(crate) fn emit(&self, event: Event) {
-        let inner = self.inner();
-        inner.global.events().emit(&event);
-        inner.scoped.events().emit(&event);
+        self.hooks.emit(&event);
     }
 }
 
@@ -632,7 +637,7 @@ impl<'r> StreamToBuses<'r> {
             chunk,
             agent_role: Some(run.role().to_owned()),
             task: Some(run.redaction().text(run.task.description()).into_owned()),
-            crew: Some(run.inner().name.clone()),
+            crew: Some(run.settings().name.clone()),
         }));
     }
 

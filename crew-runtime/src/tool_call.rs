@@ -82,7 +82,7 @@ impl AgentRun {
             .with_agent(Arc::clone(&self.agent_info))
             .with_task(Arc::clone(&self.task_info))
             .with_crew(Arc::clone(&self.crew_info))
-            .with_human_input(Arc::clone(&self.inner().human_input));
+            .with_human_input(Arc::clone(&self.settings().human_input));
         let tool = self.agent().find_tool(ctx.tool_name());
         if let Some(tool) = tool {
             ctx.tool = Some(Arc::clone(tool) as Arc<dyn ToolInfo>);
@@ -153,7 +153,7 @@ impl AgentRun {
                         duration: ran_for,
                         agent_role: Some(self.role().to_owned()),
                         task: Some(self.task_for_events()),
-                        crew: Some(self.inner().name.clone()),
+                        crew: Some(self.settings().name.clone()),
                     }));
                 }
                 Ok(observation)
@@ -202,11 +202,11 @@ impl AgentRun {
                 tool_input: redaction.json(Value::Object(ctx.tool_input.clone())),
                 agent_role: Some(self.role().to_owned()),
                 task: Some(self.task_for_events()),
-                crew: Some(self.inner().name.clone()),
+                crew: Some(self.settings().name.clone()),
             }));
         }
         let started = (listening || self.verbose).then(Instant::now);
-        let timeout = tool.timeout().unwrap_or(self.inner().tool_timeout);
+        let timeout = tool.timeout().unwrap_or(self.settings().tool_timeout);
         let run = tool.invoke(&ctx.tool_input);
         async move {
             let result = self.run_tool(run, timeout).await;
@@ -324,7 +324,7 @@ impl AgentRun {
     /// tool runs.
     pub(crate) fn refuse_call(&self, call: &ToolCallRequest, asked: usize) -> String {
         let name = normalize_tool_name(&call.name);
-        let limit = self.inner().max_tool_calls_per_turn;
+        let limit = self.settings().max_tool_calls_per_turn;
         let message = format!(
             "Tool call refused: this turn asked for {asked} tool calls and at most {limit} run \
              per turn, so this call of `{name}` did not run. Ask for it again in a later turn if \
@@ -350,7 +350,7 @@ impl AgentRun {
     /// `text` cut to the crew's `max_observation_bytes` (on a character
     /// boundary), with a line saying how much was cut.
     fn limit_text(&self, text: String) -> String {
-        truncate_observation(text, self.inner().max_observation_bytes)
+        truncate_observation(text, self.settings().max_observation_bytes)
     }
 
     /// Sends a `ToolUsageError` event, its texts cleaned.
@@ -362,7 +362,7 @@ impl AgentRun {
                 error: redaction.text(error).into_owned(),
                 agent_role: Some(self.role().to_owned()),
                 task: Some(self.task_for_events()),
-                crew: Some(self.inner().name.clone()),
+                crew: Some(self.settings().name.clone()),
             }));
         }
     }

@@ -598,7 +598,10 @@ async fn a_hanging_async_hook_is_dropped_with_the_kickoff() {
         .expect("builds");
     let outcome = tokio::time::timeout(Duration::from_millis(100), crew.kickoff(())).await;
     assert!(outcome.is_err(), "the hook never answers");
-    assert!(dropped.load(Ordering::SeqCst), "the hook's future was dropped");
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the hook's future was dropped"
+    );
     assert!(take(&received).is_empty(), "the tool never ran");
 }
 
