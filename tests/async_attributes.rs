@@ -87,3 +87,89 @@ fn an_async_after_hook_replaces_the_result() {
     );
     assert_eq!(ctx.tool_result.as_deref(), Some("the [hidden] plan"));
 }
+
+mod crew_scoped {
+    //! `async fn` hook methods of a `#[crew_base]` crew, awaited in a
+    //! kickoff on the instance's state.
+
+    use std::sync::Arc;
+
+    use crew_runtime::prelude::*;
+
+    #[derive(Clone)]
+    struct GuardedCrew {
+        forbidden: &'static str,
+        llm: Arc<ScriptedLlm>,
+    }
+
+    #[crew_base]
+    impl GuardedCrew {
+        #[agent]
+        fn clerk(&self) -> Agent {
+            let delete = Tool::dynamic("delete", "Deletes", json!({"type": "object"}), |_| async {
+                Ok::<_, String>(json!("deleted"))
+            });
+            Agent::builder("Clerk")
+                .tool(delete)
+                .llm(self.llm.clone())
+                .build()
+        }
+
+        #[task]
+        fn tidy(&self) -> Task {
+            Task::builder("Tidy up").agent(&self.clerk()).build()
+        }
+
+        #[on(PRE_TOOL_CALL, tools = ["delete"])]
+        async fn check_path(&self, ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+            // Stands for a policy service the hook awaits.
+            tokio::task::yield_now().await;
+            let path = ctx.tool_input["path"].as_str().unwrap_or_default();
+            if path.starts_with(self.forbidden) {
+                return Err(HookAborted::new(format!("{path} is protected"), "paths"));
+            }
+            Ok(())
+        }
+
+        #[on(POST_STEP)]
+        async fn sign(&self, ctx: &mut StepContext) -> Option<String> {
+            Some(format!(
+                "{} (checked against {})",
+                ctx.payload, self.forbidden
+            ))
+        }
+
+        #[crew]
+        fn crew(&self) -> Result<Crew, BuildError> {
+            Crew::builder()
+                .agents(self.agents())
+                .tasks(self.tasks())
+                .global_registry(Arc::new(HookRegistry::new()))
+                .build()
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn async_hook_methods_run_in_the_crews_kickoff() {
+        let llm = Arc::new(
+            ScriptedLlm::new()
+                .call("delete", json!({"path": "/etc/passwd"}))
+                .call("delete", json!({"path": "/tmp/scratch"}))
+                .answer("tidied"),
+        );
+        let crew = GuardedCrew {
+            forbidden: "/etc",
+            llm: llm.clone(),
+        }
+        .crew()
+        .expect("builds");
+        let output = crew.kickoff(()).await.expect("runs");
+        assert_eq!(output.raw, "tidied (checked against /etc)");
+        let requests = llm.requests();
+        assert_eq!(
+            requests[1].observations(),
+            ["Tool execution blocked by hook. Tool: delete"]
+        );
+        assert_eq!(requests[2].observations(), ["deleted"]);
+    }
+}
