@@ -153,11 +153,15 @@ async fn dropping_the_kickoff_cancels_every_concurrent_call() {
     let crew = one_task_crew(agent("Clerk", vec![slow], &llm))
         .build()
         .expect("builds");
-    let kickoff = crew.kickoff(());
-    let outcome = tokio::time::timeout(Duration::from_millis(200), kickoff).await;
-    assert!(outcome.is_err(), "the kickoff was still running");
-    // The timeout dropped the kickoff's future, and with it the join set
-    // of the turn's calls: every task is aborted.
+    let kickoff = tokio::spawn(async move { crew.kickoff(()).await });
+    // Once the three calls are inside the tool, cancel the kickoff: its
+    // join set of the turn's calls is dropped, every task aborted.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while running.load(Ordering::SeqCst) < 3 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    kickoff.abort();
+    assert!(kickoff.await.is_err_and(|error| error.is_cancelled()));
     let deadline = Instant::now() + Duration::from_secs(5);
     while dropped.load(Ordering::SeqCst) < 3 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -569,15 +573,18 @@ fn spans_nest_kickoff_task_model_call_and_tool_call_with_gen_ai_fields() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_async_hook_is_dropped_with_the_kickoff() {
     let dropped = Arc::new(AtomicBool::new(false));
-    let flag = dropped.clone();
+    let started = Arc::new(AtomicBool::new(false));
+    let (flag, began) = (dropped.clone(), started.clone());
     let registry = fresh_registry();
     registry
         .register_async_hook(
             PRE_TOOL_CALL,
             crew_runtime::hooks_core::async_hook(move |_: &mut ToolCallHookContext| {
                 let guard = DropFlag(flag.clone());
+                let began = began.clone();
                 Box::pin(async move {
                     let _guard = guard;
+                    began.store(true, Ordering::SeqCst);
                     std::future::pending::<()>().await;
                 })
             }),
@@ -596,12 +603,11 @@ async fn a_hanging_async_hook_is_dropped_with_the_kickoff() {
         .global_registry(registry)
         .build()
         .expect("builds");
-    let outcome = tokio::time::timeout(Duration::from_millis(100), crew.kickoff(())).await;
-    assert!(outcome.is_err(), "the hook never answers");
-    assert!(
-        dropped.load(Ordering::SeqCst),
-        "the hook's future was dropped"
-    );
+    let kickoff = tokio::spawn(async move { crew.kickoff(()).await });
+    assert!(eventually(&started).await, "the hook started");
+    kickoff.abort();
+    assert!(kickoff.await.is_err_and(|error| error.is_cancelled()));
+    assert!(eventually(&dropped).await, "the hook's future was dropped");
     assert!(take(&received).is_empty(), "the tool never ran");
 }
 
