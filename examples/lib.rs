@@ -295,7 +295,8 @@ fn crew_key(crew: &Crew) -> usize {
 }
 
 /// One line for an event, or `None` for events the model's lines already
-/// cover (a finished call: its result is what the agent saw next).
+/// cover (a finished call: its result is what the agent saw next; a piece
+/// of a streamed answer: the whole answer is the model's next line).
 fn describe_event(event: &Event, masked_keys: &[String]) -> Option<String> {
     let line = match event {
         Event::HookDispatched(dispatched) => describe_dispatch(dispatched),
@@ -324,7 +325,7 @@ fn describe_event(event: &Event, masked_keys: &[String]) -> Option<String> {
             };
             format!("hook {hook} panicked at {point}: {message} ({effect})")
         }
-        Event::ToolUsageFinished(_) => return None,
+        Event::ToolUsageFinished(_) | Event::LlmStreamChunk(_) => return None,
         other => format!("{other:?}"),
     };
     Some(format!("{DETAIL}{line}"))
@@ -645,6 +646,33 @@ mod tests {
         assert!(is_attached(&transcript));
         drop(crew);
         assert!(!is_attached(&transcript));
+    }
+
+    #[test]
+    fn streamed_pieces_are_kept_as_events_without_lines() {
+        let transcript = Transcript::new();
+        let model = ScriptedLlm::new().streaming().answer("two words");
+        let writer = Agent::builder("Writer")
+            .llm(transcript.model("Writer", Arc::new(model)))
+            .build();
+        let crew = Crew::builder()
+            .agent(writer.clone())
+            .task(Task::builder("Write").agent(&writer).build())
+            .global_registry(Arc::new(HookRegistry::new()))
+            .build()
+            .expect("the crew builds");
+        transcript.attach(&crew);
+        crew.kickoff_blocking(()).expect("the crew runs");
+        assert_eq!(
+            transcript.lines(),
+            ["[Writer] task: Write", "[Writer] model answers: two words"]
+        );
+        let pieces = transcript
+            .events()
+            .iter()
+            .filter(|event| matches!(event, Event::LlmStreamChunk(_)))
+            .count();
+        assert_eq!(pieces, 2);
     }
 
     #[test]

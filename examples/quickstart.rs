@@ -1,4 +1,5 @@
-//! Quickstart: one agent, two hooks, a blocked call and a rewritten result.
+//! Quickstart: one agent, two hooks, a blocked call and a rewritten result,
+//! on tokio (`crew.kickoff(..).await`).
 //!
 //! `cargo run --example quickstart` — offline: the model is scripted.
 
@@ -30,7 +31,7 @@ fn redact_password(ctx: &mut ToolCallHookContext) -> Option<String> {
         .then(|| result.replace("hunter2", "[REDACTED]"))
 }
 
-fn run() -> Result<Vec<String>, Box<dyn Error>> {
+async fn run() -> Result<Vec<String>, Box<dyn Error>> {
     let transcript = Transcript::new();
     transcript.line("Hooks registered by their attributes (nothing was called at start-up):");
     for point in [
@@ -44,12 +45,20 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
     transcript.line("");
     transcript.line("The run (the model's turns at the left, what hooks and tools did indented):");
 
-    // Two tools over JSON arguments (see `Tool::typed` for typed ones).
+    // Two tools over JSON arguments (see `Tool::typed` for typed ones). An
+    // async closure is awaited on the runtime (a file read, an HTTP call);
+    // a plain closure runs on tokio's blocking pool, so either kind can take
+    // its time without stalling other calls.
     let path = json!({"type": "object", "properties": {"path": {"type": "string"}}});
-    let read_file = Tool::dynamic("read_file", "Reads a file", path.clone(), |args: Value| {
-        let path = args["path"].as_str().unwrap_or("?");
-        Ok::<_, String>(json!(format!("{path}: db password is hunter2")))
-    });
+    let read_file = Tool::dynamic(
+        "read_file",
+        "Reads a file",
+        path.clone(),
+        |args: Value| async move {
+            let path = args["path"].as_str().unwrap_or("?");
+            Ok::<_, String>(json!(format!("{path}: db password is hunter2")))
+        },
+    );
     let delete_file = Tool::dynamic("delete_file", "Deletes a file", path, |_| {
         Ok::<_, String>(json!("deleted"))
     });
@@ -75,20 +84,23 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
     // The transcript listens to the crew's events: hook decisions, tool runs.
     transcript.attach(&crew);
 
-    let output = crew.kickoff_blocking([("file", "notes.txt")])?;
+    // The kickoff is a future: await it (a synchronous program calls
+    // `crew.kickoff_blocking(..)` instead). Dropping it would cancel the run.
+    let output = crew.kickoff([("file", "notes.txt")]).await?;
     transcript.line(format!("final output: {output}"));
     Ok(transcript.lines())
 }
 
-fn main() -> ExitCode {
-    crew_examples::report(run())
+#[tokio::main]
+async fn main() -> ExitCode {
+    crew_examples::report(run().await)
 }
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn blocks_the_delete_and_redacts_the_read() {
-        let lines = super::run().expect("the quickstart runs");
+    #[tokio::test]
+    async fn blocks_the_delete_and_redacts_the_read() {
+        let lines = super::run().await.expect("the quickstart runs");
         crew_examples::assert_has_lines(
             &lines,
             &[

@@ -179,6 +179,14 @@ pub use hooks_core::{
     unregister_before_tool_call_hook, unregister_hook,
 };
 
+// Hooks that await (a reviewer's answer, a permit), registered at run
+// time, and the pieces of a streamed answer.
+#[doc(inline)]
+pub use hooks_core::{
+    AsyncHookFn, HookFuture, LlmStreamChunkEvent, async_hook, register_async_hook,
+    register_async_hook_with,
+};
+
 /// What a runtime author needs to run calls through the hooks (the
 /// dispatcher, the tool-output builder, the messages agents are shown).
 /// Crew programs never need it.
@@ -244,6 +252,11 @@ pub mod prelude {
         register_before_tool_call_hook, register_hook, register_hook_with, restore_static_hooks,
         unregister_after_llm_call_hook, unregister_after_tool_call_hook,
         unregister_before_llm_call_hook, unregister_before_tool_call_hook, unregister_hook,
+    };
+    // `AsyncHookFn` stays out: in scope, the trait would lend a `start`
+    // method to every closure of the program.
+    pub use hooks_core::{
+        HookFuture, LlmStreamChunkEvent, async_hook, register_async_hook, register_async_hook_with,
     };
     pub use hooks_macros::{
         after_llm_call, after_tool_call, agent, before_llm_call, before_tool_call, crew, crew_base,
