@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use hooks_core::__private::CrewScope;
-use hooks_core::runtime::{Dispatcher, register_crew_hook};
+use hooks_core::runtime::{Dispatcher, register_crew_async_hook, register_crew_hook};
 use hooks_core::{
-    CrewInfo, CrewOutput, EventBus, Explanation, HookId, HookOptions, HookRegistry, HookReturn,
-    HookStyle, HumanInputSource, Inputs, LlmInfo, Point, Redact, RegisterError, TerminalInput,
-    global_registry,
+    AsyncHookFn, CrewInfo, CrewOutput, EventBus, Explanation, HookId, HookOptions, HookRegistry,
+    HookReturn, HookStyle, HumanInputSource, Inputs, LlmInfo, Point, Redact, RegisterError,
+    TerminalInput, global_registry,
 };
 
 use crate::agent::Agent;
@@ -1066,6 +1066,73 @@ impl CrewBuilder {
     {
         self.hooks.push(Box::new(move |registry, crew| {
             register_crew_hook(registry, point, crew, HookStyle::On, options, hook)
+        }));
+        self
+    }
+
+    /// Registers an `async` hook of this crew only (for approvals that wait
+    /// on a person, a chat or a web reply): an `async fn`, or a closure
+    /// wrapped in [`async_hook`](crate::async_hook).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// async fn review(ctx: &mut StepContext) -> Option<String> {
+    ///     Some(format!("{} (reviewed)", ctx.payload))
+    /// }
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .async_hook(POST_STEP, review)
+    ///     .build()?;
+    /// assert_eq!(crew.kickoff_blocking(())?.raw, "draft (reviewed)");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn async_hook<P, F, R>(self, point: P, hook: F) -> Self
+    where
+        P: Point,
+        F: for<'c> AsyncHookFn<'c, P::Context, R>,
+        R: HookReturn<P> + 'static,
+    {
+        self.async_hook_with(point, HookOptions::new(), hook)
+    }
+
+    /// Registers an `async` hook of this crew only, with filters, a name or
+    /// fail-closed behavior (see [`async_hook`](Self::async_hook)). A
+    /// filter the point does not take fails the build.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// async fn mail_policy(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+    ///     // Ask a policy service, await a permit...
+    ///     if ctx.tool_input.contains_key("bcc") {
+    ///         return Err(HookAborted::new("no blind copies", "mail-policy"));
+    ///     }
+    ///     Ok(())
+    /// }
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .async_hook_with(PRE_TOOL_CALL, HookOptions::new().name("mail-policy"), mail_policy)
+    ///     .build()?;
+    /// # let _ = crew;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn async_hook_with<P, F, R>(mut self, point: P, options: HookOptions, hook: F) -> Self
+    where
+        P: Point,
+        F: for<'c> AsyncHookFn<'c, P::Context, R>,
+        R: HookReturn<P> + 'static,
+    {
+        self.hooks.push(Box::new(move |registry, crew| {
+            register_crew_async_hook(registry, point, crew, options, hook)
         }));
         self
     }
