@@ -12,9 +12,9 @@ use std::time::Duration;
 use hooks_core::__private::CrewScope;
 use hooks_core::runtime::{Dispatcher, register_crew_async_hook, register_crew_hook};
 use hooks_core::{
-    AsyncHookFn, CrewInfo, CrewOutput, EventBus, Explanation, HookId, HookOptions, HookRegistry,
-    HookReturn, HookStyle, HumanInputSource, Inputs, LlmInfo, Point, Redact, RegisterError,
-    TerminalInput, global_registry,
+    AsyncHookFn, CrewInfo, CrewOutput, DEFAULT_HUMAN_INPUT_TIMEOUT, EventBus, Explanation, HookId,
+    HookOptions, HookRegistry, HookReturn, HookStyle, HumanInputSource, Inputs, LlmInfo, Point,
+    Redact, RegisterError, TerminalInput, global_registry,
 };
 
 use crate::agent::Agent;
@@ -143,6 +143,7 @@ pub(crate) struct CrewInner {
     pub(crate) scoped: HookRegistry,
     pub(crate) global: SharedRegistry,
     pub(crate) human_input: Arc<dyn HumanInputSource>,
+    pub(crate) human_input_timeout: Duration,
     pub(crate) verbose: bool,
     pub(crate) max_concurrent_tool_calls: usize,
     pub(crate) max_tool_calls_per_turn: usize,
@@ -689,6 +690,7 @@ pub struct CrewBuilder {
     process: Process,
     global: Option<SharedRegistry>,
     human_input: Option<Arc<dyn HumanInputSource>>,
+    human_input_timeout: Duration,
     strict: bool,
     verbose: bool,
     max_concurrent_tool_calls: usize,
@@ -710,6 +712,7 @@ impl Default for CrewBuilder {
             process: Process::Sequential,
             global: None,
             human_input: None,
+            human_input_timeout: DEFAULT_HUMAN_INPUT_TIMEOUT,
             strict: false,
             verbose: false,
             max_concurrent_tool_calls: DEFAULT_MAX_CONCURRENT_TOOL_CALLS,
@@ -775,6 +778,32 @@ impl CrewBuilder {
     /// `CallbackInput` for a UI.
     pub fn human_input(mut self, source: Arc<dyn HumanInputSource>) -> Self {
         self.human_input = Some(source);
+        self
+    }
+
+    /// How long `ctx.request_human_input` waits for an answer before it
+    /// gives up with [`HumanInputError::TimedOut`](crate::HumanInputError::TimedOut)
+    /// (and a gate written with `?` refuses the call), whatever the source
+    /// (default [`DEFAULT_HUMAN_INPUT_TIMEOUT`](crate::DEFAULT_HUMAN_INPUT_TIMEOUT),
+    /// five minutes). Every context the crew's calls get carries it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .human_input_timeout(Duration::from_secs(60))
+    ///     .build()?;
+    /// # let _ = crew;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn human_input_timeout(mut self, timeout: Duration) -> Self {
+        self.human_input_timeout = timeout;
         self
     }
 
@@ -1249,6 +1278,7 @@ impl CrewBuilder {
             human_input: self
                 .human_input
                 .unwrap_or_else(|| Arc::new(TerminalInput::new())),
+            human_input_timeout: self.human_input_timeout,
             verbose: self.verbose,
             max_concurrent_tool_calls: self.max_concurrent_tool_calls,
             max_tool_calls_per_turn: self.max_tool_calls_per_turn,
