@@ -1,11 +1,13 @@
 //! Human approval gate: a person approves `send_email` and `make_purchase`
 //! before they run.
 //!
-//! The same errands run twice: first under a gate written by hand (a hook
-//! that calls `ctx.request_human_input(..)?`), then under the ready-made
-//! [`ApprovalGate`] of `crew_runtime::guards`, which does the same with a
-//! default question (the tool, the agent, the input) and answer rule (`y`
-//! or `yes`).
+//! The same errands run twice: first under a gate written by hand (an
+//! `async` hook that awaits `ctx.request_human_input(..).await?`), then
+//! under the ready-made [`ApprovalGate`] of `crew_runtime::guards`, which
+//! does the same with a default question (the tool, the agent, the input)
+//! and answer rule (`y` or `yes`). Waiting for the person holds no thread:
+//! the runtime goes on with other work meanwhile, and gives up (refusing
+//! the call) after the crew's human-input timeout, five minutes by default.
 //!
 //! `cargo run --example approval_gate` answers from a script (approve the
 //! e-mail, deny the purchase, both times). `cargo run --example
@@ -31,12 +33,14 @@ use crew_runtime::serde::Deserialize;
 /// call. `?` turns "no answer could be had" into a block: nobody there
 /// means no approval.
 #[on(PRE_TOOL_CALL, tools = ["send_email", "make_purchase"])]
-fn require_approval(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+async fn require_approval(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
     let input = Value::Object(ctx.tool_input.clone());
-    let answer = ctx.request_human_input(
-        &format!("Approve {}?", ctx.tool_name()),
-        &format!("Input: {input}\nType 'yes' to approve:"),
-    )?;
+    let answer = ctx
+        .request_human_input(
+            &format!("Approve {}?", ctx.tool_name()),
+            &format!("Input: {input}\nType 'yes' to approve:"),
+        )
+        .await?;
     if answer.eq_ignore_ascii_case("yes") {
         Ok(())
     } else {
@@ -116,18 +120,23 @@ fn run_with(
     // Every question and answer goes into the transcript: the source is
     // wrapped in a callback, the way a web UI or a chat bot would plug in.
     let asked = transcript.clone();
-    let narrated_input = CallbackInput::new(move |prompt: &str, message: &str| {
-        let answer = input.ask(prompt, message);
-        // The question's first line is enough to tell which call it was.
-        let prompt = prompt.lines().next().unwrap_or_default();
-        match &answer {
-            Ok(text) => asked.line(format!(
-                "    human asked {prompt:?} and answered {:?}",
-                text.trim()
-            )),
-            Err(error) => asked.line(format!("    human asked {prompt:?}: no answer ({error})")),
+    let narrated_input = CallbackInput::new(move |request: HumanInputRequest| {
+        let (input, asked) = (Arc::clone(&input), asked.clone());
+        async move {
+            // The question's first line is enough to tell which call it was.
+            let prompt = request.prompt.lines().next().unwrap_or_default().to_owned();
+            let answer = input.ask(request).await;
+            match &answer {
+                Ok(text) => asked.line(format!(
+                    "    human asked {prompt:?} and answered {:?}",
+                    text.trim()
+                )),
+                Err(error) => {
+                    asked.line(format!("    human asked {prompt:?}: no answer ({error})"))
+                }
+            }
+            answer
         }
-        answer
     });
 
     let model = ScriptedLlm::new()
@@ -158,7 +167,7 @@ fn run_with(
         // fails closed by itself; `fail_closed()` is not needed.
         crew = crew
             .global_registry(Arc::new(HookRegistry::new()))
-            .hook_with(
+            .async_hook_with(
                 PRE_TOOL_CALL,
                 HookOptions::new().name("approval-gate"),
                 ApprovalGate::for_tools(["send_email", "make_purchase"]).pre_hook(),
@@ -267,7 +276,8 @@ mod tests {
 
     #[test]
     fn closed_input_denies_every_gated_call() {
-        let closed = CallbackInput::new(|_: &str, _: &str| Err(HumanInputError::Closed));
+        let closed =
+            CallbackInput::new(|_: HumanInputRequest| async { Err(HumanInputError::Closed) });
         let lines = run_with(Gate::HandWritten, Arc::new(closed), Transcript::new()).expect("runs");
         crew_examples::assert_has_lines(
             &lines,
@@ -334,7 +344,8 @@ mod tests {
 
     #[test]
     fn closed_input_denies_every_call_under_the_ready_made_gate_too() {
-        let closed = CallbackInput::new(|_: &str, _: &str| Err(HumanInputError::Closed));
+        let closed =
+            CallbackInput::new(|_: HumanInputRequest| async { Err(HumanInputError::Closed) });
         let lines = run_with(Gate::ReadyMade, Arc::new(closed), Transcript::new()).expect("runs");
         crew_examples::assert_has_lines(
             &lines,

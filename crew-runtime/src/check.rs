@@ -23,7 +23,6 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::fmt;
-use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use hooks_core::{HookId, HookInfo, HookOrigin, HookRegistry, InterceptionPoint};
@@ -329,13 +328,11 @@ pub(crate) fn report(warnings: &[FilterWarning]) {
     }
 }
 
-/// One line on `stderr`, waiting while a human-input prompt has the
-/// console paused (as crew output on stdout does). A closed `stderr` is
-/// ignored: a warning must never stop a run.
+/// One line on `stderr`, held while a human-input prompt has the console
+/// paused (as crew output on stdout is). A closed `stderr` is ignored: a
+/// warning must never stop a run.
 fn print_warning(line: &str) {
-    let _pause = hooks_core::console::pause();
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{line}");
+    hooks_core::console::eprint_line(line);
 }
 
 #[cfg(test)]

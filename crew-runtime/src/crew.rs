@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use hooks_core::__private::CrewScope;
-use hooks_core::runtime::{Dispatcher, register_crew_hook};
+use hooks_core::runtime::{Dispatcher, register_crew_async_hook, register_crew_hook};
 use hooks_core::{
-    CrewInfo, CrewOutput, EventBus, Explanation, HookId, HookOptions, HookRegistry, HookReturn,
-    HookStyle, HumanInputSource, Inputs, LlmInfo, Point, Redact, RegisterError, TerminalInput,
-    global_registry,
+    AsyncHookFn, CrewInfo, CrewOutput, DEFAULT_HUMAN_INPUT_TIMEOUT, EventBus, Explanation, HookId,
+    HookOptions, HookRegistry, HookReturn, HookStyle, HumanInputSource, Inputs, LlmInfo, Point,
+    Redact, RegisterError, TerminalInput, global_registry,
 };
 
 use crate::agent::Agent;
@@ -140,6 +140,7 @@ pub(crate) struct CrewTask {
 pub(crate) struct RunSettings {
     pub(crate) name: String,
     pub(crate) human_input: Arc<dyn HumanInputSource>,
+    pub(crate) human_input_timeout: Duration,
     pub(crate) verbose: bool,
     pub(crate) max_concurrent_tool_calls: usize,
     pub(crate) max_tool_calls_per_turn: usize,
@@ -731,6 +732,7 @@ pub struct CrewBuilder {
     process: Process,
     global: Option<SharedRegistry>,
     human_input: Option<Arc<dyn HumanInputSource>>,
+    human_input_timeout: Duration,
     strict: bool,
     verbose: bool,
     max_concurrent_tool_calls: usize,
@@ -752,6 +754,7 @@ impl Default for CrewBuilder {
             process: Process::Sequential,
             global: None,
             human_input: None,
+            human_input_timeout: DEFAULT_HUMAN_INPUT_TIMEOUT,
             strict: false,
             verbose: false,
             max_concurrent_tool_calls: DEFAULT_MAX_CONCURRENT_TOOL_CALLS,
@@ -817,6 +820,32 @@ impl CrewBuilder {
     /// `CallbackInput` for a UI.
     pub fn human_input(mut self, source: Arc<dyn HumanInputSource>) -> Self {
         self.human_input = Some(source);
+        self
+    }
+
+    /// How long `ctx.request_human_input` waits for an answer before it
+    /// gives up with [`HumanInputError::TimedOut`](crate::HumanInputError::TimedOut)
+    /// (and a gate written with `?` refuses the call), whatever the source
+    /// (default [`DEFAULT_HUMAN_INPUT_TIMEOUT`](crate::DEFAULT_HUMAN_INPUT_TIMEOUT),
+    /// five minutes). Every context the crew's calls get carries it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .human_input_timeout(Duration::from_secs(60))
+    ///     .build()?;
+    /// # let _ = crew;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn human_input_timeout(mut self, timeout: Duration) -> Self {
+        self.human_input_timeout = timeout;
         self
     }
 
@@ -1112,6 +1141,73 @@ impl CrewBuilder {
         self
     }
 
+    /// Registers an `async` hook of this crew only (for approvals that wait
+    /// on a person, a chat or a web reply): an `async fn`, or a closure
+    /// wrapped in [`async_hook`](crate::async_hook).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// async fn review(ctx: &mut StepContext) -> Option<String> {
+    ///     Some(format!("{} (reviewed)", ctx.payload))
+    /// }
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .async_hook(POST_STEP, review)
+    ///     .build()?;
+    /// assert_eq!(crew.kickoff_blocking(())?.raw, "draft (reviewed)");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn async_hook<P, F, R>(self, point: P, hook: F) -> Self
+    where
+        P: Point,
+        F: for<'c> AsyncHookFn<'c, P::Context, R>,
+        R: HookReturn<P> + 'static,
+    {
+        self.async_hook_with(point, HookOptions::new(), hook)
+    }
+
+    /// Registers an `async` hook of this crew only, with filters, a name or
+    /// fail-closed behavior (see [`async_hook`](Self::async_hook)). A
+    /// filter the point does not take fails the build.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// async fn mail_policy(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+    ///     // Ask a policy service, await a permit...
+    ///     if ctx.tool_input.contains_key("bcc") {
+    ///         return Err(HookAborted::new("no blind copies", "mail-policy"));
+    ///     }
+    ///     Ok(())
+    /// }
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .async_hook_with(PRE_TOOL_CALL, HookOptions::new().name("mail-policy"), mail_policy)
+    ///     .build()?;
+    /// # let _ = crew;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn async_hook_with<P, F, R>(mut self, point: P, options: HookOptions, hook: F) -> Self
+    where
+        P: Point,
+        F: for<'c> AsyncHookFn<'c, P::Context, R>,
+        R: HookReturn<P> + 'static,
+    {
+        self.hooks.push(Box::new(move |registry, crew| {
+            register_crew_async_hook(registry, point, crew, options, hook)
+        }));
+        self
+    }
+
     /// Builds the crew: resolves each task's agent and context, checks
     /// tool names, registers the crew's hooks on a fresh registry, and
     /// checks the filters of those hooks against the crew's tools and roles
@@ -1169,6 +1265,7 @@ impl CrewBuilder {
             human_input: self
                 .human_input
                 .unwrap_or_else(|| Arc::new(TerminalInput::new())),
+            human_input_timeout: self.human_input_timeout,
             verbose: self.verbose,
             max_concurrent_tool_calls: self.max_concurrent_tool_calls,
             max_tool_calls_per_turn: self.max_tool_calls_per_turn,

@@ -342,7 +342,8 @@ impl AgentRun {
                 .with_llm(Arc::clone(&crew_agent.llm_info))
                 .with_tools(Arc::clone(&crew_agent.definitions))
                 .with_iterations(turn)
-                .with_human_input(Arc::clone(&self.settings().human_input));
+                .with_human_input(Arc::clone(&self.settings().human_input))
+                .with_human_input_timeout(self.settings().human_input_timeout);
             if let DispatchOutcome::Aborted(abort) =
                 hooks.dispatch_async(PRE_MODEL_CALL, &mut call).await
             {

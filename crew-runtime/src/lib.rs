@@ -156,36 +156,33 @@ mod tool_call;
 pub use hooks_core::Redact;
 #[doc(inline)]
 pub use hooks_core::{
-    AgentInfo, CallbackInput, ChannelInput, ChatMessage, CrewInfo, CrewOutput, Decision,
-    DispatchOutcome, EXECUTION_END, EXECUTION_START, Event, EventBus, ExecutionEndContext,
-    ExecutionStartContext, ExecutionStatus, ExplainedHook, Explanation, Extensions, FailureMode,
-    HookAborted, HookBatch, HookContext, HookDispatchedEvent, HookHandle, HookId, HookInfo,
-    HookOptions, HookOrigin, HookRegistry, HookReturn, HookStyle, HumanInputError,
-    HumanInputRequest, HumanInputSource, INPUT, InputContext, Inputs, InterceptionPoint,
-    LEGACY_BLOCK_REASON, LEGACY_LLM_BLOCK_REASON, LegacyBeforePoint, LegacyBeforeReturn,
-    LlmCallHookContext, LlmInfo, ModelResponse, NoReplacement, OUTPUT, OutputContext,
-    POST_MODEL_CALL, POST_STEP, POST_TOOL_CALL, PRE_MODEL_CALL, PRE_STEP, PRE_TOOL_CALL, Point,
+    AgentInfo, AsyncHookFn, CallbackInput, ChannelInput, ChatMessage, CrewInfo, CrewOutput,
+    DEFAULT_HUMAN_INPUT_TIMEOUT, Decision, DispatchOutcome, EXECUTION_END, EXECUTION_START, Event,
+    EventBus, ExecutionEndContext, ExecutionStartContext, ExecutionStatus, ExplainedHook,
+    Explanation, Extensions, FailureMode, HookAborted, HookBatch, HookContext, HookDispatchedEvent,
+    HookFuture, HookHandle, HookId, HookInfo, HookOptions, HookOrigin, HookRegistry, HookReturn,
+    HookStyle, HumanInputError, HumanInputFuture, HumanInputReply, HumanInputRequest,
+    HumanInputSource, INPUT, InputContext, Inputs, InterceptionPoint, LEGACY_BLOCK_REASON,
+    LEGACY_LLM_BLOCK_REASON, LegacyBeforePoint, LegacyBeforeReturn, LlmCallHookContext, LlmInfo,
+    ModelResponse, NoReplacement, OUTPUT, OutputContext, POST_MODEL_CALL, POST_STEP,
+    POST_TOOL_CALL, PRE_MODEL_CALL, PRE_STEP, PRE_TOOL_CALL, PendingHumanInput, Point,
     RawToolResult, RegisterError, Role, ScriptedInput, StepContext, StepKind, TaskInfo, TaskOutput,
     TerminalInput, ToolCallHookContext, ToolCallRequest, ToolCallStatus, ToolDefinition, ToolInfo,
-    Verdict, clear_after_llm_call_hooks, clear_after_tool_call_hooks, clear_all_hooks,
+    Verdict, async_hook, clear_after_llm_call_hooks, clear_after_tool_call_hooks, clear_all_hooks,
     clear_all_llm_call_hooks, clear_all_tool_call_hooks, clear_before_llm_call_hooks,
     clear_before_tool_call_hooks, clear_hooks, console, events, explain, explain_point,
     get_after_llm_call_hooks, get_after_tool_call_hooks, get_before_llm_call_hooks,
     get_before_tool_call_hooks, get_hooks, global_registry, is_normalized_tool_name,
     normalize_tool_name, points, register_after_llm_call_hook, register_after_tool_call_hook,
-    register_before_llm_call_hook, register_before_tool_call_hook, register_hook,
-    register_hook_with, restore_static_hooks, testing, unregister_after_llm_call_hook,
-    unregister_after_tool_call_hook, unregister_before_llm_call_hook,
-    unregister_before_tool_call_hook, unregister_hook,
+    register_async_hook, register_async_hook_with, register_before_llm_call_hook,
+    register_before_tool_call_hook, register_hook, register_hook_with, restore_static_hooks,
+    testing, unregister_after_llm_call_hook, unregister_after_tool_call_hook,
+    unregister_before_llm_call_hook, unregister_before_tool_call_hook, unregister_hook,
 };
 
-// Hooks that await (a reviewer's answer, a permit), registered at run
-// time, and the pieces of a streamed answer.
+// The pieces of a streamed answer.
 #[doc(inline)]
-pub use hooks_core::{
-    AsyncHookFn, HookFuture, LlmStreamChunkEvent, async_hook, register_async_hook,
-    register_async_hook_with,
-};
+pub use hooks_core::LlmStreamChunkEvent;
 
 /// What a runtime author needs to run calls through the hooks (the
 /// dispatcher, the tool-output builder, the messages agents are shown).
@@ -226,7 +223,8 @@ pub use scripted::{RecordedRequest, ScriptedCall, ScriptedLlm};
 pub use task::{Task, TaskBuilder};
 pub use tool::{Tool, ToolOutcome, TypedTool};
 
-/// Implements [`llm::Llm`] (and any trait with `async fn`s used as `dyn`).
+/// Implements [`llm::Llm`], [`HumanInputSource`] (and any trait with
+/// `async fn`s used as `dyn`).
 pub use async_trait::async_trait;
 
 /// Everything the usual crew program needs, in one `use`.
@@ -239,25 +237,25 @@ pub mod prelude {
     pub use hooks_core::{
         CallbackInput, ChannelInput, ChatMessage, EXECUTION_END, EXECUTION_START, Event, EventBus,
         ExecutionEndContext, ExecutionStartContext, ExecutionStatus, FailureMode, HookAborted,
-        HookId, HookInfo, HookOptions, HookRegistry, HumanInputError, HumanInputSource, INPUT,
-        InputContext, InterceptionPoint, LlmCallHookContext, ModelResponse, OUTPUT, OutputContext,
-        POST_MODEL_CALL, POST_STEP, POST_TOOL_CALL, PRE_MODEL_CALL, PRE_STEP, PRE_TOOL_CALL,
-        RawToolResult, RegisterError, ScriptedInput, StepContext, StepKind, TerminalInput,
-        ToolCallHookContext, ToolCallStatus, clear_after_llm_call_hooks,
-        clear_after_tool_call_hooks, clear_all_hooks, clear_all_llm_call_hooks,
-        clear_all_tool_call_hooks, clear_before_llm_call_hooks, clear_before_tool_call_hooks,
-        clear_hooks, explain, explain_point, get_after_llm_call_hooks, get_after_tool_call_hooks,
-        get_before_llm_call_hooks, get_before_tool_call_hooks, get_hooks, global_registry,
-        register_after_llm_call_hook, register_after_tool_call_hook, register_before_llm_call_hook,
-        register_before_tool_call_hook, register_hook, register_hook_with, restore_static_hooks,
-        unregister_after_llm_call_hook, unregister_after_tool_call_hook,
-        unregister_before_llm_call_hook, unregister_before_tool_call_hook, unregister_hook,
+        HookId, HookInfo, HookOptions, HookRegistry, HumanInputError, HumanInputRequest,
+        HumanInputSource, INPUT, InputContext, InterceptionPoint, LlmCallHookContext,
+        ModelResponse, OUTPUT, OutputContext, POST_MODEL_CALL, POST_STEP, POST_TOOL_CALL,
+        PRE_MODEL_CALL, PRE_STEP, PRE_TOOL_CALL, PendingHumanInput, RawToolResult, RegisterError,
+        ScriptedInput, StepContext, StepKind, TerminalInput, ToolCallHookContext, ToolCallStatus,
+        async_hook, clear_after_llm_call_hooks, clear_after_tool_call_hooks, clear_all_hooks,
+        clear_all_llm_call_hooks, clear_all_tool_call_hooks, clear_before_llm_call_hooks,
+        clear_before_tool_call_hooks, clear_hooks, explain, explain_point,
+        get_after_llm_call_hooks, get_after_tool_call_hooks, get_before_llm_call_hooks,
+        get_before_tool_call_hooks, get_hooks, global_registry, register_after_llm_call_hook,
+        register_after_tool_call_hook, register_async_hook, register_async_hook_with,
+        register_before_llm_call_hook, register_before_tool_call_hook, register_hook,
+        register_hook_with, restore_static_hooks, unregister_after_llm_call_hook,
+        unregister_after_tool_call_hook, unregister_before_llm_call_hook,
+        unregister_before_tool_call_hook, unregister_hook,
     };
     // `AsyncHookFn` stays out: in scope, the trait would lend a `start`
     // method to every closure of the program.
-    pub use hooks_core::{
-        HookFuture, LlmStreamChunkEvent, async_hook, register_async_hook, register_async_hook_with,
-    };
+    pub use hooks_core::{HookFuture, LlmStreamChunkEvent};
     pub use hooks_macros::{
         after_llm_call, after_tool_call, agent, before_llm_call, before_tool_call, crew, crew_base,
         on, task,

@@ -79,10 +79,12 @@ impl AgentRun {
             Err(problem) => return Ok(self.reject_arguments(call, &problem)),
         };
         let mut ctx = ToolCallHookContext::new(&call.name, input)
+            .with_call_id(call.id.clone())
             .with_agent(Arc::clone(&self.agent_info))
             .with_task(Arc::clone(&self.task_info))
             .with_crew(Arc::clone(&self.crew_info))
-            .with_human_input(Arc::clone(&self.settings().human_input));
+            .with_human_input(Arc::clone(&self.settings().human_input))
+            .with_human_input_timeout(self.settings().human_input_timeout);
         let tool = self.agent().find_tool(ctx.tool_name());
         if let Some(tool) = tool {
             ctx.tool = Some(Arc::clone(tool) as Arc<dyn ToolInfo>);

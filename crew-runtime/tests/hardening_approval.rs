@@ -1,29 +1,33 @@
 //! The approval guarantee: a `send_email` gated by a PRE hook that asks a
-//! person (`ctx.request_human_input(..)?`) never sends unless the person
-//! answered `yes` for that very call — whether the answer source is closed,
-//! fails, times out, panics, or standard input is not a terminal.
+//! person (`ctx.request_human_input(..).await?`) never sends unless the
+//! person answered `yes` for that very call — whether the answer source is
+//! closed, fails, times out, panics, or standard input is not a terminal.
 
 mod common;
 
 use std::sync::Arc;
-use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
 use common::*;
+use crew_runtime::CrewBuilder;
 use crew_runtime::events::HookPanickedEvent;
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;
 
 const BLOCKED: &str = "Tool execution blocked by hook. Tool: send_email";
+/// A human-input timeout short enough for a test to wait it out.
+const SHORT: Duration = Duration::from_millis(20);
 
 /// The gate, as the guide writes it: ask, and let the call through only on
 /// `yes`.
-fn approval_gate(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+async fn approval_gate(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
     let to = ctx.tool_input["to"].as_str().unwrap_or("nobody").to_owned();
-    let answer = ctx.request_human_input(
-        &format!("Send an email to {to}?"),
-        "Type yes to approve, anything else to refuse",
-    )?;
+    let answer = ctx
+        .request_human_input(
+            &format!("Send an email to {to}?"),
+            "Type yes to approve, anything else to refuse",
+        )
+        .await?;
     if answer == "yes" {
         Ok(())
     } else {
@@ -39,7 +43,7 @@ fn approval_gate(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
 fn gated_registry() -> Arc<HookRegistry> {
     let global = fresh_registry();
     global
-        .register_hook_with(
+        .register_async_hook_with(
             PRE_TOOL_CALL,
             HookOptions::new()
                 .name("approval-gate")
@@ -51,6 +55,11 @@ fn gated_registry() -> Arc<HookRegistry> {
     global
 }
 
+/// An approval source that crashes while asking.
+async fn crashing(_: HumanInputRequest) -> Result<String, HumanInputError> {
+    panic!("the approval UI crashed")
+}
+
 /// A crew whose agent has `send_email` (recording every address it sends
 /// to) and runs its calls up to four at once.
 fn email_crew(
@@ -59,6 +68,17 @@ fn email_crew(
     sent: &Log<String>,
     llm: &Arc<ScriptedLlm>,
 ) -> Crew {
+    email_crew_builder(global, input, sent, llm)
+        .build()
+        .expect("builds")
+}
+
+fn email_crew_builder(
+    global: &Arc<HookRegistry>,
+    input: Option<Arc<dyn HumanInputSource>>,
+    sent: &Log<String>,
+    llm: &Arc<ScriptedLlm>,
+) -> CrewBuilder {
     let sink = sent.clone();
     let send = Tool::dynamic(
         "send_email",
@@ -83,7 +103,7 @@ fn email_crew(
     if let Some(input) = input {
         builder = builder.human_input(input);
     }
-    builder.build().expect("builds")
+    builder
 }
 
 fn one_email() -> Arc<ScriptedLlm> {
@@ -100,7 +120,11 @@ fn run_one(input: Arc<dyn HumanInputSource>) -> (Vec<String>, String, Option<(St
     let global = gated_registry();
     let sent = log();
     let llm = one_email();
-    let crew = email_crew(&global, Some(input), &sent, &llm);
+    // Short enough to wait out for the sources that never answer.
+    let crew = email_crew_builder(&global, Some(input), &sent, &llm)
+        .human_input_timeout(SHORT)
+        .build()
+        .expect("builds");
     let aborts = log();
     let sink = aborts.clone();
     crew.events().subscribe(move |event| {
@@ -134,7 +158,10 @@ fn gate_blocks_when_the_answer_source_is_closed_or_fails() {
     for failure in failures {
         let scripted = ScriptedInput::new(Vec::<String>::new()).then_fail(failure.clone());
         sources.push((format!("scripted {failure:?}"), Arc::new(scripted)));
-        let callback = CallbackInput::new(move |_: &str, _: &str| Err(failure.clone()));
+        let callback = CallbackInput::new(move |_: HumanInputRequest| {
+            let failure = failure.clone();
+            async move { Err(failure) }
+        });
         sources.push(("a failing callback".into(), Arc::new(callback)));
     }
     for (name, source) in sources {
@@ -153,19 +180,20 @@ fn gate_blocks_when_the_answer_source_is_closed_or_fails() {
 
 #[test]
 fn gate_blocks_when_nobody_answers_in_time() {
-    let (input, questions) = ChannelInput::new(Duration::from_millis(20));
+    let (input, mut questions) = ChannelInput::new(4);
 
     let (sent, observation, abort) = run_one(Arc::new(input));
 
     assert!(sent.is_empty());
     assert_eq!(observation, BLOCKED);
     let (_, reason) = abort.expect("an abort");
-    assert!(reason.contains("no answer within"), "{reason}");
+    assert_eq!(reason, "no human approval: no answer within 20ms");
     // The question did go out; an answer after the timeout changes nothing.
-    let question = questions
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the gate asked");
-    assert_eq!(question.prompt, "Send an email to team@example.com?");
+    let question = questions.try_recv().expect("the gate asked");
+    assert_eq!(
+        question.request().prompt,
+        "Send an email to team@example.com?"
+    );
     assert!(!question.reply("yes"), "nobody waits for a late answer");
     assert!(sent.is_empty());
 }
@@ -173,13 +201,13 @@ fn gate_blocks_when_nobody_answers_in_time() {
 #[test]
 fn gate_blocks_when_the_answering_side_is_gone() {
     // The UI's receiving end dropped before anything was asked.
-    let (gone, questions) = ChannelInput::new(Duration::from_secs(30));
+    let (gone, questions) = ChannelInput::new(4);
     drop(questions);
-    // A UI that drops every question unanswered.
-    let (dropping, questions) = ChannelInput::new(Duration::from_secs(30));
+    // A UI that drops every question unanswered (its reply handle with it).
+    let (dropping, mut questions) = ChannelInput::new(4);
     let ui = std::thread::spawn(move || {
         let mut asked = 0;
-        while let Ok(question) = questions.recv() {
+        while let Some(question) = questions.blocking_recv() {
             asked += 1;
             drop(question);
         }
@@ -191,21 +219,22 @@ fn gate_blocks_when_the_answering_side_is_gone() {
         assert!(sent.is_empty());
         assert_eq!(observation, BLOCKED);
         let (_, reason) = abort.expect("an abort");
-        assert!(reason.ends_with("human input is closed: no answer can be read"));
+        assert_eq!(
+            reason,
+            "no human approval: human input is closed: no answer can be read"
+        );
     }
     assert_eq!(ui.join().expect("the UI thread ends"), 1);
 }
 
 #[test]
 fn gate_blocks_when_asking_panics_and_the_panic_never_reaches_the_gate() {
-    let panicking = CallbackInput::new(|_: &str, _: &str| -> Result<String, HumanInputError> {
-        panic!("the approval UI crashed")
-    });
+    let panicking = CallbackInput::new(crashing);
     // The gate is registered fail-open (the default): the call is refused
     // because asking is an error, not because a panic went through the hook.
     let global = fresh_registry();
     global
-        .register_hook_with(
+        .register_async_hook_with(
             PRE_TOOL_CALL,
             HookOptions::new()
                 .name("approval-gate")
@@ -247,9 +276,7 @@ fn gate_blocks_when_asking_panics_and_the_panic_never_reaches_the_gate() {
 #[test]
 fn gate_blocks_when_asking_panics_even_if_it_is_fail_closed() {
     // The same panic under the fail-closed gate of the other tests.
-    let panicking = CallbackInput::new(|_: &str, _: &str| -> Result<String, HumanInputError> {
-        panic!("the approval UI crashed")
-    });
+    let panicking = CallbackInput::new(crashing);
 
     let (sent, observation, abort) = run_one(Arc::new(panicking));
 
@@ -268,20 +295,28 @@ const TERMINAL_CHILD: &str = "HARDENING_APPROVAL_TERMINAL_CHILD";
 #[test]
 fn gate_blocks_when_stdin_is_not_a_terminal() {
     if is_child(TERMINAL_CHILD) {
-        // Standard input is /dev/null here. Three sources that read it: the
-        // crew's default, the terminal, the terminal with a timeout.
-        let sources: [Option<Arc<dyn HumanInputSource>>; 3] = [
-            None,
-            Some(Arc::new(TerminalInput::new())),
-            Some(Arc::new(
-                TerminalInput::new().with_timeout(Duration::from_secs(30)),
-            )),
+        // Standard input is /dev/null here. Three ways to read it: the
+        // crew's default source, the terminal, the terminal with a crew
+        // timeout of its own.
+        type Source = Option<Arc<dyn HumanInputSource>>;
+        let sources: [(Source, Option<Duration>); 3] = [
+            (None, None),
+            (Some(Arc::new(TerminalInput::new())), None),
+            (
+                Some(Arc::new(TerminalInput::new())),
+                Some(Duration::from_secs(30)),
+            ),
         ];
-        for source in sources {
+        for (source, timeout) in sources {
             let global = gated_registry();
             let sent = log();
             let llm = one_email();
-            email_crew(&global, source, &sent, &llm)
+            let mut crew = email_crew_builder(&global, source, &sent, &llm);
+            if let Some(timeout) = timeout {
+                crew = crew.human_input_timeout(timeout);
+            }
+            crew.build()
+                .expect("builds")
                 .kickoff_blocking(())
                 .expect("the run goes on");
             println!("SENT={}", take(&sent).len());
@@ -313,10 +348,10 @@ fn gate_blocks_when_stdin_is_not_a_terminal() {
 fn yes_lets_exactly_that_call_through() {
     // Four calls at once, two of them spelled differently (the gate's
     // `tools` filter is normalized like tool names); only bob is approved.
-    let approver = CallbackInput::new(|prompt: &str, _: &str| {
-        Ok(if prompt.contains("bob@") {
+    let approver = CallbackInput::new(|request: HumanInputRequest| async move {
+        Ok(if request.prompt.contains("bob@") {
             " yes \n".to_owned()
-        } else if prompt.contains("carol@") {
+        } else if request.prompt.contains("carol@") {
             "yes please".to_owned()
         } else {
             "y".to_owned()
@@ -347,25 +382,23 @@ fn yes_lets_exactly_that_call_through() {
 
 #[test]
 fn a_ui_answering_over_a_channel_approves_only_what_it_approves() {
-    let (input, questions) = ChannelInput::new(Duration::from_secs(30));
+    let (input, mut questions) = ChannelInput::new(4);
+    // The UI decides on the call the request names, not on the prompt's
+    // text; it ends when the crew (the channel's sender) is gone.
     let ui = std::thread::spawn(move || {
         let mut asked = Vec::new();
-        loop {
-            match questions.recv_timeout(Duration::from_secs(30)) {
-                Ok(question) => {
-                    let answer = if question.prompt.contains("bob@") {
-                        "yes"
-                    } else {
-                        "no"
-                    };
-                    asked.push(question.prompt.clone());
-                    question.reply(answer);
-                }
-                Err(RecvTimeoutError::Disconnected | RecvTimeoutError::Timeout) => {
-                    return asked;
-                }
-            }
+        while let Some(question) = questions.blocking_recv() {
+            let request = question.request();
+            let to = request
+                .tool_input
+                .as_ref()
+                .and_then(|input| input["to"].as_str())
+                .unwrap_or_default();
+            let answer = if to.starts_with("bob@") { "yes" } else { "no" };
+            asked.push(request.call_id.clone());
+            question.reply(answer);
         }
+        asked
     });
     let scale = test_scale();
     let recipients: Vec<String> = (0..8 * scale)
@@ -402,8 +435,13 @@ fn a_ui_answering_over_a_channel_approves_only_what_it_approves() {
         .collect();
     approved.sort();
     assert_eq!(sent, approved);
-    let asked = ui.join().expect("the UI thread ends");
-    assert_eq!(asked.len(), recipients.len(), "one question per call");
+    let mut asked = ui.join().expect("the UI thread ends");
+    asked.sort();
+    let mut ids: Vec<Option<String>> = (1..=recipients.len())
+        .map(|n| Some(format!("call_{n}")))
+        .collect();
+    ids.sort();
+    assert_eq!(asked, ids, "one question per call, each naming its call");
     let observations = llm.requests()[1]
         .observations()
         .iter()
@@ -426,7 +464,7 @@ fn a_ui_answering_over_a_channel_approves_only_what_it_approves() {
 fn ready_made_registry() -> Arc<HookRegistry> {
     let global = fresh_registry();
     global
-        .register_hook_with(
+        .register_async_hook_with(
             PRE_TOOL_CALL,
             HookOptions::new().name("ready-made-gate"),
             ApprovalGate::for_tools(["Send Email"]).pre_hook(),
@@ -437,33 +475,29 @@ fn ready_made_registry() -> Arc<HookRegistry> {
 
 #[test]
 fn ready_made_gate_refuses_whenever_no_answer_can_be_had() {
-    let (closed, questions) = ChannelInput::new(Duration::from_secs(30));
+    let (closed, questions) = ChannelInput::new(4);
     drop(questions);
-    let (silent, _questions) = ChannelInput::new(Duration::from_millis(20));
+    let (silent, _questions) = ChannelInput::new(4);
     let sources: Vec<(&str, Arc<dyn HumanInputSource>)> = vec![
         ("no answer left", Arc::new(ScriptedInput::default())),
         ("closed", Arc::new(closed)),
         ("timed out", Arc::new(silent)),
         (
             "failing",
-            Arc::new(CallbackInput::new(|_: &str, _: &str| {
+            Arc::new(CallbackInput::new(|_: HumanInputRequest| async {
                 Err(HumanInputError::Io("broken pipe".into()))
             })),
         ),
-        (
-            "panicking",
-            Arc::new(CallbackInput::new(
-                |_: &str, _: &str| -> Result<String, HumanInputError> {
-                    panic!("the approval UI crashed")
-                },
-            )),
-        ),
+        ("panicking", Arc::new(CallbackInput::new(crashing))),
     ];
     for (name, source) in sources {
         let global = ready_made_registry();
         let sent = log();
         let llm = one_email();
-        let crew = email_crew(&global, Some(source), &sent, &llm);
+        let crew = email_crew_builder(&global, Some(source), &sent, &llm)
+            .human_input_timeout(SHORT)
+            .build()
+            .expect("builds");
         let aborts = log();
         let sink = aborts.clone();
         crew.events().subscribe(move |event| {
@@ -484,7 +518,8 @@ fn ready_made_gate_refuses_whenever_no_answer_can_be_had() {
 
 #[test]
 fn ready_made_gate_approves_only_y_or_yes_for_that_very_call() {
-    let answers = CallbackInput::new(|prompt: &str, _: &str| {
+    let answers = CallbackInput::new(|request: HumanInputRequest| async move {
+        let prompt = request.prompt;
         Ok(if prompt.contains("bob@") {
             "Y".to_owned()
         } else if prompt.contains("carol@") {
@@ -549,4 +584,13 @@ fn ready_made_gate_shows_the_call_and_who_makes_it() {
             "Answer y or yes to approve; anything else refuses the call.".to_owned()
         )]
     );
+    // The request names the call itself, for a UI that shows it its own way.
+    let request = &source.requests()[0];
+    assert_eq!(request.call_id.as_deref(), Some("call_1"));
+    assert_eq!(request.tool_name.as_deref(), Some("send_email"));
+    assert_eq!(
+        request.tool_input,
+        Some(json!({"to": "team@example.com\u{202e}"}))
+    );
+    assert_eq!(request.agent_role.as_deref(), Some("Assistant"));
 }

@@ -800,20 +800,19 @@ fn an_approval_prompt_shows_the_input_redacted() {
             },
         )
         .expect("registers");
+    async fn approval(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+        let input = Value::Object(ctx.tool_input.clone());
+        let answer = ctx
+            .request_human_input(&format!("Run with {input}?"), "yes/no")
+            .await?;
+        if answer == "yes" {
+            Ok(())
+        } else {
+            Err("not approved".into())
+        }
+    }
     global
-        .register_hook_with(
-            PRE_TOOL_CALL,
-            HookOptions::new().name("approval"),
-            |ctx: &mut ToolCallHookContext| -> Result<(), HookAborted> {
-                let input = Value::Object(ctx.tool_input.clone());
-                let answer = ctx.request_human_input(&format!("Run with {input}?"), "yes/no")?;
-                if answer == "yes" {
-                    Ok(())
-                } else {
-                    Err("not approved".into())
-                }
-            },
-        )
+        .register_async_hook_with(PRE_TOOL_CALL, HookOptions::new().name("approval"), approval)
         .expect("registers");
     let answers = Arc::new(ScriptedInput::new(["yes"]));
     let llm = Arc::new(
@@ -840,4 +839,12 @@ fn an_approval_prompt_shows_the_input_redacted() {
         "the prompt shows where the key was: {}",
         prompts[0].0
     );
+    // The input the request carries for the approval UI is cleaned too.
+    let input = answers.requests()[0]
+        .tool_input
+        .as_ref()
+        .map(Value::to_string)
+        .unwrap_or_default();
+    assert_no_secret("the approval request's input", &input);
+    assert!(input.contains(INJECTED_MARKER), "{input}");
 }

@@ -7,13 +7,16 @@ use std::sync::Arc;
 use common::*;
 use crew_runtime::prelude::*;
 
-/// An approval gate on `send_email`, as the guide writes it.
-fn approval_gate(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+/// An approval gate on `send_email`, as the guide writes it: an `async`
+/// hook that awaits the answer.
+async fn approval_gate(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
     let to = ctx.tool_input["to"].as_str().unwrap_or_default().to_owned();
-    let answer = ctx.request_human_input(
-        &format!("Send an email to {to}?"),
-        "Type y to approve, anything else to refuse",
-    )?;
+    let answer = ctx
+        .request_human_input(
+            &format!("Send an email to {to}?"),
+            "Type y to approve, anything else to refuse",
+        )
+        .await?;
     if answer == "y" {
         Ok(())
     } else {
@@ -61,7 +64,7 @@ fn one_email() -> Arc<ScriptedLlm> {
 fn gated_registry() -> Arc<HookRegistry> {
     let global = fresh_registry();
     global
-        .register_hook_with(
+        .register_async_hook_with(
             PRE_TOOL_CALL,
             HookOptions::new().tools(["send_email"]),
             approval_gate,
@@ -125,7 +128,7 @@ fn human_input_unavailable_blocks_the_tool() {
     // A scripted source that has no answer, and a callback whose UI is gone.
     let sources: [Arc<dyn HumanInputSource>; 2] = [
         Arc::new(ScriptedInput::new(Vec::<String>::new()).then_fail(HumanInputError::Closed)),
-        Arc::new(CallbackInput::new(|_: &str, _: &str| {
+        Arc::new(CallbackInput::new(|_: HumanInputRequest| async {
             Err(HumanInputError::NotATerminal)
         })),
     ];

@@ -26,6 +26,8 @@ use std::time::Duration;
 #[cfg(unix)]
 use common::*;
 #[cfg(unix)]
+use crew_runtime::DEFAULT_HUMAN_INPUT_TIMEOUT;
+#[cfg(unix)]
 use crew_runtime::guards::ApprovalGate;
 #[cfg(unix)]
 use crew_runtime::prelude::*;
@@ -391,7 +393,7 @@ fn escaping_child() {
         .task(Task::builder("Email the team").agent(&assistant).build())
         .global_registry(fresh_registry())
         .verbose(true)
-        .hook_with(
+        .async_hook_with(
             PRE_TOOL_CALL,
             HookOptions::new().name("approval-gate"),
             gate.pre_hook(),
@@ -443,17 +445,13 @@ fn a_question_that_timed_out_does_not_keep_the_next_answer() {
     println!("skipped: pseudo-terminals are only opened on Unix");
 }
 
-/// The child: one crew whose terminal question times out, then one that
-/// waits for its answer.
+/// The child: one crew whose terminal question times out (the crew's
+/// human-input timeout), then one that waits for its answer.
 #[cfg(unix)]
 fn timeout_child() {
-    for (label, to, source) in [
-        (
-            "FIRST",
-            "alice@example.com",
-            TerminalInput::new().with_timeout(Duration::from_millis(200)),
-        ),
-        ("SECOND", "bob@example.com", TerminalInput::new()),
+    for (label, to, timeout) in [
+        ("FIRST", "alice@example.com", Duration::from_millis(200)),
+        ("SECOND", "bob@example.com", DEFAULT_HUMAN_INPUT_TIMEOUT),
     ] {
         let sent = log::<String>();
         let sink = sent.clone();
@@ -478,8 +476,9 @@ fn timeout_child() {
             .task(Task::builder("Email the team").agent(&assistant).build())
             .global_registry(fresh_registry())
             .verbose(true)
-            .human_input(Arc::new(source))
-            .hook_with(
+            .human_input(Arc::new(TerminalInput::new()))
+            .human_input_timeout(timeout)
+            .async_hook_with(
                 PRE_TOOL_CALL,
                 HookOptions::new().name("approval-gate"),
                 ApprovalGate::for_tools(["send_email"]).pre_hook(),
@@ -564,14 +563,10 @@ fn raw_mode_child() {
     tcsetattr(&stdin, OptionalActions::Now, &termios).expect("raw mode");
     let go = PathBuf::from(std::env::var_os(GO_FILE).expect("the go file is named"));
 
-    for (label, to, source) in [
-        (
-            "FIRST",
-            "alice@example.com",
-            TerminalInput::new().with_timeout(Duration::from_millis(200)),
-        ),
-        ("SECOND", "bob@example.com", TerminalInput::new()),
-        ("THIRD", "carol@example.com", TerminalInput::new()),
+    for (label, to, timeout) in [
+        ("FIRST", "alice@example.com", Duration::from_millis(200)),
+        ("SECOND", "bob@example.com", DEFAULT_HUMAN_INPUT_TIMEOUT),
+        ("THIRD", "carol@example.com", DEFAULT_HUMAN_INPUT_TIMEOUT),
     ] {
         let sent = log::<String>();
         let sink = sent.clone();
@@ -596,8 +591,9 @@ fn raw_mode_child() {
             .task(Task::builder("Email the team").agent(&assistant).build())
             .global_registry(fresh_registry())
             .verbose(true)
-            .human_input(Arc::new(source))
-            .hook_with(
+            .human_input(Arc::new(TerminalInput::new()))
+            .human_input_timeout(timeout)
+            .async_hook_with(
                 PRE_TOOL_CALL,
                 HookOptions::new().name("approval-gate"),
                 ApprovalGate::for_tools(["send_email"]).pre_hook(),

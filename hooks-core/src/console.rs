@@ -1,8 +1,13 @@
 //! The live console output of crews, which a human-input prompt pauses.
 //!
-//! Every line the runtime prints goes through [`print_line`]; a prompt holds
-//! [`pause`] while it asks, so output from tool calls on other threads waits
-//! instead of scribbling over the question.
+//! Every line the runtime prints goes through [`print_line`] (standard
+//! output) or [`eprint_line`] (standard error); a question to a person
+//! holds [`pause`] while it is on the terminal, so output from other calls
+//! waits instead of scribbling over the question. Waiting never blocks:
+//! a line printed while the console is paused is held, in order, and
+//! printed when the last pause ends, so a task printing on a runtime worker
+//! never waits for a person (on a single-threaded runtime it could not
+//! wait at all without stopping the very task that waits for the answer).
 //!
 //! The terminal belongs to the person at it, not to the model: what a model
 //! or a tool wrote reaches it only through [`escape_control`], so an escape
@@ -11,29 +16,69 @@
 //! differently from what it is.
 
 use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::Write;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
-static CONSOLE: Mutex<()> = Mutex::new(());
+/// The most lines held while the console is paused; later ones are counted
+/// and dropped (a person takes minutes to answer, a verbose crew may print
+/// a lot meanwhile).
+const MAX_HELD_LINES: usize = 10_000;
 
-/// Holds the console paused; output resumes when it is dropped.
+/// Where a held line goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Out,
+    Err,
+}
+
+/// The console's state: how many pauses are held, and the lines printed
+/// meanwhile.
+struct Console {
+    pauses: usize,
+    held: VecDeque<(Stream, String)>,
+    dropped: usize,
+}
+
+static CONSOLE: Mutex<Console> = Mutex::new(Console {
+    pauses: 0,
+    held: VecDeque::new(),
+    dropped: 0,
+});
+
+/// The console, whatever a panic left: its state is a counter and a queue
+/// of lines, each changed in one step, so a poisoned lock still guards a
+/// consistent state.
+fn console() -> std::sync::MutexGuard<'static, Console> {
+    CONSOLE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Holds the console paused; output resumes (and the lines held meanwhile
+/// are printed) when the last pause is dropped.
+///
+/// The guard is `Send`: an `async` question to a person holds it across
+/// its `.await`s, whichever thread resumes it.
 ///
 /// ```
 /// let paused: hooks_core::console::ConsolePause = hooks_core::console::pause();
-/// // Lines printed by other threads wait here.
+/// // Lines printed meanwhile, by any thread, are held.
 /// drop(paused);
 /// ```
 #[must_use = "the console resumes as soon as the guard is dropped"]
+#[derive(Debug)]
 pub struct ConsolePause {
-    _guard: MutexGuard<'static, ()>,
+    _private: (),
 }
 
 /// Pauses the live console output until the returned guard is dropped.
 ///
-/// Not reentrant: printing with [`print_line`] while holding the pause on
-/// the same thread waits forever. Write to standard output directly
-/// instead, escaping what others wrote with [`escape_control`].
+/// Pauses nest (two questions, a question and a warning): output resumes
+/// when the last one ends. Printing with [`print_line`] while paused, on
+/// this thread or any other, never waits: the line is held and printed
+/// after the pause. To show a question while the console is paused, write
+/// to standard output directly, escaping what others wrote with
+/// [`escape_control`].
 ///
 /// ```
 /// use std::io::Write;
@@ -44,16 +89,59 @@ pub struct ConsolePause {
 /// let _ = writeln!(out, "{}", console::escape_control("a question"));
 /// ```
 pub fn pause() -> ConsolePause {
-    ConsolePause {
-        // The guarded value is `()`: a panic while paused leaves nothing
-        // inconsistent, so a poisoned lock is simply taken over.
-        _guard: CONSOLE.lock().unwrap_or_else(PoisonError::into_inner),
+    console().pauses += 1;
+    ConsolePause { _private: () }
+}
+
+impl Drop for ConsolePause {
+    fn drop(&mut self) {
+        let mut console = console();
+        console.pauses = console.pauses.saturating_sub(1);
+        if console.pauses > 0 {
+            return;
+        }
+        // Printed under the lock, so a line printed meanwhile by another
+        // thread comes after the held ones.
+        let held = std::mem::take(&mut console.held);
+        let dropped = std::mem::take(&mut console.dropped);
+        for (stream, line) in held {
+            write_line(stream, &line);
+        }
+        if dropped > 0 {
+            write_line(
+                Stream::Out,
+                &format!("({dropped} more lines printed while a question was shown were dropped)"),
+            );
+        }
     }
 }
 
-/// Prints one line to standard output, waiting while a prompt has the
-/// console paused. A closed or broken stdout is ignored: losing console
+/// Writes one line; a closed or broken stream is ignored: losing console
 /// output must never stop a run.
+fn write_line(stream: Stream, line: &str) {
+    let _ = match stream {
+        Stream::Out => writeln!(std::io::stdout().lock(), "{line}"),
+        Stream::Err => writeln!(std::io::stderr().lock(), "{line}"),
+    };
+}
+
+/// Prints `line`, or holds it while the console is paused.
+fn print_to(stream: Stream, line: &str) {
+    let line = escape_control(line);
+    let mut console = console();
+    if console.pauses == 0 {
+        write_line(stream, &line);
+    } else if console.held.len() < MAX_HELD_LINES {
+        console.held.push_back((stream, line.into_owned()));
+    } else {
+        console.dropped += 1;
+    }
+}
+
+/// Prints one line to standard output; while a question has the console
+/// paused, the line is held and printed after it (this never waits). A
+/// closed or broken stdout is ignored: losing console output must never
+/// stop a run.
 ///
 /// The line is printed through [`escape_control`]: it is one line on the
 /// terminal whatever it holds, and no control character in it reaches the
@@ -64,10 +152,17 @@ pub fn pause() -> ConsolePause {
 /// hooks_core::console::print_line("tool said: \u{1b}[2J done");
 /// ```
 pub fn print_line(line: &str) {
-    let line = escape_control(line);
-    let _pause = pause();
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
+    print_to(Stream::Out, line);
+}
+
+/// [`print_line`] on standard error: escaped, and held while a question
+/// has the console paused.
+///
+/// ```
+/// hooks_core::console::eprint_line("warning: the filter names no tool");
+/// ```
+pub fn eprint_line(line: &str) {
+    print_to(Stream::Err, line);
 }
 
 /// Whether a terminal could act on `c` instead of showing it: the C0
@@ -141,36 +236,61 @@ pub fn escape_control(text: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use std::borrow::Cow;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{Arc, mpsc};
-    use std::time::Duration;
 
     use super::escape_control;
 
+    /// The tests that pause the console, one at a time: a pause held by
+    /// one would hold the lines of the other.
+    static PAUSING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        PAUSING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether `line` waits among the held lines.
+    fn is_held(line: &str) -> bool {
+        super::console()
+            .held
+            .iter()
+            .any(|(stream, held)| *stream == super::Stream::Out && held == line)
+    }
+
     #[test]
-    fn output_waits_while_a_prompt_has_the_console_paused() {
+    fn output_printed_while_a_question_is_shown_is_held_until_it_ends() {
+        let _serial = one_at_a_time();
         let paused = super::pause();
-        let printed = Arc::new(AtomicBool::new(false));
-        let (started, on_start) = mpsc::channel();
-        let printer = {
-            let printed = Arc::clone(&printed);
-            std::thread::spawn(move || {
-                let _ = started.send(());
-                super::print_line("console test line");
-                printed.store(true, Ordering::SeqCst);
-            })
-        };
-        on_start.recv().expect("the printer thread started");
-        // Give the printer every chance to get through; it must not while
-        // the console is paused.
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(!printed.load(Ordering::SeqCst), "printed through a pause");
+        // From another thread, as a concurrent tool call would print: it
+        // returns at once, the line held.
+        std::thread::spawn(|| super::print_line("console test line \u{1b}[2J"))
+            .join()
+            .expect("printing never waits for the pause");
+        assert!(is_held(r"console test line \x1b[2J"), "held, escaped");
         drop(paused);
-        printer.join().expect("printer thread");
         assert!(
-            printed.load(Ordering::SeqCst),
-            "printing resumed after the pause"
+            !is_held(r"console test line \x1b[2J"),
+            "printed after the pause"
         );
+    }
+
+    #[test]
+    fn pauses_nest_and_output_resumes_after_the_last() {
+        let _serial = one_at_a_time();
+        let outer = super::pause();
+        let inner = super::pause();
+        super::print_line("nested pause line");
+        drop(inner);
+        assert!(is_held("nested pause line"), "one pause is still held");
+        drop(outer);
+        assert!(!is_held("nested pause line"));
+    }
+
+    #[test]
+    fn the_pause_guard_can_be_held_across_an_await() {
+        fn is_send<T: Send>(_: &T) {}
+        let paused = super::pause();
+        is_send(&paused);
     }
 
     #[test]

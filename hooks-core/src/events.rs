@@ -406,6 +406,14 @@ thread_local! {
     static REDACTION: Cell<Option<ScopeStack>> = const { Cell::new(None) };
 }
 
+/// Whether a redactor is in scope on this thread (no reference count).
+pub(crate) fn redaction_in_scope() -> bool {
+    let stack = REDACTION.take();
+    let set = stack.is_some();
+    REDACTION.set(stack);
+    set
+}
+
 /// The redactors in scope on this thread, if any (one reference count).
 fn in_scope() -> Option<ScopeStack> {
     let stack = REDACTION.take();

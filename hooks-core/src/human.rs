@@ -1,11 +1,41 @@
 //! Where answers to `request_human_input` come from.
+//!
+//! A question is a [`HumanInputRequest`]: the prompt, the default message,
+//! and which call it is about (call id, tool, input, agent), so that an
+//! answer can only approve the call it was given for. A
+//! [`HumanInputSource`] answers it, asynchronously: the terminal, a script,
+//! a callback, a channel to a web or chat UI. The contexts'
+//! `request_human_input` puts a timeout on every source and turns every
+//! failure into an error (see [`HumanInputFuture`]).
 
 use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
 use std::io::{IsTerminal, Write};
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+/// How long `request_human_input` waits for an answer unless told
+/// otherwise: five minutes. A crew changes it with its builder's
+/// `human_input_timeout`, a context with `with_human_input_timeout`.
+///
+/// ```
+/// use std::time::Duration;
+/// use hooks_core::{DEFAULT_HUMAN_INPUT_TIMEOUT, ToolCallHookContext};
+///
+/// assert_eq!(DEFAULT_HUMAN_INPUT_TIMEOUT, Duration::from_secs(5 * 60));
+/// let ctx = ToolCallHookContext::new("send_email", Default::default());
+/// assert_eq!(ctx.human_input_timeout(), DEFAULT_HUMAN_INPUT_TIMEOUT);
+/// ```
+pub const DEFAULT_HUMAN_INPUT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
 /// Why no answer could be had from a person.
 ///
@@ -27,7 +57,9 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum HumanInputError {
-    /// The input was closed before a line came (end of file).
+    /// The input was closed before an answer came: end of file on the
+    /// terminal, a channel whose receiving side is gone, a request dropped
+    /// unanswered.
     #[error("human input is closed: no answer can be read")]
     Closed,
     /// Standard input is not a terminal, so no person can be asked.
@@ -48,34 +80,317 @@ pub enum HumanInputError {
     SourceFailed(String),
 }
 
-/// A place to get answers from a person: the terminal, a script (in tests),
-/// a channel or a callback (a web UI, a chat approval).
+/// One question to a person, as a [`HumanInputSource`] receives it: what
+/// to show, and which call it is about.
 ///
-/// A source is free to fail in any way: `request_human_input` turns an
-/// error, a timeout, a closed input and a panic of the source alike into an
-/// error, so a gate written with `?` refuses. The texts it is given may hold
-/// what a model or a tool wrote: a source that shows them on a terminal
-/// escapes them with [`console::escape_control`](crate::console::escape_control)
-/// (as [`TerminalInput`] does), and one that shows them in a web page
-/// escapes them for HTML.
+/// The contexts fill in the call: a tool call's id, tool name, input and
+/// agent role; a model call's agent role. A source that can answer several
+/// questions at once (a web UI, a chat) shows them, and matches each answer
+/// to its question by [`call_id`](Self::call_id), so that a queue of
+/// answers cannot approve the wrong call. Every text in it (the input too)
+/// has passed through the crew's redaction when one is set.
 ///
 /// ```
-/// use hooks_core::{HumanInputError, HumanInputSource};
+/// use hooks_core::HumanInputRequest;
+/// use serde_json::json;
+///
+/// let request = HumanInputRequest::new("Send it?", "yes/no")
+///     .with_call_id("call_7")
+///     .with_tool("send_email", json!({"to": "team@example.com"}))
+///     .with_agent_role("Assistant");
+/// assert_eq!(request.call_id.as_deref(), Some("call_7"));
+/// assert_eq!(request.tool_input, Some(json!({"to": "team@example.com"})));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct HumanInputRequest {
+    /// The question.
+    pub prompt: String,
+    /// The explanation shown with it (how to answer).
+    pub default_message: String,
+    /// The id of the tool call it is about (unique within a turn), when it
+    /// is about a tool call that has one.
+    pub call_id: Option<String>,
+    /// The normalized name of the tool it is about.
+    pub tool_name: Option<String>,
+    /// The tool's input as the tool would receive it (a JSON object; a
+    /// string when the crew's redaction left something that is not JSON).
+    pub tool_input: Option<Value>,
+    /// The role of the agent making the call.
+    pub agent_role: Option<String>,
+}
+
+impl HumanInputRequest {
+    /// A question about no call in particular.
+    ///
+    /// ```
+    /// let request = hooks_core::HumanInputRequest::new("Deploy?", "yes/no");
+    /// assert_eq!((request.prompt.as_str(), request.call_id), ("Deploy?", None));
+    /// ```
+    pub fn new(prompt: impl Into<String>, default_message: impl Into<String>) -> Self {
+        HumanInputRequest {
+            prompt: prompt.into(),
+            default_message: default_message.into(),
+            ..HumanInputRequest::default()
+        }
+    }
+
+    /// Names the tool call the question is about.
+    ///
+    /// ```
+    /// let request = hooks_core::HumanInputRequest::new("Send?", "").with_call_id("call_1");
+    /// assert_eq!(request.call_id.as_deref(), Some("call_1"));
+    /// ```
+    pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
+        self.call_id = Some(call_id.into());
+        self
+    }
+
+    /// Names the tool and its input.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// let request = hooks_core::HumanInputRequest::new("Send?", "").with_tool("send_email", json!({}));
+    /// assert_eq!(request.tool_name.as_deref(), Some("send_email"));
+    /// ```
+    pub fn with_tool(mut self, tool_name: impl Into<String>, tool_input: Value) -> Self {
+        self.tool_name = Some(tool_name.into());
+        self.tool_input = Some(tool_input);
+        self
+    }
+
+    /// Names the agent making the call.
+    ///
+    /// ```
+    /// let request = hooks_core::HumanInputRequest::new("Send?", "").with_agent_role("Writer");
+    /// assert_eq!(request.agent_role.as_deref(), Some("Writer"));
+    /// ```
+    pub fn with_agent_role(mut self, role: impl Into<String>) -> Self {
+        self.agent_role = Some(role.into());
+        self
+    }
+
+    /// The request as it may leave the crew: every text through the
+    /// redaction in scope (a credential an earlier PRE hook put in the
+    /// input must not reach the person, nor the UI that shows it).
+    fn redacted_in_scope(mut self) -> Self {
+        if !crate::events::redaction_in_scope() {
+            return self;
+        }
+        let texts = [
+            Some(&mut self.prompt),
+            Some(&mut self.default_message),
+            self.call_id.as_mut(),
+            self.tool_name.as_mut(),
+            self.agent_role.as_mut(),
+        ];
+        for text in texts.into_iter().flatten() {
+            if let std::borrow::Cow::Owned(cleaned) = crate::events::redact_in_scope(text) {
+                *text = cleaned;
+            }
+        }
+        if let Some(input) = &mut self.tool_input {
+            // The whole document as text, so that key/value rules see the
+            // keys; read back as JSON, or kept as text if it is no longer.
+            let text = input.to_string();
+            if let std::borrow::Cow::Owned(cleaned) = crate::events::redact_in_scope(&text) {
+                *input = serde_json::from_str(&cleaned).unwrap_or(Value::String(cleaned));
+            }
+        }
+        self
+    }
+}
+
+/// A place to get answers from a person: the terminal, a script (in tests),
+/// a callback or a channel (a web UI, a chat approval).
+///
+/// [`ask`](Self::ask) is `async`: a source waiting for a person never
+/// blocks a runtime thread. Implement it with [`async_trait`](crate::async_trait)
+/// (the trait stays usable as `Arc<dyn HumanInputSource>`).
+///
+/// A source is free to fail in any way: `request_human_input` puts a
+/// timeout on it and turns an error, a timeout, a closed input and a panic
+/// of the source alike into an error, so a gate written with `?` refuses.
+/// The texts it is given may hold what a model or a tool wrote: a source
+/// that shows them on a terminal escapes them with
+/// [`console::escape_control`](crate::console::escape_control) (as
+/// [`TerminalInput`] does), and one that shows them in a web page escapes
+/// them for HTML.
+///
+/// ```
+/// use hooks_core::{HumanInputError, HumanInputRequest, HumanInputSource, async_trait};
 ///
 /// /// Approves nothing, without asking anyone.
 /// struct Nobody;
 ///
+/// #[async_trait]
 /// impl HumanInputSource for Nobody {
-///     fn ask(&self, _prompt: &str, _default_message: &str) -> Result<String, HumanInputError> {
-///         Err(HumanInputError::SourceFailed("nobody is on call".into()))
+///     async fn ask(&self, request: HumanInputRequest) -> Result<String, HumanInputError> {
+///         Err(HumanInputError::SourceFailed(format!("nobody is on call for {}", request.prompt)))
 ///     }
 /// }
-/// assert!(Nobody.ask("Deploy?", "yes/no").is_err());
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// assert!(Nobody.ask(HumanInputRequest::new("Deploy?", "yes/no")).await.is_err());
+/// # }
 /// ```
+#[async_trait]
 pub trait HumanInputSource: Send + Sync {
-    /// Shows `prompt` and `default_message` and returns one answer (the
-    /// caller trims it).
-    fn ask(&self, prompt: &str, default_message: &str) -> Result<String, HumanInputError>;
+    /// Shows the request's prompt and default message and returns one
+    /// answer (the caller trims it).
+    async fn ask(&self, request: HumanInputRequest) -> Result<String, HumanInputError>;
+}
+
+/// The answer to a question asked with `request_human_input`: await it
+/// (in an `async` hook).
+///
+/// Nothing is asked until it is awaited. It always ends: with the trimmed
+/// answer, or with a [`HumanInputError`] when the source failed, panicked
+/// (the panic is contained here and never reaches the hook), was closed,
+/// or gave no answer within the context's timeout
+/// ([`DEFAULT_HUMAN_INPUT_TIMEOUT`] unless set). Dropping it withdraws the
+/// question: a channel's reply then finds nobody waiting.
+///
+/// ```
+/// use std::sync::Arc;
+/// use hooks_core::{HumanInputFuture, ScriptedInput, ToolCallHookContext};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let ctx = ToolCallHookContext::new("send_email", Default::default())
+///     .with_human_input(Arc::new(ScriptedInput::new([" yes\n"])));
+/// let question: HumanInputFuture = ctx.request_human_input("Send?", "yes/no");
+/// assert_eq!(question.await.as_deref(), Ok("yes"));
+/// # }
+/// ```
+#[must_use = "nobody is asked until this is awaited: write `ctx.request_human_input(..).await` \
+              in an `async` hook (register it with `register_async_hook`)"]
+pub struct HumanInputFuture {
+    answer: Pin<Box<dyn Future<Output = Result<String, HumanInputError>> + Send>>,
+}
+
+impl Future for HumanInputFuture {
+    type Output = Result<String, HumanInputError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.answer.as_mut().poll(cx)
+    }
+}
+
+impl fmt::Debug for HumanInputFuture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HumanInputFuture").finish_non_exhaustive()
+    }
+}
+
+/// Asks `source` (the terminal when there is none) within `timeout` and
+/// trims the answer: what the contexts' `request_human_input` does.
+///
+/// Whatever the source does, no answer is an error: a panic of the source
+/// is contained here and reported as [`HumanInputError::SourceFailed`], so
+/// it never unwinds into the hook that asked, and `?` there refuses.
+pub(crate) fn ask(
+    source: Option<Arc<dyn HumanInputSource>>,
+    request: HumanInputRequest,
+    timeout: Duration,
+) -> HumanInputFuture {
+    // A person is an exit too: the crew's redaction in scope (the hook
+    // asking runs in it) cleans what they are shown.
+    let request = request.redacted_in_scope();
+    let answer = async move {
+        let source = source.unwrap_or_else(|| Arc::new(TerminalInput::new()));
+        // The source is only used through `&self`; one that a panic left in
+        // a bad state fails its next question, which refuses as well. The
+        // call itself is inside the contained future: a source whose `ask`
+        // panics before returning its future is caught too.
+        let asking = crate::panic::contain_panic_async(AssertUnwindSafe(async move {
+            source.ask(request).await
+        }));
+        match within(timeout, asking).await? {
+            None => Err(HumanInputError::TimedOut(timeout)),
+            Some(Ok(answer)) => Ok(answer?.trim().to_owned()),
+            Some(Err(panic)) => {
+                let message = crate::dispatch::panic_message(&*panic);
+                crate::dispatch::drop_payload(panic);
+                Err(HumanInputError::SourceFailed(format!(
+                    "it panicked: {message}"
+                )))
+            }
+        }
+    };
+    HumanInputFuture {
+        answer: Box::pin(answer),
+    }
+}
+
+/// `future`'s output, or `None` when `timeout` passed first.
+async fn within<F: Future>(
+    timeout: Duration,
+    future: F,
+) -> Result<Option<F::Output>, HumanInputError> {
+    let mut deadline = Deadline::start(timeout)?;
+    let mut future = std::pin::pin!(future);
+    Ok(std::future::poll_fn(|cx| {
+        if let Poll::Ready(output) = future.as_mut().poll(cx) {
+            return Poll::Ready(Some(output));
+        }
+        deadline.poll_elapsed(cx).map(|()| None)
+    })
+    .await)
+}
+
+/// When a question gives up: on the tokio timer of the runtime the hook
+/// runs on, or, with no runtime (a hook driven by a synchronous dispatch)
+/// or one built without timers, on a thread of its own that ends as soon
+/// as the question does.
+enum Deadline {
+    Timer(Pin<Box<tokio::time::Sleep>>),
+    Thread {
+        elapsed: oneshot::Receiver<()>,
+        /// Dropped with the question: the timer thread then ends.
+        _cancel: std::sync::mpsc::Sender<()>,
+    },
+}
+
+impl Deadline {
+    fn start(timeout: Duration) -> Result<Deadline, HumanInputError> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // A runtime without timers panics here (nothing else can tell).
+            match crate::panic::catch_quietly(|| tokio::time::sleep(timeout)) {
+                Ok(sleep) => return Ok(Deadline::Timer(Box::pin(sleep))),
+                Err(payload) => crate::dispatch::drop_payload(payload),
+            }
+        }
+        let (cancel, cancelled) = std::sync::mpsc::channel::<()>();
+        let (fire, elapsed) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("human-input-timeout".into())
+            .spawn(move || {
+                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    cancelled.recv_timeout(timeout)
+                {
+                    let _ = fire.send(());
+                }
+            })
+            // Without a timer the question could wait forever: refuse.
+            .map_err(|error| {
+                HumanInputError::Io(format!("could not start the question's timer: {error}"))
+            })?;
+        Ok(Deadline::Thread {
+            elapsed,
+            _cancel: cancel,
+        })
+    }
+
+    fn poll_elapsed(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        match self {
+            Deadline::Timer(sleep) => sleep.as_mut().poll(cx),
+            // A timer thread that is gone without firing cannot time the
+            // question any more: give up rather than wait forever.
+            Deadline::Thread { elapsed, .. } => Pin::new(elapsed).poll(cx).map(|_| ()),
+        }
+    }
 }
 
 /// Asks on the terminal, pausing the crew's console output meanwhile.
@@ -93,23 +408,27 @@ pub trait HumanInputSource: Send + Sync {
 /// Unix; elsewhere nothing can drop it): an answer is only what the person
 /// typed after seeing the question.
 ///
+/// One question is on the terminal at a time: the others wait their turn
+/// (without blocking a runtime thread). One thread reads the terminal for
+/// every question; the question awaits its line. A question that gave up
+/// (its timeout, see `request_human_input`) leaves no reader of its own
+/// behind, and a line typed for it after it gave up is not taken as the
+/// answer to the next one.
+///
 /// ```
 /// use std::sync::Arc;
-/// use std::time::Duration;
 /// use hooks_core::{HumanInputSource, TerminalInput};
 ///
-/// // Give up (and so refuse) after five minutes without an answer.
-/// let source: Arc<dyn HumanInputSource> =
-///     Arc::new(TerminalInput::new().with_timeout(Duration::from_secs(300)));
+/// let source: Arc<dyn HumanInputSource> = Arc::new(TerminalInput::new());
 /// # let _ = source;
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct TerminalInput {
-    timeout: Option<Duration>,
+    _private: (),
 }
 
 impl TerminalInput {
-    /// A terminal source that waits as long as it takes.
+    /// The terminal source.
     ///
     /// ```
     /// let source = hooks_core::TerminalInput::new();
@@ -117,21 +436,6 @@ impl TerminalInput {
     /// ```
     pub fn new() -> Self {
         TerminalInput::default()
-    }
-
-    /// Gives up with [`HumanInputError::TimedOut`] after `timeout`.
-    ///
-    /// A line the person types after a question gave up is not taken as
-    /// the answer to the next question.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let source = hooks_core::TerminalInput::new().with_timeout(Duration::from_secs(60));
-    /// # let _ = source;
-    /// ```
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
     }
 }
 
@@ -251,7 +555,8 @@ fn read_answer_line() -> Result<String, HumanInputError> {
     }
 }
 
-/// The one thread that reads answers from standard input.
+/// The one thread that reads answers from standard input, and what the
+/// questions know of it.
 ///
 /// Reading a terminal cannot be interrupted, so a question that gives up
 /// leaves its read behind. Were each question to start a reader of its
@@ -259,11 +564,13 @@ fn read_answer_line() -> Result<String, HumanInputError> {
 /// bytes one of them got could spell an approval nobody typed. A single
 /// reader, asked for one line at a time, hands every line to exactly one
 /// question, and a line read for a question that gave up is thrown away.
+/// The reader is a plain thread (it blocks on the terminal); the questions
+/// await its lines on a tokio channel.
 struct StdinReader {
     /// Asks the reader for one more line.
-    wanted: mpsc::Sender<()>,
+    wanted: std::sync::mpsc::Sender<()>,
     /// The lines it read, in order.
-    lines: mpsc::Receiver<Result<String, HumanInputError>>,
+    lines: mpsc::UnboundedReceiver<Result<String, HumanInputError>>,
     /// A line was asked for and not taken: the reader is reading it, or it
     /// waits in `lines`.
     pending: bool,
@@ -271,12 +578,14 @@ struct StdinReader {
     alive: bool,
 }
 
-static STDIN_READER: Mutex<Option<StdinReader>> = Mutex::new(None);
+/// The terminal's reader, shared by every question. The lock is held for
+/// the whole question: one question on the terminal at a time.
+static TERMINAL: tokio::sync::Mutex<Option<StdinReader>> = tokio::sync::Mutex::const_new(None);
 
 impl StdinReader {
     fn spawn() -> Result<Self, HumanInputError> {
-        let (wanted, requests) = mpsc::channel::<()>();
-        let (sender, lines) = mpsc::channel();
+        let (wanted, requests) = std::sync::mpsc::channel::<()>();
+        let (sender, lines) = mpsc::unbounded_channel();
         std::thread::Builder::new()
             .name("human-input-reader".into())
             .spawn(move || {
@@ -307,8 +616,10 @@ impl StdinReader {
         }
     }
 
-    /// Waits for the next line, reading one unless a read is under way.
-    fn next_line(&mut self, timeout: Option<Duration>) -> Result<String, HumanInputError> {
+    /// Awaits the next line, reading one unless a read is under way. A
+    /// question dropped while awaiting leaves `pending` set: the line, when
+    /// it comes, is the next question's to discard.
+    async fn next_line(&mut self) -> Result<String, HumanInputError> {
         if !self.pending {
             if self.wanted.send(()).is_err() {
                 self.alive = false;
@@ -316,23 +627,12 @@ impl StdinReader {
             }
             self.pending = true;
         }
-        let line = match timeout {
-            None => self.lines.recv().map_err(|_| None),
-            Some(timeout) => self
-                .lines
-                .recv_timeout(timeout)
-                .map_err(|error| match error {
-                    mpsc::RecvTimeoutError::Timeout => Some(HumanInputError::TimedOut(timeout)),
-                    mpsc::RecvTimeoutError::Disconnected => None,
-                }),
-        };
-        match line {
-            Ok(line) => {
+        match self.lines.recv().await {
+            Some(line) => {
                 self.pending = false;
                 line
             }
-            Err(Some(timed_out)) => Err(timed_out),
-            Err(None) => {
+            None => {
                 self.alive = false;
                 Err(HumanInputError::Io("the terminal reader stopped".into()))
             }
@@ -340,27 +640,27 @@ impl StdinReader {
     }
 }
 
+#[async_trait]
 impl HumanInputSource for TerminalInput {
-    fn ask(&self, prompt: &str, default_message: &str) -> Result<String, HumanInputError> {
-        let stdin = std::io::stdin();
-        if !stdin.is_terminal() {
+    async fn ask(&self, request: HumanInputRequest) -> Result<String, HumanInputError> {
+        if !std::io::stdin().is_terminal() {
             return Err(HumanInputError::NotATerminal);
         }
-        let _pause = crate::console::pause();
-        // The state is a flag and two channel ends, each changed in one
-        // step: a poisoned lock still guards a consistent reader.
-        let mut slot = STDIN_READER.lock().unwrap_or_else(PoisonError::into_inner);
-        let reader = match &mut *slot {
+        let mut terminal = TERMINAL.lock().await;
+        let reader = match &mut *terminal {
             Some(reader) => reader,
             empty => empty.insert(StdinReader::spawn()?),
         };
         reader.discard_stale();
         QUESTIONS_SHOWN.fetch_add(1, Ordering::SeqCst);
-        drop_typed_ahead(&stdin)?;
+        drop_typed_ahead(&std::io::stdin())?;
+        // Output of other calls is held until the question is answered (or
+        // gives up: the guard drops with the question).
+        let _pause = crate::console::pause();
         {
             let mut out = std::io::stdout().lock();
             let shown = out
-                .write_all(framed_question(prompt, default_message).as_bytes())
+                .write_all(framed_question(&request.prompt, &request.default_message).as_bytes())
                 .and_then(|()| out.flush());
             // A person who cannot see the question cannot approve it.
             if let Err(error) = shown {
@@ -369,39 +669,50 @@ impl HumanInputSource for TerminalInput {
                 )));
             }
         }
-        let answer = reader.next_line(self.timeout);
+        let answer = reader.next_line().await;
         if !reader.alive {
             // The next question starts a new reader.
-            *slot = None;
+            *terminal = None;
         }
         answer
     }
 }
 
 /// Replays fixed answers in order, then fails with
-/// [`HumanInputError::Exhausted`]. Records every prompt it was shown.
+/// [`HumanInputError::Exhausted`]. Records every request it was given,
+/// with the call it was about.
 ///
 /// ```
-/// use hooks_core::{HumanInputError, HumanInputSource, ScriptedInput};
+/// use hooks_core::{HumanInputError, HumanInputRequest, HumanInputSource, ScriptedInput};
 ///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
 /// let script = ScriptedInput::new(["yes"]);
-/// assert_eq!(script.ask("Send?", "yes/no"), Ok("yes".to_owned()));
-/// assert_eq!(script.ask("Buy?", "yes/no"), Err(HumanInputError::Exhausted));
+/// let send = HumanInputRequest::new("Send?", "yes/no").with_call_id("call_1");
+/// assert_eq!(script.ask(send).await.as_deref(), Ok("yes"));
+/// let buy = HumanInputRequest::new("Buy?", "yes/no");
+/// assert_eq!(script.ask(buy).await, Err(HumanInputError::Exhausted));
+/// assert_eq!(script.requests()[0].call_id.as_deref(), Some("call_1"));
+/// # }
 /// ```
 #[derive(Debug, Default)]
 pub struct ScriptedInput {
     answers: Mutex<VecDeque<Result<String, HumanInputError>>>,
-    prompts: Mutex<Vec<(String, String)>>,
+    requests: Mutex<Vec<HumanInputRequest>>,
 }
 
 impl ScriptedInput {
     /// A source that gives these answers, one per question.
     ///
     /// ```
-    /// use hooks_core::{HumanInputSource, ScriptedInput};
+    /// use hooks_core::{HumanInputRequest, HumanInputSource, ScriptedInput};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
     /// let script = ScriptedInput::new(["no", "yes"]);
-    /// assert_eq!(script.ask("first?", "").as_deref(), Ok("no"));
-    /// assert_eq!(script.ask("second?", "").as_deref(), Ok("yes"));
+    /// assert_eq!(script.ask(HumanInputRequest::new("first?", "")).await.as_deref(), Ok("no"));
+    /// assert_eq!(script.ask(HumanInputRequest::new("second?", "")).await.as_deref(), Ok("yes"));
+    /// # }
     /// ```
     pub fn new<I, S>(answers: I) -> Self
     where
@@ -410,17 +721,22 @@ impl ScriptedInput {
     {
         ScriptedInput {
             answers: Mutex::new(answers.into_iter().map(|a| Ok(a.into())).collect()),
-            prompts: Mutex::new(Vec::new()),
+            requests: Mutex::new(Vec::new()),
         }
     }
 
     /// Queues a failure as the next answer.
     ///
     /// ```
-    /// use hooks_core::{HumanInputError, HumanInputSource, ScriptedInput};
+    /// use hooks_core::{HumanInputError, HumanInputRequest, HumanInputSource, ScriptedInput};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
     /// let script = ScriptedInput::new(["yes"]).then_fail(HumanInputError::Closed);
-    /// assert!(script.ask("first?", "").is_ok());
-    /// assert_eq!(script.ask("second?", ""), Err(HumanInputError::Closed));
+    /// assert!(script.ask(HumanInputRequest::new("first?", "")).await.is_ok());
+    /// let second = script.ask(HumanInputRequest::new("second?", "")).await;
+    /// assert_eq!(second, Err(HumanInputError::Closed));
+    /// # }
     /// ```
     pub fn then_fail(self, error: HumanInputError) -> Self {
         self.answers
@@ -430,28 +746,60 @@ impl ScriptedInput {
         self
     }
 
-    /// The `(prompt, default_message)` pairs asked so far.
+    /// The requests asked so far, in order.
     ///
     /// ```
-    /// use hooks_core::{HumanInputSource, ScriptedInput};
-    /// let script = ScriptedInput::new(["yes"]);
-    /// let _ = script.ask("Send?", "yes/no");
-    /// assert_eq!(script.prompts(), [("Send?".to_owned(), "yes/no".to_owned())]);
+    /// use std::sync::Arc;
+    /// use hooks_core::{ScriptedInput, ToolCallHookContext};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let script = Arc::new(ScriptedInput::new(["yes"]));
+    /// let ctx = ToolCallHookContext::new("send_email", Default::default())
+    ///     .with_call_id("call_3")
+    ///     .with_human_input(script.clone());
+    /// let _ = ctx.request_human_input("Send?", "yes/no").await;
+    /// let asked = script.requests();
+    /// assert_eq!(asked[0].call_id.as_deref(), Some("call_3"));
+    /// assert_eq!(asked[0].tool_name.as_deref(), Some("send_email"));
+    /// # }
     /// ```
-    pub fn prompts(&self) -> Vec<(String, String)> {
-        self.prompts
+    pub fn requests(&self) -> Vec<HumanInputRequest> {
+        self.requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
-}
 
-impl HumanInputSource for ScriptedInput {
-    fn ask(&self, prompt: &str, default_message: &str) -> Result<String, HumanInputError> {
-        self.prompts
+    /// The `(prompt, default_message)` pairs asked so far.
+    ///
+    /// ```
+    /// use hooks_core::{HumanInputRequest, HumanInputSource, ScriptedInput};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let script = ScriptedInput::new(["yes"]);
+    /// let _ = script.ask(HumanInputRequest::new("Send?", "yes/no")).await;
+    /// assert_eq!(script.prompts(), [("Send?".to_owned(), "yes/no".to_owned())]);
+    /// # }
+    /// ```
+    pub fn prompts(&self) -> Vec<(String, String)> {
+        self.requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push((prompt.to_owned(), default_message.to_owned()));
+            .iter()
+            .map(|request| (request.prompt.clone(), request.default_message.clone()))
+            .collect()
+    }
+}
+
+#[async_trait]
+impl HumanInputSource for ScriptedInput {
+    async fn ask(&self, request: HumanInputRequest) -> Result<String, HumanInputError> {
+        self.requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(request);
         self.answers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -460,147 +808,280 @@ impl HumanInputSource for ScriptedInput {
     }
 }
 
-/// Asks through a function: a web UI, a chat message, a policy service.
-///
-/// ```
-/// use hooks_core::{CallbackInput, HumanInputSource};
-///
-/// // A policy that approves only e-mails to the company's own domain.
-/// let policy = CallbackInput::new(|prompt: &str, _message: &str| {
-///     Ok(if prompt.contains("@example.com") { "yes" } else { "no" }.to_owned())
-/// });
-/// assert_eq!(policy.ask("Send to team@example.com?", "").as_deref(), Ok("yes"));
-/// ```
-pub struct CallbackInput<F>(F);
+/// The future of a [`CallbackInput`]'s function, boxed.
+type CallbackFuture = Pin<Box<dyn Future<Output = Result<String, HumanInputError>> + Send>>;
 
-impl<F> CallbackInput<F>
-where
-    F: Fn(&str, &str) -> Result<String, HumanInputError> + Send + Sync,
-{
-    /// A source that calls `ask(prompt, default_message)` for each question.
+/// Asks through an `async` function: a web UI, a chat message, a policy
+/// service.
+///
+/// The function gets each [`HumanInputRequest`] and returns a future of the
+/// answer, which is awaited like any other source (with the timeout of
+/// `request_human_input`, its panics contained). It runs on the runtime's
+/// threads, so it must not block: await an HTTP client or a channel in it,
+/// and hand blocking work (a synchronous client, a blocking read) to
+/// `tokio::task::spawn_blocking`.
+///
+/// ```
+/// use hooks_core::{CallbackInput, HumanInputRequest, HumanInputSource};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// // A policy that approves only e-mails to the company's own domain.
+/// let policy = CallbackInput::new(|request: HumanInputRequest| async move {
+///     let to = request.tool_input.as_ref().and_then(|input| input["to"].as_str());
+///     let internal = to.is_some_and(|to| to.ends_with("@example.com"));
+///     Ok(if internal { "yes" } else { "no" }.to_owned())
+/// });
+///
+/// let request = HumanInputRequest::new("Send?", "yes/no")
+///     .with_tool("send_email", serde_json::json!({"to": "team@example.com"}));
+/// assert_eq!(policy.ask(request).await.as_deref(), Ok("yes"));
+/// # }
+/// ```
+pub struct CallbackInput {
+    ask: Box<dyn Fn(HumanInputRequest) -> CallbackFuture + Send + Sync>,
+}
+
+impl CallbackInput {
+    /// A source that awaits `ask(request)` for each question.
     ///
     /// ```
-    /// use hooks_core::{CallbackInput, HumanInputError, HumanInputSource};
-    /// let nobody = CallbackInput::new(|_: &str, _: &str| Err(HumanInputError::Closed));
-    /// assert!(nobody.ask("Send?", "").is_err());
+    /// use hooks_core::{CallbackInput, HumanInputError, HumanInputRequest, HumanInputSource};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let nobody = CallbackInput::new(|_: HumanInputRequest| async { Err(HumanInputError::Closed) });
+    /// assert!(nobody.ask(HumanInputRequest::new("Send?", "")).await.is_err());
+    /// # }
     /// ```
-    pub fn new(ask: F) -> Self {
-        CallbackInput(ask)
+    pub fn new<F, Fut>(ask: F) -> Self
+    where
+        F: Fn(HumanInputRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, HumanInputError>> + Send + 'static,
+    {
+        CallbackInput {
+            ask: Box::new(move |request| Box::pin(ask(request))),
+        }
     }
 }
 
-impl<F> HumanInputSource for CallbackInput<F>
-where
-    F: Fn(&str, &str) -> Result<String, HumanInputError> + Send + Sync,
-{
-    fn ask(&self, prompt: &str, default_message: &str) -> Result<String, HumanInputError> {
-        (self.0)(prompt, default_message)
+#[async_trait]
+impl HumanInputSource for CallbackInput {
+    async fn ask(&self, request: HumanInputRequest) -> Result<String, HumanInputError> {
+        (self.ask)(request).await
     }
 }
 
-/// One question sent through a [`ChannelInput`]; answer it with
-/// [`reply`](Self::reply).
+impl fmt::Debug for CallbackInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallbackInput").finish_non_exhaustive()
+    }
+}
+
+/// Where the answer to one [`PendingHumanInput`] goes: send it once.
+///
+/// Kept apart from the request (see [`PendingHumanInput::into_parts`]), it
+/// lets a UI store the reply handles of open questions by call id and
+/// answer each when the person clicks.
 ///
 /// ```
-/// use std::time::Duration;
-/// use hooks_core::{ChannelInput, HumanInputSource};
+/// use hooks_core::{ChannelInput, HumanInputRequest, HumanInputSource};
 ///
-/// let (source, questions) = ChannelInput::new(Duration::from_secs(30));
-/// let ui = std::thread::spawn(move || {
-///     let question = questions.recv().expect("a question");
-///     assert_eq!(question.prompt, "Send?");
-///     question.reply("yes")
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let (source, mut questions) = ChannelInput::new(8);
+/// let asking = tokio::spawn(async move {
+///     source.ask(HumanInputRequest::new("Send?", "").with_call_id("call_1")).await
 /// });
-/// assert_eq!(source.ask("Send?", "yes/no").as_deref(), Ok("yes"));
-/// assert!(ui.join().expect("the UI thread"));
+/// let question = questions.recv().await.expect("a question");
+/// let (request, reply) = question.into_parts();
+/// assert_eq!(request.call_id.as_deref(), Some("call_1"));
+/// assert!(!reply.is_closed());
+/// assert!(reply.send("yes"));
+/// assert_eq!(asking.await.expect("asked").as_deref(), Ok("yes"));
+/// # }
 /// ```
 #[derive(Debug)]
-pub struct HumanInputRequest {
-    /// The question.
-    pub prompt: String,
-    /// The explanation shown with it.
-    pub default_message: String,
-    reply: mpsc::Sender<String>,
+pub struct HumanInputReply {
+    reply: oneshot::Sender<String>,
 }
 
-impl HumanInputRequest {
-    /// Sends the answer back to the waiting hook. Returns `false` if the
-    /// hook stopped waiting (it timed out).
+impl HumanInputReply {
+    /// Sends the answer back to the waiting question. Returns `false` if
+    /// nobody waits for it any more (the question timed out, or its call
+    /// was cancelled): the answer then approves nothing.
     ///
     /// ```
-    /// use std::time::Duration;
-    /// use hooks_core::{ChannelInput, HumanInputSource};
+    /// use hooks_core::{ChannelInput, HumanInputRequest, HumanInputSource};
     ///
-    /// let (source, questions) = ChannelInput::new(Duration::from_millis(1));
-    /// assert!(source.ask("Send?", "").is_err(), "nobody answered in time");
-    /// let late = questions.recv().expect("the question was sent");
-    /// assert!(!late.reply("yes"), "nobody waits for it any more");
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let (source, mut questions) = ChannelInput::new(1);
+    /// let asking = tokio::spawn(async move { source.ask(HumanInputRequest::new("Send?", "")).await });
+    /// let (_, reply) = questions.recv().await.expect("a question").into_parts();
+    /// assert!(reply.send("no"));
+    /// assert_eq!(asking.await.expect("asked").as_deref(), Ok("no"));
+    /// # }
     /// ```
-    pub fn reply(self, answer: impl Into<String>) -> bool {
+    pub fn send(self, answer: impl Into<String>) -> bool {
         self.reply.send(answer.into()).is_ok()
     }
+
+    /// Whether the question stopped waiting: an answer would be dropped.
+    ///
+    /// ```
+    /// use hooks_core::{ChannelInput, HumanInputRequest, HumanInputSource};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let (source, mut questions) = ChannelInput::new(1);
+    /// let asking = tokio::spawn(async move { source.ask(HumanInputRequest::new("Send?", "")).await });
+    /// let (_, reply) = questions.recv().await.expect("a question").into_parts();
+    /// // The call is cancelled: its question is withdrawn.
+    /// asking.abort();
+    /// let _ = asking.await;
+    /// assert!(reply.is_closed());
+    /// assert!(!reply.send("yes"), "the answer approves nothing");
+    /// # }
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.reply.is_closed()
+    }
 }
 
-/// Sends each question over a channel to another thread (a UI loop) and
-/// waits for its reply, up to a timeout.
+/// One question sent through a [`ChannelInput`]: the
+/// [`request`](Self::request) and a way to [`reply`](Self::reply) to it.
+/// Dropping it unanswered makes the question fail with
+/// [`HumanInputError::Closed`].
 ///
 /// ```
-/// use std::time::Duration;
-/// use hooks_core::{ChannelInput, HumanInputError, HumanInputSource};
+/// use hooks_core::{ChannelInput, HumanInputRequest, HumanInputSource};
 ///
-/// let (source, questions) = ChannelInput::new(Duration::from_secs(30));
-/// drop(questions); // the UI is gone
-/// assert_eq!(source.ask("Send?", ""), Err(HumanInputError::Closed));
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let (source, mut questions) = ChannelInput::new(8);
+/// let ui = tokio::spawn(async move {
+///     let question = questions.recv().await.expect("a question");
+///     assert_eq!(question.request().prompt, "Send?");
+///     question.reply("yes")
+/// });
+/// let answer = source.ask(HumanInputRequest::new("Send?", "yes/no")).await;
+/// assert_eq!(answer.as_deref(), Ok("yes"));
+/// assert!(ui.await.expect("the UI task"));
+/// # }
 /// ```
 #[derive(Debug)]
+pub struct PendingHumanInput {
+    request: HumanInputRequest,
+    reply: HumanInputReply,
+}
+
+impl PendingHumanInput {
+    /// The question, and the call it is about.
+    ///
+    /// ```
+    /// # use hooks_core::PendingHumanInput;
+    /// fn show(question: &PendingHumanInput) -> String {
+    ///     let request = question.request();
+    ///     format!("{} ({})", request.prompt, request.call_id.as_deref().unwrap_or("no call"))
+    /// }
+    /// # let _ = show;
+    /// ```
+    pub fn request(&self) -> &HumanInputRequest {
+        &self.request
+    }
+
+    /// Sends the answer back to the waiting question. Returns `false` if
+    /// nobody waits for it any more (the question timed out, or its call
+    /// was cancelled).
+    ///
+    /// ```
+    /// # use hooks_core::PendingHumanInput;
+    /// fn approve(question: PendingHumanInput) -> bool {
+    ///     question.reply("yes")
+    /// }
+    /// # let _ = approve;
+    /// ```
+    pub fn reply(self, answer: impl Into<String>) -> bool {
+        self.reply.send(answer)
+    }
+
+    /// The request and its reply handle, apart (see [`HumanInputReply`]).
+    ///
+    /// ```
+    /// # use std::collections::HashMap;
+    /// # use hooks_core::{HumanInputReply, PendingHumanInput};
+    /// fn keep(question: PendingHumanInput, open: &mut HashMap<String, HumanInputReply>) {
+    ///     let (request, reply) = question.into_parts();
+    ///     open.insert(request.call_id.unwrap_or_default(), reply);
+    /// }
+    /// # let _ = keep;
+    /// ```
+    pub fn into_parts(self) -> (HumanInputRequest, HumanInputReply) {
+        (self.request, self.reply)
+    }
+}
+
+/// Sends each question over a tokio channel to the application (a web UI,
+/// a chat bot) and awaits its reply.
+///
+/// The application reads [`PendingHumanInput`]s from the receiver
+/// [`new`](Self::new) returns, shows each request, and answers through its
+/// reply handle, in any order: each reply goes to the very question it came
+/// with. A receiver that is gone, or a question dropped unanswered, is
+/// [`HumanInputError::Closed`]; no reply within the timeout of
+/// `request_human_input` is [`HumanInputError::TimedOut`], and a reply that
+/// comes later approves nothing. Cloning gives another sender on the same
+/// channel.
+///
+/// ```
+/// use std::sync::Arc;
+/// use hooks_core::{ChannelInput, HumanInputError, ToolCallHookContext};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let (source, questions) = ChannelInput::new(8);
+/// drop(questions); // the UI is gone
+/// let ctx = ToolCallHookContext::new("send_email", Default::default())
+///     .with_human_input(Arc::new(source));
+/// assert_eq!(ctx.request_human_input("Send?", "").await, Err(HumanInputError::Closed));
+/// # }
+/// ```
+#[derive(Debug, Clone)]
 pub struct ChannelInput {
-    requests: Mutex<mpsc::Sender<HumanInputRequest>>,
-    timeout: Duration,
+    requests: mpsc::Sender<PendingHumanInput>,
 }
 
 impl ChannelInput {
-    /// A source and the receiving end of its questions. A question not
-    /// answered within `timeout`, or whose request is dropped unanswered,
-    /// fails.
+    /// A source and the receiving end of its questions. At most `capacity`
+    /// questions (at least 1) wait in the channel unread; a question past
+    /// that waits for room, within its timeout.
     ///
     /// ```
-    /// use std::time::Duration;
     /// use hooks_core::ChannelInput;
     ///
-    /// let (source, questions) = ChannelInput::new(Duration::from_secs(300));
+    /// let (source, questions) = ChannelInput::new(16);
     /// # let _ = (source, questions);
     /// ```
-    pub fn new(timeout: Duration) -> (Self, mpsc::Receiver<HumanInputRequest>) {
-        let (sender, receiver) = mpsc::channel();
-        (
-            ChannelInput {
-                requests: Mutex::new(sender),
-                timeout,
-            },
-            receiver,
-        )
+    pub fn new(capacity: usize) -> (Self, mpsc::Receiver<PendingHumanInput>) {
+        let (requests, receiver) = mpsc::channel(capacity.max(1));
+        (ChannelInput { requests }, receiver)
     }
 }
 
+#[async_trait]
 impl HumanInputSource for ChannelInput {
-    fn ask(&self, prompt: &str, default_message: &str) -> Result<String, HumanInputError> {
-        let (reply, answer) = mpsc::channel();
-        let request = HumanInputRequest {
-            prompt: prompt.to_owned(),
-            default_message: default_message.to_owned(),
-            reply,
+    async fn ask(&self, request: HumanInputRequest) -> Result<String, HumanInputError> {
+        let (reply, answer) = oneshot::channel();
+        let question = PendingHumanInput {
+            request,
+            reply: HumanInputReply { reply },
         };
         self.requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .send(request)
+            .send(question)
+            .await
             .map_err(|_| HumanInputError::Closed)?;
-        answer
-            .recv_timeout(self.timeout)
-            .map_err(|error| match error {
-                mpsc::RecvTimeoutError::Timeout => HumanInputError::TimedOut(self.timeout),
-                mpsc::RecvTimeoutError::Disconnected => HumanInputError::Closed,
-            })
+        answer.await.map_err(|_| HumanInputError::Closed)
     }
 }
 

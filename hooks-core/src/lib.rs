@@ -223,9 +223,28 @@ pub use hook::{
     HookOrigin, HookStyle, async_hook,
 };
 pub use human::{
-    CallbackInput, ChannelInput, HumanInputError, HumanInputRequest, HumanInputSource,
-    ScriptedInput, TerminalInput,
+    CallbackInput, ChannelInput, DEFAULT_HUMAN_INPUT_TIMEOUT, HumanInputError, HumanInputFuture,
+    HumanInputReply, HumanInputRequest, HumanInputSource, PendingHumanInput, ScriptedInput,
+    TerminalInput,
 };
+
+/// Implements [`HumanInputSource`] (an `async fn` in a trait used as
+/// `dyn`): put `#[async_trait]` on the `impl`.
+///
+/// ```
+/// use hooks_core::{HumanInputError, HumanInputRequest, HumanInputSource, async_trait};
+///
+/// struct AlwaysYes;
+///
+/// #[async_trait]
+/// impl HumanInputSource for AlwaysYes {
+///     async fn ask(&self, _request: HumanInputRequest) -> Result<String, HumanInputError> {
+///         Ok("yes".to_owned())
+///     }
+/// }
+/// # let _ = AlwaysYes;
+/// ```
+pub use async_trait::async_trait;
 pub use inputs::Inputs;
 pub use message::{ChatMessage, Role, ToolCallRequest, ToolDefinition};
 pub use name::{is_normalized_tool_name, normalize_tool_name};

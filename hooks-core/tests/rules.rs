@@ -295,20 +295,24 @@ fn pre_edits_reach_the_tool_and_pre_and_post_share_tool_input() {
 #[test]
 fn human_input_error_in_a_pre_hook_blocks_the_call() {
     let registry = HookRegistry::new();
+    async fn approval_gate(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+        let answer = ctx
+            .request_human_input("Approve send_email?", "Type 'yes' to approve:")
+            .await?;
+        if answer.to_lowercase() != "yes" {
+            return Err(HookAborted::new("denied by operator", "approval-gate"));
+        }
+        Ok(())
+    }
+    // Run by the synchronous `run_tool_call`, which drives the async hook
+    // to its end on this thread.
     registry
-        .register_hook_with(
+        .register_async_hook_with(
             PRE_TOOL_CALL,
             HookOptions::new()
                 .name("approval-gate")
                 .tools(["send_email"]),
-            |ctx: &mut ToolCallHookContext| -> Result<(), HookAborted> {
-                let answer =
-                    ctx.request_human_input("Approve send_email?", "Type 'yes' to approve:")?;
-                if answer.to_lowercase() != "yes" {
-                    return Err(HookAborted::new("denied by operator", "approval-gate"));
-                }
-                Ok(())
-            },
+            approval_gate,
         )
         .expect("fits");
     let source = Arc::new(ScriptedInput::new(["  YES \n", "no"]));

@@ -1,12 +1,15 @@
 //! [`ApprovalGate`]: a person approves chosen tool calls before they run.
 
 use std::fmt;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use hooks_core::console::escape_control;
-use hooks_core::runtime::panic_message;
-use hooks_core::{HookAborted, ToolCallHookContext, normalize_tool_name};
+use hooks_core::runtime::{contain_panic, contain_panic_async, panic_message};
+use hooks_core::{
+    HookAborted, HookFuture, HumanInputFuture, ToolCallHookContext, normalize_tool_name,
+};
 
 /// The `source` of every refusal, as telemetry reports it.
 ///
@@ -32,11 +35,18 @@ type Approves = dyn Fn(&str) -> bool + Send + Sync;
 /// applies to, through the crew's human-input source (the terminal by
 /// default), before the tool runs.
 ///
+/// It is an `async` hook: while it waits for the person, the runtime's
+/// threads go on with other work (the other calls of the turn, other
+/// crews). Each question carries the call's id, tool, input and agent (see
+/// [`HumanInputRequest`](crate::HumanInputRequest)), so an answer approves
+/// that call only.
+///
 /// It fails closed: the call runs only when a person answered and the
-/// answer approves. No answer (input closed, not a terminal, a timeout, a
+/// answer approves. No answer (input closed, not a terminal, the crew's
+/// [human-input timeout](crate::CrewBuilder::human_input_timeout), a
 /// source that fails or panics) refuses the call, and so does a panic in
-/// any closure given to the gate, however the hook is registered. Every
-/// refusal is a [`HookAborted`] whose source is
+/// any closure given to the gate, however the hook is registered (fail-open
+/// or fail-closed). Every refusal is a [`HookAborted`] whose source is
 /// [`APPROVAL_GATE_SOURCE`].
 ///
 /// - Which calls: [`for_tools`](Self::for_tools) (names normalized like
@@ -49,30 +59,46 @@ type Approves = dyn Fn(&str) -> bool + Send + Sync;
 ///   ([`is_yes`](Self::is_yes)); change it with
 ///   [`approve_if`](Self::approve_if).
 ///
-/// Register [`pre_hook`](Self::pre_hook) like any hook, globally or on one
-/// crew. Cloning is cheap; clones share their closures.
+/// Register [`pre_hook`](Self::pre_hook) as an `async` hook, globally
+/// (`register_async_hook_with`) or on one crew
+/// ([`CrewBuilder::async_hook_with`](crate::CrewBuilder::async_hook_with)).
+/// Cloning is cheap; clones share their closures.
 ///
 /// ```
 /// use std::sync::Arc;
 /// use crew_runtime::guards::ApprovalGate;
 /// use crew_runtime::prelude::*;
 ///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let gate = ApprovalGate::for_tools(["send_email", "Make Purchase"]);
 ///
-/// let mut ctx = ToolCallHookContext::new("send_email", Default::default())
+/// let ctx = ToolCallHookContext::new("send_email", Default::default())
 ///     .with_human_input(Arc::new(ScriptedInput::new(["Yes"])));
-/// assert!(gate.check(&ctx).is_ok(), "approved");
+/// assert!(gate.check(&ctx).await.is_ok(), "approved");
 /// // The script has no answer left: no answer refuses.
-/// let refused = gate.check(&ctx).err();
+/// let refused = gate.check(&ctx).await.err();
 /// assert_eq!(refused.map(|a| a.source), Some("approval-gate".to_owned()));
 ///
 /// let registry = HookRegistry::new();
-/// registry.register_hook_with(
+/// registry.register_async_hook_with(
 ///     PRE_TOOL_CALL,
 ///     HookOptions::new().name("approval-gate"),
 ///     gate.pre_hook(),
 /// )?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok(())
+/// # }
+/// ```
+///
+/// The gate cannot be registered as a synchronous hook (it would have to
+/// block a thread while the person thinks): that does not compile.
+///
+/// ```compile_fail,E0277
+/// use crew_runtime::guards::ApprovalGate;
+/// use crew_runtime::prelude::*;
+///
+/// let registry = HookRegistry::new();
+/// registry.register_hook(PRE_TOOL_CALL, ApprovalGate::every_call().pre_hook());
 /// ```
 #[derive(Clone)]
 pub struct ApprovalGate {
@@ -196,13 +222,16 @@ impl ApprovalGate {
     /// use crew_runtime::guards::ApprovalGate;
     /// use crew_runtime::prelude::*;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
     /// let gate = ApprovalGate::every_call()
     ///     .message("Type APPROVE to approve.")
     ///     .approve_if(|answer| answer == "APPROVE");
     /// let ctx = ToolCallHookContext::new("deploy", Default::default())
     ///     .with_human_input(Arc::new(ScriptedInput::new(["yes", "APPROVE"])));
-    /// assert!(gate.check(&ctx).is_err());
-    /// assert!(gate.check(&ctx).is_ok());
+    /// assert!(gate.check(&ctx).await.is_err());
+    /// assert!(gate.check(&ctx).await.is_ok());
+    /// # }
     /// ```
     pub fn approve_if(mut self, approves: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
         self.approves = Arc::new(approves);
@@ -274,61 +303,72 @@ impl ApprovalGate {
     }
 
     /// Asks about `ctx` when the gate applies to it, and lets it through
-    /// only when the answer approves.
+    /// only when the answer approves. The question is prepared from `ctx`
+    /// here; the future only waits for the answer (it borrows nothing).
     ///
     /// ```
     /// use std::sync::Arc;
     /// use crew_runtime::guards::ApprovalGate;
     /// use crew_runtime::prelude::*;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
     /// let gate = ApprovalGate::for_tools(["send_email"]);
     /// let ctx = ToolCallHookContext::new("send_email", Default::default())
     ///     .with_human_input(Arc::new(ScriptedInput::new(["no"])));
-    /// let refused = gate.check(&ctx).err().map(|a| a.reason);
+    /// let refused = gate.check(&ctx).await.err().map(|a| a.reason);
     /// assert_eq!(refused.as_deref(), Some("refused by a person (answered \"no\")"));
+    /// # }
     /// ```
-    pub fn check(&self, ctx: &ToolCallHookContext) -> Result<(), HookAborted> {
+    pub fn check(
+        &self,
+        ctx: &ToolCallHookContext,
+    ) -> impl Future<Output = Result<(), HookAborted>> + Send + 'static {
         // A panic in a closure given to the gate refuses the call even when
-        // the hook was registered fail-open.
-        match catch_unwind(AssertUnwindSafe(|| self.decide(ctx))) {
-            Ok(decision) => decision,
-            Err(panic) => {
-                let reason = format!("the approval gate panicked: {}", panic_message(&*panic));
-                // A payload whose drop panics again is leaked rather than
-                // unwinding out of the gate.
-                if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(panic))) {
-                    std::mem::forget(again);
+        // the hook was registered fail-open: each step is contained here,
+        // the gate's own closures as well as the wait.
+        let question = contain_panic(AssertUnwindSafe(|| self.ask(ctx)));
+        let approves = Arc::clone(&self.approves);
+        async move {
+            let question = match question {
+                Ok(Some(question)) => question,
+                Ok(None) => return Ok(()),
+                Err(panic) => return Err(gate_panicked(panic)),
+            };
+            let decided = contain_panic_async(AssertUnwindSafe(async move {
+                let answer = question.await.map_err(|error| {
+                    HookAborted::new(format!("no human approval: {error}"), APPROVAL_GATE_SOURCE)
+                })?;
+                if approves(&answer) {
+                    Ok(())
+                } else {
+                    Err(HookAborted::new(
+                        format!("refused by a person (answered {answer:?})"),
+                        APPROVAL_GATE_SOURCE,
+                    ))
                 }
-                Err(HookAborted::new(reason, APPROVAL_GATE_SOURCE))
-            }
+            }))
+            .await;
+            decided.unwrap_or_else(|panic| Err(gate_panicked(panic)))
         }
     }
 
-    fn decide(&self, ctx: &ToolCallHookContext) -> Result<(), HookAborted> {
+    /// The question about `ctx`, or `None` when the gate does not apply.
+    fn ask(&self, ctx: &ToolCallHookContext) -> Option<HumanInputFuture> {
         if !(self.applies)(ctx) {
-            return Ok(());
+            return None;
         }
         let prompt = (self.prompt)(ctx);
-        let answer = ctx
-            .request_human_input(&prompt, &self.message)
-            .map_err(|error| {
-                HookAborted::new(format!("no human approval: {error}"), APPROVAL_GATE_SOURCE)
-            })?;
-        if (self.approves)(&answer) {
-            Ok(())
-        } else {
-            Err(HookAborted::new(
-                format!("refused by a person (answered {answer:?})"),
-                APPROVAL_GATE_SOURCE,
-            ))
-        }
+        Some(ctx.request_human_input(&prompt, &self.message))
     }
 
-    /// The gate as a `PRE_TOOL_CALL` hook, to register globally or on a
-    /// crew.
+    /// The gate as an `async` `PRE_TOOL_CALL` hook, to register globally
+    /// (`register_async_hook_with`) or on a crew
+    /// ([`CrewBuilder::async_hook_with`](crate::CrewBuilder::async_hook_with)).
     ///
     /// ```
     /// use std::sync::Arc;
+    /// use std::time::Duration;
     /// use crew_runtime::guards::ApprovalGate;
     /// use crew_runtime::prelude::*;
     ///
@@ -340,7 +380,8 @@ impl ApprovalGate {
     ///     .task(Task::builder("Run errands").agent(&assistant).build())
     ///     .global_registry(Arc::new(HookRegistry::new()))
     ///     .human_input(Arc::new(TerminalInput::new()))
-    ///     .hook_with(
+    ///     .human_input_timeout(Duration::from_secs(120))
+    ///     .async_hook_with(
     ///         PRE_TOOL_CALL,
     ///         HookOptions::new().name("approval-gate"),
     ///         ApprovalGate::for_tools(["send_email", "make_purchase"]).pre_hook(),
@@ -351,10 +392,26 @@ impl ApprovalGate {
     /// ```
     pub fn pre_hook(
         &self,
-    ) -> impl Fn(&mut ToolCallHookContext) -> Result<(), HookAborted> + Send + Sync + 'static {
+    ) -> impl for<'c> Fn(&'c mut ToolCallHookContext) -> HookFuture<'c, Result<(), HookAborted>>
+    + Send
+    + Sync
+    + 'static {
         let gate = self.clone();
-        move |ctx: &mut ToolCallHookContext| gate.check(ctx)
+        move |ctx: &mut ToolCallHookContext| -> HookFuture<'_, Result<(), HookAborted>> {
+            Box::pin(gate.check(ctx))
+        }
     }
+}
+
+/// The refusal of a gate whose own closure panicked.
+fn gate_panicked(panic: Box<dyn std::any::Any + Send>) -> HookAborted {
+    let reason = format!("the approval gate panicked: {}", panic_message(&*panic));
+    // A payload whose drop panics again is leaked rather than unwinding
+    // out of the gate.
+    if let Err(again) = std::panic::catch_unwind(AssertUnwindSafe(move || drop(panic))) {
+        std::mem::forget(again);
+    }
+    HookAborted::new(reason, APPROVAL_GATE_SOURCE)
 }
 
 impl fmt::Debug for ApprovalGate {
@@ -370,10 +427,16 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use hooks_core::{CallbackInput, ChannelInput, HumanInputError, ScriptedInput};
+    use hooks_core::{
+        CallbackInput, ChannelInput, HookRegistry, HumanInputError, HumanInputRequest,
+        HumanInputSource, PRE_TOOL_CALL, ScriptedInput,
+    };
     use serde_json::{Map, Value, json};
 
     use super::*;
+
+    /// A timeout short enough for a test to wait it out.
+    const SHORT: Duration = Duration::from_millis(20);
 
     fn call(tool: &str, input: Value, answers: &[&str]) -> ToolCallHookContext {
         let input = match input {
@@ -388,11 +451,12 @@ mod tests {
         result.err().map(|abort| (abort.source, abort.reason))
     }
 
-    #[test]
-    fn only_y_or_yes_approves_by_default() {
+    #[tokio::test]
+    async fn only_y_or_yes_approves_by_default() {
         let gate = ApprovalGate::for_tools(["send_email"]);
         for yes in ["y", "Y", "yes", "YES", "Yes", "  yes \n"] {
-            assert_eq!(gate.check(&call("send_email", json!({}), &[yes])), Ok(()));
+            let ctx = call("send_email", json!({}), &[yes]);
+            assert_eq!(gate.check(&ctx).await, Ok(()));
         }
         for no in [
             "",
@@ -405,18 +469,17 @@ mod tests {
             "y\u{1b}",
             "ok",
         ] {
-            assert!(
-                gate.check(&call("send_email", json!({}), &[no])).is_err(),
-                "{no:?} approved"
-            );
+            let ctx = call("send_email", json!({}), &[no]);
+            assert!(gate.check(&ctx).await.is_err(), "{no:?} approved");
         }
     }
 
-    #[test]
-    fn a_refusal_names_the_answer_escaped() {
+    #[tokio::test]
+    async fn a_refusal_names_the_answer_escaped() {
         let gate = ApprovalGate::for_tools(["send_email"]);
+        let ctx = call("send_email", json!({}), &["n\u{1b}[2J"]);
         assert_eq!(
-            reason(gate.check(&call("send_email", json!({}), &["n\u{1b}[2J"]))),
+            reason(gate.check(&ctx).await),
             Some((
                 "approval-gate".to_owned(),
                 "refused by a person (answered \"n\\u{1b}[2J\")".to_owned()
@@ -424,8 +487,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn tools_are_matched_by_normalized_name_exactly() {
+    #[tokio::test]
+    async fn tools_are_matched_by_normalized_name_exactly() {
         let gate = ApprovalGate::for_tools(["SendEmail", "make-purchase"]);
         for gated in ["send_email", "Send Email", "sendEmail", "make_purchase"] {
             let ctx = ToolCallHookContext::new(gated, Map::new());
@@ -436,51 +499,57 @@ mod tests {
             // never asked about.
             let ctx = call(free, json!({}), &[]);
             assert!(!gate.applies_to(&ctx), "{free}");
-            assert_eq!(gate.check(&ctx), Ok(()));
+            assert_eq!(gate.check(&ctx).await, Ok(()));
         }
         let nothing = ApprovalGate::for_tools(Vec::<String>::new());
         assert!(!nothing.applies_to(&ToolCallHookContext::new("send_email", Map::new())));
     }
 
-    #[test]
-    fn every_failure_to_get_an_answer_refuses() {
-        let (closed, questions) = ChannelInput::new(Duration::from_secs(30));
+    #[tokio::test]
+    async fn every_failure_to_get_an_answer_refuses() {
+        let (closed, questions) = ChannelInput::new(4);
         drop(questions);
-        let (silent, _questions) = ChannelInput::new(Duration::from_millis(10));
-        let sources: Vec<(Arc<dyn hooks_core::HumanInputSource>, &str)> = vec![
+        let (silent, _questions) = ChannelInput::new(4);
+        let (dropping, mut dropped) = ChannelInput::new(4);
+        tokio::spawn(async move { while dropped.recv().await.is_some() {} });
+        let sources: Vec<(Arc<dyn HumanInputSource>, &str)> = vec![
             (
                 Arc::new(ScriptedInput::default()),
                 "the scripted answers are used up",
             ),
             (Arc::new(closed), "human input is closed"),
-            (Arc::new(silent), "no answer within 10ms"),
+            (Arc::new(dropping), "human input is closed"),
+            (Arc::new(silent), "no answer within 20ms"),
             (
-                Arc::new(CallbackInput::new(|_: &str, _: &str| {
+                Arc::new(CallbackInput::new(|_: HumanInputRequest| async {
                     Err(HumanInputError::NotATerminal)
                 })),
                 "standard input is not a terminal",
             ),
             (
-                Arc::new(CallbackInput::new(
-                    |_: &str, _: &str| -> Result<String, HumanInputError> {
-                        panic!("the approval UI crashed")
-                    },
-                )),
+                Arc::new(CallbackInput::new(|_: HumanInputRequest| async {
+                    if true {
+                        panic!("the approval UI crashed");
+                    }
+                    Ok(String::new())
+                })),
                 "the answer source failed: it panicked: the approval UI crashed",
             ),
         ];
         let gate = ApprovalGate::for_tools(["send_email"]);
         for (source, expected) in sources {
-            let ctx = ToolCallHookContext::new("send_email", Map::new()).with_human_input(source);
-            let (source, reason) = reason(gate.check(&ctx)).expect("refused");
+            let ctx = ToolCallHookContext::new("send_email", Map::new())
+                .with_human_input(source)
+                .with_human_input_timeout(SHORT);
+            let (source, reason) = reason(gate.check(&ctx).await).expect("refused");
             assert_eq!(source, "approval-gate");
             assert!(reason.starts_with("no human approval: "), "{reason}");
             assert!(reason.contains(expected), "{reason}");
         }
     }
 
-    #[test]
-    fn a_panic_in_the_gates_own_closures_refuses() {
+    #[tokio::test]
+    async fn a_panic_in_the_gates_own_closures_refuses() {
         let in_predicate = ApprovalGate::when(|_| panic!("predicate bug"));
         let in_prompt = ApprovalGate::every_call().prompt(|_| panic!("prompt bug"));
         let in_rule = ApprovalGate::every_call().approve_if(|_| panic!("rule bug"));
@@ -489,8 +558,9 @@ mod tests {
             (in_prompt, "prompt bug"),
             (in_rule, "rule bug"),
         ] {
+            let ctx = call("deploy", json!({}), &["yes"]);
             assert_eq!(
-                reason(gate.check(&call("deploy", json!({}), &["yes"]))),
+                reason(gate.check(&ctx).await),
                 Some((
                     "approval-gate".to_owned(),
                     format!("the approval gate panicked: {bug}")
@@ -499,8 +569,37 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_default_question_names_the_tool_and_shows_the_input_escaped() {
+    #[tokio::test]
+    async fn the_gate_refuses_on_a_panic_even_registered_fail_open() {
+        // Registered with the default options (fail-open): a panic that
+        // reached the dispatcher would let the call through. The gate's own
+        // containment refuses instead.
+        let registry = HookRegistry::new();
+        registry
+            .register_async_hook(
+                PRE_TOOL_CALL,
+                ApprovalGate::every_call()
+                    .approve_if(|_| panic!("rule bug"))
+                    .pre_hook(),
+            )
+            .expect("registers");
+        let mut ctx = call("deploy", json!({}), &["yes"]);
+        let outcome = registry
+            .dispatcher()
+            .begin_call(&hooks_core::runtime::TOOL_CALL_POINTS)
+            .dispatch_async(PRE_TOOL_CALL, &mut ctx)
+            .await;
+        match outcome {
+            hooks_core::DispatchOutcome::Aborted(abort) => {
+                assert_eq!(abort.source, "approval-gate");
+                assert_eq!(abort.reason, "the approval gate panicked: rule bug");
+            }
+            other => panic!("the call was not refused: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_default_question_names_the_tool_and_shows_the_input_escaped() {
         let source = Arc::new(ScriptedInput::new(["no"]));
         let ctx = call(
             "send_email",
@@ -512,7 +611,7 @@ mod tests {
             &[],
         )
         .with_human_input(source.clone());
-        let _ = ApprovalGate::for_tools(["send_email"]).check(&ctx);
+        let _ = ApprovalGate::for_tools(["send_email"]).check(&ctx).await;
         assert_eq!(
             source.prompts(),
             [(
@@ -526,16 +625,16 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_custom_question_message_and_rule_are_used() {
+    #[tokio::test]
+    async fn a_custom_question_message_and_rule_are_used() {
         let source = Arc::new(ScriptedInput::new(["deploy", "y"]));
         let gate = ApprovalGate::every_call()
             .prompt(|ctx| format!("Really run {}?", ctx.tool_name()))
             .message("Type deploy to approve.")
             .approve_if(|answer| answer == "deploy");
         let ctx = ToolCallHookContext::new("Deploy", Map::new()).with_human_input(source.clone());
-        assert_eq!(gate.check(&ctx), Ok(()));
-        assert!(gate.check(&ctx).is_err(), "y no longer approves");
+        assert_eq!(gate.check(&ctx).await, Ok(()));
+        assert!(gate.check(&ctx).await.is_err(), "y no longer approves");
         assert_eq!(
             source.prompts(),
             vec![
@@ -548,16 +647,28 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_hook_asks_once_per_call() {
+    #[tokio::test]
+    async fn the_hook_asks_once_per_call_about_that_call() {
         let source = Arc::new(ScriptedInput::new(["y", "n"]));
         let hook = ApprovalGate::for_tools(["send_email"]).pre_hook();
-        let mut first =
-            ToolCallHookContext::new("send_email", Map::new()).with_human_input(source.clone());
-        let mut second =
-            ToolCallHookContext::new("send_email", Map::new()).with_human_input(source.clone());
-        assert_eq!(hook(&mut first), Ok(()));
-        assert!(hook(&mut second).is_err());
-        assert_eq!(source.prompts().len(), 2);
+        let mut first = ToolCallHookContext::new("send_email", Map::new())
+            .with_call_id("call_1")
+            .with_human_input(source.clone());
+        let mut second = ToolCallHookContext::new("send_email", Map::new())
+            .with_call_id("call_2")
+            .with_human_input(source.clone());
+        assert_eq!(hook(&mut first).await, Ok(()));
+        assert!(hook(&mut second).await.is_err());
+        let ids: Vec<Option<String>> = source.requests().into_iter().map(|r| r.call_id).collect();
+        assert_eq!(ids, [Some("call_1".to_owned()), Some("call_2".to_owned())]);
+    }
+
+    #[test]
+    fn the_question_borrows_nothing_from_the_call() {
+        fn is_static_and_send<T: Send + 'static>(_: &T) {}
+        let ctx = call("send_email", json!({}), &["y"]);
+        let question = ApprovalGate::every_call().check(&ctx);
+        drop(ctx);
+        is_static_and_send(&question);
     }
 }

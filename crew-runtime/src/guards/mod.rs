@@ -7,7 +7,8 @@
 //! chosen calls before they run.
 //!
 //! Each is a plain value with a method that returns a hook closure, so they
-//! register like any other hook, globally or on one crew:
+//! register like any other hook, globally or on one crew (the approval gate
+//! as an `async` hook: it waits for a person without holding a thread):
 //!
 //! ```
 //! use std::sync::Arc;
@@ -27,7 +28,7 @@
 //!     .task(Task::builder("Research").agent(&researcher).build())
 //!     .global_registry(Arc::new(HookRegistry::new()))
 //!     // Ask first: a refused call is then not counted by the limiter.
-//!     .hook_with(PRE_TOOL_CALL, HookOptions::new().name("approval-gate"), gate.pre_hook())
+//!     .async_hook_with(PRE_TOOL_CALL, HookOptions::new().name("approval-gate"), gate.pre_hook())
 //!     .hook_with(PRE_TOOL_CALL, HookOptions::new().name("rate-limiter"), limiter.pre_hook())
 //!     .hook_with(
 //!         POST_TOOL_CALL,
@@ -44,10 +45,12 @@
 //! [`ApprovalGate`](crate::guards::ApprovalGate) asks through the crew's
 //! human-input source (the terminal unless the crew was given another:
 //! scripted answers in tests, a channel or a callback for a web UI or a
-//! chat) and fails closed: a call runs only when a person answered and the
-//! answer approves (`y` or `yes` by default). A source that is closed, not
-//! a terminal, times out, fails or panics refuses the call, and so does a
-//! panic in the gate's own closures, however the hook was registered. On
+//! chat), each question naming the call it is about, and fails closed: a
+//! call runs only when a person answered and the answer approves (`y` or
+//! `yes` by default). A source that is closed, not a terminal, fails or
+//! panics refuses the call, and so does no answer within the crew's
+//! human-input timeout (five minutes by default) or a panic in the gate's
+//! own closures, however the hook was registered. On
 //! the terminal the question is framed apart from the agents' output, its
 //! text escaped (a model-chosen argument cannot clear the screen or
 //! reorder what is shown), and input typed before the question appeared is
@@ -58,12 +61,14 @@
 //! use crew_runtime::guards::ApprovalGate;
 //! use crew_runtime::prelude::*;
 //!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
 //! let gate = ApprovalGate::for_tools(["send_email"]);
-//! let refused = gate.check(
-//!     &ToolCallHookContext::new("send_email", Default::default())
-//!         .with_human_input(Arc::new(ScriptedInput::new(["no"]))),
-//! );
+//! let ctx = ToolCallHookContext::new("send_email", Default::default())
+//!     .with_human_input(Arc::new(ScriptedInput::new(["no"])));
+//! let refused = gate.check(&ctx).await;
 //! assert_eq!(refused.err().map(|a| a.source), Some("approval-gate".to_owned()));
+//! # }
 //! ```
 //!
 //! # Nothing secret leaves a crew

@@ -3,11 +3,14 @@
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
-use super::{AgentInfo, CrewInfo, LlmInfo, TaskInfo, ask_human};
+use super::{AgentInfo, CrewInfo, LlmInfo, TaskInfo};
 use crate::extensions::Extensions;
 use crate::hook::HookContext;
-use crate::human::{HumanInputError, HumanInputSource};
+use crate::human::{
+    DEFAULT_HUMAN_INPUT_TIMEOUT, HumanInputFuture, HumanInputRequest, HumanInputSource,
+};
 use crate::message::{ChatMessage, ToolCallRequest, ToolDefinition};
 
 /// The model's answer to one call, as `POST_MODEL_CALL` hooks see and edit
@@ -66,6 +69,7 @@ pub struct LlmCallHookContext {
     /// Values the hooks of this call share (see [`Extensions`]).
     pub extensions: Extensions,
     human_input: Option<Arc<dyn HumanInputSource>>,
+    human_input_timeout: Duration,
 }
 
 impl LlmCallHookContext {
@@ -83,6 +87,7 @@ impl LlmCallHookContext {
             response: None,
             extensions: Extensions::new(),
             human_input: None,
+            human_input_timeout: DEFAULT_HUMAN_INPUT_TIMEOUT,
         }
     }
 
@@ -124,9 +129,43 @@ impl LlmCallHookContext {
 
     /// Sets where [`request_human_input`](Self::request_human_input) gets
     /// its answers (the terminal when none is set).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hooks_core::{LlmCallHookContext, ScriptedInput};
+    ///
+    /// let ctx = LlmCallHookContext::new(Vec::new())
+    ///     .with_human_input(Arc::new(ScriptedInput::new(["yes"])));
+    /// # let _ = ctx;
+    /// ```
     pub fn with_human_input(mut self, source: Arc<dyn HumanInputSource>) -> Self {
         self.human_input = Some(source);
         self
+    }
+
+    /// Sets how long [`request_human_input`](Self::request_human_input)
+    /// waits for an answer (default [`DEFAULT_HUMAN_INPUT_TIMEOUT`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let ctx = hooks_core::LlmCallHookContext::new(Vec::new())
+    ///     .with_human_input_timeout(Duration::from_secs(30));
+    /// assert_eq!(ctx.human_input_timeout(), Duration::from_secs(30));
+    /// ```
+    pub fn with_human_input_timeout(mut self, timeout: Duration) -> Self {
+        self.human_input_timeout = timeout;
+        self
+    }
+
+    /// How long [`request_human_input`](Self::request_human_input) waits
+    /// for an answer.
+    ///
+    /// ```
+    /// let ctx = hooks_core::LlmCallHookContext::new(Vec::new());
+    /// assert_eq!(ctx.human_input_timeout(), hooks_core::DEFAULT_HUMAN_INPUT_TIMEOUT);
+    /// ```
+    pub fn human_input_timeout(&self) -> Duration {
+        self.human_input_timeout
     }
 
     /// The agent's role, if the call has an agent.
@@ -140,14 +179,40 @@ impl LlmCallHookContext {
         agent.downcast_ref()
     }
 
-    /// Asks a person (see [`ToolCallHookContext::request_human_input`](crate::ToolCallHookContext::request_human_input)):
-    /// any failure to get an answer is an error, so `?` blocks the call.
-    pub fn request_human_input(
-        &self,
-        prompt: &str,
-        default_message: &str,
-    ) -> Result<String, HumanInputError> {
-        ask_human(self.human_input.as_ref(), prompt, default_message)
+    /// Asks a person about this model call and resolves to their answer,
+    /// trimmed: await it, in an `async` hook (see
+    /// [`ToolCallHookContext::request_human_input`](crate::ToolCallHookContext::request_human_input)).
+    /// The request carries the agent's role. Any failure to get an answer
+    /// (an error, a panic, a closed source, the timeout) is an error, so
+    /// `?` blocks the call.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hooks_core::{HookAborted, LlmCallHookContext, ScriptedInput};
+    ///
+    /// async fn confirm(ctx: &mut LlmCallHookContext) -> Result<(), HookAborted> {
+    ///     if ctx.iterations > 3 {
+    ///         let answer = ctx.request_human_input("Keep going?", "yes/no").await?;
+    ///         if answer != "yes" {
+    ///             return Err(HookAborted::new("stopped by a person", "turn-guard"));
+    ///         }
+    ///     }
+    ///     Ok(())
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let mut ctx = LlmCallHookContext::new(Vec::new())
+    ///     .with_iterations(4)
+    ///     .with_human_input(Arc::new(ScriptedInput::new(["yes"])));
+    /// assert_eq!(confirm(&mut ctx).await, Ok(()));
+    /// assert!(confirm(&mut ctx).await.is_err(), "no answer left");
+    /// # }
+    /// ```
+    pub fn request_human_input(&self, prompt: &str, default_message: &str) -> HumanInputFuture {
+        let mut request = HumanInputRequest::new(prompt, default_message);
+        request.agent_role = self.agent_role().map(str::to_owned);
+        crate::human::ask(self.human_input.clone(), request, self.human_input_timeout)
     }
 }
 

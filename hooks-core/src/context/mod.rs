@@ -2,12 +2,9 @@
 //! of the runtime's agents, tasks, crews, tools and models they carry.
 
 use std::any::Any;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use serde_json::Value;
-
-use crate::human::{HumanInputError, HumanInputSource, TerminalInput};
 
 mod execution;
 mod llm;
@@ -65,61 +62,50 @@ pub trait LlmInfo: Any + Send + Sync {
     fn name(&self) -> &str;
 }
 
-/// Asks `source` (the terminal when there is none) and trims the answer.
-///
-/// Whatever the source does, no answer is an error: a panic of the source
-/// is caught here and reported as [`HumanInputError::SourceFailed`], so it
-/// never unwinds into the hook that asked, and `?` there refuses.
-pub(crate) fn ask_human(
-    source: Option<&Arc<dyn HumanInputSource>>,
-    prompt: &str,
-    default_message: &str,
-) -> Result<String, HumanInputError> {
-    // A person is an exit too: the crew's redaction in scope cleans what
-    // they are shown (a credential an earlier PRE hook put in the input).
-    let prompt = crate::events::redact_in_scope(prompt);
-    let default_message = crate::events::redact_in_scope(default_message);
-    // The source is only read through `&self`; one that a panic left in a
-    // bad state fails its next question, which refuses as well. Contained
-    // quietly: its message may carry what it was shown.
-    let asked = crate::panic::contain_panic(AssertUnwindSafe(|| match source {
-        Some(source) => source.ask(&prompt, &default_message),
-        None => TerminalInput::new().ask(&prompt, &default_message),
-    }));
-    match asked {
-        Ok(answer) => Ok(answer?.trim().to_owned()),
-        Err(panic) => {
-            let message = crate::dispatch::panic_message(&*panic);
-            crate::dispatch::drop_payload(panic);
-            Err(HumanInputError::SourceFailed(format!(
-                "it panicked: {message}"
-            )))
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::borrow::Cow;
     use std::sync::Arc;
     use std::time::Duration;
 
+    use serde_json::json;
+
+    use super::AgentInfo;
+    use crate::events::{Redact, RedactionScope};
     use crate::human::{
-        CallbackInput, ChannelInput, HumanInputError, HumanInputSource, ScriptedInput,
+        CallbackInput, ChannelInput, DEFAULT_HUMAN_INPUT_TIMEOUT, HumanInputError,
+        HumanInputRequest, HumanInputSource, ScriptedInput,
     };
     use crate::{HookAborted, LlmCallHookContext, ToolCallHookContext};
+
+    /// How long a test waits for something that must happen before it
+    /// fails: generous, never reached when the code is right.
+    const PATIENCE: Duration = Duration::from_secs(30);
+    /// A timeout short enough for a test to wait it out.
+    const SHORT: Duration = Duration::from_millis(20);
+
+    struct Role(&'static str);
+
+    impl AgentInfo for Role {
+        fn role(&self) -> &str {
+            self.0
+        }
+    }
 
     fn tool_call(source: impl HumanInputSource + 'static) -> ToolCallHookContext {
         ToolCallHookContext::new("send_email", Default::default())
             .with_human_input(Arc::new(source))
     }
 
-    fn ask(source: impl HumanInputSource + 'static) -> Result<String, HumanInputError> {
-        tool_call(source).request_human_input("Send it?", "yes/no")
+    async fn ask(source: impl HumanInputSource + 'static) -> Result<String, HumanInputError> {
+        tool_call(source)
+            .request_human_input("Send it?", "yes/no")
+            .await
     }
 
     /// A `PRE_TOOL_CALL` gate written the way the guide writes it.
-    fn gate(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
-        let answer = ctx.request_human_input("Send it?", "yes/no")?;
+    async fn gate(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+        let answer = ctx.request_human_input("Send it?", "yes/no").await?;
         if answer == "yes" {
             Ok(())
         } else {
@@ -127,112 +113,286 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_answer_is_trimmed() {
-        assert_eq!(ask(ScriptedInput::new([" yes \r\n"])), Ok("yes".to_owned()));
+    fn panicking() -> CallbackInput {
+        CallbackInput::new(|_: HumanInputRequest| async {
+            if true {
+                panic!("the approval UI crashed");
+            }
+            Ok(String::new())
+        })
     }
 
-    #[test]
-    fn an_error_of_the_source_is_an_error() {
-        let failing =
-            CallbackInput::new(|_: &str, _: &str| Err(HumanInputError::Io("broken pipe".into())));
-        assert_eq!(ask(failing), Err(HumanInputError::Io("broken pipe".into())));
+    /// A channel source whose UI drops every question unanswered.
+    fn dropping_every_question() -> ChannelInput {
+        let (source, mut questions) = ChannelInput::new(4);
+        tokio::spawn(async move { while questions.recv().await.is_some() {} });
+        source
     }
 
-    #[test]
-    fn a_closed_source_is_an_error() {
-        let (closed, questions) = ChannelInput::new(Duration::from_secs(30));
-        drop(questions);
-        assert_eq!(ask(closed), Err(HumanInputError::Closed));
+    #[tokio::test]
+    async fn the_answer_is_trimmed() {
         assert_eq!(
-            ask(ScriptedInput::default().then_fail(HumanInputError::Closed)),
+            ask(ScriptedInput::new([" yes \r\n"])).await,
+            Ok("yes".to_owned())
+        );
+    }
+
+    #[tokio::test]
+    async fn an_error_of_the_source_is_an_error() {
+        let failing = CallbackInput::new(|_: HumanInputRequest| async {
+            Err(HumanInputError::Io("broken pipe".into()))
+        });
+        assert_eq!(
+            ask(failing).await,
+            Err(HumanInputError::Io("broken pipe".into()))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_closed_source_is_an_error() {
+        let (closed, questions) = ChannelInput::new(4);
+        drop(questions);
+        assert_eq!(ask(closed).await, Err(HumanInputError::Closed));
+        assert_eq!(
+            ask(ScriptedInput::default().then_fail(HumanInputError::Closed)).await,
             Err(HumanInputError::Closed)
         );
     }
 
-    #[test]
-    fn a_source_that_times_out_is_an_error() {
-        // Nobody reads the questions: the source gives up after its timeout.
-        let (silent, _questions) = ChannelInput::new(Duration::from_millis(10));
+    #[tokio::test]
+    async fn a_question_dropped_unanswered_is_closed() {
         assert_eq!(
-            ask(silent),
-            Err(HumanInputError::TimedOut(Duration::from_millis(10)))
+            ask(dropping_every_question()).await,
+            Err(HumanInputError::Closed)
         );
     }
 
-    #[test]
-    fn a_panicking_source_is_an_error_and_the_panic_stays_inside() {
-        let panicking = CallbackInput::new(|_: &str, _: &str| -> Result<String, HumanInputError> {
-            panic!("the approval UI crashed")
-        });
+    #[tokio::test]
+    async fn a_source_that_times_out_is_an_error_and_a_late_reply_approves_nothing() {
+        // Nobody answers: the question gives up after the context's timeout.
+        let (silent, mut questions) = ChannelInput::new(4);
+        let ctx = tool_call(silent).with_human_input_timeout(SHORT);
+        let answer = ctx.request_human_input("Send it?", "yes/no").await;
+        assert_eq!(answer, Err(HumanInputError::TimedOut(SHORT)));
+        let late = questions.recv().await.expect("the question was sent");
+        assert!(!late.reply("yes"), "nobody waits for a late answer");
+    }
+
+    #[tokio::test]
+    async fn a_source_that_never_returns_is_timed_out_too() {
+        // Not even a channel: a source of its own that hangs.
+        let hanging = CallbackInput::new(|_: HumanInputRequest| std::future::pending());
+        let ctx = tool_call(hanging).with_human_input_timeout(SHORT);
         assert_eq!(
-            ask(panicking),
+            ctx.request_human_input("Send it?", "").await,
+            Err(HumanInputError::TimedOut(SHORT))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_panicking_source_is_an_error_and_the_panic_stays_inside() {
+        assert_eq!(
+            ask(panicking()).await,
             Err(HumanInputError::SourceFailed(
                 "it panicked: the approval UI crashed".into()
             ))
         );
-        let formatted =
-            CallbackInput::new(|prompt: &str, _: &str| -> Result<String, HumanInputError> {
-                panic!("cannot show {prompt:?}")
-            });
+        // Panicking in the function itself, before it returns a future.
+        let formatted = CallbackInput::new(
+            |request: HumanInputRequest| -> std::future::Ready<Result<String, HumanInputError>> {
+                panic!("cannot show {:?}", request.prompt)
+            },
+        );
         assert_eq!(
-            ask(formatted).map_err(|error| error.to_string()),
+            ask(formatted).await.map_err(|error| error.to_string()),
             Err("the answer source failed: it panicked: cannot show \"Send it?\"".into())
         );
-        let non_text = CallbackInput::new(|_: &str, _: &str| -> Result<String, HumanInputError> {
-            std::panic::panic_any(42_u8)
+        let non_text = CallbackInput::new(|_: HumanInputRequest| async {
+            if true {
+                std::panic::panic_any(42_u8);
+            }
+            Ok(String::new())
         });
         assert_eq!(
-            ask(non_text),
+            ask(non_text).await,
             Err(HumanInputError::SourceFailed(
                 "it panicked: a non-text panic payload".into()
             ))
         );
     }
 
-    #[test]
-    fn every_failure_of_the_source_makes_the_gate_refuse() {
-        let (closed, questions) = ChannelInput::new(Duration::from_secs(30));
+    #[tokio::test]
+    async fn every_failure_of_the_source_makes_the_gate_refuse() {
+        let (closed, questions) = ChannelInput::new(4);
         drop(questions);
-        let (silent, _questions) = ChannelInput::new(Duration::from_millis(10));
-        let sources: Vec<Arc<dyn HumanInputSource>> = vec![
-            Arc::new(CallbackInput::new(|_: &str, _: &str| {
-                Err(HumanInputError::Io("broken pipe".into()))
-            })),
-            Arc::new(closed),
-            Arc::new(silent),
-            Arc::new(ScriptedInput::default()),
-            Arc::new(CallbackInput::new(
-                |_: &str, _: &str| -> Result<String, HumanInputError> {
-                    panic!("the approval UI crashed")
-                },
-            )),
+        let (silent, _questions) = ChannelInput::new(4);
+        let sources: Vec<(&str, Arc<dyn HumanInputSource>)> = vec![
+            (
+                "error",
+                Arc::new(CallbackInput::new(|_: HumanInputRequest| async {
+                    Err(HumanInputError::Io("broken pipe".into()))
+                })),
+            ),
+            ("panic", Arc::new(panicking())),
+            ("timeout", Arc::new(silent)),
+            ("closed channel", Arc::new(closed)),
+            ("dropped reply", Arc::new(dropping_every_question())),
+            ("no answer left", Arc::new(ScriptedInput::default())),
         ];
-        for source in sources {
-            let mut ctx =
-                ToolCallHookContext::new("send_email", Default::default()).with_human_input(source);
-            let refusal = gate(&mut ctx).expect_err("no answer refuses");
-            assert_eq!(refusal.source, "human-input");
+        for (failure, source) in sources {
+            let mut ctx = ToolCallHookContext::new("send_email", Default::default())
+                .with_human_input(source)
+                .with_human_input_timeout(SHORT);
+            let refusal = gate(&mut ctx).await.expect_err(failure);
+            assert_eq!(refusal.source, "human-input", "{failure}");
             assert!(
                 refusal.reason.starts_with("no human approval: "),
-                "{refusal:?}"
+                "{failure}: {refusal:?}"
             );
         }
         let mut approved = tool_call(ScriptedInput::new(["yes"]));
-        assert_eq!(gate(&mut approved), Ok(()));
+        assert_eq!(gate(&mut approved).await, Ok(()));
     }
 
-    #[test]
-    fn model_call_hooks_get_the_same_guarantee() {
-        let panicking = CallbackInput::new(|_: &str, _: &str| -> Result<String, HumanInputError> {
-            panic!("the approval UI crashed")
-        });
-        let ctx = LlmCallHookContext::new(Vec::new()).with_human_input(Arc::new(panicking));
+    #[tokio::test]
+    async fn model_call_hooks_get_the_same_guarantee() {
+        let ctx = LlmCallHookContext::new(Vec::new()).with_human_input(Arc::new(panicking()));
         assert_eq!(
-            ctx.request_human_input("Call the model?", "yes/no"),
+            ctx.request_human_input("Call the model?", "yes/no").await,
             Err(HumanInputError::SourceFailed(
                 "it panicked: the approval UI crashed".into()
             ))
         );
+        let (silent, _questions) = ChannelInput::new(4);
+        let ctx = LlmCallHookContext::new(Vec::new())
+            .with_human_input(Arc::new(silent))
+            .with_human_input_timeout(SHORT);
+        assert_eq!(
+            ctx.request_human_input("Call the model?", "yes/no").await,
+            Err(HumanInputError::TimedOut(SHORT))
+        );
+    }
+
+    #[tokio::test]
+    async fn the_request_carries_the_call_id_tool_name_input_and_agent_role() {
+        let script = Arc::new(ScriptedInput::new(["yes", "yes"]));
+        let input = json!({"to": "team@example.com"});
+        let tool =
+            ToolCallHookContext::new("Send Email", input.as_object().cloned().unwrap_or_default())
+                .with_call_id("call_2")
+                .with_agent(Arc::new(Role("Assistant")))
+                .with_human_input(script.clone());
+        tool.request_human_input("Send it?", "yes/no")
+            .await
+            .expect("answered");
+        let model = LlmCallHookContext::new(Vec::new())
+            .with_agent(Arc::new(Role("Assistant")))
+            .with_human_input(script.clone());
+        model
+            .request_human_input("Call the model?", "yes/no")
+            .await
+            .expect("answered");
+
+        let mut expected_tool = HumanInputRequest::new("Send it?", "yes/no")
+            .with_call_id("call_2")
+            .with_tool("send_email", input)
+            .with_agent_role("Assistant");
+        let expected_model =
+            HumanInputRequest::new("Call the model?", "yes/no").with_agent_role("Assistant");
+        assert_eq!(script.requests(), [expected_tool.clone(), expected_model]);
+        // Without an id or an agent, those stay empty.
+        let bare = Arc::new(ScriptedInput::new(["yes"]));
+        let _ = ToolCallHookContext::new("send_email", Default::default())
+            .with_human_input(bare.clone())
+            .request_human_input("Send it?", "yes/no")
+            .await;
+        expected_tool.call_id = None;
+        expected_tool.agent_role = None;
+        expected_tool.tool_input = Some(json!({}));
+        assert_eq!(bare.requests(), [expected_tool]);
+    }
+
+    struct HideKey;
+
+    impl Redact for HideKey {
+        fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+            if text.contains("sk-live-1234") {
+                Cow::Owned(text.replace("sk-live-1234", "[KEY]"))
+            } else {
+                Cow::Borrowed(text)
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_request_leaves_through_the_redaction_in_scope() {
+        let script = Arc::new(ScriptedInput::new(["yes"]));
+        let input = json!({"api_key": "sk-live-1234"});
+        let ctx =
+            ToolCallHookContext::new("deploy", input.as_object().cloned().unwrap_or_default())
+                .with_human_input(script.clone());
+        let redactor: Arc<dyn Redact> = Arc::new(HideKey);
+        let question = {
+            // The hook asks inside the crew's scope; the question is built
+            // there, whenever it is awaited.
+            let _scope = RedactionScope::enter(&redactor);
+            ctx.request_human_input("Deploy with sk-live-1234?", "yes/no")
+        };
+        question.await.expect("answered");
+        let asked = script.requests();
+        assert_eq!(asked[0].prompt, "Deploy with [KEY]?");
+        assert_eq!(asked[0].tool_input, Some(json!({"api_key": "[KEY]"})));
+    }
+
+    #[test]
+    fn the_default_timeout_is_five_minutes() {
+        assert_eq!(DEFAULT_HUMAN_INPUT_TIMEOUT, Duration::from_secs(300));
+        let tool = ToolCallHookContext::new("send_email", Default::default());
+        assert_eq!(tool.human_input_timeout(), DEFAULT_HUMAN_INPUT_TIMEOUT);
+        let model = LlmCallHookContext::new(Vec::new());
+        assert_eq!(model.human_input_timeout(), DEFAULT_HUMAN_INPUT_TIMEOUT);
+    }
+
+    #[test]
+    fn a_question_times_out_without_a_tokio_runtime() {
+        // A synchronous dispatch drives an async hook with a plain
+        // executor: the timeout still holds.
+        let (silent, _questions) = ChannelInput::new(4);
+        let ctx = tool_call(silent).with_human_input_timeout(SHORT);
+        let answer = futures_executor::block_on(ctx.request_human_input("Send it?", ""));
+        assert_eq!(answer, Err(HumanInputError::TimedOut(SHORT)));
+    }
+
+    #[test]
+    fn a_question_times_out_on_a_runtime_without_timers() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime without timers");
+        let (silent, _questions) = ChannelInput::new(4);
+        let ctx = tool_call(silent).with_human_input_timeout(SHORT);
+        let answer = runtime.block_on(ctx.request_human_input("Send it?", ""));
+        assert_eq!(answer, Err(HumanInputError::TimedOut(SHORT)));
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_waiting_question_does_not_block_other_tasks_on_a_current_thread_runtime() {
+        let (source, mut questions) = ChannelInput::new(4);
+        let ctx = tool_call(source);
+        // The question waits on the runtime's only thread...
+        let asking = tokio::spawn(async move { ctx.request_human_input("Send it?", "").await });
+        // ...while this task (on the same thread) runs: it receives the
+        // question, does other work, and answers.
+        let question = tokio::time::timeout(PATIENCE, questions.recv())
+            .await
+            .expect("the other task ran while the question waited")
+            .expect("a question");
+        let other = tokio::spawn(async { 6 * 7 });
+        assert_eq!(other.await.expect("another task ran"), 42);
+        assert!(question.reply("yes"));
+        let answer = tokio::time::timeout(PATIENCE, asking)
+            .await
+            .expect("answered in time")
+            .expect("the asking task");
+        assert_eq!(answer.as_deref(), Ok("yes"));
     }
 }

@@ -3,13 +3,16 @@
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{AgentInfo, CrewInfo, TaskInfo, ToolInfo, ask_human};
+use super::{AgentInfo, CrewInfo, TaskInfo, ToolInfo};
 use crate::extensions::Extensions;
 use crate::hook::HookContext;
-use crate::human::{HumanInputError, HumanInputSource};
+use crate::human::{
+    DEFAULT_HUMAN_INPUT_TIMEOUT, HumanInputFuture, HumanInputRequest, HumanInputSource,
+};
 use crate::name::normalize_tool_name;
 use crate::outcome::HookAborted;
 
@@ -134,7 +137,9 @@ pub struct ToolCallHookContext {
     /// Values the hooks of this call share (see [`Extensions`]).
     pub extensions: Extensions,
     status: ToolCallStatus,
+    call_id: Option<String>,
     human_input: Option<Arc<dyn HumanInputSource>>,
+    human_input_timeout: Duration,
 }
 
 impl ToolCallHookContext {
@@ -154,7 +159,9 @@ impl ToolCallHookContext {
             raw_tool_result: None,
             extensions: Extensions::new(),
             status: ToolCallStatus::Pending,
+            call_id: None,
             human_input: None,
+            human_input_timeout: DEFAULT_HUMAN_INPUT_TIMEOUT,
         }
     }
 
@@ -197,11 +204,69 @@ impl ToolCallHookContext {
         self
     }
 
+    /// Sets the id of the call, as the model gave it (unique within a
+    /// turn): what [`request_human_input`](Self::request_human_input) tells
+    /// the person's UI, so that an answer approves this call only.
+    ///
+    /// ```
+    /// let ctx = hooks_core::ToolCallHookContext::new("send_email", Default::default())
+    ///     .with_call_id("call_1");
+    /// assert_eq!(ctx.call_id(), Some("call_1"));
+    /// ```
+    pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
+        self.call_id = Some(call_id.into());
+        self
+    }
+
+    /// The id of the call, when the runtime gave it one.
+    ///
+    /// ```
+    /// let ctx = hooks_core::ToolCallHookContext::new("send_email", Default::default());
+    /// assert_eq!(ctx.call_id(), None);
+    /// ```
+    pub fn call_id(&self) -> Option<&str> {
+        self.call_id.as_deref()
+    }
+
     /// Sets where [`request_human_input`](Self::request_human_input) gets
     /// its answers (the terminal when none is set).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hooks_core::{ScriptedInput, ToolCallHookContext};
+    ///
+    /// let ctx = ToolCallHookContext::new("send_email", Default::default())
+    ///     .with_human_input(Arc::new(ScriptedInput::new(["yes"])));
+    /// # let _ = ctx;
+    /// ```
     pub fn with_human_input(mut self, source: Arc<dyn HumanInputSource>) -> Self {
         self.human_input = Some(source);
         self
+    }
+
+    /// Sets how long [`request_human_input`](Self::request_human_input)
+    /// waits for an answer (default [`DEFAULT_HUMAN_INPUT_TIMEOUT`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let ctx = hooks_core::ToolCallHookContext::new("send_email", Default::default())
+    ///     .with_human_input_timeout(Duration::from_secs(30));
+    /// assert_eq!(ctx.human_input_timeout(), Duration::from_secs(30));
+    /// ```
+    pub fn with_human_input_timeout(mut self, timeout: Duration) -> Self {
+        self.human_input_timeout = timeout;
+        self
+    }
+
+    /// How long [`request_human_input`](Self::request_human_input) waits
+    /// for an answer.
+    ///
+    /// ```
+    /// let ctx = hooks_core::ToolCallHookContext::new("send_email", Default::default());
+    /// assert_eq!(ctx.human_input_timeout(), hooks_core::DEFAULT_HUMAN_INPUT_TIMEOUT);
+    /// ```
+    pub fn human_input_timeout(&self) -> Duration {
+        self.human_input_timeout
     }
 
     /// The agent's role, if the call has an agent.
@@ -233,40 +298,82 @@ impl ToolCallHookContext {
         crew.downcast_ref()
     }
 
-    /// Asks a person: shows `prompt` and `default_message`, reads one line
-    /// and returns it trimmed.
+    /// Asks a person about this call: shows `prompt` and
+    /// `default_message`, and resolves to their answer, trimmed. Await it,
+    /// in an `async` hook.
     ///
-    /// The answer comes from the crew's human-input source (the terminal by
-    /// default, with the crew's live output paused while asking). When no
-    /// answer can be had (input closed, not a terminal, a timeout, a source
-    /// that fails or panics) this is an error, and `?` in a PRE hook turns
-    /// it into a block: an approval gate fails closed. A panic of the source
-    /// is caught here and never reaches the hook.
+    /// The question goes to the crew's human-input source (the terminal by
+    /// default, with the crew's live output held while asking) as a
+    /// [`HumanInputRequest`] that also carries the call's id, tool name,
+    /// input and agent role, so that the answer approves this call and no
+    /// other. Waiting never blocks a runtime thread.
+    ///
+    /// When no answer can be had this is an error, and `?` in a PRE hook
+    /// turns it into a block, so an approval gate fails closed: the source
+    /// failed, panicked (the panic is contained and never reaches the
+    /// hook), was closed, standard input is not a terminal, or no answer
+    /// came within [`human_input_timeout`](Self::human_input_timeout)
+    /// ([`DEFAULT_HUMAN_INPUT_TIMEOUT`] unless the crew sets another).
     ///
     /// ```
     /// use std::sync::Arc;
     /// use hooks_core::{HookAborted, ScriptedInput, ToolCallHookContext};
     ///
-    /// fn approve(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
-    ///     let answer = ctx.request_human_input(&format!("Run {}?", ctx.tool_name()), "yes/no")?;
+    /// async fn approve(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+    ///     let question = format!("Run {}?", ctx.tool_name());
+    ///     let answer = ctx.request_human_input(&question, "yes/no").await?;
     ///     if answer != "yes" {
     ///         return Err(HookAborted::new("not approved", "approval"));
     ///     }
     ///     Ok(())
     /// }
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
     /// let mut ctx = ToolCallHookContext::new("send_email", Default::default())
     ///     .with_human_input(Arc::new(ScriptedInput::new(["no"])));
-    /// assert_eq!(approve(&mut ctx).map_err(|a| a.reason), Err("not approved".to_owned()));
+    /// let refused = approve(&mut ctx).await.map_err(|a| a.reason);
+    /// assert_eq!(refused, Err("not approved".to_owned()));
     /// // No answer left: the error becomes a block through `?`.
-    /// assert!(approve(&mut ctx).is_err());
+    /// assert!(approve(&mut ctx).await.is_err());
+    /// # }
     /// ```
-    pub fn request_human_input(
-        &self,
-        prompt: &str,
-        default_message: &str,
-    ) -> Result<String, HumanInputError> {
-        ask_human(self.human_input.as_ref(), prompt, default_message)
+    ///
+    /// Register such a hook with `register_async_hook` (or write it as an
+    /// `async fn` under an attribute). A synchronous hook cannot wait for
+    /// a person: the answer is a future, and using it as a `Result` does
+    /// not compile:
+    ///
+    /// ```compile_fail,E0277
+    /// use hooks_core::{HookAborted, ToolCallHookContext};
+    ///
+    /// fn approve(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+    ///     // error: the `?` operator can only be applied to values that
+    ///     // implement `Try` (help: consider `.await`ing on the `Future`)
+    ///     let answer = ctx.request_human_input("Run it?", "yes/no")?;
+    ///     Ok(())
+    /// }
+    /// ```
+    ///
+    /// and a question left unawaited asks nobody, which the `unused_must_use`
+    /// lint reports (an error here):
+    ///
+    /// ```compile_fail
+    /// #![deny(unused_must_use)]
+    /// use hooks_core::ToolCallHookContext;
+    ///
+    /// fn approve(ctx: &mut ToolCallHookContext) {
+    ///     // error: unused `HumanInputFuture` that must be used: nobody is
+    ///     // asked until this is awaited
+    ///     ctx.request_human_input("Run it?", "yes/no");
+    /// }
+    /// ```
+    pub fn request_human_input(&self, prompt: &str, default_message: &str) -> HumanInputFuture {
+        let mut request = HumanInputRequest::new(prompt, default_message)
+            .with_tool(&*self.tool_name, Value::Object(self.tool_input.clone()));
+        request.call_id = self.call_id.clone();
+        request.agent_role = self.agent_role().map(str::to_owned);
+        crate::human::ask(self.human_input.clone(), request, self.human_input_timeout)
     }
 }
 
@@ -299,6 +406,7 @@ impl fmt::Debug for ToolCallHookContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolCallHookContext")
             .field("tool_name", &self.tool_name)
+            .field("call_id", &self.call_id)
             .field("tool_input", &self.tool_input)
             .field("tool", &self.tool.as_deref().map(ToolInfo::name))
             .field("agent", &self.agent_role())
