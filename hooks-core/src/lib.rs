@@ -118,7 +118,7 @@ pub mod runtime {
     use crate::hook::{AsyncHookFn, HookCall, HookId, HookOptions, HookStyle};
     use crate::outcome::HookReturn;
     use crate::point::Point;
-    use crate::registry::{HookRegistry, RegisterError, crew_entry};
+    use crate::registry::{HookRegistry, RegisterError, async_call, crew_entry};
 
     /// Registers `hook` on `registry` as a hook of the crew named `crew`
     /// (listed with [`HookOrigin::Crew`](crate::HookOrigin::Crew)): the way
@@ -186,15 +186,7 @@ pub mod runtime {
         R: HookReturn<P> + 'static,
     {
         let _ = point;
-        let entry = crew_entry::<P>(
-            crew,
-            HookStyle::On,
-            options,
-            HookCall::SharedAsync(Box::new(move |ctx: &mut P::Context| {
-                let running = hook.start(ctx);
-                Box::pin(async move { running.await.into_decision() })
-            })),
-        )?;
+        let entry = crew_entry::<P>(crew, HookStyle::On, options, async_call(hook))?;
         Ok(registry.insert(entry))
     }
 }

@@ -838,17 +838,26 @@ where
     R: HookReturn<P> + 'static,
 {
     check_filters(P::ID, &options)?;
-    let call: Box<crate::hook::AsyncHookCall<P>> = Box::new(move |ctx| {
-        let running = hook.start(ctx);
-        // One allocation per run: the hook's own future lives inside.
-        Box::pin(async move { running.await.into_decision() })
-    });
     Ok(entry::<P, F>(
         options,
         HookStyle::On,
         origin,
-        HookCall::SharedAsync(call),
+        async_call(hook),
     ))
+}
+
+/// An `async` hook adapted to its point's decision.
+pub(crate) fn async_call<P, F, R>(hook: F) -> HookCall<P>
+where
+    P: Point,
+    F: for<'c> AsyncHookFn<'c, P::Context, R>,
+    R: HookReturn<P> + 'static,
+{
+    HookCall::SharedAsync(Box::new(move |ctx| {
+        let running = hook.start(ctx);
+        // One allocation per run: the hook's own future lives inside.
+        Box::pin(async move { running.await.into_decision() })
+    }))
 }
 
 fn legacy_before_entry<P, F, R>(options: HookOptions, style: HookStyle, hook: F) -> HookEntry<P>
