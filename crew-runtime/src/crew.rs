@@ -707,9 +707,9 @@ impl KickoffDepth {
         TASK_KICKOFF_DEPTH.scope(depth, future)
     }
 
-    /// This thread at `depth`: a helper thread running the calls of a
-    /// kickoff takes that kickoff's depth, so a hook there that kicks off a
-    /// crew is counted too.
+    /// This thread at `depth`: a blocking-pool thread running a
+    /// synchronous tool of a kickoff takes that kickoff's depth, so a
+    /// kickoff started from the tool is counted too.
     pub(crate) fn at(depth: usize) -> KickoffDepth {
         KickoffDepth {
             previous: KICKOFF_DEPTH.with(|current| current.replace(depth)),
@@ -890,9 +890,10 @@ impl CrewBuilder {
         self
     }
 
-    /// The most tool calls of one model turn that run at the same time
-    /// (default [`DEFAULT_MAX_CONCURRENT_TOOL_CALLS`]; 1 runs them one after
-    /// another on the agent's thread).
+    /// The most tool calls of one model turn that run at the same time,
+    /// each a task of the runtime (default
+    /// [`DEFAULT_MAX_CONCURRENT_TOOL_CALLS`]; 1 runs them one after another
+    /// in the kickoff's own task).
     pub fn max_concurrent_tool_calls(mut self, limit: usize) -> Self {
         self.max_concurrent_tool_calls = limit.max(1);
         self

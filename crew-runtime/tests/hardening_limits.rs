@@ -4,8 +4,8 @@
 //! - a task's agent is the crew's agent of that role (the same value), or
 //!   joins the crew when no agent has its role; another agent with a crew
 //!   agent's role fails the build;
-//! - kickoffs started from hooks nest at most `max_kickoff_depth` deep, on
-//!   the agent's thread and on the threads running a turn's calls alike;
+//! - kickoffs started from hooks nest at most `max_kickoff_depth` deep, in
+//!   the kickoff's own task and in the tasks running a turn's calls alike;
 //! - an observation past `max_observation_bytes` is cut for the model after
 //!   the POST chain saw it whole;
 //! - calls past `max_tool_calls_per_turn` are refused, with no hook and no

@@ -180,9 +180,10 @@ pub(crate) fn run_in_child(test: &str, marker: &str) -> String {
     stdout
 }
 
-/// Every `tracing` line of this test binary, from every thread (tool calls
-/// run on helper threads too, so a thread-local subscriber would miss
-/// theirs). Installed once, before any crew runs.
+/// Every `tracing` line of this test binary, from every thread (a turn's
+/// calls run as tasks of the runtime and synchronous tools on its blocking
+/// pool, so a thread-local subscriber would miss theirs). Installed once,
+/// before any crew runs.
 pub(crate) fn tracing_lines() -> &'static Mutex<Vec<String>> {
     static LINES: OnceLock<&'static Mutex<Vec<String>>> = OnceLock::new();
     LINES.get_or_init(|| {
