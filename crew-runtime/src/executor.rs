@@ -469,7 +469,7 @@ impl AgentRun {
             gen_ai.agent.name = %self.role(),
             crew.turn = turn,
         );
-        let answer = crate::tool_call::within(
+        let answer = crate::join::within(
             timeout,
             contain_panic_async(AssertUnwindSafe(llm.complete(&request))),
         )
@@ -637,7 +637,7 @@ impl<'r> StreamToBuses<'r> {
         run.emit(Event::LlmStreamChunk(LlmStreamChunkEvent {
             chunk,
             agent_role: Some(run.role().to_owned()),
-            task: Some(run.redaction().text(run.task.description()).into_owned()),
+            task: Some(run.task_for_events()),
             crew: Some(run.settings().name.clone()),
         }));
     }

@@ -5,10 +5,13 @@
 //! spawned and drops those that never started, so a cancelled kickoff
 //! leaves nothing running (a synchronous tool already on the blocking pool
 //! finishes its call there; its result is dropped).
+//!
+//! [`within`] bounds a model's or a tool's work by its timeout.
 
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Duration;
 
 use tokio::task::{JoinError, JoinSet};
 
@@ -80,6 +83,21 @@ impl<T: Send + 'static> BoundedJoinSet<T> {
         let position = self.ids.iter().position(|(task, _)| *task == id)?;
         Some(self.ids.swap_remove(position).1)
     }
+}
+
+/// `future`'s output, or `Elapsed` after `timeout`. A future that is ready
+/// at its first poll (most tools that answer from memory) sets no timer.
+pub(crate) async fn within<F: Future>(
+    timeout: Duration,
+    future: F,
+) -> Result<F::Output, tokio::time::error::Elapsed> {
+    let mut future = std::pin::pin!(future);
+    if let std::task::Poll::Ready(output) =
+        std::future::poll_fn(|cx| std::task::Poll::Ready(future.as_mut().poll(cx))).await
+    {
+        return Ok(output);
+    }
+    tokio::time::timeout(timeout, future).await
 }
 
 #[cfg(test)]

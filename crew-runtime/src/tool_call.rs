@@ -56,6 +56,7 @@ use serde_json::{Map, Value};
 use crate::crew::KickoffDepth;
 use crate::error::CrewError;
 use crate::executor::{AgentRun, excerpt};
+use crate::join::within;
 use crate::llm::ToolCallRequest;
 use crate::tool::{Tool, ToolResult, ToolRun};
 
@@ -371,7 +372,7 @@ impl AgentRun {
 
     /// The task's description as tool-usage events carry it (kickoff
     /// inputs filled in, so cleaned).
-    fn task_for_events(&self) -> String {
+    pub(crate) fn task_for_events(&self) -> String {
         self.redaction().text(self.task.description()).into_owned()
     }
 }
@@ -513,21 +514,6 @@ fn json_kind(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-/// `future`'s output, or `Elapsed` after `timeout`. A future that is ready
-/// at its first poll (most tools that answer from memory) sets no timer.
-pub(crate) async fn within<F: Future>(
-    timeout: Duration,
-    future: F,
-) -> Result<F::Output, tokio::time::error::Elapsed> {
-    let mut future = std::pin::pin!(future);
-    if let std::task::Poll::Ready(output) =
-        std::future::poll_fn(|cx| std::task::Poll::Ready(future.as_mut().poll(cx))).await
-    {
-        return Ok(output);
-    }
-    tokio::time::timeout(timeout, future).await
 }
 
 /// Why a tool call produced no result of its own.

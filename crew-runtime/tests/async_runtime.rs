@@ -639,3 +639,37 @@ async fn a_flood_of_calls_runs_at_most_the_concurrency_limit_at_once() {
     assert_eq!(llm.requests()[1].observations().len(), 40);
     assert_eq!(most.load(Ordering::SeqCst), 3, "never more than 3 at once");
 }
+
+/// Rule 4: PRE and POST of one model call see the same hooks, also when the
+/// model's answer is awaited in between and the registry changes meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rule_04_a_model_call_keeps_its_snapshot_across_the_awaited_answer() {
+    let registry = fresh_registry();
+    let posts = Arc::new(AtomicUsize::new(0));
+    let counted = posts.clone();
+    registry
+        .register_hook(POST_MODEL_CALL, move |_: &mut LlmCallHookContext| {
+            counted.fetch_add(1, Ordering::SeqCst);
+        })
+        .expect("registers");
+    let changer = registry.clone();
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .latency(Duration::from_millis(5))
+            .answer_with(move |_| {
+                // While the model answers, the POST hook is removed.
+                changer.clear_hooks(POST_MODEL_CALL);
+                "done".to_owned()
+            }),
+    );
+    let writer = agent("Writer", vec![], &llm);
+    let crew = Crew::builder()
+        .agent(writer.clone())
+        .task(Task::builder("Write").agent(&writer).build())
+        .global_registry(registry.clone())
+        .build()
+        .expect("builds");
+    crew.kickoff(()).await.expect("runs");
+    assert_eq!(posts.load(Ordering::SeqCst), 1, "the call's POST hook ran");
+    assert!(registry.get_hooks(POST_MODEL_CALL).is_empty());
+}

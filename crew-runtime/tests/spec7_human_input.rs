@@ -31,17 +31,7 @@ fn gated_email_crew(
     sent: &Log<String>,
     llm: &Arc<ScriptedLlm>,
 ) -> CrewBuilder {
-    let sink = sent.clone();
-    let send = Tool::dynamic(
-        "send_email",
-        "Sends an email",
-        json!({"type": "object", "properties": {"to": {"type": "string"}}}),
-        move |args| {
-            let to = args["to"].as_str().unwrap_or("").to_owned();
-            push(&sink, to.clone());
-            Ok::<_, String>(json!(format!("sent to {to}")))
-        },
-    );
+    let send = send_email_tool(sent);
     let assistant = agent("Assistant", vec![send], llm);
     Crew::builder()
         .name("mailroom")

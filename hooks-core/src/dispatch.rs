@@ -17,7 +17,7 @@ use arc_swap::Guard;
 use crate::chain::{Candidates, Chain, MergeByRank};
 use crate::context::{RawToolResult, ToolCallHookContext, ToolCallStatus};
 use crate::events::{Event, HookDispatchedEvent, HookPanickedEvent};
-use crate::hook::{FailureMode, HookContext, HookEntry, HookFuture, Invocation};
+use crate::hook::{FailureMode, HookContext, HookEntry, Invocation};
 use crate::outcome::{Decision, DispatchOutcome, HookAborted};
 use crate::point::points::{PostToolCall, PreToolCall};
 use crate::point::{InterceptionPoint, Point};
@@ -712,7 +712,11 @@ async fn run_one<P: Point>(
     };
     match invoked {
         Ok(Invocation::Done(decision)) => Ok(decision),
-        Ok(Invocation::Pending(future)) => Contained::new(future).await,
+        // Polled quietly, its panic contained (and its message cleaned) as
+        // the tools' are.
+        Ok(Invocation::Pending(future)) => {
+            crate::panic::contain_panic_async(AssertUnwindSafe(future)).await
+        }
         Err(panic) => Err(panic),
     }
 }
@@ -739,38 +743,6 @@ struct Walk {
     hooks_run: usize,
     modified: bool,
     aborted: Option<HookAborted>,
-}
-
-/// An `async` hook's future with its panics contained: each poll runs in
-/// a quiet scope (the panic hook stays silent) and under `catch_unwind`.
-struct Contained<'c, R> {
-    future: HookFuture<'c, R>,
-}
-
-impl<'c, R> Contained<'c, R> {
-    fn new(future: HookFuture<'c, R>) -> Self {
-        Contained { future }
-    }
-}
-
-impl<R> std::future::Future for Contained<'_, R> {
-    type Output = std::thread::Result<R>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        let quiet = crate::panic::QuietScope::enter();
-        let future = &mut self.future;
-        match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
-            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
-            Ok(std::task::Poll::Ready(value)) => std::task::Poll::Ready(Ok(value)),
-            Err(panic) => {
-                quiet.panicked();
-                std::task::Poll::Ready(Err(panic))
-            }
-        }
-    }
 }
 
 impl HookRegistry {

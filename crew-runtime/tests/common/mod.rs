@@ -54,6 +54,21 @@ pub(crate) fn search_tool(received: &Log<SearchArgs>) -> Tool {
 }
 
 /// An agent with these tools and this model.
+/// A `send_email` tool that records every address it sends to.
+pub(crate) fn send_email_tool(sent: &Log<String>) -> Tool {
+    let sink = sent.clone();
+    Tool::dynamic(
+        "send_email",
+        "Sends an email",
+        json!({"type": "object", "properties": {"to": {"type": "string"}}}),
+        move |args| {
+            let to = args["to"].as_str().unwrap_or("").to_owned();
+            push(&sink, to.clone());
+            Ok::<_, String>(json!(format!("sent to {to}")))
+        },
+    )
+}
+
 pub(crate) fn agent(role: &str, tools: Vec<Tool>, llm: &Arc<ScriptedLlm>) -> Agent {
     Agent::builder(role)
         .goal("Get the task done")
