@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hooks_core::runtime::ToolOutput;
-use hooks_core::{RawToolResult, ToolCallStatus, ToolInfo, normalize_tool_name};
+use hooks_core::{RawToolResult, ToolAnnotations, ToolCallStatus, ToolInfo, normalize_tool_name};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -66,6 +66,8 @@ struct ToolInner {
     parameters: Value,
     invoke: Arc<Invoke>,
     timeout: Option<Duration>,
+    annotations: ToolAnnotations,
+    mcp_server: Option<Arc<str>>,
 }
 
 /// Marks a tool function's result (`Result<_, _>`): the function runs on
@@ -224,6 +226,7 @@ impl Tool {
             body: Arc::new(move |args| prepare(&function, args)),
             formatter: None,
             timeout: None,
+            annotations: ToolAnnotations::new(),
             args: PhantomData,
         }
     }
@@ -294,6 +297,8 @@ impl Tool {
                 parameters,
                 invoke,
                 timeout: None,
+                annotations: ToolAnnotations::new(),
+                mcp_server: None,
             }),
         }
     }
@@ -319,6 +324,38 @@ impl Tool {
     pub fn with_timeout(mut self, timeout: Duration) -> Tool {
         Arc::make_mut(&mut self.inner).timeout = Some(timeout);
         self
+    }
+
+    /// Declares what the tool does to its environment, as MCP tools do:
+    /// hooks see it through `ctx.tool`, and filters and guards on
+    /// [`Capability`](hooks_core::Capability) match it. A tool that
+    /// declares nothing counts as possibly destructive (see
+    /// [`ToolAnnotations`]).
+    ///
+    /// ```
+    /// use crew_runtime::Tool;
+    /// use hooks_core::{Capability, ToolAnnotations};
+    /// use serde_json::json;
+    ///
+    /// let lookup = Tool::dynamic("lookup", "Looks a key up", json!({"type": "object"}), |args| async move {
+    ///     Ok::<_, String>(json!({"found": args["key"]}))
+    /// })
+    /// .with_annotations(ToolAnnotations::new().read_only(true).open_world(false));
+    /// assert!(lookup.annotations().capabilities().contains(Capability::ReadOnly));
+    /// ```
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Tool {
+        Arc::make_mut(&mut self.inner).annotations = annotations;
+        self
+    }
+
+    /// What the tool declares about its effects ([`Tool::with_annotations`]).
+    pub fn annotations(&self) -> &ToolAnnotations {
+        &self.inner.annotations
+    }
+
+    /// The MCP server the tool comes from, for a tool of one.
+    pub fn mcp_server(&self) -> Option<&str> {
+        self.inner.mcp_server.as_deref()
     }
 
     /// The tool's own timeout, if it has one ([`Tool::with_timeout`]).
@@ -371,6 +408,14 @@ impl ToolInfo for Tool {
     fn args_schema(&self) -> &Value {
         &self.inner.parameters
     }
+
+    fn annotations(&self) -> &ToolAnnotations {
+        &self.inner.annotations
+    }
+
+    fn mcp_server(&self) -> Option<&str> {
+        self.inner.mcp_server.as_deref()
+    }
 }
 
 impl fmt::Debug for Tool {
@@ -378,6 +423,8 @@ impl fmt::Debug for Tool {
         f.debug_struct("Tool")
             .field("name", &self.inner.name)
             .field("description", &self.inner.description)
+            .field("annotations", &self.inner.annotations)
+            .field("mcp_server", &self.inner.mcp_server)
             .finish_non_exhaustive()
     }
 }
@@ -394,6 +441,7 @@ pub struct TypedTool<Args, Out> {
     body: Arc<Body<Args, Out>>,
     formatter: Option<Arc<Formatter<Out>>>,
     timeout: Option<Duration>,
+    annotations: ToolAnnotations,
     args: PhantomData<fn(Args)>,
 }
 
@@ -419,6 +467,13 @@ where
         self
     }
 
+    /// Declares what the tool does to its environment (see
+    /// [`Tool::with_annotations`]).
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
     /// The finished tool.
     pub fn build(self) -> Tool {
         let TypedTool {
@@ -427,6 +482,7 @@ where
             body,
             formatter,
             timeout,
+            annotations,
             args: _,
         } = self;
         let invoke = move |input: &Map<String, Value>| {
@@ -458,7 +514,8 @@ where
                 }
             }
         };
-        let tool = Tool::from_parts(name, description, schema_of::<Args>(), Arc::new(invoke));
+        let tool = Tool::from_parts(name, description, schema_of::<Args>(), Arc::new(invoke))
+            .with_annotations(annotations);
         match timeout {
             Some(timeout) => tool.with_timeout(timeout),
             None => tool,

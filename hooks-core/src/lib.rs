@@ -80,6 +80,7 @@
 #![deny(missing_docs)]
 
 mod api;
+mod capability;
 mod chain;
 pub mod console;
 mod context;
@@ -202,6 +203,7 @@ pub use api::{
     unregister_after_tool_call_hook, unregister_before_llm_call_hook,
     unregister_before_tool_call_hook, unregister_hook,
 };
+pub use capability::{Capabilities, Capability, ToolAnnotations};
 pub use context::{
     AgentInfo, CrewInfo, ExecutionEndContext, ExecutionStartContext, ExecutionStatus, InputContext,
     LlmCallHookContext, LlmInfo, ModelResponse, OutputContext, RawToolResult, StepContext,

@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::ToolAnnotations;
+
 mod execution;
 mod llm;
 mod step;
@@ -28,6 +30,18 @@ pub trait ToolInfo: Any + Send + Sync {
     fn description(&self) -> &str;
     /// The JSON schema of the tool's arguments.
     fn args_schema(&self) -> &Value;
+
+    /// What the tool declares about its effects (MCP annotations, or the
+    /// same declared by any tool). The default declares nothing, which
+    /// reads as "may be destructive" (see [`ToolAnnotations`]).
+    fn annotations(&self) -> &ToolAnnotations {
+        &crate::capability::UNDECLARED
+    }
+
+    /// The name of the MCP server the tool comes from, for tools of one.
+    fn mcp_server(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// What a hook can see of the agent making the call.
