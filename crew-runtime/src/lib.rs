@@ -140,6 +140,8 @@ mod executor;
 pub mod guards;
 mod join;
 pub mod llm;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 /// A client for OpenAI-compatible chat-completions servers (OpenAI, Ollama,
 /// vLLM, llama.cpp) with native tool calling.
 pub mod openai;

@@ -284,7 +284,7 @@ impl Tool {
         )
     }
 
-    fn from_parts(
+    pub(crate) fn from_parts(
         name: String,
         description: String,
         parameters: Value,
@@ -356,6 +356,13 @@ impl Tool {
     /// The MCP server the tool comes from, for a tool of one.
     pub fn mcp_server(&self) -> Option<&str> {
         self.inner.mcp_server.as_deref()
+    }
+
+    /// Marks the tool as one of the MCP server `server`.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn of_mcp_server(mut self, server: Arc<str>) -> Tool {
+        Arc::make_mut(&mut self.inner).mcp_server = Some(server);
+        self
     }
 
     /// The tool's own timeout, if it has one ([`Tool::with_timeout`]).

@@ -1,0 +1,352 @@
+//! SPEC §9, bad input: MCP servers that break the protocol, never answer,
+//! list unusable tools or die mid-run get a clear error within a timeout;
+//! nothing panics or hangs.
+//!
+//! Each server here is a few lines of hand-written JSON-RPC on an
+//! in-process pipe, so that every misbehavior is exact.
+#![cfg(feature = "mcp")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crew_runtime::mcp::{McpError, McpServer};
+use crew_runtime::prelude::*;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+
+/// What a fake server answers to one request: raw lines to write back.
+type Script = Box<dyn Fn(&Value) -> Vec<String> + Send + Sync>;
+
+/// Starts a fake server on a pipe; returns the client's ends.
+fn fake_server(script: Script) -> (DuplexStream, DuplexStream) {
+    let (client_reads, mut server_writes) = tokio::io::duplex(1 << 16);
+    let (server_reads, client_writes) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(server_reads).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            for reply in script(&message) {
+                if server_writes.write_all(reply.as_bytes()).await.is_err()
+                    || server_writes.write_all(b"\n").await.is_err()
+                {
+                    return;
+                }
+            }
+        }
+    });
+    (client_reads, client_writes)
+}
+
+fn answer(request: &Value, result: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": request["id"], "result": result}).to_string()
+}
+
+fn initialized(request: &Value) -> String {
+    answer(
+        request,
+        json!({
+            "protocolVersion": request["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "fake", "version": "0"}
+        }),
+    )
+}
+
+/// A well-behaved handshake; `tools/list` and `tools/call` as `list` and
+/// `call` say.
+fn server_with(
+    list: impl Fn(&Value) -> Value + Send + Sync + 'static,
+    call: impl Fn(&Value) -> Option<Value> + Send + Sync + 'static,
+) -> Script {
+    Box::new(move |message| match message["method"].as_str() {
+        Some("initialize") => vec![initialized(message)],
+        Some("tools/list") => vec![answer(message, list(message))],
+        Some("tools/call") => call(message)
+            .map(|result| vec![answer(message, result)])
+            .unwrap_or_default(),
+        Some("ping") => vec![answer(message, json!({}))],
+        _ => Vec::new(),
+    })
+}
+
+fn object_tool(name: &str) -> Value {
+    json!({"name": name, "description": "a tool", "inputSchema": {"type": "object", "properties": {}}})
+}
+
+async fn connect(script: Script, timeout: Duration) -> Result<McpServer, McpError> {
+    let (reader, writer) = fake_server(script);
+    McpServer::io("fake", reader, writer)
+        .connect_timeout(timeout)
+        .connect()
+        .await
+}
+
+/// Every connection attempt below must end well within this.
+const BOUND: Duration = Duration::from_secs(10);
+
+async fn bounded<T>(work: impl std::future::Future<Output = T>) -> T {
+    match tokio::time::timeout(BOUND, work).await {
+        Ok(done) => done,
+        Err(_) => panic!("hung past {BOUND:?}"),
+    }
+}
+
+#[tokio::test]
+async fn spec9_a_server_that_answers_garbage_fails_the_handshake() {
+    let garbage: Script = Box::new(|_| {
+        vec![
+            "this is not json".to_owned(),
+            r#"{"jsonrpc": "2.0", "id": "#.to_owned(),
+            "\u{1b}[2J".to_owned(),
+        ]
+    });
+    let error = bounded(connect(garbage, Duration::from_secs(2)))
+        .await
+        .expect_err("garbage is no handshake");
+    let message = error.to_string();
+    assert!(
+        matches!(error, McpError::Handshake { .. } | McpError::Timeout { .. }),
+        "{message}"
+    );
+    assert!(message.contains("MCP server `fake`"), "{message}");
+    assert!(
+        !message.contains('\u{1b}'),
+        "escape sequences are quoted: {message}"
+    );
+}
+
+#[tokio::test]
+async fn spec9_a_server_that_never_answers_times_out_naming_the_stage() {
+    let silent: Script = Box::new(|_| Vec::new());
+    let error = bounded(connect(silent, Duration::from_millis(300)))
+        .await
+        .expect_err("silence is no handshake");
+    assert!(
+        matches!(
+            error,
+            McpError::Timeout {
+                stage: "handshake",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("no answer to the handshake within 300ms"),
+        "{error}"
+    );
+
+    let mute_listing = server_with(|_| json!(null), |_| None);
+    let mute_listing: Script = Box::new(move |message| {
+        if message["method"] == "tools/list" {
+            Vec::new()
+        } else {
+            mute_listing(message)
+        }
+    });
+    let error = bounded(connect(mute_listing, Duration::from_millis(300)))
+        .await
+        .expect_err("an unanswered listing");
+    assert!(
+        matches!(
+            error,
+            McpError::Timeout {
+                stage: "tool listing",
+                ..
+            }
+        ),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn spec9_a_schema_that_is_not_an_object_is_refused_by_name() {
+    let list = |_: &Value| {
+        json!({"tools": [
+            object_tool("fine"),
+            {"name": "broken", "inputSchema": {"type": "string"}}
+        ]})
+    };
+    let error = bounded(connect(server_with(list, |_| None), BOUND))
+        .await
+        .expect_err("a string schema");
+    assert!(
+        matches!(&error, McpError::InvalidSchema { tool, .. } if tool == "broken"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("only([...])"), "{error}");
+
+    // Leaving the tool out makes the server usable.
+    let (reader, writer) = fake_server(server_with(list, |_| None));
+    let server = bounded(
+        McpServer::io("fake", reader, writer)
+            .only(["fine"])
+            .connect(),
+    )
+    .await
+    .expect("the usable tool alone");
+    assert_eq!(server.tools().len(), 1);
+}
+
+#[tokio::test]
+async fn spec9_a_listing_that_is_not_a_listing_is_a_clear_error() {
+    let list = |_: &Value| json!({"tools": [{"name": "no_schema"}]});
+    let error = bounded(connect(server_with(list, |_| None), Duration::from_secs(2)))
+        .await
+        .expect_err("a tool without a schema");
+    assert!(matches!(error, McpError::Listing { .. }), "{error}");
+    assert!(
+        error.to_string().contains("MCP server `fake`: listing its tools failed: it answered `tools/list` with something that is not a tool listing"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn spec9_tools_that_collide_once_normalized_are_refused() {
+    let list = |_: &Value| json!({"tools": [object_tool("read-file"), object_tool("read_file")]});
+    let error = bounded(connect(server_with(list, |_| None), BOUND))
+        .await
+        .expect_err("two tools named read_file");
+    let McpError::CollidingTools {
+        first,
+        second,
+        name,
+        ..
+    } = &error
+    else {
+        panic!("{error}")
+    };
+    assert_eq!(
+        (first.as_str(), second.as_str(), name.as_str()),
+        ("read-file", "read_file", "read_file")
+    );
+
+    let nameless = |_: &Value| json!({"tools": [object_tool("???")]});
+    let error = bounded(connect(server_with(nameless, |_| None), BOUND))
+        .await
+        .expect_err("a name without letters");
+    assert!(matches!(error, McpError::InvalidToolName { .. }), "{error}");
+}
+
+#[tokio::test]
+async fn spec9_listings_are_read_page_by_page_and_endless_paging_is_refused() {
+    let paged = |request: &Value| match request["params"]["cursor"].as_str() {
+        None => json!({"tools": [object_tool("one")], "nextCursor": "2"}),
+        Some("2") => json!({"tools": [object_tool("two")], "nextCursor": "3"}),
+        Some(_) => json!({"tools": [object_tool("three")]}),
+    };
+    let server = bounded(connect(server_with(paged, |_| None), BOUND))
+        .await
+        .expect("three pages");
+    let names: Vec<String> = server.tools().iter().map(|t| t.name().to_owned()).collect();
+    assert_eq!(names, ["one", "two", "three"]);
+
+    let looping = |_: &Value| json!({"tools": [], "nextCursor": "again"});
+    let error = bounded(connect(server_with(looping, |_| None), BOUND))
+        .await
+        .expect_err("a cursor that repeats");
+    assert!(
+        error.to_string().contains("page cursor \"again\" twice"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn spec9_only_names_tools_the_server_has() {
+    let list = |_: &Value| json!({"tools": [object_tool("one")]});
+    let (reader, writer) = fake_server(server_with(list, |_| None));
+    let error = bounded(
+        McpServer::io("fake", reader, writer)
+            .only(["one", "two"])
+            .connect(),
+    )
+    .await
+    .expect_err("no tool two");
+    assert!(
+        matches!(&error, McpError::UnknownTools { missing, .. } if missing == &["two"]),
+        "{error}"
+    );
+}
+
+/// Runs a crew whose agent calls `tool` of `server` with `{}` once, then
+/// answers; returns the observations the model got.
+async fn observe(server: &McpServer, tool: &str) -> Vec<String> {
+    let model = Arc::new(ScriptedLlm::new().call(tool, json!({})).answer("done"));
+    let agent = Agent::builder("Caller")
+        .llm(Arc::clone(&model) as Arc<dyn Llm>)
+        .tools(server.tools())
+        .build();
+    let crew = Crew::builder()
+        .agent(agent.clone())
+        .task(Task::builder("Call it").agent(&agent).build())
+        .global_registry(Arc::new(HookRegistry::new()))
+        .tool_timeout(Duration::from_millis(500))
+        .build()
+        .expect("the crew builds");
+    let output = bounded(crew.kickoff(Inputs::new())).await;
+    assert!(output.is_ok(), "the run goes on: {output:?}");
+    let requests = model.requests();
+    let last = requests.last().expect("the model was asked");
+    last.observations().into_iter().map(str::to_owned).collect()
+}
+
+#[tokio::test]
+async fn spec9_a_server_that_never_answers_a_call_fails_it_at_the_timeout() {
+    let list = |_: &Value| json!({"tools": [object_tool("stall")]});
+    let server = bounded(connect(server_with(list, |_| None), BOUND))
+        .await
+        .expect("connects");
+    let seen = observe(&server, "stall").await;
+    assert_eq!(seen, ["Error executing tool: timed out after 500ms"]);
+}
+
+#[tokio::test]
+async fn spec9_a_server_that_dies_mid_run_fails_the_calls_after_it() {
+    let list = |_: &Value| json!({"tools": [object_tool("echo")]});
+    let (reader, writer) = fake_server(server_with(list, |_| None));
+    let server = bounded(McpServer::io("fake", reader, writer).connect())
+        .await
+        .expect("connects");
+    // The server goes away: the session's streams end.
+    server.shutdown(Duration::from_secs(2)).await;
+    let seen = observe(&server, "echo").await;
+    assert_eq!(seen.len(), 1);
+    assert!(
+        seen[0].starts_with("Error executing tool: the MCP server `fake` is gone"),
+        "{seen:?}"
+    );
+}
+
+#[tokio::test]
+async fn spec9_an_out_of_protocol_call_result_fails_the_call() {
+    let list = |_: &Value| json!({"tools": [object_tool("odd")]});
+    let odd = |_: &Value| Some(json!({"content": "not a list"}));
+    let server = bounded(connect(server_with(list, odd), BOUND))
+        .await
+        .expect("connects");
+    let seen = observe(&server, "odd").await;
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].starts_with("Error executing tool: "), "{seen:?}");
+}
+
+#[tokio::test]
+async fn spec9_a_server_error_reply_fails_the_call_with_its_message() {
+    let list = |_: &Value| json!({"tools": [object_tool("refuse")]});
+    let script = server_with(list, |_| None);
+    let script: Script = Box::new(move |message| {
+        if message["method"] == "tools/call" {
+            vec![json!({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32602, "message": "no such file\u{1b}[31m"}}).to_string()]
+        } else {
+            script(message)
+        }
+    });
+    let server = bounded(connect(script, BOUND)).await.expect("connects");
+    let seen = observe(&server, "refuse").await;
+    assert_eq!(
+        seen,
+        [r"Error executing tool: the MCP server `fake` refused the call: no such file\x1b[31m"]
+    );
+}
