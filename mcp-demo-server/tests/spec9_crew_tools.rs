@@ -228,8 +228,7 @@ async fn spec9_hooks_see_the_annotations_and_the_mcp_result() {
     let raw = Seen::default();
     let raw_sink = raw.clone();
     let crew = {
-        let registry = crew.global_registry().clone();
-        registry
+        crew.global_registry()
             .register_hook(POST_TOOL_CALL, move |ctx: &mut ToolCallHookContext| {
                 let tool = ctx.tool.as_ref().expect("a known tool");
                 let flags = tool.annotations();
@@ -379,7 +378,9 @@ async fn spec9_every_way_an_mcp_tool_runs_goes_through_the_hooks() {
     // Tools as the server lists them, one taken by name, and from a clone.
     let by_name = server.tool("echo").expect("echo");
     let cloned = server.clone().tools();
-    let ways: Vec<(&str, Vec<Tool>, Vec<Vec<&str>>)> = vec![
+    /// A way to run the tool: its name, the agent's tools, the model's turns.
+    type Way<'a> = (&'a str, Vec<Tool>, Vec<Vec<&'a str>>);
+    let ways: Vec<Way<'_>> = vec![
         (
             "one call a turn",
             server.tools(),
@@ -661,7 +662,7 @@ async fn spec9_the_server_process_stops_when_the_crew_and_server_are_dropped() {
     let alive = || {
         std::fs::read_to_string(format!("/proc/{pid}/stat"))
             // A zombie (state Z) has exited and waits to be reaped.
-            .is_ok_and(|stat| !stat.split_whitespace().nth(2).is_some_and(|s| s == "Z"))
+            .is_ok_and(|stat| stat.split_whitespace().nth(2).is_none_or(|s| s != "Z"))
     };
     assert!(alive());
     let (crew, _model) = crew_of(
