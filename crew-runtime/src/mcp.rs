@@ -81,7 +81,7 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 use serde_json::{Map, Value};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use crate::tool::{Tool, ToolFailure, ToolResult, ToolRun};
 
@@ -352,6 +352,12 @@ impl McpServerBuilder {
             call_timeout,
             bearer_token,
         } = self;
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(McpError::InvalidConfig {
+                server: name,
+                reason: "connecting needs a tokio runtime, which then runs the session".to_owned(),
+            });
+        }
         if normalize_tool_name(&name).is_empty() {
             return Err(McpError::InvalidConfig {
                 server: name,
@@ -707,18 +713,41 @@ struct StderrTail {
 }
 
 impl StderrTail {
-    async fn follow(self: Arc<Self>, server: Arc<str>, output: tokio::process::ChildStderr) {
-        let mut lines = BufReader::new(output).lines();
-        // A line too long for memory ends the reading, as does the end.
-        while let Ok(Some(line)) = lines.next_line().await {
-            let line = quote(&line, STDERR_LINE_BYTES);
-            tracing::debug!(target: "crew_runtime::mcp", server = %server, "{line}");
-            if let Ok(mut kept) = self.lines.lock() {
-                if kept.len() == STDERR_LINES {
-                    kept.pop_front();
+    /// Reads the server's standard error to its end, whatever it holds:
+    /// bytes that are not UTF-8 are replaced, lines are cut to a few
+    /// hundred bytes, and reading never stops early (a full pipe would
+    /// stall the server).
+    async fn follow(self: Arc<Self>, server: Arc<str>, mut output: tokio::process::ChildStderr) {
+        let mut chunk = [0u8; 4096];
+        let mut line = Vec::new();
+        loop {
+            let read = match output.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(read) => read,
+            };
+            for &byte in &chunk[..read] {
+                if byte == b'\n' {
+                    self.keep(&server, &line);
+                    line.clear();
+                } else if line.len() < STDERR_LINE_BYTES * 4 {
+                    line.push(byte);
                 }
-                kept.push_back(line);
             }
+        }
+        if !line.is_empty() {
+            self.keep(&server, &line);
+        }
+    }
+
+    fn keep(&self, server: &str, line: &[u8]) {
+        let line = String::from_utf8_lossy(line);
+        let line = quote(line.trim_end_matches('\r'), STDERR_LINE_BYTES);
+        tracing::debug!(target: "crew_runtime::mcp", server = %server, "{line}");
+        if let Ok(mut kept) = self.lines.lock() {
+            if kept.len() == STDERR_LINES {
+                kept.pop_front();
+            }
+            kept.push_back(line);
         }
     }
 

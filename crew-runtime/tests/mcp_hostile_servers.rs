@@ -350,3 +350,38 @@ async fn spec9_a_server_error_reply_fails_the_call_with_its_message() {
         [r"Error executing tool: the MCP server `fake` refused the call: no such file\x1b[31m"]
     );
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn spec9_a_server_that_exits_at_once_is_quoted_from_its_standard_error() {
+    // Bytes that are not UTF-8, a flood of output without a line end, then
+    // the line that explains: the reading never stalls, the tail holds it.
+    let mut command = tokio::process::Command::new("sh");
+    command.arg("-c").arg(
+        "printf '\\377\\376 not utf-8\\n' >&2; \
+         head -c 300000 /dev/zero | tr '\\0' x >&2; echo >&2; \
+         echo 'fatal: no config file' >&2; exit 1",
+    );
+    let error = bounded(McpServer::stdio("broken", command).connect())
+        .await
+        .expect_err("the server exits");
+    let message = error.to_string();
+    assert!(matches!(error, McpError::Handshake { .. }), "{message}");
+    assert!(message.contains("fatal: no config file"), "{message}");
+    assert!(message.contains("\u{fffd}\u{fffd} not utf-8"), "{message}");
+    assert!(
+        message.len() < 8_000,
+        "lines are cut: {} bytes",
+        message.len()
+    );
+}
+
+#[test]
+fn spec9_connecting_outside_a_tokio_runtime_is_an_error_not_a_panic() {
+    let (client, _server) = tokio::io::duplex(64);
+    let (reader, writer) = tokio::io::split(client);
+    let error = futures_executor::block_on(McpServer::io("fake", reader, writer).connect())
+        .expect_err("no runtime");
+    assert!(matches!(error, McpError::InvalidConfig { .. }), "{error}");
+    assert!(error.to_string().contains("tokio runtime"), "{error}");
+}
