@@ -764,6 +764,22 @@ impl StderrTail {
 /// Cloning is cheap and shares the session. See the [module
 /// documentation](self) for names, capabilities, results and lifetime.
 ///
+/// The session itself is not reachable: there is no method that calls a
+/// tool or sends a request, so the only way to run an MCP tool is an
+/// agent's call inside a crew, through the hooks.
+///
+/// ```compile_fail,E0599
+/// # async fn run(server: crew_runtime::mcp::McpServer) {
+/// server.call_tool("write_file", Default::default()).await; // no such method
+/// # }
+/// ```
+///
+/// ```compile_fail,E0599
+/// # fn run(server: crew_runtime::mcp::McpServer) {
+/// let _peer = server.peer(); // no such method
+/// # }
+/// ```
+///
 /// ```no_run
 /// use std::time::Duration;
 /// use crew_runtime::mcp::McpServer;
