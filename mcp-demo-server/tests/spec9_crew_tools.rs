@@ -227,27 +227,24 @@ async fn spec9_hooks_see_the_annotations_and_the_mcp_result() {
     );
     let raw = Seen::default();
     let raw_sink = raw.clone();
-    let crew = {
-        crew.global_registry()
-            .register_hook(POST_TOOL_CALL, move |ctx: &mut ToolCallHookContext| {
-                let tool = ctx.tool.as_ref().expect("a known tool");
-                let flags = tool.annotations();
-                let structured = ctx
-                    .raw_tool_result
-                    .as_ref()
-                    .map(|raw| raw.as_json()["structuredContent"].clone());
-                raw_sink.push(format!(
-                    "{} title={:?} read_only={} open_world={} structured={}",
-                    ctx.tool_name(),
-                    flags.title,
-                    flags.is_read_only(),
-                    flags.is_open_world(),
-                    structured.unwrap_or_default()
-                ));
-            })
-            .expect("registers");
-        crew
-    };
+    crew.global_registry()
+        .register_hook(POST_TOOL_CALL, move |ctx: &mut ToolCallHookContext| {
+            let tool = ctx.tool.as_ref().expect("a known tool");
+            let flags = tool.annotations();
+            let structured = ctx
+                .raw_tool_result
+                .as_ref()
+                .map(|raw| raw.as_json()["structuredContent"].clone());
+            raw_sink.push(format!(
+                "{} title={:?} read_only={} open_world={} structured={}",
+                ctx.tool_name(),
+                flags.title,
+                flags.is_read_only(),
+                flags.is_open_world(),
+                structured.unwrap_or_default()
+            ));
+        })
+        .expect("registers");
     bounded(crew.kickoff(Inputs::new()))
         .await
         .expect("the run ends");
