@@ -63,6 +63,12 @@
 //! a redaction: [`CrewBuilder::redact_with`] with the
 //! [`guards::SecretRedactor`] or a [`Redact`] of your own (see
 //! [`guards`](crate::guards#nothing-secret-leaves-a-crew)).
+//!
+//! The tools of an MCP server (stdio or streamable HTTP) become crew tools
+//! with [`mcp::McpServer`] (feature `mcp`, on by default): every call of
+//! one goes through the same hooks, and hooks can guard by what a tool
+//! declares it does ([`Capability`](hooks_core::Capability): read-only,
+//! destructive, idempotent, open-world), not only by its name.
 
 //!
 //! ## Hooks as attributes, and crew-scoped hooks
