@@ -29,6 +29,26 @@ pub(crate) enum ToolFailure {
     Failed(String),
     /// The tool's result could not be turned into JSON.
     Unrenderable(String),
+    /// The tool reported an error in a result of its own (an MCP result
+    /// flagged `isError`): POST hooks get that result as the raw result.
+    #[cfg(feature = "mcp")]
+    Reported {
+        /// The error, as the agent is told it.
+        message: String,
+        /// The tool's whole result.
+        result: Value,
+    },
+}
+
+impl ToolFailure {
+    /// The tool's own result, for a failure that came with one.
+    pub(crate) fn into_result(self) -> Option<Value> {
+        match self {
+            #[cfg(feature = "mcp")]
+            ToolFailure::Reported { result, .. } => Some(result),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for ToolFailure {
@@ -39,6 +59,8 @@ impl fmt::Display for ToolFailure {
             ToolFailure::Unrenderable(message) => {
                 write!(f, "the result could not be rendered as JSON: {message}")
             }
+            #[cfg(feature = "mcp")]
+            ToolFailure::Reported { message, .. } => f.write_str(message),
         }
     }
 }

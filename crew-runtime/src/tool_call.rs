@@ -50,7 +50,7 @@ use hooks_core::runtime::{
     TOOL_CALL_POINTS, TOOL_ERROR_PREFIX, ToolCallReport, ToolOutput, contain_panic,
     contain_panic_async, panic_message,
 };
-use hooks_core::{Event, ToolCallHookContext, ToolInfo, normalize_tool_name};
+use hooks_core::{Event, RawToolResult, ToolCallHookContext, ToolInfo, normalize_tool_name};
 use serde_json::{Map, Value};
 
 use crate::crew::KickoffDepth;
@@ -218,7 +218,14 @@ impl AgentRun {
             }
             let (kind, message) = match result {
                 Ok(Ok(output)) => return output,
-                Ok(Err(failure)) => (Failure::Error, failure.to_string()),
+                Ok(Err(failure)) => {
+                    *failed = Some(Failure::Error);
+                    let mut output = ToolOutput::error(&failure);
+                    if let Some(result) = failure.into_result() {
+                        output.raw = RawToolResult::from_json(result);
+                    }
+                    return output;
+                }
                 Err(Stopped::Panicked(message)) => {
                     (Failure::Panic, format!("the tool panicked: {message}"))
                 }

@@ -281,9 +281,34 @@ async fn spec9_results_of_every_kind_reach_the_agent_rendered() {
         ]],
         &seen,
     );
+    // A POST hook reads a failed call's status and the MCP result behind it.
+    let failures = Seen::default();
+    let sink = failures.clone();
+    crew.global_registry()
+        .register_hook(POST_TOOL_CALL, move |ctx: &mut ToolCallHookContext| {
+            if let ToolCallStatus::Failed { error } = ctx.status() {
+                let raw = ctx.raw_tool_result.as_ref().map(|r| r.as_json().clone());
+                let raw = raw.unwrap_or_default();
+                sink.push(format!(
+                    "{}: {error} / isError={}",
+                    ctx.tool_name(),
+                    raw["isError"]
+                ));
+            }
+        })
+        .expect("registers");
     bounded(crew.kickoff(Inputs::new()))
         .await
         .expect("the run ends");
+    let mut failed = failures.lines();
+    failed.sort();
+    assert_eq!(
+        failed,
+        [
+            "fail: the disk is on fire / isError=true",
+            "read_text_file: Access denied - path outside allowed directories: ../../etc/passwd / isError=true",
+        ]
+    );
     let seen = observations(&model);
     assert_eq!(seen.len(), 4, "{seen:?}");
     assert!(seen[0].starts_with("[image: image/png, "), "{seen:?}");

@@ -29,7 +29,7 @@ pub(super) fn outcome(result: Value) -> ToolResult {
         } else {
             text
         };
-        return Err(ToolFailure::Failed(message));
+        return Err(ToolFailure::Reported { message, result });
     }
     Ok(ToolOutput {
         rendered: if text.is_empty() {
@@ -155,9 +155,13 @@ mod tests {
     fn errors_fail_the_call_with_their_text() {
         let failed =
             outcome(json!({"content": [{"type": "text", "text": "disk full"}], "isError": true}));
-        assert!(matches!(failed, Err(ToolFailure::Failed(m)) if m == "disk full"));
+        assert!(
+            matches!(&failed, Err(ToolFailure::Reported { message, result }) if message == "disk full" && result["isError"] == true)
+        );
         let silent = outcome(json!({"isError": true}));
-        assert!(matches!(silent, Err(ToolFailure::Failed(m)) if m == NO_MESSAGE));
+        assert!(
+            matches!(silent, Err(ToolFailure::Reported { message, .. }) if message == NO_MESSAGE)
+        );
     }
 
     #[test]
