@@ -710,11 +710,18 @@ fn capability(entry: &Expr, errors: &mut Errors) -> Option<Capability> {
     match entry {
         Expr::Path(path) if path.attrs.is_empty() && path.qself.is_none() => {
             let Some(ident) = path.path.get_ident() else {
+                // `Capability::Destructive`: the attribute reads names only.
+                let bare = path
+                    .path
+                    .segments
+                    .last()
+                    .and_then(|last| suggest_capability(&last.ident.unraw().to_string()))
+                    .unwrap_or("destructive");
                 errors.spanned(
                     path,
                     format!(
-                        "`capabilities` entries are bare capability names, like `destructive`: \
-                         one of {}",
+                        "`capabilities` entries are bare capability names: write `{bare}`; \
+                         the capabilities are {}",
                         capability_names()
                     ),
                 );
@@ -723,16 +730,14 @@ fn capability(entry: &Expr, errors: &mut Errors) -> Option<Capability> {
             let name = ident.unraw().to_string();
             let found = Capability::from_name(&name);
             if found.is_none() {
-                let hint = suggest_capability(&name)
-                    .map(|known| format!("did you mean `{known}`? "))
-                    .unwrap_or_default();
-                errors.spanned(
-                    ident,
-                    format!(
-                        "unknown capability `{name}`: {hint}the capabilities are {}",
-                        capability_names()
+                let known = capability_names();
+                let message = match suggest_capability(&name) {
+                    Some(meant) => format!(
+                        "unknown capability `{name}`: did you mean `{meant}`? The capabilities are {known}"
                     ),
-                );
+                    None => format!("unknown capability `{name}`: the capabilities are {known}"),
+                };
+                errors.spanned(ident, message);
             }
             found
         }
