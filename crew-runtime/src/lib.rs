@@ -156,7 +156,8 @@ mod tool_call;
 pub use hooks_core::Redact;
 #[doc(inline)]
 pub use hooks_core::{
-    AgentInfo, AsyncHookFn, CallbackInput, ChannelInput, ChatMessage, CrewInfo, CrewOutput,
+    AgentInfo, AsyncHookFn, CallbackInput, Capabilities, Capability, ChannelInput, ChatMessage,
+    CrewInfo, CrewOutput,
     DEFAULT_HUMAN_INPUT_TIMEOUT, Decision, DispatchOutcome, EXECUTION_END, EXECUTION_START, Event,
     EventBus, ExecutionEndContext, ExecutionStartContext, ExecutionStatus, ExplainedHook,
     Explanation, Extensions, FailureMode, HookAborted, HookBatch, HookContext, HookDispatchedEvent,
@@ -167,8 +168,8 @@ pub use hooks_core::{
     ModelResponse, NoReplacement, OUTPUT, OutputContext, POST_MODEL_CALL, POST_STEP,
     POST_TOOL_CALL, PRE_MODEL_CALL, PRE_STEP, PRE_TOOL_CALL, PendingHumanInput, Point,
     RawToolResult, RegisterError, Role, ScriptedInput, StepContext, StepKind, TaskInfo, TaskOutput,
-    TerminalInput, ToolCallHookContext, ToolCallRequest, ToolCallStatus, ToolDefinition, ToolInfo,
-    Verdict, async_hook, clear_after_llm_call_hooks, clear_after_tool_call_hooks, clear_all_hooks,
+    TerminalInput, ToolAnnotations, ToolCallHookContext, ToolCallRequest, ToolCallStatus,
+    ToolCapabilities, ToolDefinition, ToolInfo, Verdict, async_hook, clear_after_llm_call_hooks, clear_after_tool_call_hooks, clear_all_hooks,
     clear_all_llm_call_hooks, clear_all_tool_call_hooks, clear_before_llm_call_hooks,
     clear_before_tool_call_hooks, clear_hooks, console, events, explain, explain_point,
     get_after_llm_call_hooks, get_after_tool_call_hooks, get_before_llm_call_hooks,
@@ -235,13 +236,14 @@ pub mod prelude {
         Task, TaskOutput, Tool,
     };
     pub use hooks_core::{
-        CallbackInput, ChannelInput, ChatMessage, EXECUTION_END, EXECUTION_START, Event, EventBus,
+        CallbackInput, Capability, ChannelInput, ChatMessage, EXECUTION_END, EXECUTION_START, Event, EventBus,
         ExecutionEndContext, ExecutionStartContext, ExecutionStatus, FailureMode, HookAborted,
         HookId, HookInfo, HookOptions, HookRegistry, HumanInputError, HumanInputRequest,
         HumanInputSource, INPUT, InputContext, InterceptionPoint, LlmCallHookContext,
         ModelResponse, OUTPUT, OutputContext, POST_MODEL_CALL, POST_STEP, POST_TOOL_CALL,
         PRE_MODEL_CALL, PRE_STEP, PRE_TOOL_CALL, PendingHumanInput, RawToolResult, RegisterError,
-        ScriptedInput, StepContext, StepKind, TerminalInput, ToolCallHookContext, ToolCallStatus,
+        ScriptedInput, StepContext, StepKind, TerminalInput, ToolAnnotations, ToolCallHookContext,
+        ToolCallStatus,
         async_hook, clear_after_llm_call_hooks, clear_after_tool_call_hooks, clear_all_hooks,
         clear_all_llm_call_hooks, clear_all_tool_call_hooks, clear_before_llm_call_hooks,
         clear_before_tool_call_hooks, clear_hooks, explain, explain_point,
