@@ -104,9 +104,10 @@ impl fmt::Display for Explanation {
                 "hooks for tool `{tool}` ({}) and agent `{role}`:",
                 describe(capabilities)
             )?,
-            (Some(tool), ToolCapabilities::NoTool) => {
-                writeln!(f, "hooks for tool `{tool}` (no such tool) and agent `{role}`:")?
-            }
+            (Some(tool), ToolCapabilities::NoTool) => writeln!(
+                f,
+                "hooks for tool `{tool}` (no such tool) and agent `{role}`:"
+            )?,
             (Some(tool), ToolCapabilities::Unknown) => {
                 writeln!(f, "hooks for tool `{tool}` and agent `{role}`:")?
             }
@@ -182,12 +183,7 @@ impl Dispatcher<'_> {
     /// [`Verdict::DependsOnCapabilities`]. To decide it, use
     /// [`explain_with_capabilities`](Self::explain_with_capabilities).
     pub fn explain(&self, tool: &str, role: Option<&str>) -> Explanation {
-        self.explain_points(
-            &TOOL_POINTS,
-            Some(tool),
-            ToolCapabilities::Unknown,
-            role,
-        )
+        self.explain_points(&TOOL_POINTS, Some(tool), ToolCapabilities::Unknown, role)
     }
 
     /// Like [`explain`](Self::explain), for a tool with these

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use hooks_core::runtime::{TOOL_CALL_POINTS, ToolOutput};
 use hooks_core::{
     AgentInfo, Capabilities, Capability, HookOptions, HookRegistry, InterceptionPoint,
-    POST_TOOL_CALL, PRE_TOOL_CALL, RegisterError, ToolAnnotations, ToolCallHookContext, ToolInfo,
-    ToolCapabilities, Verdict, async_hook,
+    POST_TOOL_CALL, PRE_TOOL_CALL, RegisterError, ToolAnnotations, ToolCallHookContext,
+    ToolCapabilities, ToolInfo, Verdict, async_hook,
 };
 use serde_json::{Map, Value};
 
@@ -109,9 +109,15 @@ fn a_capability_filter_matches_a_tool_having_any_of_them() {
         HookOptions::new().capabilities([Capability::Destructive, Capability::OpenWorld]),
     );
 
-    assert_eq!(ran(&registry, &log, call_of("drop_table", destructive())), ["risky"]);
+    assert_eq!(
+        ran(&registry, &log, call_of("drop_table", destructive())),
+        ["risky"]
+    );
     let fetch = ToolAnnotations::new().read_only(true).open_world(true);
-    assert_eq!(ran(&registry, &log, call_of("fetch_page", fetch)), ["risky"]);
+    assert_eq!(
+        ran(&registry, &log, call_of("fetch_page", fetch)),
+        ["risky"]
+    );
     assert!(ran(&registry, &log, call_of("read_file", read_only())).is_empty());
 }
 
@@ -132,7 +138,11 @@ fn a_tool_that_declares_nothing_counts_as_destructive() {
         HookOptions::new().capabilities([Capability::ReadOnly]),
     );
     assert_eq!(
-        ran(&registry, &log, call_of("run_shell", ToolAnnotations::new())),
+        ran(
+            &registry,
+            &log,
+            call_of("run_shell", ToolAnnotations::new())
+        ),
         ["destructive-only"]
     );
 }
@@ -201,9 +211,11 @@ fn a_capability_filter_applies_only_at_the_tool_call_points() {
             filter: "capabilities",
         }
     );
-    assert!(error.to_string().contains(
-        "`tools` and `capabilities` filters apply at PRE_TOOL_CALL and POST_TOOL_CALL"
-    ));
+    assert!(
+        error.to_string().contains(
+            "`tools` and `capabilities` filters apply at PRE_TOOL_CALL and POST_TOOL_CALL"
+        )
+    );
     let at_step = registry.register_async_hook_with(
         hooks_core::POST_STEP,
         options(),
@@ -217,7 +229,10 @@ fn a_capability_filter_applies_only_at_the_tool_call_points() {
         })
     ));
     for point in InterceptionPoint::ALL {
-        assert!(registry.get_hooks(point).is_empty(), "{point} took the hook");
+        assert!(
+            registry.get_hooks(point).is_empty(),
+            "{point} took the hook"
+        );
     }
     registry
         .register_hook_with(POST_TOOL_CALL, options(), |_: &mut ToolCallHookContext| {})
@@ -277,7 +292,11 @@ async fn sync_and_async_dispatch_both_honor_the_capability_filter() {
         .expect("fits PRE");
 
     for (name, annotations, expected) in [
-        ("delete_file", destructive(), vec!["sync-guard", "async-guard"]),
+        (
+            "delete_file",
+            destructive(),
+            vec!["sync-guard", "async-guard"],
+        ),
         ("read_file", read_only(), vec![]),
     ] {
         // The awaiting walk (the chain has an `async` hook).
@@ -416,10 +435,15 @@ fn explain_decides_capability_filters_when_told_the_tools_capabilities() {
     let destructive_tool = destructive().capabilities();
     let explained =
         registry.explain_with_capabilities("delete_file", Some(destructive_tool), Some("Writer"));
-    assert_eq!(explained.running(PRE_TOOL_CALL), ["everyone", "destructive-guard", "writers-guard"]);
-    assert!(explained.to_string().starts_with(
-        "hooks for tool `delete_file` (destructive) and agent `Writer`:"
-    ));
+    assert_eq!(
+        explained.running(PRE_TOOL_CALL),
+        ["everyone", "destructive-guard", "writers-guard"]
+    );
+    assert!(
+        explained
+            .to_string()
+            .starts_with("hooks for tool `delete_file` (destructive) and agent `Writer`:")
+    );
 
     let reader = read_only().capabilities();
     let explained = registry.explain_with_capabilities("read_file", Some(reader), None);
@@ -433,7 +457,10 @@ fn explain_decides_capability_filters_when_told_the_tools_capabilities() {
     assert_eq!(explained.tool_capabilities, ToolCapabilities::NoTool);
     assert_eq!(explained.running(PRE_TOOL_CALL), ["everyone"]);
     let text = explained.to_string();
-    assert!(text.contains("hooks for tool `made_up_tool` (no such tool)"), "{text}");
+    assert!(
+        text.contains("hooks for tool `made_up_tool` (no such tool)"),
+        "{text}"
+    );
     assert!(
         text.contains(
             "  skipped  destructive-guard: capabilities = [destructive] never matches a call \
@@ -443,7 +470,11 @@ fn explain_decides_capability_filters_when_told_the_tools_capabilities() {
     );
     // What explain said is what dispatch does.
     assert_eq!(
-        ran(&registry, &log, ToolCallHookContext::new("made_up_tool", Map::new())),
+        ran(
+            &registry,
+            &log,
+            ToolCallHookContext::new("made_up_tool", Map::new())
+        ),
         ["everyone"]
     );
 }
