@@ -307,7 +307,7 @@ impl HookRegistry {
     /// let by_name = registry.explain("read_file", None);
     /// assert_eq!(by_name.hooks[0].verdict, Verdict::DependsOnCapabilities);
     ///
-    /// let reader = ToolAnnotations::new().read_only(true).capabilities();
+    /// let reader = ToolAnnotations::new().read_only(true).open_world(false).capabilities();
     /// let explained = registry.explain_with_capabilities("read_file", Some(reader), None);
     /// assert_eq!(explained.hooks[0].verdict, Verdict::SkippedByCapabilities);
     /// assert!(explained.to_string().contains(
