@@ -10,6 +10,7 @@ pub use ::core::result::Result;
 pub use ::linkme;
 pub use ::std::sync::Arc as SharedArc;
 
+pub use crate::capability::{Capabilities, Capability};
 pub use crate::hook::{FailureMode, HookOptions, HookStyle};
 pub use crate::outcome::{Decision, HookReturn, LegacyBeforeReturn};
 pub use crate::point::{InterceptionPoint, Point, points};
@@ -41,6 +42,8 @@ pub struct StaticHook<P: Point> {
     pub tools: &'static [&'static str],
     /// Agent role filter.
     pub agents: &'static [&'static str],
+    /// Capability filter (empty: none).
+    pub capabilities: Capabilities,
     /// `order = N`.
     pub order: i32,
     /// Fail-open or fail-closed.
@@ -189,6 +192,7 @@ pub(crate) fn static_chain<P: Point>() -> Chain<P> {
                     name: record.name.to_owned(),
                     tools: record.tools.iter().map(|t| (*t).to_owned()).collect(),
                     agents: record.agents.iter().map(|a| (*a).to_owned()).collect(),
+                    capabilities: record.capabilities,
                     origin: HookOrigin::LinkTime {
                         module_path: record.module_path,
                         file: record.file,

@@ -483,8 +483,15 @@ impl<'a> CallHooks<'a> {
         // silent for them, and the dispatcher reports them (redacted).
         let quiet = crate::panic::QuietScope::enter();
         for entry in hooks {
-            // The role is a virtual call: ask for it only when a filter needs it.
+            // The role and the tool's capabilities are virtual calls: ask
+            // for them only when a filter needs them (an unfiltered hook
+            // costs a length test and a byte test).
             if !entry.info.agents.is_empty() && !entry.agent_matches(ctx.call_agent_role()) {
+                continue;
+            }
+            if !entry.info.capabilities.is_empty()
+                && !entry.capabilities_match(ctx.call_tool_capabilities())
+            {
                 continue;
             }
             walk.hooks_run += 1;
@@ -518,6 +525,11 @@ impl<'a> CallHooks<'a> {
         let mut walk = Walk::default();
         for entry in hooks {
             if !entry.info.agents.is_empty() && !entry.agent_matches(ctx.call_agent_role()) {
+                continue;
+            }
+            if !entry.info.capabilities.is_empty()
+                && !entry.capabilities_match(ctx.call_tool_capabilities())
+            {
                 continue;
             }
             walk.hooks_run += 1;

@@ -1,8 +1,16 @@
 //! `explain`: which hooks would run at a point for a tool and an agent
 //! role, and why the others would not.
+//!
+//! A `capabilities = [...]` filter reads the tool itself, not its name.
+//! [`explain`](Dispatcher::explain) knows only the name, so it says of a
+//! capability-filtered hook that it [depends on the tool's
+//! capabilities](Verdict::DependsOnCapabilities);
+//! [`explain_with_capabilities`](Dispatcher::explain_with_capabilities)
+//! is told them (or that the call has no tool) and decides.
 
 use std::fmt;
 
+use crate::capability::Capabilities;
 use crate::dispatch::Dispatcher;
 use crate::hook::HookInfo;
 use crate::name::normalize_tool_name;
@@ -18,6 +26,13 @@ pub enum Verdict {
     SkippedByTools,
     /// Its `agents` filter does not name the role.
     SkippedByAgents,
+    /// Its `capabilities` filter shares no capability with the tool's, or
+    /// the call has no tool.
+    SkippedByCapabilities,
+    /// Its `tools` and `agents` filters let it run, and its `capabilities`
+    /// filter decides: the tool was explained by name only (see
+    /// [`Dispatcher::explain_with_capabilities`]).
+    DependsOnCapabilities,
 }
 
 /// One hook in an [`Explanation`].
@@ -38,10 +53,34 @@ pub struct Explanation {
     pub tool_name: Option<String>,
     /// The agent role explained (`None`: a call without an agent).
     pub agent_role: Option<String>,
+    /// What was known of the tool's capabilities.
+    pub tool_capabilities: ToolCapabilities,
     /// The points explained, in the order they fire.
     pub points: Vec<InterceptionPoint>,
     /// The hooks, point by point, each in the order they would run.
     pub hooks: Vec<ExplainedHook>,
+}
+
+/// What an [`Explanation`] knew of the capabilities of the call's tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolCapabilities {
+    /// Only the tool's name was given: a capability-filtered hook
+    /// [depends on them](Verdict::DependsOnCapabilities).
+    #[default]
+    Unknown,
+    /// The tool has these capabilities.
+    Known(Capabilities),
+    /// The call has no tool (the model named a tool the agent does not
+    /// have): no capability filter admits it.
+    NoTool,
+}
+
+impl ToolCapabilities {
+    /// The capabilities of a call's tool, as a filter reads them (`None`:
+    /// no tool).
+    pub fn of(capabilities: Option<Capabilities>) -> Self {
+        capabilities.map_or(ToolCapabilities::NoTool, ToolCapabilities::Known)
+    }
 }
 
 impl Explanation {
@@ -59,9 +98,20 @@ impl Explanation {
 impl fmt::Display for Explanation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let role = self.agent_role.as_deref().unwrap_or("<no agent>");
-        match &self.tool_name {
-            Some(tool) => writeln!(f, "hooks for tool `{tool}` and agent `{role}`:")?,
-            None => writeln!(f, "hooks for agent `{role}`:")?,
+        match (&self.tool_name, self.tool_capabilities) {
+            (Some(tool), ToolCapabilities::Known(capabilities)) => writeln!(
+                f,
+                "hooks for tool `{tool}` ({}) and agent `{role}`:",
+                describe(capabilities)
+            )?,
+            (Some(tool), ToolCapabilities::NoTool) => writeln!(
+                f,
+                "hooks for tool `{tool}` (no such tool) and agent `{role}`:"
+            )?,
+            (Some(tool), ToolCapabilities::Unknown) => {
+                writeln!(f, "hooks for tool `{tool}` and agent `{role}`:")?
+            }
+            (None, _) => writeln!(f, "hooks for agent `{role}`:")?,
         }
         for point in &self.points {
             writeln!(f, "{point}")?;
@@ -83,6 +133,25 @@ impl fmt::Display for Explanation {
                         "  skipped  {}: agents = {:?} does not include `{role}`",
                         hook.name, hook.agents
                     )?,
+                    Verdict::SkippedByCapabilities => match self.tool_capabilities {
+                        ToolCapabilities::Known(capabilities) => writeln!(
+                            f,
+                            "  skipped  {}: capabilities = [{}] shares none with the tool's ({})",
+                            hook.name,
+                            hook.capabilities,
+                            describe(capabilities)
+                        )?,
+                        _ => writeln!(
+                            f,
+                            "  skipped  {}: capabilities = [{}] never matches a call without a tool",
+                            hook.name, hook.capabilities
+                        )?,
+                    },
+                    Verdict::DependsOnCapabilities => writeln!(
+                        f,
+                        "  depends  {} ({}): runs if the tool has any of capabilities = [{}]",
+                        hook.name, hook.origin, hook.capabilities
+                    )?,
                 }
             }
             if !any {
@@ -93,19 +162,46 @@ impl fmt::Display for Explanation {
     }
 }
 
+/// A set of capabilities as the explanation shows it.
+fn describe(capabilities: Capabilities) -> String {
+    if capabilities.is_empty() {
+        "no capabilities".to_owned()
+    } else {
+        capabilities.to_string()
+    }
+}
+
 impl Dispatcher<'_> {
     /// Lists the hooks a call of `tool` by an agent with `role` would meet
     /// at the two tool-call points, in order (crew-scoped hooks merged in),
     /// with the filter that would skip each skipped one. Stops at nothing:
     /// a hook that blocks at run time still lets `explain` list the hooks
     /// after it.
+    ///
+    /// Only the tool's name is known here: a hook with a `capabilities`
+    /// filter that the other filters let through is
+    /// [`Verdict::DependsOnCapabilities`]. To decide it, use
+    /// [`explain_with_capabilities`](Self::explain_with_capabilities).
     pub fn explain(&self, tool: &str, role: Option<&str>) -> Explanation {
+        self.explain_points(&TOOL_POINTS, Some(tool), ToolCapabilities::Unknown, role)
+    }
+
+    /// Like [`explain`](Self::explain), for a tool with these
+    /// capabilities (`Some`, as the tool's
+    /// [`ToolAnnotations::capabilities`](crate::ToolAnnotations::capabilities)
+    /// reads them) or for a call without a tool (`None`: the model named a
+    /// tool the agent does not have), so that capability filters are
+    /// decided too.
+    pub fn explain_with_capabilities(
+        &self,
+        tool: &str,
+        capabilities: Option<Capabilities>,
+        role: Option<&str>,
+    ) -> Explanation {
         self.explain_points(
-            &[
-                InterceptionPoint::PRE_TOOL_CALL,
-                InterceptionPoint::POST_TOOL_CALL,
-            ],
+            &TOOL_POINTS,
             Some(tool),
+            ToolCapabilities::of(capabilities),
             role,
         )
     }
@@ -118,13 +214,14 @@ impl Dispatcher<'_> {
         tool: Option<&str>,
         role: Option<&str>,
     ) -> Explanation {
-        self.explain_points(&[point.into()], tool, role)
+        self.explain_points(&[point.into()], tool, ToolCapabilities::Unknown, role)
     }
 
     fn explain_points(
         &self,
         points: &[InterceptionPoint],
         tool: Option<&str>,
+        capabilities: ToolCapabilities,
         role: Option<&str>,
     ) -> Explanation {
         let tool_name = tool
@@ -146,13 +243,28 @@ impl Dispatcher<'_> {
                     Verdict::SkippedByTools
                 } else if !role_ok {
                     Verdict::SkippedByAgents
-                } else {
+                } else if hook.capabilities.is_empty() {
                     Verdict::Runs
+                } else {
+                    match capabilities {
+                        ToolCapabilities::Unknown => Verdict::DependsOnCapabilities,
+                        ToolCapabilities::Known(have) if have.intersects(hook.capabilities) => {
+                            Verdict::Runs
+                        }
+                        ToolCapabilities::Known(_) | ToolCapabilities::NoTool => {
+                            Verdict::SkippedByCapabilities
+                        }
+                    }
                 };
                 ExplainedHook { hook, verdict }
             }));
         }
         Explanation {
+            tool_capabilities: if tool_name.is_some() {
+                capabilities
+            } else {
+                ToolCapabilities::Unknown
+            },
             tool_name,
             agent_role: role.map(str::to_owned),
             points: points.to_vec(),
@@ -161,11 +273,60 @@ impl Dispatcher<'_> {
     }
 }
 
+/// The points of a tool call, in the order they fire.
+const TOOL_POINTS: [InterceptionPoint; 2] = [
+    InterceptionPoint::PRE_TOOL_CALL,
+    InterceptionPoint::POST_TOOL_CALL,
+];
+
 impl HookRegistry {
     /// Lists the hooks of this registry a call of `tool` by an agent with
     /// `role` would meet (see [`Dispatcher::explain`]).
     pub fn explain(&self, tool: &str, role: Option<&str>) -> Explanation {
         self.dispatcher().explain(tool, role)
+    }
+
+    /// Lists the hooks of this registry a call of `tool`, a tool with
+    /// `capabilities` (`None`: no such tool), would meet (see
+    /// [`Dispatcher::explain_with_capabilities`]).
+    ///
+    /// ```
+    /// use hooks_core::{
+    ///     Capability, HookOptions, HookRegistry, ToolAnnotations, ToolCallHookContext, Verdict,
+    ///     PRE_TOOL_CALL,
+    /// };
+    ///
+    /// let registry = HookRegistry::new();
+    /// registry.register_hook_with(
+    ///     PRE_TOOL_CALL,
+    ///     HookOptions::new().name("destructive-guard").capabilities([Capability::Destructive]),
+    ///     |_: &mut ToolCallHookContext| {},
+    /// )?;
+    ///
+    /// // By name only, it depends on the tool.
+    /// let by_name = registry.explain("read_file", None);
+    /// assert_eq!(by_name.hooks[0].verdict, Verdict::DependsOnCapabilities);
+    ///
+    /// let reader = ToolAnnotations::new().read_only(true).open_world(false).capabilities();
+    /// let explained = registry.explain_with_capabilities("read_file", Some(reader), None);
+    /// assert_eq!(explained.hooks[0].verdict, Verdict::SkippedByCapabilities);
+    /// assert!(explained.to_string().contains(
+    ///     "skipped  destructive-guard: capabilities = [destructive] shares none with the tool's (read_only, idempotent)"
+    /// ));
+    ///
+    /// let unknown = ToolAnnotations::new().capabilities();
+    /// let explained = registry.explain_with_capabilities("run_shell", Some(unknown), None);
+    /// assert_eq!(explained.running(PRE_TOOL_CALL), ["destructive-guard"]);
+    /// # Ok::<(), hooks_core::RegisterError>(())
+    /// ```
+    pub fn explain_with_capabilities(
+        &self,
+        tool: &str,
+        capabilities: Option<Capabilities>,
+        role: Option<&str>,
+    ) -> Explanation {
+        self.dispatcher()
+            .explain_with_capabilities(tool, capabilities, role)
     }
 
     /// Lists the hooks of this registry at `point` (see

@@ -4,6 +4,7 @@ use std::any::TypeId;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::capability::{Capabilities, Capability};
 use crate::name::normalize_tool_name;
 use crate::outcome::Decision;
 use crate::point::{InterceptionPoint, Point};
@@ -97,6 +98,11 @@ pub struct HookInfo {
     pub tools: Vec<String>,
     /// Agent roles the hook is limited to (empty: every agent).
     pub agents: Vec<String>,
+    /// Capabilities the hook is limited to (empty: every call): it runs
+    /// for a call whose tool has any of them, as the tool's
+    /// [`ToolAnnotations`](crate::ToolAnnotations) read, and never for a
+    /// call without a tool.
+    pub capabilities: Capabilities,
     /// Where the hook came from.
     pub origin: HookOrigin,
     /// The `order = N` argument of a link-time hook (0 otherwise).
@@ -127,6 +133,7 @@ pub struct HookOptions {
     pub(crate) name: Option<String>,
     pub(crate) tools: Vec<String>,
     pub(crate) agents: Vec<String>,
+    pub(crate) capabilities: Capabilities,
     pub(crate) failure: FailureMode,
     pub(crate) order: i32,
     pub(crate) unchecked_filters: bool,
@@ -167,6 +174,54 @@ impl HookOptions {
         S: Into<String>,
     {
         self.agents = agents.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Limits the hook to calls whose tool has any of these capabilities,
+    /// as its [`ToolAnnotations`](crate::ToolAnnotations) read (a tool
+    /// that declares nothing counts as destructive and open-world, the
+    /// MCP defaults). A call without a tool (the model named a tool the
+    /// agent does not have) never matches. Combined with the other
+    /// filters, all must match. Only the tool-call points take a
+    /// capability filter: registering such a hook elsewhere is refused
+    /// with [`RegisterError::FilterDoesNotApply`](crate::RegisterError::FilterDoesNotApply).
+    /// An empty list means no filter.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hooks_core::{
+    ///     Capability, HookAborted, HookOptions, HookRegistry, ToolAnnotations, ToolCallHookContext,
+    ///     ToolInfo, PRE_TOOL_CALL,
+    /// };
+    /// use serde_json::Value;
+    ///
+    /// struct Declared(&'static str, ToolAnnotations, Value);
+    /// impl ToolInfo for Declared {
+    ///     fn name(&self) -> &str { self.0 }
+    ///     fn description(&self) -> &str { "" }
+    ///     fn args_schema(&self) -> &Value { &self.2 }
+    ///     fn annotations(&self) -> &ToolAnnotations { &self.1 }
+    /// }
+    ///
+    /// let registry = HookRegistry::new();
+    /// registry.register_hook_with(
+    ///     PRE_TOOL_CALL,
+    ///     HookOptions::new().name("no-destruction").capabilities([Capability::Destructive]),
+    ///     |_: &mut ToolCallHookContext| -> Result<(), HookAborted> { Err("not today".into()) },
+    /// )?;
+    ///
+    /// let reader = Declared("read_file", ToolAnnotations::new().read_only(true), Value::Null);
+    /// let mut read = ToolCallHookContext::new("read_file", Default::default()).with_tool(Arc::new(reader));
+    /// assert!(registry.dispatch_pre(&mut read).aborted().is_none());
+    ///
+    /// // Declares nothing: may be destructive.
+    /// let shell = Declared("run_shell", ToolAnnotations::new(), Value::Null);
+    /// let mut run = ToolCallHookContext::new("run_shell", Default::default()).with_tool(Arc::new(shell));
+    /// assert!(registry.dispatch_pre(&mut run).aborted().is_some());
+    /// # Ok::<(), hooks_core::RegisterError>(())
+    /// ```
+    pub fn capabilities(mut self, capabilities: impl IntoIterator<Item = Capability>) -> Self {
+        self.capabilities = capabilities.into_iter().collect();
         self
     }
 
@@ -226,6 +281,14 @@ pub trait HookContext: Send + 'static {
     /// The agent role an `agents = [...]` filter matches.
     #[inline]
     fn call_agent_role(&self) -> Option<&str> {
+        None
+    }
+
+    /// The capabilities of the call's tool a `capabilities = [...]` filter
+    /// matches (tool-call points only; `None` for a call without a tool).
+    /// Asked only for a hook that has such a filter.
+    #[inline]
+    fn call_tool_capabilities(&self) -> Option<Capabilities> {
         None
     }
 
@@ -419,6 +482,15 @@ impl<P: Point> HookEntry<P> {
             // A call without an agent passes an agents filter.
             None => true,
         }
+    }
+
+    /// Whether the hook's capability filter lets it run for a call whose
+    /// tool has `tool` (`None`: the call has no tool, which a capability
+    /// filter never admits).
+    #[inline]
+    pub(crate) fn capabilities_match(&self, tool: Option<Capabilities>) -> bool {
+        self.info.capabilities.is_empty()
+            || tool.is_some_and(|tool| tool.intersects(self.info.capabilities))
     }
 
     /// Whether the hook's tool filter lets it run for this tool.

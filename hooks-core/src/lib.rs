@@ -210,7 +210,7 @@ pub use context::{
     StepKind, TaskInfo, ToolCallHookContext, ToolCallStatus, ToolInfo,
 };
 pub use events::{Event, EventBus, HookDispatchedEvent, LlmStreamChunkEvent, Redact};
-pub use explain::{ExplainedHook, Explanation, Verdict};
+pub use explain::{ExplainedHook, Explanation, ToolCapabilities, Verdict};
 pub use extensions::Extensions;
 pub use hook::{
     AsyncHookFn, FailureMode, HookContext, HookFuture, HookHandle, HookId, HookInfo, HookOptions,

@@ -28,13 +28,14 @@ use crate::point::{InterceptionPoint, Point};
 pub enum RegisterError {
     /// A filter was given at a point where it does not apply.
     #[error(
-        "a `{filter}` filter does not apply at {point}: `tools` filters apply at PRE_TOOL_CALL and \
-         POST_TOOL_CALL; `agents` filters at the step, model-call and tool-call points"
+        "a `{filter}` filter does not apply at {point}: `tools` and `capabilities` filters apply at \
+         PRE_TOOL_CALL and POST_TOOL_CALL; `agents` filters at the step, model-call and tool-call \
+         points"
     )]
     FilterDoesNotApply {
         /// The point asked for.
         point: InterceptionPoint,
-        /// `tools` or `agents`.
+        /// `tools`, `agents` or `capabilities`.
         filter: &'static str,
     },
 }
@@ -765,6 +766,7 @@ fn base_info(
         name: options.name.unwrap_or_else(|| default_name.to_owned()),
         tools: options.tools,
         agents: options.agents,
+        capabilities: options.capabilities,
         origin,
         order: options.order,
         failure: options.failure,
@@ -788,6 +790,13 @@ pub(crate) fn check_filters(
         return Err(RegisterError::FilterDoesNotApply {
             point,
             filter: "agents",
+        });
+    }
+    // Only a tool call has a tool whose capabilities a filter can read.
+    if !options.capabilities.is_empty() && !point.accepts_tool_filter() {
+        return Err(RegisterError::FilterDoesNotApply {
+            point,
+            filter: "capabilities",
         });
     }
     Ok(())

@@ -512,6 +512,10 @@ fn options(hook: &HookMethod, crew_name: &str, paths: &Paths) -> TokenStream {
         let agents = &args.agents;
         options.extend(quote!(.agents([#(#agents),*])));
     }
+    if !args.capabilities.is_empty() {
+        let capabilities = args.capabilities.iter().map(|c| paths.capability(*c));
+        options.extend(quote!(.capabilities([#(#capabilities),*])));
+    }
     if args.order != 0 {
         let order = args.order;
         options.extend(quote!(.order(#order)));

@@ -89,6 +89,7 @@ fn static_record(
     let name = function.unraw().to_string();
     let tools = &args.tools;
     let agents = &args.agents;
+    let capabilities = paths.capabilities(&args.capabilities);
     let order = args.order;
     let unchecked_filters = args.unchecked_filters;
 
@@ -131,6 +132,7 @@ fn static_record(
                 column: #column,
                 tools: &[#(#tools),*],
                 agents: &[#(#agents),*],
+                capabilities: #capabilities,
                 order: #order,
                 failure: #failure,
                 unchecked_filters: #unchecked_filters,

@@ -3,7 +3,7 @@
 //! Use them through `crew-runtime` (or `hooks-core`), which re-export them;
 //! this crate only parses, checks and emits data for the engine:
 //!
-//! - `#[on(PRE_TOOL_CALL | POST_TOOL_CALL, tools = [...], agents = [...], order = N, fail_closed, crate = path)]`
+//! - `#[on(PRE_TOOL_CALL | POST_TOOL_CALL, tools = [...], agents = [...], capabilities = [...], order = N, fail_closed, crate = path)]`
 //! - `#[before_tool_call(...)]` / `#[after_tool_call(...)]`: the legacy
 //!   styles, with the same optional arguments but no point;
 //! - `#[crew_base]` on an impl block, with `#[agent]`, `#[task]` and `#[crew]`
@@ -35,7 +35,10 @@ use crate::parse::HookKind;
 ///
 /// Arguments after the point: `tools = ["..."]` (tool-call points only;
 /// normalized like tool names), `agents = ["..."]` (step, model-call and
-/// tool-call points; exact roles), `order = N` (link-time hooks run
+/// tool-call points; exact roles), `capabilities = [destructive, ...]`
+/// (tool-call points only; bare names `read_only`, `destructive`,
+/// `idempotent`, `open_world`: the hook runs for a call whose tool has any
+/// of them, never for a call without a tool), `order = N` (link-time hooks run
 /// sorted by it, default 0), `unchecked_filters` (filters that name tools
 /// or roles of crews the program builds later: left out of the crews'
 /// filter check), `fail_closed` (a panic blocks the call or

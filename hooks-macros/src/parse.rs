@@ -3,7 +3,7 @@
 //! The arguments are split at top-level commas and each piece is parsed on
 //! its own, so one bad argument does not hide the errors of the others.
 
-use hooks_core::normalize_tool_name;
+use hooks_core::{Capability, normalize_tool_name};
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::ext::IdentExt;
@@ -16,6 +16,7 @@ use crate::errors::Errors;
 mod kw {
     syn::custom_keyword!(tools);
     syn::custom_keyword!(agents);
+    syn::custom_keyword!(capabilities);
     syn::custom_keyword!(order);
     syn::custom_keyword!(fail_closed);
     syn::custom_keyword!(unchecked_filters);
@@ -273,6 +274,8 @@ pub(crate) struct HookArgs {
     pub(crate) tools: Vec<String>,
     /// Agent roles, without repeats.
     pub(crate) agents: Vec<String>,
+    /// Capabilities, without repeats.
+    pub(crate) capabilities: Vec<Capability>,
     pub(crate) order: i32,
     pub(crate) fail_closed: bool,
     /// `unchecked_filters`: leave the hook out of the crews' filter check.
@@ -287,9 +290,12 @@ pub(crate) struct HookArgs {
 struct Slots {
     tools: Option<Vec<String>>,
     agents: Option<Vec<String>>,
-    /// Where `tools` and `agents` were written, for the point check.
+    capabilities: Option<Vec<Capability>>,
+    /// Where `tools`, `agents` and `capabilities` were written, for the
+    /// point check.
     tools_key: Option<Span>,
     agents_key: Option<Span>,
+    capabilities_key: Option<Span>,
     order: Option<i32>,
     fail_closed: Option<()>,
     unchecked_filters: Option<()>,
@@ -343,6 +349,17 @@ pub(crate) fn hook_args(kind: HookKind, args: TokenStream, errors: &mut Errors) 
                 ),
             );
         }
+        // Only a tool call has a tool whose capabilities a filter reads.
+        if let Some(span) = slots.capabilities_key.filter(|_| !point.takes_tools()) {
+            errors.at(
+                span,
+                format!(
+                    "`capabilities = [...]` applies only at PRE_TOOL_CALL and POST_TOOL_CALL, not at {}: \
+                     only tool calls have a tool to declare capabilities",
+                    point.name()
+                ),
+            );
+        }
         if let Some(span) = slots.agents_key.filter(|_| !point.takes_agents()) {
             errors.at(
                 span,
@@ -361,6 +378,7 @@ pub(crate) fn hook_args(kind: HookKind, args: TokenStream, errors: &mut Errors) 
         point,
         tools: slots.tools.unwrap_or_default(),
         agents: slots.agents.unwrap_or_default(),
+        capabilities: slots.capabilities.unwrap_or_default(),
         order: slots.order.unwrap_or(0),
         fail_closed: slots.fail_closed.is_some(),
         unchecked_filters: slots.unchecked_filters.is_some(),
@@ -444,6 +462,7 @@ fn starts_like_named_argument(tokens: &TokenStream) -> bool {
         Some(TokenTree::Ident(ident)) => [
             "tools",
             "agents",
+            "capabilities",
             "order",
             "fail_closed",
             "unchecked_filters",
@@ -554,6 +573,12 @@ fn argument(
             }
         }
         set_once(&mut slots.agents, agents, &key, errors);
+    } else if lookahead.peek(kw::capabilities) {
+        let key: kw::capabilities = input.parse()?;
+        slots.capabilities_key.get_or_insert(key.span);
+        input.parse::<Token![=]>()?;
+        let capabilities = capability_list(input, errors)?;
+        set_once(&mut slots.capabilities, capabilities, &key, errors);
     } else if lookahead.peek(kw::order) {
         let key: kw::order = input.parse()?;
         input.parse::<Token![=]>()?;
@@ -592,7 +617,7 @@ fn argument(
         } else {
             format!(
                 "unknown argument `{ident}`: `#[{attribute}]` accepts `tools = [...]`, `agents = [...]`, \
-                 `order = N`, `fail_closed`, `unchecked_filters` and `crate = path`"
+                 `capabilities = [...]`, `order = N`, `fail_closed`, `unchecked_filters` and `crate = path`"
             )
         };
         errors.spanned(&ident, message);
@@ -637,6 +662,134 @@ fn string_list(
         }
     }
     Ok(literals)
+}
+
+/// Every capability's name, for messages.
+fn capability_names() -> String {
+    Capability::ALL.map(Capability::name).join(", ")
+}
+
+/// Parses `[ destructive, open_world ]`: bare capability names, at least
+/// one, recording an error on each entry that is not one.
+fn capability_list(input: ParseStream<'_>, errors: &mut Errors) -> syn::Result<Vec<Capability>> {
+    if !input.peek(token::Bracket) {
+        return Err(input.error(format!(
+            "`capabilities` takes a list of capability names, like `capabilities = [destructive]`; \
+             the capabilities: {}",
+            capability_names()
+        )));
+    }
+    let content;
+    let brackets = bracketed!(content in input);
+    let entries = Punctuated::<Expr, Token![,]>::parse_terminated(&content)?;
+    if entries.is_empty() {
+        // `tools = []` means "no filter"; a capability filter that names
+        // nothing is more likely a mistake than a wish for none.
+        errors.at(
+            brackets.span.join(),
+            format!(
+                "`capabilities = []` names no capability: list at least one of {}, \
+                 or leave the argument out to run for every tool",
+                capability_names()
+            ),
+        );
+    }
+    let mut capabilities = Vec::new();
+    for entry in entries {
+        if let Some(capability) = capability(&entry, errors) {
+            if !capabilities.contains(&capability) {
+                capabilities.push(capability);
+            }
+        }
+    }
+    Ok(capabilities)
+}
+
+/// The capability one entry names, or an error on it.
+fn capability(entry: &Expr, errors: &mut Errors) -> Option<Capability> {
+    match entry {
+        Expr::Path(path) if path.attrs.is_empty() && path.qself.is_none() => {
+            let Some(ident) = path.path.get_ident() else {
+                // `Capability::Destructive`: the attribute reads names only.
+                let bare = path
+                    .path
+                    .segments
+                    .last()
+                    .and_then(|last| suggest_capability(&last.ident.unraw().to_string()))
+                    .unwrap_or("destructive");
+                errors.spanned(
+                    path,
+                    format!(
+                        "`capabilities` entries are bare capability names: write `{bare}`; \
+                         the capabilities are {}",
+                        capability_names()
+                    ),
+                );
+                return None;
+            };
+            let name = ident.unraw().to_string();
+            let found = Capability::from_name(&name);
+            if found.is_none() {
+                let known = capability_names();
+                let message = match suggest_capability(&name) {
+                    Some(meant) => format!(
+                        "unknown capability `{name}`: did you mean `{meant}`? The capabilities are {known}"
+                    ),
+                    None => format!("unknown capability `{name}`: the capabilities are {known}"),
+                };
+                errors.spanned(ident, message);
+            }
+            found
+        }
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(literal),
+            ..
+        }) => {
+            let written = literal.value();
+            let bare = Capability::from_name(&written)
+                .or_else(|| suggest_capability(&written).and_then(Capability::from_name))
+                .map_or("destructive", Capability::name);
+            errors.spanned(
+                literal,
+                format!(
+                    "`capabilities` entries are names, not strings: write `{bare}` without quotes \
+                     (the capabilities: {})",
+                    capability_names()
+                ),
+            );
+            None
+        }
+        other => {
+            errors.spanned(
+                other,
+                format!(
+                    "`capabilities` entries are bare capability names, like `destructive`: one of {}",
+                    capability_names()
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// The capability name closest to `written` (`ReadOnly`, `read-only`,
+/// `destrutive`), if one is close enough to be what was meant.
+fn suggest_capability(written: &str) -> Option<&'static str> {
+    let folded = normalize_tool_name(written);
+    if let Some(capability) = Capability::from_name(&folded) {
+        return Some(capability.name());
+    }
+    Capability::ALL
+        .into_iter()
+        .map(|capability| {
+            (
+                strsim::damerau_levenshtein(&folded, capability.name()),
+                capability.name(),
+            )
+        })
+        .filter(|(distance, name)| *distance <= (name.len() / 3).max(1))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, name)| name)
 }
 
 /// The value of an `order = N` literal, negative ones included.

@@ -31,6 +31,8 @@ use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote};
 use syn::{Ident, Path};
 
+use hooks_core::Capability;
+
 use crate::parse::Point;
 
 /// The paths generated code names, rooted at the engine crate.
@@ -167,6 +169,28 @@ impl Paths {
     pub(crate) fn register_scoped(&self) -> TokenStream {
         let private = self.private();
         quote!(#private::register_scoped)
+    }
+
+    /// `Capability::<Variant>`, the value of one capability filter entry.
+    pub(crate) fn capability(&self, capability: Capability) -> TokenStream {
+        let private = self.private();
+        // An exhaustive match: a new capability does not compile until it
+        // has its variant here.
+        let variant = match capability {
+            Capability::ReadOnly => "ReadOnly",
+            Capability::Destructive => "Destructive",
+            Capability::Idempotent => "Idempotent",
+            Capability::OpenWorld => "OpenWorld",
+        };
+        let variant = Ident::new(variant, Span::call_site());
+        quote!(#private::Capability::#variant)
+    }
+
+    /// A `Capabilities` constant holding `capabilities`.
+    pub(crate) fn capabilities(&self, capabilities: &[Capability]) -> TokenStream {
+        let private = self.private();
+        let each = capabilities.iter().map(|c| self.capability(*c));
+        quote!(#private::Capabilities::NONE #(.with(#each))*)
     }
 
     /// `HookOptions`.

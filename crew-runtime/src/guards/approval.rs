@@ -8,7 +8,8 @@ use std::sync::Arc;
 use hooks_core::console::escape_control;
 use hooks_core::runtime::{contain_panic, contain_panic_async, panic_message};
 use hooks_core::{
-    HookAborted, HookFuture, HumanInputFuture, ToolCallHookContext, normalize_tool_name,
+    Capabilities, Capability, HookAborted, HookFuture, HumanInputFuture, ToolCallHookContext,
+    normalize_tool_name,
 };
 
 /// The `source` of every refusal, as telemetry reports it.
@@ -50,7 +51,8 @@ type Approves = dyn Fn(&str) -> bool + Send + Sync;
 /// [`APPROVAL_GATE_SOURCE`].
 ///
 /// - Which calls: [`for_tools`](Self::for_tools) (names normalized like
-///   tool names), [`when`](Self::when) (any predicate over the call) or
+///   tool names), [`for_capabilities`](Self::for_capabilities) (what the
+///   tool declares), [`when`](Self::when) (any predicate over the call) or
 ///   [`every_call`](Self::every_call).
 /// - The question: [`default_prompt`](Self::default_prompt) names the tool
 ///   and the agent and shows the input, escaped; change it with
@@ -131,6 +133,37 @@ impl ApprovalGate {
             .map(|tool| normalize_tool_name(tool.as_ref()))
             .collect();
         ApprovalGate::when(move |ctx| tools.iter().any(|tool| tool == ctx.tool_name()))
+    }
+
+    /// A gate on the calls whose tool has any of these capabilities, as
+    /// its [`ToolAnnotations`](crate::ToolAnnotations) read (a tool that
+    /// declares nothing counts as destructive and open-world). A call
+    /// without a tool (the model named a tool the agent does not have)
+    /// runs nothing and is not asked about; an empty list gates nothing.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::guards::ApprovalGate;
+    /// use crew_runtime::prelude::*;
+    /// use crew_runtime::ToolInfo;
+    ///
+    /// let gate = ApprovalGate::for_capabilities([Capability::Destructive]);
+    /// let wipe = Tool::dynamic("wipe_disk", "Wipes a disk", json!({"type": "object"}), |_| {
+    ///     Ok::<_, String>(json!("wiped"))
+    /// })
+    /// .with_annotations(ToolAnnotations::new().destructive(true));
+    /// let call = ToolCallHookContext::new("wipe_disk", Default::default())
+    ///     .with_tool(Arc::new(wipe) as Arc<dyn ToolInfo>);
+    /// assert!(gate.applies_to(&call));
+    /// assert!(!gate.applies_to(&ToolCallHookContext::new("wipe_disk", Default::default())));
+    /// ```
+    pub fn for_capabilities(capabilities: impl IntoIterator<Item = Capability>) -> Self {
+        let gated: Capabilities = capabilities.into_iter().collect();
+        ApprovalGate::when(move |ctx| {
+            ctx.tool
+                .as_deref()
+                .is_some_and(|tool| tool.annotations().capabilities().intersects(gated))
+        })
     }
 
     /// A gate on the calls for which `applies` is true: by capability, by

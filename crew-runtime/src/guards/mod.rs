@@ -3,8 +3,12 @@
 //! what agents, events and logs see (as a hook, or as a crew's redaction
 //! at every exit),
 //! [`RateLimiter`](crate::guards::RateLimiter) caps how often a tool runs,
-//! and [`ApprovalGate`](crate::guards::ApprovalGate) has a person approve
-//! chosen calls before they run.
+//! [`ApprovalGate`](crate::guards::ApprovalGate) has a person approve
+//! chosen calls before they run, and
+//! [`CapabilityGuard`](crate::guards::CapabilityGuard) blocks tools by what
+//! they declare they do (destructive, open-world, not read-only: the MCP
+//! annotations, with a tool that declares nothing counted as destructive),
+//! not by their name.
 //!
 //! Each is a plain value with a method that returns a hook closure, so they
 //! register like any other hook, globally or on one crew (the approval gate
@@ -136,10 +140,12 @@
 //! ```
 
 mod approval;
+mod capability;
 mod rate_limit;
 mod redact;
 
 pub use approval::{APPROVAL_GATE_SOURCE, ApprovalGate, DEFAULT_APPROVAL_MESSAGE};
+pub use capability::{CAPABILITY_GUARD_SOURCE, CapabilityGuard};
 pub use rate_limit::{Clock, ManualClock, RATE_LIMITER_SOURCE, RateLimiter, SystemClock};
 pub use redact::SecretRedactor;
 

@@ -393,6 +393,14 @@ impl HookContext for ToolCallHookContext {
         self.agent_role()
     }
 
+    // A virtual call and a few branches: only made for a hook with a
+    // capability filter.
+    fn call_tool_capabilities(&self) -> Option<crate::Capabilities> {
+        self.tool
+            .as_deref()
+            .map(|tool| tool.annotations().capabilities())
+    }
+
     fn event_tool_name(&self) -> Option<Arc<str>> {
         Some(Arc::clone(&self.tool_name))
     }
