@@ -26,21 +26,23 @@ use tokio::io::{DuplexStream, ReadHalf, WriteHalf};
 
 const CALLS: usize = 2_000;
 const PER_TURN: usize = 100;
-const RUNS: usize = 5;
+const RUNS: usize = 9;
 
-fn pipe_to_server(root: &std::path::Path) -> (ReadHalf<DuplexStream>, WriteHalf<DuplexStream>) {
+/// The demo server on a pipe: the client's ends, and the server (whose
+/// call log proves the calls were made).
+fn pipe_to_server(
+    root: &std::path::Path,
+) -> (ReadHalf<DuplexStream>, WriteHalf<DuplexStream>, DemoServer) {
     let (client, server) = tokio::io::duplex(1 << 16);
     let (reads, writes) = tokio::io::split(server);
-    tokio::spawn(mcp_demo_server::serve_io(
-        DemoServer::new(root),
-        reads,
-        writes,
-    ));
-    tokio::io::split(client)
+    let demo = DemoServer::new(root);
+    tokio::spawn(mcp_demo_server::serve_io(demo.clone(), reads, writes));
+    let (reads, writes) = tokio::io::split(client);
+    (reads, writes, demo)
 }
 
 async fn direct(root: &std::path::Path) -> Duration {
-    let (reads, writes) = pipe_to_server(root);
+    let (reads, writes, demo) = pipe_to_server(root);
     let client = ().serve((reads, writes)).await.expect("connects");
     let arguments = json!({"text": "hi"});
     let Value::Object(arguments) = arguments else {
@@ -52,11 +54,13 @@ async fn direct(root: &std::path::Path) -> Duration {
         let result = client.call_tool(request).await.expect("the call");
         std::hint::black_box(result);
     }
-    started.elapsed()
+    let elapsed = started.elapsed();
+    assert_eq!(demo.call_count(), CALLS, "every call reached the server");
+    elapsed
 }
 
 async fn crew(root: &std::path::Path) -> Duration {
-    let (reads, writes) = pipe_to_server(root);
+    let (reads, writes, demo) = pipe_to_server(root);
     let server = McpServer::io("demo", reads, writes)
         .only(["echo"])
         .connect()
@@ -88,7 +92,9 @@ async fn crew(root: &std::path::Path) -> Duration {
         .expect("the crew builds");
     let started = Instant::now();
     crew.kickoff(Inputs::new()).await.expect("the run");
-    started.elapsed()
+    let elapsed = started.elapsed();
+    assert_eq!(demo.call_count(), CALLS, "every call reached the server");
+    elapsed
 }
 
 fn median(mut runs: Vec<Duration>) -> Duration {
