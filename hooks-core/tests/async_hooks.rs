@@ -3,7 +3,10 @@
 //! count like a synchronous hook's, and a dispatch that awaits them is a
 //! `Send` future a multi-threaded runtime can move between threads.
 
-use std::sync::{Arc, Mutex};
+mod common;
+use common::Log;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use hooks_core::runtime::{Dispatcher, TOOL_CALL_POINTS, ToolOutput};
@@ -12,19 +15,6 @@ use hooks_core::{
     PRE_TOOL_CALL, StepContext, StepKind, ToolCallHookContext, async_hook,
 };
 use serde_json::Map;
-
-/// Hooks write their names here, in run order.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<String>>>);
-
-impl Log {
-    fn push(&self, entry: impl Into<String>) {
-        self.0.lock().expect("log lock").push(entry.into());
-    }
-    fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.lock().expect("log lock"))
-    }
-}
 
 fn call(tool: &str) -> ToolCallHookContext {
     ToolCallHookContext::new(tool, Map::new())

@@ -4,7 +4,10 @@
 //! combines with the `tools` and `agents` filters. Registries are created
 //! per test (no global state).
 
-use std::sync::{Arc, Mutex};
+mod common;
+use common::{Log, logging_pre};
+
+use std::sync::Arc;
 
 use hooks_core::runtime::{TOOL_CALL_POINTS, ToolOutput};
 use hooks_core::{
@@ -68,30 +71,6 @@ fn call_of(name: &'static str, annotations: ToolAnnotations) -> ToolCallHookCont
     ToolCallHookContext::new(name, Map::new()).with_tool(tool(name, annotations))
 }
 
-/// Hooks write their names here, in run order.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<String>>>);
-
-impl Log {
-    fn push(&self, entry: impl Into<String>) {
-        self.0.lock().expect("log lock").push(entry.into());
-    }
-    fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.lock().expect("log lock"))
-    }
-}
-
-fn logging(registry: &HookRegistry, log: &Log, name: &'static str, options: HookOptions) {
-    let log = log.clone();
-    registry
-        .register_hook_with(
-            PRE_TOOL_CALL,
-            options.name(name),
-            move |_: &mut ToolCallHookContext| log.push(name),
-        )
-        .expect("a capability filter fits PRE_TOOL_CALL");
-}
-
 /// The hooks that ran at PRE for `ctx`.
 fn ran(registry: &HookRegistry, log: &Log, mut ctx: ToolCallHookContext) -> Vec<String> {
     registry.dispatch_pre(&mut ctx);
@@ -102,7 +81,7 @@ fn ran(registry: &HookRegistry, log: &Log, mut ctx: ToolCallHookContext) -> Vec<
 fn a_capability_filter_matches_a_tool_having_any_of_them() {
     let registry = HookRegistry::new();
     let log = Log::default();
-    logging(
+    logging_pre(
         &registry,
         &log,
         "risky",
@@ -125,13 +104,13 @@ fn a_capability_filter_matches_a_tool_having_any_of_them() {
 fn a_tool_that_declares_nothing_counts_as_destructive() {
     let registry = HookRegistry::new();
     let log = Log::default();
-    logging(
+    logging_pre(
         &registry,
         &log,
         "destructive-only",
         HookOptions::new().capabilities([Capability::Destructive]),
     );
-    logging(
+    logging_pre(
         &registry,
         &log,
         "read-only-only",
@@ -151,9 +130,9 @@ fn a_tool_that_declares_nothing_counts_as_destructive() {
 fn a_call_without_a_tool_runs_no_capability_filtered_hook() {
     let registry = HookRegistry::new();
     let log = Log::default();
-    logging(&registry, &log, "unfiltered", HookOptions::new());
+    logging_pre(&registry, &log, "unfiltered", HookOptions::new());
     for capability in Capability::ALL {
-        logging(
+        logging_pre(
             &registry,
             &log,
             capability.name(),
@@ -169,7 +148,7 @@ fn a_call_without_a_tool_runs_no_capability_filtered_hook() {
 fn capability_tools_and_agents_filters_must_all_match() {
     let registry = HookRegistry::new();
     let log = Log::default();
-    logging(
+    logging_pre(
         &registry,
         &log,
         "ops-deletes",
@@ -268,7 +247,7 @@ impl std::future::Future for Pending {
 async fn sync_and_async_dispatch_both_honor_the_capability_filter() {
     let registry = HookRegistry::new();
     let log = Log::default();
-    logging(
+    logging_pre(
         &registry,
         &log,
         "sync-guard",
@@ -390,14 +369,14 @@ fn get_hooks_shows_the_capability_filter() {
 fn explain_decides_capability_filters_when_told_the_tools_capabilities() {
     let registry = HookRegistry::new();
     let log = Log::default();
-    logging(&registry, &log, "everyone", HookOptions::new());
-    logging(
+    logging_pre(&registry, &log, "everyone", HookOptions::new());
+    logging_pre(
         &registry,
         &log,
         "destructive-guard",
         HookOptions::new().capabilities([Capability::Destructive]),
     );
-    logging(
+    logging_pre(
         &registry,
         &log,
         "writers-guard",

@@ -1,6 +1,9 @@
 //! Behavior tests of the engine, one per rule of SPEC.md §3, on registries
 //! created per test (no global state).
 
+mod common;
+use common::{Log, logging_pre};
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -33,30 +36,6 @@ fn call(tool: &str) -> ToolCallHookContext {
 
 fn call_by(tool: &str, role: &'static str) -> ToolCallHookContext {
     call(tool).with_agent(Arc::new(TestAgent(role)))
-}
-
-/// A shared log hooks write their names into, in run order.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<String>>>);
-
-impl Log {
-    fn push(&self, entry: impl Into<String>) {
-        self.0.lock().expect("log lock").push(entry.into());
-    }
-    fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.lock().expect("log lock"))
-    }
-}
-
-fn logging_pre(registry: &HookRegistry, log: &Log, name: &'static str, options: HookOptions) {
-    let log = log.clone();
-    registry
-        .register_hook_with(
-            PRE_TOOL_CALL,
-            options.name(name),
-            move |_: &mut ToolCallHookContext| log.push(name),
-        )
-        .expect("() fits PRE");
 }
 
 fn logging_post(registry: &HookRegistry, log: &Log, name: &'static str, options: HookOptions) {
