@@ -551,15 +551,18 @@ async fn spec9_two_servers_tools_collide_on_an_agent_unless_prefixed() {
     let root = tempfile::tempdir().expect("a temporary directory");
     let (first, _) = in_process(root.path()).await;
     let (second, _) = in_process(root.path()).await;
-    let agent = Agent::builder("Both")
-        .tools(first.tools())
-        .tools(second.tools())
-        .build();
-    let built = Crew::builder()
-        .agent(agent.clone())
-        .task(Task::builder("t").agent(&agent).build())
-        .global_registry(Arc::new(HookRegistry::new()))
-        .build();
+    let build_with = |other: &McpServer| {
+        let agent = Agent::builder("Both")
+            .tools(first.tools())
+            .tools(other.tools())
+            .build();
+        Crew::builder()
+            .agent(agent.clone())
+            .task(Task::builder("t").agent(&agent).build())
+            .global_registry(Arc::new(HookRegistry::new()))
+            .build()
+    };
+    let built = build_with(&second);
     assert!(
         matches!(&built, Err(BuildError::DuplicateTool { role, .. }) if role == "Both"),
         "{built:?}"
@@ -569,15 +572,7 @@ async fn spec9_two_servers_tools_collide_on_an_agent_unless_prefixed() {
         .await
         .expect("connects");
     assert!(prefixed.tool("backup_read_text_file").is_some());
-    let agent = Agent::builder("Both")
-        .tools(first.tools())
-        .tools(prefixed.tools())
-        .build();
-    let built = Crew::builder()
-        .agent(agent.clone())
-        .task(Task::builder("t").agent(&agent).build())
-        .global_registry(Arc::new(HookRegistry::new()))
-        .build();
+    let built = build_with(&prefixed);
     assert!(built.is_ok(), "{built:?}");
 }
 
