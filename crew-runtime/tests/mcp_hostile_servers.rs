@@ -385,3 +385,26 @@ fn spec9_connecting_outside_a_tokio_runtime_is_an_error_not_a_panic() {
     assert!(matches!(error, McpError::InvalidConfig { .. }), "{error}");
     assert!(error.to_string().contains("tokio runtime"), "{error}");
 }
+
+#[tokio::test]
+async fn spec9_urls_the_http_transport_cannot_reach_are_refused_before_connecting() {
+    let https = McpServer::http("remote", "https://mcp.example.com/mcp")
+        .connect()
+        .await
+        .expect_err("no TLS");
+    assert!(matches!(https, McpError::InvalidConfig { .. }), "{https}");
+    assert!(
+        https
+            .to_string()
+            .contains("https:// MCP servers are not supported yet"),
+        "{https}"
+    );
+    let other = McpServer::http("remote", "ftp://mcp.example.com")
+        .connect()
+        .await
+        .expect_err("not http");
+    assert!(
+        other.to_string().contains("is not an http:// URL"),
+        "{other}"
+    );
+}
