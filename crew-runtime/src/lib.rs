@@ -67,7 +67,7 @@
 //! The tools of an MCP server (stdio or streamable HTTP) become crew tools
 //! with [`mcp::McpServer`] (feature `mcp`, on by default): every call of
 //! one goes through the same hooks, and hooks can guard by what a tool
-//! declares it does ([`Capability`](hooks_core::Capability): read-only,
+//! declares it does ([`Capability`]: read-only,
 //! destructive, idempotent, open-world), not only by its name.
 
 //!
