@@ -244,6 +244,40 @@ impl ScriptedLlm {
             .clone()
     }
 
+    /// Every tool observation the model was given, in the order it got
+    /// them: those answering its first turn, then its second, and so on
+    /// (empty when recording is off).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let echo = Tool::dynamic("echo", "Echoes", json!({"type": "object"}), |args: Value| {
+    ///     Ok::<_, String>(args["text"].clone())
+    /// });
+    /// let llm = Arc::new(
+    ///     ScriptedLlm::new()
+    ///         .call("echo", json!({"text": "one"}))
+    ///         .call("echo", json!({"text": "two"}))
+    ///         .answer("done"),
+    /// );
+    /// let agent = Agent::builder("Echoer").tool(echo).llm(llm.clone()).build();
+    /// let crew = Crew::builder()
+    ///     .agent(agent.clone())
+    ///     .task(Task::builder("Echo twice").agent(&agent).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .build()?;
+    /// crew.kickoff_blocking(())?;
+    /// assert_eq!(llm.observations(), ["one", "two"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn observations(&self) -> Vec<String> {
+        self.requests()
+            .iter()
+            .flat_map(|request| request.observations().into_iter().map(str::to_owned))
+            .collect()
+    }
+
     /// How many requests it received.
     pub fn asked(&self) -> usize {
         self.asked.load(Ordering::Relaxed)

@@ -123,16 +123,7 @@ async fn spec9_interop_a_crew_reads_lists_and_writes_through_the_reference_serve
         .expect("the run succeeds");
     assert_eq!(output.raw, "Summary written to drafts/summary.txt.");
 
-    let seen: Vec<String> = model
-        .requests()
-        .iter()
-        .flat_map(|r| {
-            r.observations()
-                .into_iter()
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let seen = model.observations();
     assert_eq!(seen.len(), 5, "{seen:?}");
     assert_eq!(seen[0], "[FILE] brief.txt\n[DIR] drafts");
     assert_eq!(seen[1], "Quarterly numbers are up 4%.");

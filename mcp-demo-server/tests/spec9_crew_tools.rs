@@ -116,19 +116,6 @@ fn crew_of(
     (crew, model)
 }
 
-fn observations(model: &ScriptedLlm) -> Vec<String> {
-    model
-        .requests()
-        .iter()
-        .flat_map(|r| {
-            r.observations()
-                .into_iter()
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
 fn call(name: &str, arguments: Value) -> ScriptedCall {
     ScriptedCall::new(name, arguments)
 }
@@ -173,7 +160,7 @@ async fn spec9_a_stdio_server_reads_lists_and_writes_through_the_hooks() {
         .expect("the run ends");
 
     assert_eq!(
-        observations(&model),
+        model.observations(),
         [
             "buy milk",
             "Successfully wrote to todo.txt",
@@ -263,7 +250,7 @@ async fn spec9_hooks_see_the_annotations_and_the_mcp_result() {
             .starts_with("web_lookup title=Some(\"Web Lookup\") read_only=true open_world=true"),
         "{lines:?}"
     );
-    assert_eq!(observations(&model).len(), 2);
+    assert_eq!(model.observations().len(), 2);
 }
 
 #[tokio::test]
@@ -309,7 +296,7 @@ async fn spec9_results_of_every_kind_reach_the_agent_rendered() {
             "read_text_file: Access denied - path outside allowed directories: ../../etc/passwd / isError=true",
         ]
     );
-    let seen = observations(&model);
+    let seen = model.observations();
     assert_eq!(seen.len(), 4, "{seen:?}");
     assert!(seen[0].starts_with("[image: image/png, "), "{seen:?}");
     assert!(seen[0].contains("\n[embedded text resource: "), "{seen:?}");
@@ -364,7 +351,7 @@ async fn spec9_the_server_receives_the_arguments_the_pre_chain_left_and_nothing_
         received,
         [("echo".to_owned(), json!({"text": "from a hook"}))]
     );
-    let seen = observations(&model);
+    let seen = model.observations();
     assert_eq!(seen[0], "from a hook");
     assert!(
         seen[1].starts_with("Tool execution blocked by hook"),
@@ -502,7 +489,7 @@ async fn spec9_a_slow_tool_times_out_at_the_servers_call_timeout() {
         .await
         .expect("the run ends");
     assert_eq!(
-        observations(&model),
+        model.observations(),
         ["Error executing tool: timed out after 200ms", "still here"]
     );
 }
@@ -527,7 +514,7 @@ async fn spec9_a_server_reached_over_streamable_http_runs_its_tools() {
     bounded(crew.kickoff(Inputs::new()))
         .await
         .expect("the run ends");
-    assert_eq!(observations(&model), ["over http"]);
+    assert_eq!(model.observations(), ["over http"]);
 
     // The server goes away: the next call fails, it does not hang.
     http.shutdown().await;
@@ -539,7 +526,7 @@ async fn spec9_a_server_reached_over_streamable_http_runs_its_tools() {
     bounded(later.kickoff(Inputs::new()))
         .await
         .expect("the run ends");
-    let seen = observations(&model);
+    let seen = model.observations();
     assert!(
         seen[0].starts_with("Error executing tool: the MCP server `web`"),
         "{seen:?}"
@@ -599,7 +586,7 @@ async fn spec9_a_stdio_server_that_dies_mid_run_fails_each_later_call() {
     bounded(crew.kickoff(Inputs::new()))
         .await
         .expect("the run ends");
-    let seen = observations(&model);
+    let seen = model.observations();
     assert_eq!(seen.len(), 2, "{seen:?}");
     for observation in &seen {
         assert!(
