@@ -248,12 +248,11 @@ impl Dispatcher<'_> {
                 } else {
                     match capabilities {
                         ToolCapabilities::Unknown => Verdict::DependsOnCapabilities,
-                        ToolCapabilities::Known(have) if have.intersects(hook.capabilities) => {
+                        ToolCapabilities::Known(have) if hook.admits_capabilities(Some(have)) => {
                             Verdict::Runs
                         }
-                        ToolCapabilities::Known(_) | ToolCapabilities::NoTool => {
-                            Verdict::SkippedByCapabilities
-                        }
+                        ToolCapabilities::NoTool if hook.admits_capabilities(None) => Verdict::Runs,
+                        _ => Verdict::SkippedByCapabilities,
                     }
                 };
                 ExplainedHook { hook, verdict }

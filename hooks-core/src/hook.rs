@@ -117,6 +117,17 @@ pub struct HookInfo {
     pub unchecked_filters: bool,
 }
 
+impl HookInfo {
+    /// Whether the hook's capability filter lets it run for a call whose
+    /// tool has `tool` (`None`: the call has no tool, which a capability
+    /// filter never admits). The one reading of the filter, for dispatch
+    /// and `explain` alike.
+    #[inline]
+    pub(crate) fn admits_capabilities(&self, tool: Option<Capabilities>) -> bool {
+        self.capabilities.is_empty() || tool.is_some_and(|tool| tool.intersects(self.capabilities))
+    }
+}
+
 /// Options for a hook registered at run time.
 ///
 /// ```
@@ -489,8 +500,7 @@ impl<P: Point> HookEntry<P> {
     /// filter never admits).
     #[inline]
     pub(crate) fn capabilities_match(&self, tool: Option<Capabilities>) -> bool {
-        self.info.capabilities.is_empty()
-            || tool.is_some_and(|tool| tool.intersects(self.info.capabilities))
+        self.info.admits_capabilities(tool)
     }
 
     /// Whether the hook's tool filter lets it run for this tool.
