@@ -185,8 +185,8 @@ pub(crate) fn static_chain<P: Point>() -> Chain<P> {
             // Ranks of link-time hooks sort below every run-time rank; the
             // point's index keeps ids distinct across points.
             let rank = ((P::ID.index() as u64) << 24) | (position as u64 + 1);
-            Arc::new(HookEntry {
-                info: HookInfo {
+            Arc::new(HookEntry::new(
+                HookInfo {
                     id: HookId(rank),
                     point: P::ID,
                     name: record.name.to_owned(),
@@ -207,13 +207,13 @@ pub(crate) fn static_chain<P: Point>() -> Chain<P> {
                     unchecked_filters: record.unchecked_filters,
                 },
                 rank,
-                type_id: Some((record.type_id)()),
-                static_index: Some(position),
-                call: match record.call {
+                Some((record.type_id)()),
+                Some(position),
+                match record.call {
                     StaticCall::Sync(call) => HookCall::Static(call),
                     StaticCall::Async(call) => HookCall::StaticAsync(call),
                 },
-            })
+            ))
         })
         .collect();
     Chain::from_entries(entries)

@@ -485,13 +485,8 @@ impl<'a> CallHooks<'a> {
         for entry in hooks {
             // The role and the tool's capabilities are virtual calls: ask
             // for them only when a filter needs them (an unfiltered hook
-            // costs a length test and a byte test).
-            if !entry.info.agents.is_empty() && !entry.agent_matches(ctx.call_agent_role()) {
-                continue;
-            }
-            if !entry.info.capabilities.is_empty()
-                && !entry.capabilities_match(ctx.call_tool_capabilities())
-            {
+            // costs one flag test).
+            if entry.call_filtered && !entry.call_matches(ctx) {
                 continue;
             }
             walk.hooks_run += 1;
@@ -524,12 +519,7 @@ impl<'a> CallHooks<'a> {
         let started = self.listening.then(quanta::Instant::now);
         let mut walk = Walk::default();
         for entry in hooks {
-            if !entry.info.agents.is_empty() && !entry.agent_matches(ctx.call_agent_role()) {
-                continue;
-            }
-            if !entry.info.capabilities.is_empty()
-                && !entry.capabilities_match(ctx.call_tool_capabilities())
-            {
+            if entry.call_filtered && !entry.call_matches(ctx) {
                 continue;
             }
             walk.hooks_run += 1;

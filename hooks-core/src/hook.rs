@@ -482,9 +482,42 @@ pub(crate) struct HookEntry<P: Point> {
     /// The link-time record this entry came from, for `restore_static_hooks`.
     pub(crate) static_index: Option<usize>,
     pub(crate) call: HookCall<P>,
+    /// Whether an `agents` or `capabilities` filter must be read for each
+    /// call (the `tools` filter is settled by the chain's index): one
+    /// flag, so that an unfiltered hook costs one test on the hot path.
+    pub(crate) call_filtered: bool,
 }
 
 impl<P: Point> HookEntry<P> {
+    /// An entry for `info`, with its per-call filter flag derived.
+    pub(crate) fn new(
+        info: HookInfo,
+        rank: u64,
+        type_id: Option<TypeId>,
+        static_index: Option<usize>,
+        call: HookCall<P>,
+    ) -> Self {
+        let call_filtered = !info.agents.is_empty() || !info.capabilities.is_empty();
+        HookEntry {
+            info,
+            rank,
+            type_id,
+            static_index,
+            call,
+            call_filtered,
+        }
+    }
+
+    /// Whether the hook's `agents` and `capabilities` filters let it run
+    /// for this call (virtual calls on the context, made only for a hook
+    /// with such a filter: see [`call_filtered`](Self::call_filtered)).
+    #[inline]
+    pub(crate) fn call_matches<C: HookContext>(&self, ctx: &C) -> bool {
+        (self.info.agents.is_empty() || self.agent_matches(ctx.call_agent_role()))
+            && (self.info.capabilities.is_empty()
+                || self.capabilities_match(ctx.call_tool_capabilities()))
+    }
+
     /// Whether the hook's agent filter lets it run for this role.
     #[inline]
     pub(crate) fn agent_matches(&self, role: Option<&str>) -> bool {

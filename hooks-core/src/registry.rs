@@ -886,13 +886,13 @@ fn entry<P: Point, F: 'static>(
     call: HookCall<P>,
 ) -> HookEntry<P> {
     let rank = next_rank();
-    HookEntry {
-        info: base_info(P::ID, options, style, origin, type_name::<F>(), rank),
+    HookEntry::new(
+        base_info(P::ID, options, style, origin, type_name::<F>(), rank),
         rank,
-        type_id: function_key::<F>(),
-        static_index: None,
+        function_key::<F>(),
+        None,
         call,
-    }
+    )
 }
 
 /// An entry for a hook already adapted to its point (the door generated
@@ -908,13 +908,13 @@ pub(crate) fn crew_entry<P: Point>(
     let origin = HookOrigin::Crew {
         crew: crew.to_owned(),
     };
-    Ok(HookEntry {
-        info: base_info(P::ID, options, style, origin, "crew hook", rank),
+    Ok(HookEntry::new(
+        base_info(P::ID, options, style, origin, "crew hook", rank),
         rank,
-        type_id: None,
-        static_index: None,
+        None,
+        None,
         call,
-    })
+    ))
 }
 
 static GLOBAL: LazyLock<HookRegistry> = LazyLock::new(HookRegistry::with_static_hooks);
