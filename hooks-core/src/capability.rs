@@ -39,8 +39,8 @@ pub struct ToolAnnotations {
     /// absent means it may).
     pub read_only: Option<bool>,
     /// The tool may destroy or overwrite, not only add (MCP
-    /// `destructiveHint`; absent means it may; meaningless for a read-only
-    /// tool).
+    /// `destructiveHint`; absent means it may; ignored for a read-only
+    /// tool unless `true`, which makes it destructive and not read-only).
     pub destructive: Option<bool>,
     /// Calling the tool again with the same arguments has no further
     /// effect (MCP `idempotentHint`; absent means it may have one).
@@ -95,15 +95,24 @@ impl ToolAnnotations {
         self
     }
 
-    /// The tool says it does not modify its environment.
+    /// The tool says it does not modify its environment, and does not
+    /// also say it is destructive: contradictory annotations read the safe
+    /// way, as destructive and not read-only.
+    ///
+    /// ```
+    /// use hooks_core::ToolAnnotations;
+    ///
+    /// let contradictory = ToolAnnotations::new().read_only(true).destructive(true);
+    /// assert!(!contradictory.is_read_only() && contradictory.is_destructive());
+    /// ```
     pub fn is_read_only(&self) -> bool {
-        self.read_only == Some(true)
+        self.read_only == Some(true) && self.destructive != Some(true)
     }
 
-    /// The tool may destroy or overwrite: it is not read-only and does not
-    /// say its updates are only additive.
+    /// The tool may destroy or overwrite: it says so, or it is not
+    /// read-only and does not say its updates are only additive.
     pub fn is_destructive(&self) -> bool {
-        !self.is_read_only() && self.destructive != Some(false)
+        self.destructive == Some(true) || (!self.is_read_only() && self.destructive != Some(false))
     }
 
     /// A repeated call has no further effect: the tool is read-only, or
@@ -282,7 +291,7 @@ mod tests {
     fn a_read_only_tool_is_neither_destructive_nor_repeatable_harm() {
         let caps = ToolAnnotations::new()
             .read_only(true)
-            .destructive(true)
+            .destructive(false)
             .open_world(false)
             .capabilities();
         assert_eq!(
@@ -290,6 +299,45 @@ mod tests {
             [Capability::ReadOnly, Capability::Idempotent]
                 .into_iter()
                 .collect()
+        );
+        // The destructive hint is meaningless for a read-only tool, unless
+        // it says `true`: see below.
+        let caps = ToolAnnotations::new()
+            .read_only(true)
+            .open_world(false)
+            .capabilities();
+        assert_eq!(
+            caps,
+            [Capability::ReadOnly, Capability::Idempotent]
+                .into_iter()
+                .collect()
+        );
+    }
+
+    #[test]
+    fn contradictory_annotations_read_the_safe_way() {
+        // Read-only and destructive at once: destructive, not read-only,
+        // and so not idempotent either unless it says so.
+        let caps = ToolAnnotations::new()
+            .read_only(true)
+            .destructive(true)
+            .open_world(false)
+            .capabilities();
+        assert_eq!(caps, [Capability::Destructive].into_iter().collect());
+        let caps = ToolAnnotations::new()
+            .read_only(true)
+            .destructive(true)
+            .idempotent(true)
+            .capabilities();
+        assert_eq!(
+            caps,
+            [
+                Capability::Destructive,
+                Capability::Idempotent,
+                Capability::OpenWorld
+            ]
+            .into_iter()
+            .collect()
         );
     }
 
