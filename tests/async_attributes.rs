@@ -173,3 +173,101 @@ mod crew_scoped {
         assert_eq!(requests[2].observations(), ["deleted"]);
     }
 }
+
+mod timeouts {
+    //! `timeout_ms = N` on an `async fn` hook: the hook's own time limit,
+    //! kept by a crew's awaiting dispatch; past it the hook counts as
+    //! panicked (here fail-closed: the call is blocked).
+
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crew_runtime::prelude::*;
+
+    #[on(PRE_TOOL_CALL, tools = ["async_attr_timeout_probe"], timeout_ms = 40, fail_closed)]
+    async fn never_decides(_ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+        std::future::pending().await
+    }
+
+    #[derive(Clone)]
+    struct SlowCrew {
+        llm: Arc<ScriptedLlm>,
+    }
+
+    #[crew_base]
+    impl SlowCrew {
+        #[agent]
+        fn clerk(&self) -> Agent {
+            let archive = Tool::dynamic("archive", "Archives", json!({"type": "object"}), |_| {
+                Ok::<_, String>(json!("archived"))
+            });
+            Agent::builder("Clerk")
+                .tool(archive)
+                .llm(self.llm.clone())
+                .build()
+        }
+
+        #[task]
+        fn file(&self) -> Task {
+            Task::builder("File it").agent(&self.clerk()).build()
+        }
+
+        #[on(PRE_TOOL_CALL, timeout_ms = 40, fail_closed)]
+        async fn wait_for_ever(&self, _ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+            std::future::pending().await
+        }
+
+        #[crew]
+        fn crew(&self) -> Result<Crew, BuildError> {
+            Crew::builder()
+                .agents(self.agents())
+                .tasks(self.tasks())
+                .global_registry(Arc::new(HookRegistry::new()))
+                // Only the hook's own limit can be reached in a test.
+                .hook_timeout(Duration::from_secs(3600))
+                .build()
+        }
+    }
+
+    #[test]
+    fn the_attribute_records_the_hooks_own_limit() {
+        let listed = get_hooks(PRE_TOOL_CALL);
+        let hook = listed
+            .iter()
+            .find(|hook| hook.name == "never_decides")
+            .expect("registered at link time");
+        assert_eq!(hook.timeout, Some(Duration::from_millis(40)));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_link_time_hook_is_cut_short_at_its_own_limit() {
+        let mut ctx = ToolCallHookContext::new("async_attr_timeout_probe", Default::default());
+        let dispatcher = global_registry()
+            .dispatcher()
+            .with_hook_timeout(Duration::from_secs(3600));
+        let call = dispatcher.begin_call(&[PRE_TOOL_CALL.into()]);
+        let outcome = call.dispatch_async(PRE_TOOL_CALL, &mut ctx).await;
+        let abort = outcome.aborted().expect("fail-closed: blocked");
+        assert_eq!(abort.source, "never_decides");
+        assert_eq!(
+            abort.reason,
+            "fail-closed hook timed out: still running after 40ms"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_crew_hook_method_is_cut_short_at_its_own_limit() {
+        let llm = Arc::new(
+            ScriptedLlm::new()
+                .call("archive", json!({}))
+                .answer("filed"),
+        );
+        let crew = SlowCrew { llm: llm.clone() }.crew().expect("builds");
+        let output = crew.kickoff(()).await.expect("runs");
+        assert_eq!(output.raw, "filed");
+        assert_eq!(
+            llm.requests()[1].observations(),
+            ["Tool execution blocked by hook. Tool: archive"]
+        );
+    }
+}

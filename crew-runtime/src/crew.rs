@@ -12,9 +12,9 @@ use std::time::Duration;
 use hooks_core::__private::CrewScope;
 use hooks_core::runtime::{Dispatcher, register_crew_async_hook, register_crew_hook};
 use hooks_core::{
-    AsyncHookFn, CrewInfo, CrewOutput, DEFAULT_HUMAN_INPUT_TIMEOUT, EventBus, Explanation, HookId,
-    HookOptions, HookRegistry, HookReturn, HookStyle, HumanInputSource, Inputs, LlmInfo, Point,
-    Redact, RegisterError, TerminalInput, global_registry,
+    AsyncHookFn, CrewInfo, CrewOutput, DEFAULT_HOOK_TIMEOUT, DEFAULT_HUMAN_INPUT_TIMEOUT, EventBus,
+    Explanation, HookId, HookOptions, HookRegistry, HookReturn, HookStyle, HumanInputSource,
+    Inputs, LlmInfo, Point, Redact, RegisterError, TerminalInput, global_registry,
 };
 
 use crate::agent::Agent;
@@ -156,13 +156,17 @@ pub(crate) struct RunSettings {
 pub(crate) struct CrewHooks {
     pub(crate) global: SharedRegistry,
     pub(crate) scoped: Arc<HookRegistry>,
+    /// How long an `async` hook without a limit of its own may run.
+    pub(crate) hook_timeout: Duration,
 }
 
 impl CrewHooks {
     /// The dispatcher of the crew's calls: global hooks and the crew's
     /// own, merged.
     pub(crate) fn dispatcher(&self) -> Dispatcher<'_> {
-        Dispatcher::new(&self.global).with_scope(&self.scoped)
+        Dispatcher::new(&self.global)
+            .with_scope(&self.scoped)
+            .with_hook_timeout(self.hook_timeout)
     }
 
     /// Whether anyone listens on the global bus or the crew's.
@@ -319,7 +323,7 @@ impl Crew {
     /// The dispatcher of this crew's calls: global hooks and the crew's own,
     /// merged.
     pub(crate) fn dispatcher(&self) -> Dispatcher<'_> {
-        Dispatcher::new(&self.inner.hooks.global).with_scope(&self.inner.hooks.scoped)
+        self.inner.hooks.dispatcher()
     }
 
     /// Which hooks (global and the crew's own, in order) a call of `tool`
@@ -741,6 +745,7 @@ pub struct CrewBuilder {
     max_kickoff_depth: usize,
     tool_timeout: Duration,
     model_timeout: Duration,
+    hook_timeout: Duration,
     redaction: Redaction,
     hooks: Vec<PendingHook>,
 }
@@ -763,6 +768,7 @@ impl Default for CrewBuilder {
             max_kickoff_depth: DEFAULT_MAX_KICKOFF_DEPTH,
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
             model_timeout: DEFAULT_MODEL_TIMEOUT,
+            hook_timeout: DEFAULT_HOOK_TIMEOUT,
             redaction: Redaction::default(),
             hooks: Vec::new(),
         }
@@ -1043,6 +1049,45 @@ impl CrewBuilder {
         self
     }
 
+    /// How long an `async` hook may run before it is cut short (default
+    /// [`DEFAULT_HOOK_TIMEOUT`], 30 s); a hook's own limit
+    /// ([`HookOptions::timeout`], `timeout_ms = N` in the attributes) comes
+    /// first. A hook cut short counts as a panic of that hook: a fail-open
+    /// hook's effect is dropped and the call goes on, a fail-closed one
+    /// refuses. Time spent waiting for a person in `request_human_input`
+    /// does not count (the question has its own deadline,
+    /// [`human_input_timeout`](Self::human_input_timeout)), and a hook cut
+    /// short after it asked a person refuses whatever its failure mode.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// async fn stuck(_: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+    ///     std::future::pending().await
+    /// }
+    ///
+    /// let registry = Arc::new(HookRegistry::new());
+    /// registry.register_async_hook_with(PRE_TOOL_CALL, HookOptions::new().fail_closed(), stuck)?;
+    /// let send = Tool::dynamic("send", "Sends", json!({"type": "object"}), |_| Ok::<_, String>(json!("sent")));
+    /// let llm = Arc::new(ScriptedLlm::new().call("send", json!({})).answer("done"));
+    /// let agent = Agent::builder("Clerk").tool(send).llm(llm.clone()).build();
+    /// let crew = Crew::builder()
+    ///     .agent(agent.clone())
+    ///     .task(Task::builder("Send").agent(&agent).build())
+    ///     .global_registry(registry)
+    ///     .hook_timeout(Duration::from_millis(20))
+    ///     .build()?;
+    /// crew.kickoff_blocking(())?;
+    /// assert_eq!(llm.requests()[1].observations(), ["Tool execution blocked by hook. Tool: send"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn hook_timeout(mut self, timeout: Duration) -> Self {
+        self.hook_timeout = timeout;
+        self
+    }
+
     /// Cleans everything that leaves the crew with `redactor`: a
     /// [`SecretRedactor`](crate::guards::SecretRedactor), or a [`Redact`]
     /// of your own.
@@ -1280,6 +1325,7 @@ impl CrewBuilder {
             hooks: CrewHooks {
                 global: self.global.unwrap_or_else(|| global_registry().into()),
                 scoped: Arc::new(scoped),
+                hook_timeout: self.hook_timeout,
             },
             agents: agents.into_iter().map(Arc::new).collect(),
             tasks,

@@ -48,6 +48,8 @@ pub struct StaticHook<P: Point> {
     pub order: i32,
     /// Fail-open or fail-closed.
     pub failure: FailureMode,
+    /// `timeout_ms = N`: the hook's own time limit (`None`: the crew's).
+    pub timeout: Option<std::time::Duration>,
     /// `unchecked_filters`: left out of the crews' filter check.
     pub unchecked_filters: bool,
     /// The adapted function.
@@ -201,6 +203,7 @@ pub(crate) fn static_chain<P: Point>() -> Chain<P> {
                     },
                     order: record.order,
                     failure: record.failure,
+                    timeout: record.timeout,
                     style: record.style,
                     // The attributes have no opt-out: a link-time filter
                     // is always checked.

@@ -93,6 +93,7 @@ pub struct ToolCallReport {
 pub struct Dispatcher<'a> {
     global: &'a HookRegistry,
     scoped: Option<&'a HookRegistry>,
+    hook_timeout: std::time::Duration,
 }
 
 impl Default for Dispatcher<'static> {
@@ -107,7 +108,31 @@ impl<'a> Dispatcher<'a> {
         Dispatcher {
             global,
             scoped: None,
+            hook_timeout: crate::DEFAULT_HOOK_TIMEOUT,
         }
+    }
+
+    /// Sets how long an `async` hook may run in an awaiting dispatch
+    /// unless it has a limit of its own ([`HookOptions::timeout`](crate::HookOptions::timeout));
+    /// [`DEFAULT_HOOK_TIMEOUT`](crate::DEFAULT_HOOK_TIMEOUT) by default.
+    /// A crew sets its own.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use hooks_core::HookRegistry;
+    ///
+    /// let registry = HookRegistry::new();
+    /// let dispatcher = registry.dispatcher().with_hook_timeout(Duration::from_secs(5));
+    /// assert_eq!(dispatcher.hook_timeout(), Duration::from_secs(5));
+    /// ```
+    pub fn with_hook_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.hook_timeout = timeout;
+        self
+    }
+
+    /// How long an `async` hook without a limit of its own may run.
+    pub fn hook_timeout(&self) -> std::time::Duration {
+        self.hook_timeout
     }
 
     /// Adds a crew's own hooks: they run merged with the global chain by
@@ -496,7 +521,7 @@ impl<'a> CallHooks<'a> {
             if result.is_err() {
                 quiet.panicked();
             }
-            if self.settle(&mut walk, entry, result, ctx) {
+            if self.settle(&mut walk, entry, false, result, ctx) {
                 break;
             }
         }
@@ -523,8 +548,9 @@ impl<'a> CallHooks<'a> {
                 continue;
             }
             walk.hooks_run += 1;
-            let result = run_one(&entry.call, ctx).await;
-            if self.settle(&mut walk, entry, result, ctx) {
+            let limit = entry.info.timeout.unwrap_or(self.dispatcher.hook_timeout);
+            let (result, asked) = run_one(&entry.call, limit, ctx).await;
+            if self.settle(&mut walk, entry, asked, result, ctx) {
                 break;
             }
         }
@@ -538,6 +564,7 @@ impl<'a> CallHooks<'a> {
         &self,
         walk: &mut Walk,
         entry: &HookEntry<P>,
+        asked: bool,
         result: std::thread::Result<Decision<P::Replacement>>,
         ctx: &mut P::Context,
     ) -> bool {
@@ -556,16 +583,22 @@ impl<'a> CallHooks<'a> {
                 true
             }
             Err(panic) => {
-                let message = self.report_panic(entry, &*ctx, &*panic);
+                // A hook that asked a person and did not finish never lets
+                // the call through: an approval does not fail open.
+                let fail_closed = asked || entry.info.failure == FailureMode::FailClosed;
+                let message = self.report_panic(entry, fail_closed, &*ctx, &*panic);
+                let timed_out = panic.is::<HookTimedOut>();
                 drop_payload(panic);
-                if entry.info.failure != FailureMode::FailClosed {
+                if !fail_closed {
                     return false;
                 }
                 if P::fail_closed_stops() {
-                    walk.aborted = Some(HookAborted::new(
-                        format!("fail-closed hook panicked: {message}"),
-                        entry.info.name.clone(),
-                    ));
+                    let reason = if timed_out {
+                        format!("fail-closed hook {message}")
+                    } else {
+                        format!("fail-closed hook panicked: {message}")
+                    };
+                    walk.aborted = Some(HookAborted::new(reason, entry.info.name.clone()));
                     return true;
                 }
                 P::withhold(ctx);
@@ -633,11 +666,14 @@ impl<'a> CallHooks<'a> {
     fn report_panic<P: Point>(
         &self,
         entry: &HookEntry<P>,
+        fail_closed: bool,
         ctx: &P::Context,
         panic: &(dyn std::any::Any + Send),
     ) -> String {
-        let message = crate::panic::redacted_message(panic);
-        let fail_closed = entry.info.failure == FailureMode::FailClosed;
+        let message = match panic.downcast_ref::<HookTimedOut>() {
+            Some(timed_out) => timed_out.to_string(),
+            None => crate::panic::redacted_message(panic),
+        };
         // The model chose the tool's name: it leaves through the redaction
         // in scope, like the message.
         let tool = ctx
@@ -678,8 +714,27 @@ impl std::fmt::Debug for CallHooks<'_> {
 
 /// Drops a panic payload, containing a panic of its own `Drop` (a payload
 /// whose drop panics again is leaked rather than unwinding further).
-pub(crate) fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
-    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+///
+/// Re-exported as [`runtime::drop_panic_payload`](crate::runtime::drop_panic_payload).
+///
+/// ```
+/// use hooks_core::runtime::{contain_panic, drop_panic_payload};
+///
+/// struct Spiteful;
+/// impl Drop for Spiteful {
+///     fn drop(&mut self) {
+///         panic!("dropping the payload panics too");
+///     }
+/// }
+///
+/// let caught = contain_panic(|| -> () { std::panic::panic_any(Spiteful) });
+/// if let Err(payload) = caught {
+///     drop_panic_payload(payload); // returns: nothing unwinds out of here
+/// }
+/// ```
+pub fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
+    // Quietly: the second panic is part of the contained one.
+    if let Err(again) = crate::panic::catch_quietly(AssertUnwindSafe(move || drop(payload))) {
         std::mem::forget(again);
     }
 }
@@ -697,13 +752,45 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Runs one hook of an awaiting walk to its decision, containing a panic.
+/// The payload standing for a panic of an `async` hook that ran out of
+/// time: it is reported, and counts, as a panic of that hook.
+#[derive(Debug)]
+struct HookTimedOut(std::time::Duration);
+
+impl std::fmt::Display for HookTimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "timed out: still running after {:?}", self.0)
+    }
+}
+
+/// The text of a panic payload (see [`panic_message`]), with the payload
+/// dropped the safe way (see [`drop_payload`]): what a runtime reporting a
+/// contained panic of a tool or model wants, in one call.
+///
+/// ```
+/// use hooks_core::runtime::{contain_panic, take_panic_message};
+///
+/// let caught = contain_panic(|| -> () { panic!("the tool broke") });
+/// assert_eq!(caught.map_err(take_panic_message), Err("the tool broke".to_owned()));
+/// ```
+pub fn take_panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
+    let message = panic_message(&*panic);
+    drop_payload(panic);
+    message
+}
+
+/// Runs one hook of an awaiting walk to its decision, containing a panic;
+/// an `async` hook gets `limit` of its own time (see
+/// [`hook_clock`](crate::hook_clock)) and is cut short past it, as if it
+/// had panicked. Also says whether the hook asked a person anything.
+///
 /// The quiet scope is per thread: it is entered around each step that runs
 /// hook code, never held across an await.
 async fn run_one<P: Point>(
     call: &crate::hook::HookCall<P>,
+    limit: std::time::Duration,
     ctx: &mut P::Context,
-) -> std::thread::Result<Decision<P::Replacement>> {
+) -> (std::thread::Result<Decision<P::Replacement>>, bool) {
     let invoked = {
         let quiet = crate::panic::QuietScope::enter();
         let invoked = start(call, ctx);
@@ -713,13 +800,19 @@ async fn run_one<P: Point>(
         invoked
     };
     match invoked {
-        Ok(Invocation::Done(decision)) => Ok(decision),
+        Ok(Invocation::Done(decision)) => (Ok(decision), false),
         // Polled quietly, its panic contained (and its message cleaned) as
         // the tools' are.
         Ok(Invocation::Pending(future)) => {
-            crate::panic::contain_panic_async(AssertUnwindSafe(future)).await
+            let contained = crate::panic::contain_panic_async(AssertUnwindSafe(future));
+            let run = crate::hook_clock::timed(limit, contained).await;
+            let result = match run.output {
+                Some(result) => result,
+                None => Err(Box::new(HookTimedOut(limit)) as Box<dyn std::any::Any + Send>),
+            };
+            (result, run.asked)
         }
-        Err(panic) => Err(panic),
+        Err(panic) => (Err(panic), false),
     }
 }
 

@@ -109,6 +109,10 @@ pub struct HookInfo {
     pub order: i32,
     /// What a panic of this hook means.
     pub failure: FailureMode,
+    /// How long this hook may run when it is `async` (`None`: its crew's
+    /// hook timeout, [`DEFAULT_HOOK_TIMEOUT`](crate::DEFAULT_HOOK_TIMEOUT)
+    /// outside a crew). Running out of time counts as a panic of the hook.
+    pub timeout: Option<std::time::Duration>,
     /// How it was registered.
     pub style: HookStyle,
     /// Whether crews leave this hook's filters unchecked: set with
@@ -146,6 +150,7 @@ pub struct HookOptions {
     pub(crate) agents: Vec<String>,
     pub(crate) capabilities: Capabilities,
     pub(crate) failure: FailureMode,
+    pub(crate) timeout: Option<std::time::Duration>,
     pub(crate) order: i32,
     pub(crate) unchecked_filters: bool,
 }
@@ -239,6 +244,44 @@ impl HookOptions {
     /// Makes a panic of this hook a refusal (see [`FailureMode::FailClosed`]).
     pub fn fail_closed(mut self) -> Self {
         self.failure = FailureMode::FailClosed;
+        self
+    }
+
+    /// Gives this hook, when it is `async`, its own time limit instead of
+    /// the crew's hook timeout ([`DEFAULT_HOOK_TIMEOUT`](crate::DEFAULT_HOOK_TIMEOUT)
+    /// unless the crew sets one). A hook still running after it is cut
+    /// short and counts as a panic of the hook: fail-open, its effect is
+    /// dropped; fail-closed, it refuses. Time spent waiting for a person's
+    /// answer in `request_human_input` does not count, and a hook cut short
+    /// after it asked a person refuses whatever its failure mode.
+    ///
+    /// The limit is kept by an awaiting dispatch on a tokio runtime (as in
+    /// every crew); a synchronous dispatch that drives an `async` hook on
+    /// its own thread waits for it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use hooks_core::{HookAborted, HookOptions, HookRegistry, PRE_TOOL_CALL, ToolCallHookContext};
+    ///
+    /// async fn never_answers(_: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+    ///     std::future::pending().await
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), hooks_core::RegisterError> {
+    /// let registry = HookRegistry::new();
+    /// let options = HookOptions::new().timeout(Duration::from_millis(20)).fail_closed();
+    /// registry.register_async_hook_with(PRE_TOOL_CALL, options, never_answers)?;
+    ///
+    /// let mut ctx = ToolCallHookContext::new("send_email", Default::default());
+    /// let call = registry.dispatcher().begin_call(&[PRE_TOOL_CALL.into()]);
+    /// let outcome = call.dispatch_async(PRE_TOOL_CALL, &mut ctx).await;
+    /// assert!(outcome.aborted().is_some_and(|abort| abort.reason.contains("timed out")));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = Some(timeout);
         self
     }
 

@@ -240,6 +240,28 @@ pub trait HumanInputSource: Send + Sync {
     /// Shows the request's prompt and default message and returns one
     /// answer (the caller trims it).
     async fn ask(&self, request: HumanInputRequest) -> Result<String, HumanInputError>;
+
+    /// Whether [`ask`](Self::ask) only ever waits by awaiting, never by
+    /// blocking its thread. `false` by default: each question of such a
+    /// source is asked on a thread of its own, so that a source that does
+    /// block (a synchronous read inside `ask`) holds no runtime thread and
+    /// its question still gives up on time. A source that returns `true`
+    /// is polled where the hook asking is, and is dropped the moment its
+    /// question gives up. The sources of this crate that wait for a person
+    /// ([`TerminalInput`], [`ChannelInput`], [`ScriptedInput`]) return
+    /// `true`; a [`CallbackInput`] runs code of yours, and keeps the
+    /// default.
+    ///
+    /// Either way, an answer given after the question's deadline is
+    /// refused.
+    ///
+    /// ```
+    /// use hooks_core::{HumanInputSource, ScriptedInput};
+    /// assert!(ScriptedInput::new(["yes"]).never_blocks());
+    /// ```
+    fn never_blocks(&self) -> bool {
+        false
+    }
 }
 
 /// The answer to a question asked with `request_human_input`: await it
@@ -268,13 +290,44 @@ pub trait HumanInputSource: Send + Sync {
               in an `async` hook (register it with `register_async_hook`)"]
 pub struct HumanInputFuture {
     answer: Pin<Box<dyn Future<Output = Result<String, HumanInputError>> + Send>>,
+    /// The clock of the hook asking, while the question is open: the
+    /// hook's time limit does not run meanwhile.
+    open_on: Option<Arc<crate::hook_clock::HookClock>>,
+    started: bool,
 }
 
 impl Future for HumanInputFuture {
     type Output = Result<String, HumanInputError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.answer.as_mut().poll(cx)
+        if !self.started {
+            self.started = true;
+            // Polled first inside the hook that asks (an awaiting dispatch
+            // times it): its clock stops while the person thinks.
+            self.open_on = crate::hook_clock::current();
+            if let Some(clock) = &self.open_on {
+                clock.question_opened();
+            }
+        }
+        let answer = self.answer.as_mut().poll(cx);
+        if answer.is_ready() {
+            self.close();
+        }
+        answer
+    }
+}
+
+impl HumanInputFuture {
+    fn close(&mut self) {
+        if let Some(clock) = self.open_on.take() {
+            clock.question_closed();
+        }
+    }
+}
+
+impl Drop for HumanInputFuture {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
@@ -299,7 +352,9 @@ pub(crate) fn ask(
     // asking runs in it) cleans what they are shown.
     let request = request.redacted_in_scope();
     let answer = async move {
+        let deadline = std::time::Instant::now() + timeout;
         let source = source.unwrap_or_else(|| Arc::new(TerminalInput::new()));
+        let never_blocks = source.never_blocks();
         // The source is only used through `&self`; one that a panic left in
         // a bad state fails its next question, which refuses as well. The
         // call itself is inside the contained future: a source whose `ask`
@@ -307,10 +362,26 @@ pub(crate) fn ask(
         let asking = crate::panic::contain_panic_async(AssertUnwindSafe(async move {
             source.ask(request).await
         }));
-        match within(timeout, asking).await? {
+        // A source that may block its thread (a synchronous read inside
+        // `ask`) asks on a thread of its own: it holds no runtime worker,
+        // and the timeout below fires on time whatever it does.
+        let answered = if never_blocks {
+            within(timeout, asking).await?.map(Some)
+        } else {
+            within(timeout, off_thread(asking)?).await?
+        };
+        // An answer is only taken before the deadline: one that comes
+        // later (however it got here) never approves anything.
+        if std::time::Instant::now() >= deadline {
+            return Err(HumanInputError::TimedOut(timeout));
+        }
+        match answered {
             None => Err(HumanInputError::TimedOut(timeout)),
-            Some(Ok(answer)) => Ok(answer?.trim().to_owned()),
-            Some(Err(panic)) => {
+            Some(None) => Err(HumanInputError::SourceFailed(
+                "it stopped without answering".into(),
+            )),
+            Some(Some(Ok(answer))) => Ok(answer?.trim().to_owned()),
+            Some(Some(Err(panic))) => {
                 let message = crate::dispatch::panic_message(&*panic);
                 crate::dispatch::drop_payload(panic);
                 Err(HumanInputError::SourceFailed(format!(
@@ -321,7 +392,62 @@ pub(crate) fn ask(
     };
     HumanInputFuture {
         answer: Box::pin(answer),
+        open_on: None,
+        started: false,
     }
+}
+
+/// Runs `future` to its end on a new thread (in the context of the tokio
+/// runtime the caller runs on, if any, so that tokio's timers and channels
+/// work there) and returns a future of its output: `None` when the thread
+/// ended without one.
+///
+/// Dropping the returned future withdraws the work: the thread drops
+/// `future` at its next poll. Only a question of a source that may block
+/// takes this path, at a person's pace: a thread each is cheap beside it.
+fn off_thread<F>(
+    future: F,
+) -> Result<impl Future<Output = Option<F::Output>> + Send, HumanInputError>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (reply, output) = oneshot::channel();
+    let (withdraw, mut withdrawn) = oneshot::channel::<()>();
+    let runtime = tokio::runtime::Handle::try_current().ok();
+    let work = async move {
+        let mut future = std::pin::pin!(future);
+        let output = std::future::poll_fn(|cx| {
+            if Pin::new(&mut withdrawn).poll(cx).is_ready() {
+                return Poll::Ready(None);
+            }
+            future.as_mut().poll(cx).map(Some)
+        })
+        .await;
+        if let Some(output) = output {
+            let _ = reply.send(output);
+        }
+    };
+    std::thread::Builder::new()
+        .name("human-input".into())
+        .spawn(move || {
+            // A runtime shutting down under the thread panics in its
+            // timers: nothing is left to answer then.
+            let ran = crate::panic::catch_quietly(AssertUnwindSafe(move || match runtime {
+                Some(runtime) => runtime.block_on(work),
+                None => futures_executor::block_on(work),
+            }));
+            if let Err(payload) = ran {
+                crate::dispatch::drop_payload(payload);
+            }
+        })
+        .map_err(|error| {
+            HumanInputError::Io(format!("could not start asking the question: {error}"))
+        })?;
+    Ok(async move {
+        let _withdraw = withdraw;
+        output.await.ok()
+    })
 }
 
 /// `future`'s output, or `None` when `timeout` passed first.
@@ -676,6 +802,11 @@ impl HumanInputSource for TerminalInput {
         }
         answer
     }
+
+    /// The terminal is read on a thread of its own: asking only awaits.
+    fn never_blocks(&self) -> bool {
+        true
+    }
 }
 
 /// Replays fixed answers in order, then fails with
@@ -805,6 +936,10 @@ impl HumanInputSource for ScriptedInput {
             .unwrap_or_else(PoisonError::into_inner)
             .pop_front()
             .unwrap_or(Err(HumanInputError::Exhausted))
+    }
+
+    fn never_blocks(&self) -> bool {
+        true
     }
 }
 
@@ -1082,6 +1217,10 @@ impl HumanInputSource for ChannelInput {
             .await
             .map_err(|_| HumanInputError::Closed)?;
         answer.await.map_err(|_| HumanInputError::Closed)
+    }
+
+    fn never_blocks(&self) -> bool {
+        true
     }
 }
 

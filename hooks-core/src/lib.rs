@@ -89,6 +89,7 @@ pub mod events;
 mod explain;
 mod extensions;
 mod hook;
+mod hook_clock;
 mod human;
 mod inputs;
 mod message;
@@ -109,7 +110,8 @@ pub mod __private;
 pub mod runtime {
     pub use crate::dispatch::{
         CallHooks, Dispatcher, MODEL_CALL_POINTS, TOOL_CALL_POINTS, TOOL_ERROR_PREFIX,
-        ToolCallReport, ToolOutput, blocked_message, panic_message, withheld_message,
+        ToolCallReport, ToolOutput, blocked_message, drop_payload as drop_panic_payload,
+        panic_message, take_panic_message, withheld_message,
     };
     pub use crate::events::{
         InRedactionScope, REDACTION_FAILED, RedactionScope, redact_contained, redact_in_scope,
@@ -216,6 +218,7 @@ pub use hook::{
     AsyncHookFn, FailureMode, HookContext, HookFuture, HookHandle, HookId, HookInfo, HookOptions,
     HookOrigin, HookStyle, async_hook,
 };
+pub use hook_clock::DEFAULT_HOOK_TIMEOUT;
 pub use human::{
     CallbackInput, ChannelInput, DEFAULT_HUMAN_INPUT_TIMEOUT, HumanInputError, HumanInputFuture,
     HumanInputReply, HumanInputRequest, HumanInputSource, PendingHumanInput, ScriptedInput,

@@ -770,6 +770,7 @@ fn base_info(
         origin,
         order: options.order,
         failure: options.failure,
+        timeout: options.timeout,
         style,
         unchecked_filters: options.unchecked_filters,
     }

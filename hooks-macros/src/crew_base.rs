@@ -219,6 +219,9 @@ fn collect(block: &mut ItemImpl, errors: &mut Errors) -> Collected {
             Some((Role::Hook(_), args)) => {
                 let point = args.as_ref().and_then(|args| args.point);
                 let signature = validate::hook_method(&method.sig, point, errors);
+                if let (Some(args), Some(signature)) = (&args, &signature) {
+                    args.check_timeout(signature.is_async, errors);
+                }
                 if let (Some(args), Some(signature)) = (args, signature)
                     && let Some(point) = args.point
                 {
@@ -525,6 +528,10 @@ fn options(hook: &HookMethod, crew_name: &str, paths: &Paths) -> TokenStream {
     }
     if args.fail_closed {
         options.extend(quote!(.fail_closed()));
+    }
+    if let Some((millis, _)) = args.timeout_ms {
+        let duration = crate::paths::duration();
+        options.extend(quote!(.timeout(#duration::from_millis(#millis))));
     }
     options
 }

@@ -42,6 +42,9 @@ pub(crate) fn hook_attribute(kind: HookKind, args: TokenStream, item: TokenStrea
     let signature = function
         .as_ref()
         .and_then(|function| validate::free_hook(&function.sig, hook_args.point, &mut errors));
+    if let Some(signature) = &signature {
+        hook_args.check_timeout(signature.is_async, &mut errors);
+    }
     let registration = match (&function, &signature, hook_args.point) {
         (Some(function), Some(signature), Some(point)) if errors.is_empty() => {
             static_record(&function.sig.ident, &hook_args, point, signature)
@@ -86,6 +89,13 @@ fn static_record(
     );
     let style = style(&paths, args.kind);
     let failure = failure(&paths, args.fail_closed);
+    let timeout = match args.timeout_ms {
+        Some((millis, _)) => {
+            let (some, duration) = (paths.some(), paths::duration());
+            quote!(#some(#duration::from_millis(#millis)))
+        }
+        None => paths.none(),
+    };
     let name = function.unraw().to_string();
     let tools = &args.tools;
     let agents = &args.agents;
@@ -135,6 +145,7 @@ fn static_record(
                 capabilities: #capabilities,
                 order: #order,
                 failure: #failure,
+                timeout: #timeout,
                 unchecked_filters: #unchecked_filters,
                 call: #call_kind,
                 type_id: __type_id,

@@ -3,7 +3,7 @@
 //! Use them through `crew-runtime` (or `hooks-core`), which re-export them;
 //! this crate only parses, checks and emits data for the engine:
 //!
-//! - `#[on(PRE_TOOL_CALL | POST_TOOL_CALL, tools = [...], agents = [...], capabilities = [...], order = N, fail_closed, crate = path)]`
+//! - `#[on(PRE_TOOL_CALL | POST_TOOL_CALL, tools = [...], agents = [...], capabilities = [...], order = N, fail_closed, timeout_ms = N, crate = path)]`
 //! - `#[before_tool_call(...)]` / `#[after_tool_call(...)]`: the legacy
 //!   styles, with the same optional arguments but no point;
 //! - `#[crew_base]` on an impl block, with `#[agent]`, `#[task]` and `#[crew]`
@@ -42,7 +42,9 @@ use crate::parse::HookKind;
 /// sorted by it, default 0), `unchecked_filters` (filters that name tools
 /// or roles of crews the program builds later: left out of the crews'
 /// filter check), `fail_closed` (a panic blocks the call or
-/// withholds the result), `crate = path` (where `hooks_core` is).
+/// withholds the result), `timeout_ms = N` (an `async fn` hook's own time
+/// limit, in milliseconds, instead of its crew's hook timeout; past it the
+/// hook counts as panicked), `crate = path` (where `hooks_core` is).
 #[proc_macro_attribute]
 pub fn on(args: TokenStream, item: TokenStream) -> TokenStream {
     emit::hook_attribute(HookKind::On, args.into(), item.into()).into()

@@ -18,6 +18,7 @@ mod kw {
     syn::custom_keyword!(agents);
     syn::custom_keyword!(capabilities);
     syn::custom_keyword!(order);
+    syn::custom_keyword!(timeout_ms);
     syn::custom_keyword!(fail_closed);
     syn::custom_keyword!(unchecked_filters);
 }
@@ -278,6 +279,8 @@ pub(crate) struct HookArgs {
     pub(crate) capabilities: Vec<Capability>,
     pub(crate) order: i32,
     pub(crate) fail_closed: bool,
+    /// `timeout_ms = N`, with where its key was written.
+    pub(crate) timeout_ms: Option<(u64, Span)>,
     /// `unchecked_filters`: leave the hook out of the crews' filter check.
     pub(crate) unchecked_filters: bool,
     /// `crate = path`.
@@ -298,6 +301,7 @@ struct Slots {
     capabilities_key: Option<Span>,
     order: Option<i32>,
     fail_closed: Option<()>,
+    timeout_ms: Option<(u64, Span)>,
     unchecked_filters: Option<()>,
     krate: Option<Path>,
 }
@@ -381,8 +385,24 @@ pub(crate) fn hook_args(kind: HookKind, args: TokenStream, errors: &mut Errors) 
         capabilities: slots.capabilities.unwrap_or_default(),
         order: slots.order.unwrap_or(0),
         fail_closed: slots.fail_closed.is_some(),
+        timeout_ms: slots.timeout_ms.filter(|(millis, _)| *millis > 0),
         unchecked_filters: slots.unchecked_filters.is_some(),
         krate: slots.krate,
+    }
+}
+
+impl HookArgs {
+    /// Checks that a `timeout_ms` is given to an `async fn` hook only: a
+    /// synchronous hook runs inline and cannot be cut short, so the
+    /// argument would do nothing there.
+    pub(crate) fn check_timeout(&self, is_async: bool, errors: &mut Errors) {
+        if let (Some((_, key)), false) = (self.timeout_ms, is_async) {
+            errors.at(
+                key,
+                "`timeout_ms` applies to `async fn` hooks only: a synchronous hook runs inline and \
+                 cannot be cut short; make the hook `async fn`, or remove the argument",
+            );
+        }
     }
 }
 
@@ -465,6 +485,7 @@ fn starts_like_named_argument(tokens: &TokenStream) -> bool {
             "capabilities",
             "order",
             "fail_closed",
+            "timeout_ms",
             "unchecked_filters",
             "crate",
         ]
@@ -592,6 +613,20 @@ fn argument(
             0
         });
         set_once(&mut slots.order, order, &key, errors);
+    } else if lookahead.peek(kw::timeout_ms) {
+        let key: kw::timeout_ms = input.parse()?;
+        input.parse::<Token![=]>()?;
+        let value: Expr = input.parse()?;
+        let millis = timeout_value(&value).unwrap_or_else(|| {
+            errors.spanned(
+                &value,
+                "`timeout_ms` takes a positive integer literal of milliseconds, like `timeout_ms = 5000`",
+            );
+            // Still counts as given, for the "given twice" check; 0 is
+            // dropped once the arguments are read.
+            0
+        });
+        set_once(&mut slots.timeout_ms, (millis, key.span), &key, errors);
     } else if lookahead.peek(kw::fail_closed) {
         let key: kw::fail_closed = input.parse()?;
         set_once(&mut slots.fail_closed, (), &key, errors);
@@ -617,7 +652,7 @@ fn argument(
         } else {
             format!(
                 "unknown argument `{ident}`: `#[{attribute}]` accepts `tools = [...]`, `agents = [...]`, \
-                 `capabilities = [...]`, `order = N`, `fail_closed`, `unchecked_filters` and `crate = path`"
+                 `capabilities = [...]`, `order = N`, `fail_closed`, `timeout_ms = N`, `unchecked_filters` and `crate = path`"
             )
         };
         errors.spanned(&ident, message);
@@ -790,6 +825,21 @@ fn suggest_capability(written: &str) -> Option<&'static str> {
         .filter(|(distance, name)| *distance <= (name.len() / 3).max(1))
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, name)| name)
+}
+
+/// The value of a `timeout_ms = N` literal: a positive integer that fits
+/// in a `u64`.
+fn timeout_value(value: &Expr) -> Option<u64> {
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(literal),
+            ..
+        }) if matches!(literal.suffix(), "" | "u64") => literal
+            .base10_parse::<u64>()
+            .ok()
+            .filter(|millis| *millis > 0),
+        _ => None,
+    }
 }
 
 /// The value of an `order = N` literal, negative ones included.

@@ -205,6 +205,12 @@ impl Paths {
         quote!(#private::share_crew_instance)
     }
 
+    /// `Option::None`.
+    pub(crate) fn none(&self) -> TokenStream {
+        let private = self.private();
+        quote!(#private::Option::None)
+    }
+
     /// `Option::Some`.
     pub(crate) fn some(&self) -> TokenStream {
         let private = self.private();
@@ -216,6 +222,11 @@ impl Paths {
         let private = self.private();
         quote!(#private::SharedArc)
     }
+}
+
+/// `Duration`, for `timeout_ms = N`.
+pub(crate) fn duration() -> TokenStream {
+    quote!(::core::time::Duration)
 }
 
 /// `TypeId`.
