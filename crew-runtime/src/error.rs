@@ -150,8 +150,9 @@ pub enum CrewError {
     },
     /// A hook at a point other than `POST_TOOL_CALL` stopped the run: an
     /// abort at `EXECUTION_START`, `INPUT`, `PRE_STEP`, `POST_STEP`,
-    /// `POST_MODEL_CALL` or `OUTPUT`, a block at `PRE_MODEL_CALL`, or an
-    /// abort at `EXECUTION_END` after a run that had completed.
+    /// `POST_MODEL_CALL` or `OUTPUT`, or a block at `PRE_MODEL_CALL`.
+    /// (`EXECUTION_END` hooks observe: their aborts are reported and
+    /// ignored.)
     #[error("the run was stopped at {point}{}: {abort}", agent_suffix(.agent))]
     AbortedAt {
         /// Where the hook ran.

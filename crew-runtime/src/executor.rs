@@ -30,7 +30,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use hooks_core::events::LlmStreamChunkEvent;
 use hooks_core::runtime::{
-    Dispatcher, MODEL_CALL_POINTS, RedactionScope, ToolOutput, contain_panic_async, panic_message,
+    Dispatcher, MODEL_CALL_POINTS, RedactionScope, ToolOutput, contain_panic_async,
+    take_panic_message,
 };
 use hooks_core::{
     AgentInfo, CrewInfo, CrewOutput, DispatchOutcome, EXECUTION_END, EXECUTION_START, Event,
@@ -104,8 +105,9 @@ async fn dispatch<P: hooks_core::Point>(
 }
 
 /// `EXECUTION_END`, exactly once: with the output, or with the error that
-/// ended the run. On the failure path an abort is ignored (the original
-/// error stands); after a completed run it becomes the kickoff's error.
+/// ended the run. Its hooks observe: an abort is reported (a warning, and
+/// the dispatch's event) and ignored, and the run's output or original
+/// error stands.
 async fn finish(
     dispatcher: &Dispatcher<'_>,
     result: Result<CrewOutput, CrewError>,
@@ -118,30 +120,38 @@ async fn finish(
     match result {
         Ok(output) => {
             let mut end = ExecutionEndContext::completed(output).with_crew(crew_info);
-            let outcome = dispatch(dispatcher, EXECUTION_END, &mut end).await;
-            let output = end.output.take().unwrap_or_default();
-            match outcome {
-                DispatchOutcome::Aborted(abort) => {
-                    Err(aborted_at(InterceptionPoint::EXECUTION_END, None, abort))
-                }
-                DispatchOutcome::Proceeded | DispatchOutcome::Modified => Ok(output),
+            if let DispatchOutcome::Aborted(abort) =
+                dispatch(dispatcher, EXECUTION_END, &mut end).await
+            {
+                ignored_end_abort(redaction, abort, "completed; its output stands");
             }
+            Ok(end.output.take().unwrap_or_default())
         }
         Err(error) => {
             let mut end = ExecutionEndContext::failed(&error).with_crew(crew_info);
             if let DispatchOutcome::Aborted(abort) =
                 dispatch(dispatcher, EXECUTION_END, &mut end).await
             {
-                let abort = redaction.abort(abort);
-                tracing::warn!(
-                    target: "crew_runtime::executor",
-                    "an EXECUTION_END hook aborted a run that had already failed; the original \
-                     error stands ({abort})"
+                ignored_end_abort(
+                    redaction,
+                    abort,
+                    "had already failed; the original error stands",
                 );
             }
             Err(error)
         }
     }
+}
+
+/// An `EXECUTION_END` abort, which comes after the run: reported, never
+/// acted on.
+#[cold]
+fn ignored_end_abort(redaction: &Redaction, abort: HookAborted, run: &str) {
+    let abort = redaction.abort(abort);
+    tracing::warn!(
+        target: "crew_runtime::executor",
+        "an EXECUTION_END hook aborted a run that {run} ({abort})"
+    );
 }
 
 fn aborted_at(point: InterceptionPoint, agent: Option<&str>, abort: HookAborted) -> CrewError {
@@ -477,7 +487,7 @@ impl AgentRun {
         .await;
         let answer = match answer {
             Err(_) => Err(LlmError::Timeout(timeout)),
-            Ok(Err(panic)) => Err(LlmError::Panicked(panic_message(&*panic))),
+            Ok(Err(panic)) => Err(LlmError::Panicked(take_panic_message(panic))),
             Ok(Ok(answer)) => answer,
         };
         if let Some(stream) = stream {
@@ -552,10 +562,15 @@ impl AgentRun {
                         aborted = Some((index, error));
                     }
                 }
-                Err(failure) => tracing::error!(
-                    target: "crew_runtime::executor",
-                    "a task running a tool call failed: {failure}"
-                ),
+                Err(failure) => {
+                    tracing::error!(
+                        target: "crew_runtime::executor",
+                        "a task running a tool call failed: {failure}"
+                    );
+                    if let Ok(panic) = failure.try_into_panic() {
+                        hooks_core::runtime::drop_panic_payload(panic);
+                    }
+                }
             }
         }
         if let Some((_, error)) = aborted {

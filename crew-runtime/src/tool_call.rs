@@ -48,7 +48,7 @@ use tracing::Instrument;
 use hooks_core::events::{ToolUsageErrorEvent, ToolUsageFinishedEvent, ToolUsageStartedEvent};
 use hooks_core::runtime::{
     TOOL_CALL_POINTS, TOOL_ERROR_PREFIX, ToolCallReport, ToolOutput, contain_panic,
-    contain_panic_async, panic_message,
+    contain_panic_async, take_panic_message,
 };
 use hooks_core::{Event, RawToolResult, ToolCallHookContext, ToolInfo, normalize_tool_name};
 use serde_json::{Map, Value};
@@ -250,7 +250,7 @@ impl AgentRun {
             ToolRun::Async(running) => {
                 match within(timeout, contain_panic_async(AssertUnwindSafe(running))).await {
                     Err(_) => Err(Stopped::TimedOut),
-                    Ok(Err(panic)) => Err(Stopped::Panicked(panic_message(&*panic))),
+                    Ok(Err(panic)) => Err(Stopped::Panicked(take_panic_message(panic))),
                     Ok(Ok(result)) => Ok(result),
                 }
             }
@@ -269,7 +269,7 @@ impl AgentRun {
                     Ok(Err(join)) => Err(Stopped::Panicked(format!(
                         "its thread stopped before it finished ({join})"
                     ))),
-                    Ok(Ok(Err(panic))) => Err(Stopped::Panicked(panic_message(&*panic))),
+                    Ok(Ok(Err(panic))) => Err(Stopped::Panicked(take_panic_message(panic))),
                     Ok(Ok(Ok(result))) => Ok(result),
                 }
             }

@@ -108,6 +108,53 @@ fn panicking_tool_is_contained() {
     );
 }
 
+/// A panic payload whose own `Drop` panics again.
+struct Spiteful;
+
+impl Drop for Spiteful {
+    fn drop(&mut self) {
+        panic!("dropping the payload panics too");
+    }
+}
+
+#[test]
+fn a_tool_panicking_with_a_payload_whose_drop_panics_is_contained() {
+    let global = fresh_registry();
+    let plain = Tool::dynamic("plain", "Panics", json!({"type": "object"}), |_| {
+        if true {
+            std::panic::panic_any(Spiteful);
+        }
+        Ok::<_, String>(json!("unreachable"))
+    });
+    let awaited = Tool::dynamic(
+        "awaited",
+        "Panics too",
+        json!({"type": "object"}),
+        |_| async {
+            if true {
+                std::panic::panic_any(Spiteful);
+            }
+            Ok::<_, String>(json!("unreachable"))
+        },
+    );
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("plain", json!({}))
+            .call("awaited", json!({}))
+            .answer("moved on"),
+    );
+    let crew = crew(&global, agent("Researcher", vec![plain, awaited], &llm));
+
+    let output = crew
+        .kickoff_blocking(())
+        .expect("neither panic leaves the kickoff");
+
+    let error = "Error executing tool: the tool panicked: a non-text panic payload";
+    assert_eq!(output.raw, "moved on");
+    assert_eq!(llm.requests()[1].observations(), [error]);
+    assert_eq!(llm.requests()[2].observations(), [error]);
+}
+
 #[test]
 fn invalid_typed_arguments_are_a_tool_error() {
     let global = fresh_registry();

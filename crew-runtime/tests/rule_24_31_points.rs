@@ -483,3 +483,40 @@ fn question_mark_turns_the_runtimes_errors_into_an_abort_named_after_the_hook() 
     })();
     assert!(nested.is_err_and(|abort| abort.reason.contains("inner") && abort.source.is_empty()));
 }
+
+#[test]
+fn an_execution_end_abort_after_a_completed_run_is_reported_and_the_output_stands() {
+    // SPEC §6: EXECUTION_END hooks observe; rule 26: an abort at any point
+    // but EXECUTION_END ends the run.
+    let global = fresh_registry();
+    global
+        .register_hook_with(
+            EXECUTION_END,
+            HookOptions::new().name("end-vetoer"),
+            |_: &mut ExecutionEndContext| -> Result<(), HookAborted> {
+                Err(HookAborted::new("too late to refuse", "end-vetoer"))
+            },
+        )
+        .expect("registers");
+    let reported = log();
+    let sink = reported.clone();
+    global.events().subscribe(move |event| {
+        if let Event::HookDispatched(dispatch) = event
+            && dispatch.point == InterceptionPoint::EXECUTION_END
+        {
+            push(&sink, dispatch.abort_reason.clone());
+        }
+    });
+    let llm = search_then_answer();
+
+    let output = research_crew(&global, &llm)
+        .kickoff_blocking([("topic", "rust")])
+        .expect("the completed run's output stands");
+
+    assert!(!output.raw.is_empty());
+    assert_eq!(
+        take(&reported),
+        [Some("too late to refuse".to_owned())],
+        "the abort is reported, once"
+    );
+}

@@ -6,7 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use hooks_core::console::escape_control;
-use hooks_core::runtime::{contain_panic, contain_panic_async, panic_message};
+use hooks_core::runtime::{contain_panic, contain_panic_async, take_panic_message};
 use hooks_core::{
     Capabilities, Capability, HookAborted, HookFuture, HumanInputFuture, ToolCallHookContext,
     normalize_tool_name,
@@ -438,12 +438,7 @@ impl ApprovalGate {
 
 /// The refusal of a gate whose own closure panicked.
 fn gate_panicked(panic: Box<dyn std::any::Any + Send>) -> HookAborted {
-    let reason = format!("the approval gate panicked: {}", panic_message(&*panic));
-    // A payload whose drop panics again is leaked rather than unwinding
-    // out of the gate.
-    if let Err(again) = std::panic::catch_unwind(AssertUnwindSafe(move || drop(panic))) {
-        std::mem::forget(again);
-    }
+    let reason = format!("the approval gate panicked: {}", take_panic_message(panic));
     HookAborted::new(reason, APPROVAL_GATE_SOURCE)
 }
 
