@@ -151,6 +151,7 @@ pub mod mcp;
 /// A client for OpenAI-compatible chat-completions servers (OpenAI, Ollama,
 /// vLLM, llama.cpp) with native tool calling.
 pub mod openai;
+mod placement;
 mod prompt;
 mod redaction;
 mod scripted;
@@ -229,6 +230,7 @@ pub use crew::{
     DEFAULT_TOOL_TIMEOUT, Process, SharedRegistry,
 };
 pub use error::{BuildError, CrewError};
+pub use placement::SyncPlacement;
 pub use scripted::{RecordedRequest, ScriptedCall, ScriptedLlm};
 pub use task::{Task, TaskBuilder};
 pub use tool::{Tool, ToolOutcome, TypedTool};

@@ -18,6 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::llm::ToolDefinition;
+use crate::placement::{Placement, SyncPlacement};
 
 /// Why a tool produced no result. The executor turns it into the text
 /// `Error executing tool: <message>`.
@@ -90,6 +91,7 @@ struct ToolInner {
     timeout: Option<Duration>,
     annotations: ToolAnnotations,
     mcp_server: Option<Arc<str>>,
+    placement: Placement,
 }
 
 /// Marks a tool function's result (`Result<_, _>`): the function runs on
@@ -249,6 +251,7 @@ impl Tool {
             formatter: None,
             timeout: None,
             annotations: ToolAnnotations::new(),
+            placement: SyncPlacement::default(),
             args: PhantomData,
         }
     }
@@ -321,6 +324,7 @@ impl Tool {
                 timeout: None,
                 annotations: ToolAnnotations::new(),
                 mcp_server: None,
+                placement: Placement::default(),
             }),
         }
     }
@@ -368,6 +372,39 @@ impl Tool {
     pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Tool {
         Arc::make_mut(&mut self.inner).annotations = annotations;
         self
+    }
+
+    /// Says where the body of a synchronous tool runs: by default
+    /// ([`SyncPlacement::Adaptive`]) on tokio's blocking pool until its
+    /// calls prove quick, then in place; [`SyncPlacement::InPlace`] and
+    /// [`SyncPlacement::BlockingPool`] fix it for those who know. Ignored
+    /// for an async tool, which is always awaited where the call runs.
+    ///
+    /// ```
+    /// use crew_runtime::{SyncPlacement, Tool};
+    /// use serde_json::json;
+    ///
+    /// // Reads a file: may block on the disk, so never in place.
+    /// let read = Tool::dynamic("read_file", "Reads a file", json!({"type": "object"}), |args| {
+    ///     let path = args["path"].as_str().unwrap_or_default().to_owned();
+    ///     std::fs::read_to_string(path).map(|text| json!(text)).map_err(|error| error.to_string())
+    /// })
+    /// .with_sync_placement(SyncPlacement::BlockingPool);
+    /// assert_eq!(read.sync_placement(), SyncPlacement::BlockingPool);
+    /// ```
+    pub fn with_sync_placement(mut self, placement: SyncPlacement) -> Tool {
+        Arc::make_mut(&mut self.inner).placement.setting = placement;
+        self
+    }
+
+    /// Where the body of a synchronous tool runs ([`Tool::with_sync_placement`]).
+    pub fn sync_placement(&self) -> SyncPlacement {
+        self.inner.placement.setting
+    }
+
+    /// The placement and what the adaptive one learned of this tool.
+    pub(crate) fn placement(&self) -> &Placement {
+        &self.inner.placement
     }
 
     /// What the tool declares about its effects ([`Tool::with_annotations`]).
@@ -471,6 +508,7 @@ pub struct TypedTool<Args, Out> {
     formatter: Option<Arc<Formatter<Out>>>,
     timeout: Option<Duration>,
     annotations: ToolAnnotations,
+    placement: SyncPlacement,
     args: PhantomData<fn(Args)>,
 }
 
@@ -503,6 +541,12 @@ where
         self
     }
 
+    /// Says where a synchronous body runs (see [`Tool::with_sync_placement`]).
+    pub fn with_sync_placement(mut self, placement: SyncPlacement) -> Self {
+        self.placement = placement;
+        self
+    }
+
     /// The finished tool.
     pub fn build(self) -> Tool {
         let TypedTool {
@@ -512,6 +556,7 @@ where
             formatter,
             timeout,
             annotations,
+            placement,
             args: _,
         } = self;
         let invoke = move |input: &Map<String, Value>| {
@@ -544,7 +589,8 @@ where
             }
         };
         let tool = Tool::from_parts(name, description, schema_of::<Args>(), Arc::new(invoke))
-            .with_annotations(annotations);
+            .with_annotations(annotations)
+            .with_sync_placement(placement);
         match timeout {
             Some(timeout) => tool.with_timeout(timeout),
             None => tool,

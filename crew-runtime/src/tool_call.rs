@@ -58,6 +58,7 @@ use crate::error::CrewError;
 use crate::executor::{AgentRun, excerpt};
 use crate::join::within;
 use crate::llm::ToolCallRequest;
+use crate::placement::{self, Placement, PlacementRecord, Where};
 use crate::tool::{Tool, ToolResult, ToolRun};
 
 impl AgentRun {
@@ -211,8 +212,9 @@ impl AgentRun {
         let started = (listening || self.verbose).then(Instant::now);
         let timeout = tool.timeout().unwrap_or(self.settings().tool_timeout);
         let run = tool.invoke(&ctx.tool_input);
+        let placement = tool.placement();
         async move {
-            let result = self.run_tool(run, timeout).await;
+            let result = self.run_tool(run, placement, timeout).await;
             if let Some(started) = started {
                 *ran_for = started.elapsed();
             }
@@ -240,13 +242,36 @@ impl AgentRun {
     }
 
     /// Runs a prepared tool call: an async tool awaited here, a
-    /// synchronous one on the runtime's blocking pool (with the kickoff's
-    /// redaction scope and depth on its thread). Panics are contained and
+    /// synchronous one in place or on the runtime's blocking pool (with
+    /// the kickoff's redaction scope and depth on its thread), as its
+    /// placement says (see [`crate::placement`]). Panics are contained and
     /// silent (their message, cleaned by the redaction in scope, reaches
     /// the POST chain and the agent).
-    async fn run_tool(&self, run: ToolRun, timeout: Duration) -> Result<ToolResult, Stopped> {
+    async fn run_tool(
+        &self,
+        run: ToolRun,
+        placement: &Placement,
+        timeout: Duration,
+    ) -> Result<ToolResult, Stopped> {
         match run {
             ToolRun::Ready(result) => Ok(result),
+            ToolRun::Blocking(body) => match placement.next() {
+                // Quick by its record (or by its author's word): the hop to
+                // the pool would cost more than the body.
+                Where::InPlace(record) => {
+                    let ran =
+                        placement::timed(record.as_deref(), PlacementRecord::ran_in_place, || {
+                            contain_panic(AssertUnwindSafe(body))
+                        });
+                    ran.map_err(|panic| {
+                        if let Some(record) = &record {
+                            record.overran();
+                        }
+                        Stopped::Panicked(take_panic_message(panic))
+                    })
+                }
+                Where::Pool(record) => self.run_on_pool(body, record, timeout).await,
+            },
             ToolRun::Async(running) => {
                 match within(timeout, contain_panic_async(AssertUnwindSafe(running))).await {
                     Err(_) => Err(Stopped::TimedOut),
@@ -254,25 +279,39 @@ impl AgentRun {
                     Ok(Ok(result)) => Ok(result),
                 }
             }
-            ToolRun::Blocking(body) => {
-                let redaction = self.redaction().clone();
-                let depth = self.depth;
-                let thread = tokio::task::spawn_blocking(move || {
-                    let _scope = redaction.scope();
-                    let _depth = KickoffDepth::at(depth);
-                    contain_panic(AssertUnwindSafe(body))
-                });
-                // A synchronous tool cannot be stopped: past its timeout
-                // it finishes on its thread, and its result is dropped.
-                match tokio::time::timeout(timeout, thread).await {
-                    Err(_) => Err(Stopped::TimedOut),
-                    Ok(Err(join)) => Err(Stopped::Panicked(format!(
-                        "its thread stopped before it finished ({join})"
-                    ))),
-                    Ok(Ok(Err(panic))) => Err(Stopped::Panicked(take_panic_message(panic))),
-                    Ok(Ok(Ok(result))) => Ok(result),
+        }
+    }
+
+    /// Runs a synchronous body on the runtime's blocking pool, within
+    /// `timeout`, telling `record` how long it took.
+    async fn run_on_pool(
+        &self,
+        body: Box<dyn FnOnce() -> ToolResult + Send>,
+        record: Option<Arc<PlacementRecord>>,
+        timeout: Duration,
+    ) -> Result<ToolResult, Stopped> {
+        let redaction = self.redaction().clone();
+        let depth = self.depth;
+        let thread = tokio::task::spawn_blocking(move || {
+            let _scope = redaction.scope();
+            let _depth = KickoffDepth::at(depth);
+            placement::timed(record.as_deref(), PlacementRecord::ran_on_pool, || {
+                contain_panic(AssertUnwindSafe(body))
+            })
+        });
+        // A synchronous tool cannot be stopped: past its timeout it
+        // finishes on its thread, and its result is dropped.
+        match tokio::time::timeout(timeout, thread).await {
+            Err(_) => Err(Stopped::TimedOut),
+            Ok(Err(join)) => {
+                let message = format!("its thread stopped before it finished ({join})");
+                if let Ok(panic) = join.try_into_panic() {
+                    hooks_core::runtime::drop_panic_payload(panic);
                 }
+                Err(Stopped::Panicked(message))
             }
+            Ok(Ok(Err(panic))) => Err(Stopped::Panicked(take_panic_message(panic))),
+            Ok(Ok(Ok(result))) => Ok(result),
         }
     }
 
