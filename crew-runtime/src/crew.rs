@@ -1417,8 +1417,12 @@ fn task_context(
     position: usize,
     task: &Task,
 ) -> Result<Vec<usize>, BuildError> {
-    task.context_ids()
-        .iter()
+    let Some(ids) = task.context_ids() else {
+        // No context named: every earlier task, as the sequential process
+        // passes them.
+        return Ok((0..position).collect());
+    };
+    ids.iter()
         .map(|id| {
             earlier
                 .iter()

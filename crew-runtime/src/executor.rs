@@ -321,7 +321,7 @@ impl AgentRun {
 
     /// A step context for this task with `payload`.
     fn step_context(&self, payload: String) -> StepContext {
-        StepContext::new(StepKind::Task, self.task.description(), payload)
+        StepContext::new(StepKind::Task, self.task.name(), payload)
             .with_agent(Arc::clone(&self.agent_info))
             .with_task(Arc::clone(&self.task_info))
             .with_crew(Arc::clone(&self.crew_info))

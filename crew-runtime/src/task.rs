@@ -34,10 +34,12 @@ static NEXT_TASK: AtomicU64 = AtomicU64::new(1);
 #[derive(Debug, Clone)]
 pub struct Task {
     id: TaskId,
+    name: Option<String>,
     description: String,
     expected_output: String,
     agent: Option<Agent>,
-    context: Vec<TaskId>,
+    /// `None`: every earlier task of the crew (the sequential default).
+    context: Option<Vec<TaskId>>,
 }
 
 impl Task {
@@ -46,12 +48,36 @@ impl Task {
         TaskBuilder {
             task: Task {
                 id: TaskId(NEXT_TASK.fetch_add(1, Ordering::Relaxed)),
+                name: None,
                 description: description.into(),
                 expected_output: String::new(),
                 agent: None,
-                context: Vec::new(),
+                context: None,
             },
         }
+    }
+
+    /// The task's name: the one given with [`TaskBuilder::name`] (a
+    /// `#[task]` method's name by default), else its description. Step
+    /// contexts and events carry it.
+    ///
+    /// ```
+    /// use crew_runtime::Task;
+    /// assert_eq!(Task::builder("Research Rust").name("research").build().name(), "research");
+    /// assert_eq!(Task::builder("Research Rust").build().name(), "Research Rust");
+    /// ```
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.description)
+    }
+
+    /// Names the task unless it has a name already (a `#[task]` method's
+    /// name, given by `#[crew_base]`).
+    #[doc(hidden)]
+    pub fn named_by_default(mut self, name: &str) -> Task {
+        if self.name.is_none() {
+            self.name = Some(name.to_owned());
+        }
+        self
     }
 
     /// The description: as written before kickoff, with its inputs filled
@@ -74,14 +100,17 @@ impl Task {
         self.id
     }
 
-    pub(crate) fn context_ids(&self) -> &[TaskId] {
-        &self.context
+    /// The earlier tasks named as context; `None` when none were named,
+    /// which means all earlier tasks.
+    pub(crate) fn context_ids(&self) -> Option<&[TaskId]> {
+        self.context.as_deref()
     }
 
     /// This task with its texts replaced (inputs filled in), same identity.
     pub(crate) fn with_texts(&self, description: String, expected_output: String) -> Task {
         Task {
             id: self.id,
+            name: self.name.clone(),
             description,
             expected_output,
             agent: self.agent.clone(),
@@ -93,6 +122,10 @@ impl Task {
 impl TaskInfo for Task {
     fn description(&self) -> &str {
         &self.description
+    }
+
+    fn name(&self) -> &str {
+        Task::name(self)
     }
 }
 
@@ -119,10 +152,33 @@ impl TaskBuilder {
         self
     }
 
+    /// Names the task (see [`Task::name`]).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.task.name = Some(name.into());
+        self
+    }
+
     /// Earlier tasks whose outputs this task receives as context. They must
-    /// run before it in the crew.
+    /// run before it in the crew. Without it, a task receives the outputs
+    /// of every task before it (the sequential process's default); with
+    /// it, only these.
     pub fn context<'t>(mut self, tasks: impl IntoIterator<Item = &'t Task>) -> Self {
-        self.task.context.extend(tasks.into_iter().map(Task::id));
+        self.task
+            .context
+            .get_or_insert_with(Vec::new)
+            .extend(tasks.into_iter().map(Task::id));
+        self
+    }
+
+    /// The task receives no earlier output: an explicit, empty context.
+    ///
+    /// ```
+    /// use crew_runtime::Task;
+    /// let fresh_start = Task::builder("Brainstorm from scratch").without_context().build();
+    /// # let _ = fresh_start;
+    /// ```
+    pub fn without_context(mut self) -> Self {
+        self.task.context = Some(Vec::new());
         self
     }
 

@@ -62,6 +62,11 @@ pub trait AgentInfo: Any + Send + Sync {
 pub trait TaskInfo: Any + Send + Sync {
     /// The task's description, with its inputs filled in.
     fn description(&self) -> &str;
+
+    /// The task's name: the one it was given, else its description.
+    fn name(&self) -> &str {
+        self.description()
+    }
 }
 
 /// What a hook can see of the crew running the call.
