@@ -28,7 +28,12 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use hooks_core::events::LlmStreamChunkEvent;
+use hooks_core::events::{
+    AgentExecutionCompletedEvent, AgentExecutionStartedEvent, CrewKickoffCompletedEvent,
+    CrewKickoffFailedEvent, CrewKickoffStartedEvent, LlmCallCompletedEvent, LlmCallFailedEvent,
+    LlmCallStartedEvent, LlmStreamChunkEvent, TaskCompletedEvent, TaskFailedEvent,
+    TaskStartedEvent,
+};
 use hooks_core::runtime::{
     Dispatcher, MODEL_CALL_POINTS, RedactionScope, ToolOutput, contain_panic_async,
     take_panic_message,
@@ -37,7 +42,7 @@ use hooks_core::{
     AgentInfo, CrewInfo, CrewOutput, DispatchOutcome, EXECUTION_END, EXECUTION_START, Event,
     ExecutionEndContext, ExecutionStartContext, HookAborted, INPUT, InputContext, Inputs,
     InterceptionPoint, LlmCallHookContext, ModelResponse, OUTPUT, OutputContext, POST_MODEL_CALL,
-    POST_STEP, PRE_MODEL_CALL, PRE_STEP, StepContext, StepKind, TaskInfo, TaskOutput,
+    POST_STEP, PRE_MODEL_CALL, PRE_STEP, StepContext, StepKind, TaskInfo, TaskOutput, TokenUsage,
 };
 
 use crate::crew::KickoffDepth;
@@ -79,14 +84,32 @@ async fn kickoff_unredacted(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, C
         // EXECUTION_END fires only for kickoffs that passed EXECUTION_START.
         return Err(aborted_at(InterceptionPoint::EXECUTION_START, None, abort));
     }
-    let result = run(crew, start.inputs, &crew_info).await;
-    finish(
+    let mut started = false;
+    let result = run(crew, start.inputs, &crew_info, &mut started).await;
+    let result = finish(
         &dispatcher,
         result,
         crew_info,
         &crew.inner().settings.redaction,
     )
-    .await
+    .await;
+    let hooks = &crew.inner().hooks;
+    if started && hooks.listening() {
+        let redaction = &crew.inner().settings.redaction;
+        let crew_name = crew.inner().settings.name.clone();
+        hooks.emit(&match &result {
+            Ok(output) => Event::CrewKickoffCompleted(CrewKickoffCompletedEvent {
+                crew_name,
+                output: redaction.text(&output.raw).into_owned(),
+                token_usage: output.token_usage,
+            }),
+            Err(error) => Event::CrewKickoffFailed(CrewKickoffFailedEvent {
+                crew_name,
+                error: redaction.owned(error.to_string()),
+            }),
+        });
+    }
+    result
 }
 
 /// One point's chain, on a snapshot of its own, `async` hooks awaited.
@@ -167,6 +190,7 @@ async fn run(
     crew: &Crew,
     inputs: Inputs,
     crew_info: &Arc<dyn CrewInfo>,
+    started: &mut bool,
 ) -> Result<CrewOutput, CrewError> {
     let inner = crew.inner();
     let dispatcher = crew.dispatcher();
@@ -174,7 +198,26 @@ async fn run(
     if let DispatchOutcome::Aborted(abort) = dispatch(&dispatcher, INPUT, &mut input).await {
         return Err(aborted_at(InterceptionPoint::INPUT, None, abort));
     }
+    // The kickoff has begun: its end is reported, whatever it is.
+    *started = true;
+    let redaction = &inner.settings.redaction;
+    if inner.hooks.listening() {
+        let mut inputs = input.inputs.clone();
+        if redaction.is_set() {
+            inputs = inputs
+                .iter()
+                .map(|(name, value)| (name.to_owned(), redaction.text(value).into_owned()))
+                .collect();
+        }
+        inner
+            .hooks
+            .emit(&Event::CrewKickoffStarted(CrewKickoffStartedEvent {
+                crew_name: inner.settings.name.clone(),
+                inputs,
+            }));
+    }
     let tasks = fill_inputs(inner, &input.inputs)?;
+    let usage = Arc::new(Mutex::new(TokenUsage::default()));
     let mut outputs: Vec<TaskOutput> = Vec::with_capacity(tasks.len());
     for (position, (crew_task, task)) in inner.tasks.iter().zip(tasks).enumerate() {
         // Built crews only hold agent indices they resolved themselves.
@@ -195,6 +238,7 @@ async fn run(
             crew_info: Arc::clone(crew_info),
             verbose: inner.settings.verbose || agent.agent.verbose(),
             depth: KickoffDepth::current(),
+            usage: Arc::clone(&usage),
         });
         if run.verbose {
             hooks_core::console::print_line(&format!(
@@ -213,13 +257,45 @@ async fn run(
             gen_ai.agent.name = %agent.agent.role(),
             crew.task.index = position + 1,
         );
-        let output = run.task(&context).instrument(span).await?;
+        if run.listening() {
+            let context = redaction.owned(prompt::context_text(&context));
+            run.emit(Event::TaskStarted(TaskStartedEvent {
+                task_name: run.task_name(),
+                agent_role: run.role().to_owned(),
+                crew: run.settings().name.clone(),
+                context,
+            }));
+        }
+        let output = match run.task(&context).instrument(span).await {
+            Ok(output) => output,
+            Err(error) => {
+                if run.listening() {
+                    run.emit(Event::TaskFailed(TaskFailedEvent {
+                        task_name: run.task_name(),
+                        agent_role: run.role().to_owned(),
+                        crew: run.settings().name.clone(),
+                        error: redaction.owned(error.to_string()),
+                    }));
+                }
+                return Err(error);
+            }
+        };
+        if run.listening() {
+            run.emit(Event::TaskCompleted(TaskCompletedEvent {
+                task_name: run.task_name(),
+                agent_role: run.role().to_owned(),
+                crew: run.settings().name.clone(),
+                output: redaction.text(&output.raw).into_owned(),
+            }));
+        }
         outputs.push(output);
     }
     let raw = outputs.last().map(|o| o.raw.clone()).unwrap_or_default();
+    let token_usage = *usage.lock().unwrap_or_else(PoisonError::into_inner);
     let mut output = OutputContext::new(CrewOutput {
         raw,
         tasks_output: outputs,
+        token_usage,
     })
     .with_crew(Arc::clone(crew_info));
     if let DispatchOutcome::Aborted(abort) = dispatch(&dispatcher, OUTPUT, &mut output).await {
@@ -242,7 +318,31 @@ impl AgentRun {
                 abort,
             ));
         }
+        if self.listening() {
+            self.emit(Event::AgentExecutionStarted(AgentExecutionStartedEvent {
+                agent_role: self.role().to_owned(),
+                task_name: self.task_name(),
+                crew: self.settings().name.clone(),
+                tools: self
+                    .agent()
+                    .definitions
+                    .iter()
+                    .map(|tool| tool.name.clone())
+                    .collect(),
+                task_prompt: self.redaction().text(self.task.description()).into_owned(),
+            }));
+        }
         let mut output = self.work(&pre_step.payload).await?;
+        if self.listening() {
+            self.emit(Event::AgentExecutionCompleted(
+                AgentExecutionCompletedEvent {
+                    agent_role: self.role().to_owned(),
+                    task_name: self.task_name(),
+                    crew: self.settings().name.clone(),
+                    output: self.redaction().text(&output.raw).into_owned(),
+                },
+            ));
+        }
         let mut post_step = self.step_context(std::mem::take(&mut output.raw));
         let outcome = dispatch(&dispatcher, POST_STEP, &mut post_step).await;
         output.raw = post_step.payload;
@@ -295,6 +395,9 @@ pub(crate) struct AgentRun {
     /// that run its calls take it, so a hook there that kicks off a crew
     /// counts toward the nesting limit.
     pub(crate) depth: usize,
+    /// The tokens of the kickoff's model responses so far, shared by its
+    /// tasks.
+    pub(crate) usage: Arc<Mutex<TokenUsage>>,
 }
 
 impl AgentRun {
@@ -312,6 +415,11 @@ impl AgentRun {
 
     pub(crate) fn role(&self) -> &str {
         self.agent().agent.role()
+    }
+
+    /// The task's name as events carry it, cleaned.
+    fn task_name(&self) -> String {
+        self.redaction().text(self.task.name()).into_owned()
     }
 
     /// The crew's redaction.
@@ -375,13 +483,42 @@ impl AgentRun {
             // The snapshot outlives the model's answer, which may take
             // seconds: hold it without borrowing the thread's slots.
             hooks.hold();
-            let answer = self
-                .complete(&call.messages, &call.tools, turn)
-                .await
-                .map_err(|source| CrewError::Model {
-                    agent: self.role().to_owned(),
-                    source,
-                })?;
+            let model = self.agent().agent.llm().name().to_owned();
+            if self.listening() {
+                self.emit(Event::LlmCallStarted(LlmCallStartedEvent {
+                    model: model.clone(),
+                    messages: call.messages.clone(),
+                    agent_role: self.role().to_owned(),
+                    task_name: self.task_name(),
+                    crew: self.settings().name.clone(),
+                }));
+            }
+            let answer = match self.complete(&call.messages, &call.tools, turn).await {
+                Ok((answer, usage)) => {
+                    if let Some(usage) = usage {
+                        *self.usage.lock().unwrap_or_else(PoisonError::into_inner) += usage;
+                    }
+                    if self.listening() {
+                        self.report_answer(model, &answer, usage);
+                    }
+                    answer
+                }
+                Err(source) => {
+                    if self.listening() {
+                        self.emit(Event::LlmCallFailed(LlmCallFailedEvent {
+                            model,
+                            error: redaction.owned(source.to_string()),
+                            agent_role: self.role().to_owned(),
+                            task_name: self.task_name(),
+                            crew: self.settings().name.clone(),
+                        }));
+                    }
+                    return Err(CrewError::Model {
+                        agent: self.role().to_owned(),
+                        source,
+                    });
+                }
+            };
             call.response = Some(match answer {
                 ModelTurn::FinalAnswer(content) => ModelResponse {
                     content,
@@ -455,15 +592,36 @@ impl AgentRun {
         }
     }
 
+    /// Reports a model's answer (before `POST_MODEL_CALL`), cleaned.
+    #[cold]
+    fn report_answer(&self, model: String, answer: &ModelTurn, usage: Option<TokenUsage>) {
+        let (text, calls) = match answer {
+            ModelTurn::FinalAnswer(text) => (text, &[][..]),
+            ModelTurn::ToolCalls { content, calls } => (content, &calls[..]),
+        };
+        self.emit(Event::LlmCallCompleted(LlmCallCompletedEvent {
+            model,
+            response: self.redaction().text(text).into_owned(),
+            tool_calls: calls
+                .iter()
+                .map(|call| self.redaction().text(&call.name).into_owned())
+                .collect(),
+            usage,
+            agent_role: self.role().to_owned(),
+            task_name: self.task_name(),
+            crew: self.settings().name.clone(),
+        }));
+    }
+
     /// Asks the agent's model, within the crew's model timeout, with a
     /// panic of the model contained; streamed text goes to the buses'
-    /// listeners as it arrives.
+    /// listeners as it arrives. Returns the tokens the model reported too.
     async fn complete(
         &self,
         messages: &[ChatMessage],
         tools: &[hooks_core::ToolDefinition],
         turn: usize,
-    ) -> Result<ModelTurn, LlmError> {
+    ) -> Result<(ModelTurn, Option<TokenUsage>), LlmError> {
         let llm = self.agent().agent.llm();
         let stream = self.listening().then(|| StreamToBuses::new(self));
         let request = LlmRequest {
@@ -481,7 +639,7 @@ impl AgentRun {
         );
         let answer = crate::join::within(
             timeout,
-            contain_panic_async(AssertUnwindSafe(llm.complete(&request))),
+            contain_panic_async(AssertUnwindSafe(llm.complete_with_usage(&request))),
         )
         .instrument(span)
         .await;

@@ -152,4 +152,44 @@ pub trait Llm: Send + Sync {
     /// Answers one request. A model that can stream sends its text to
     /// `request.stream` as it arrives, and returns the whole answer.
     async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError>;
+
+    /// Answers one request, with the tokens the provider reported for the
+    /// answer (prompt, completion, total), when it reports them. The
+    /// runtime calls this one; by default it is [`complete`](Self::complete)
+    /// with no count. A client whose provider reports usage overrides it
+    /// (the OpenAI-compatible client and [`ScriptedLlm`](crate::ScriptedLlm)
+    /// do).
+    ///
+    /// ```
+    /// use crew_runtime::async_trait;
+    /// use crew_runtime::llm::{Llm, LlmError, LlmRequest, ModelTurn};
+    /// use crew_runtime::TokenUsage;
+    ///
+    /// struct Counted;
+    ///
+    /// #[async_trait]
+    /// impl Llm for Counted {
+    ///     fn name(&self) -> &str {
+    ///         "counted"
+    ///     }
+    ///
+    ///     async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
+    ///         Ok(self.complete_with_usage(request).await?.0)
+    ///     }
+    ///
+    ///     async fn complete_with_usage(
+    ///         &self,
+    ///         _: &LlmRequest<'_>,
+    ///     ) -> Result<(ModelTurn, Option<TokenUsage>), LlmError> {
+    ///         Ok((ModelTurn::FinalAnswer("hi".into()), Some(TokenUsage::new(12, 1, 13))))
+    ///     }
+    /// }
+    /// # let _ = Counted;
+    /// ```
+    async fn complete_with_usage(
+        &self,
+        request: &LlmRequest<'_>,
+    ) -> Result<(ModelTurn, Option<hooks_core::TokenUsage>), LlmError> {
+        Ok((self.complete(request).await?, None))
+    }
 }

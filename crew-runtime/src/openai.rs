@@ -96,6 +96,7 @@ use sse_stream::SseByteStream;
 use tokio::time::Instant;
 
 use crate::llm::{ChatMessage, DeltaSink, Llm, LlmError, LlmRequest, ModelTurn, ToolDefinition};
+use hooks_core::TokenUsage;
 use secrets::{Secrets, mask_password};
 use stream::{Progress, TurnAssembler};
 use wire::{error_message, parse_response, wire_request};
@@ -638,10 +639,48 @@ impl OpenAiCompatible {
     ) -> Result<ModelTurn, LlmError> {
         // The one exit of every error: whatever it quotes (a server's body
         // included), the key and the URL's password do not leave.
+        self.complete_counted(messages, tools, sink, &UsageSlot::default())
+            .await
+    }
+
+    /// [`complete_streaming`](Self::complete_streaming), keeping the tokens
+    /// the server reports in `usage`.
+    async fn complete_counted(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+        sink: Option<&dyn DeltaSink>,
+        usage: &UsageSlot,
+    ) -> Result<ModelTurn, LlmError> {
+        // The one exit of every error: whatever it quotes (a server's body
+        // included), the key and the URL's password do not leave.
         let secrets = Secrets::new(self.config.api_key.as_deref(), &self.config.base_url);
-        self.ask(messages, tools, sink)
+        self.ask(messages, tools, sink, usage)
             .await
             .map_err(|error| secrets.scrub_error(error))
+    }
+}
+
+/// The tokens a server reported for one answer, as its reading finds them
+/// (the last report of a stream wins).
+#[derive(Default)]
+struct UsageSlot(std::sync::Mutex<Option<hooks_core::TokenUsage>>);
+
+impl UsageSlot {
+    fn set(&self, usage: Option<hooks_core::TokenUsage>) {
+        if usage.is_some() {
+            *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = usage;
+        }
+    }
+
+    fn take(&self) -> Option<hooks_core::TokenUsage> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     }
 }
 
@@ -656,6 +695,19 @@ impl Llm for OpenAiCompatible {
     async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
         self.complete_streaming(request.messages, request.tools, request.stream)
             .await
+    }
+
+    /// Reads the response's `usage` (in a stream, the chunk that carries
+    /// it, when the server sends one).
+    async fn complete_with_usage(
+        &self,
+        request: &LlmRequest<'_>,
+    ) -> Result<(ModelTurn, Option<TokenUsage>), LlmError> {
+        let usage = UsageSlot::default();
+        let turn = self
+            .complete_counted(request.messages, request.tools, request.stream, &usage)
+            .await?;
+        Ok((turn, usage.take()))
     }
 }
 
@@ -681,6 +733,7 @@ impl OpenAiCompatible {
         messages: &[ChatMessage],
         tools: &[ToolDefinition],
         sink: Option<&dyn DeltaSink>,
+        usage: &UsageSlot,
     ) -> Result<ModelTurn, LlmError> {
         let target = self.target()?;
         let request = wire_request(
@@ -703,7 +756,7 @@ impl OpenAiCompatible {
         );
         // A timeout too large to be a deadline is no deadline.
         let deadline = Instant::now().checked_add(self.timeout);
-        let answer = self.ask_until_answered(&target, &body, deadline, sink);
+        let answer = self.ask_until_answered(&target, &body, deadline, sink, usage);
         match deadline {
             Some(deadline) => tokio::time::timeout_at(deadline, answer)
                 .await
@@ -720,12 +773,13 @@ impl OpenAiCompatible {
         body: &[u8],
         deadline: Option<Instant>,
         sink: Option<&dyn DeltaSink>,
+        usage: &UsageSlot,
     ) -> Result<ModelTurn, LlmError> {
         let mut retries = 0;
         loop {
             let failure = match self.send(target, body).await {
                 Ok(response) if response.status().is_success() => {
-                    return self.read_answer(response, sink).await;
+                    return self.read_answer(response, sink, usage).await;
                 }
                 Ok(response) => self.read_error_status(response).await,
                 Err(error) => Failure {
@@ -788,6 +842,7 @@ impl OpenAiCompatible {
         &self,
         response: Response,
         sink: Option<&dyn DeltaSink>,
+        usage: &UsageSlot,
     ) -> Result<ModelTurn, LlmError> {
         // A server that does not stream answers with plain JSON even when
         // asked to stream; that answer is just as good.
@@ -797,7 +852,7 @@ impl OpenAiCompatible {
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.trim_start().starts_with("application/json"));
         if self.stream && !is_json {
-            return self.read_stream(response, sink).await;
+            return self.read_stream(response, sink, usage).await;
         }
         let too_large = || {
             LlmError::InvalidResponse(format!(
@@ -819,7 +874,8 @@ impl OpenAiCompatible {
         let text = std::str::from_utf8(&body).map_err(|e| {
             LlmError::InvalidResponse(format!("the answer is not UTF-8 text ({e})"))
         })?;
-        let turn = parse_response(text)?;
+        let (turn, reported) = parse_response(text)?;
+        usage.set(reported);
         if let Some(sink) = sink {
             let content = match &turn {
                 ModelTurn::FinalAnswer(content) | ModelTurn::ToolCalls { content, .. } => content,
@@ -835,6 +891,7 @@ impl OpenAiCompatible {
         &self,
         response: Response,
         sink: Option<&dyn DeltaSink>,
+        usage: &UsageSlot,
     ) -> Result<ModelTurn, LlmError> {
         let limit = self.max_response_bytes;
         // The bytes are counted before they are parsed, so that neither the
@@ -863,9 +920,11 @@ impl OpenAiCompatible {
                 continue;
             };
             if turn.push(&data, sink)? == Progress::Done {
+                usage.set(turn.usage);
                 return Ok(turn.finish());
             }
         }
+        usage.set(turn.usage);
         turn.finish_at_end_of_stream()
     }
 

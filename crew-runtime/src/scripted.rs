@@ -111,6 +111,7 @@ pub struct ScriptedLlm {
     next_call: usize,
     streaming: bool,
     latency: Option<std::time::Duration>,
+    usage: Option<hooks_core::TokenUsage>,
 }
 
 impl ScriptedLlm {
@@ -125,6 +126,7 @@ impl ScriptedLlm {
             next_call: 0,
             streaming: false,
             latency: None,
+            usage: None,
         }
     }
 
@@ -167,6 +169,30 @@ impl ScriptedLlm {
     /// ```
     pub fn streaming(mut self) -> Self {
         self.streaming = true;
+        self
+    }
+
+    /// Reports `usage` for each of its answers, as a provider reports the
+    /// tokens of each response: for tests of token counting.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let model = Arc::new(
+    ///     ScriptedLlm::new().reporting_usage(TokenUsage::new(100, 20, 120)).answer("a").answer("b"),
+    /// );
+    /// let writer = Agent::builder("Writer").llm(model).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("One").agent(&writer).build())
+    ///     .task(Task::builder("Two").agent(&writer).build())
+    ///     .build()?;
+    /// assert_eq!(crew.kickoff_blocking(())?.token_usage, TokenUsage::new(200, 40, 240));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reporting_usage(mut self, usage: hooks_core::TokenUsage) -> Self {
+        self.usage = Some(usage);
         self
     }
 
@@ -302,6 +328,13 @@ impl Default for ScriptedLlm {
 impl Llm for ScriptedLlm {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    async fn complete_with_usage(
+        &self,
+        request: &LlmRequest<'_>,
+    ) -> Result<(ModelTurn, Option<hooks_core::TokenUsage>), LlmError> {
+        Ok((self.complete(request).await?, self.usage))
     }
 
     async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {

@@ -324,6 +324,71 @@ async fn message_without_tool_calls_is_the_final_answer() {
 }
 
 #[tokio::test]
+async fn the_usage_a_server_reports_is_read_with_its_own_total() {
+    use crew_runtime::TokenUsage;
+    use crew_runtime::llm::{Llm, LlmRequest};
+
+    let mut with_usage = final_answer_body("Counted.");
+    with_usage["usage"] = json!({"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 19});
+    let server = TestServer::start(vec![
+        ok(with_usage),
+        // No total: prompt + completion.
+        ok(json!({
+            "choices": [{"message": {"role": "assistant", "content": "Partial."}}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 2},
+        })),
+        // No usage at all.
+        ok(final_answer_body("Uncounted.")),
+        // Streamed, with the usage in a chunk of its own before [DONE].
+        sse(&[
+            content_chunk("Streamed."),
+            stop_chunk(),
+            json!({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}}),
+        ]),
+    ]);
+    let client = OpenAiCompatible::new(&server.base_url, "gpt-4o-mini");
+    let messages = [ChatMessage::user("Count.")];
+    let request = LlmRequest::new(&messages, &[]);
+
+    let first = client
+        .complete_with_usage(&request)
+        .await
+        .expect("an answer");
+    let second = client
+        .complete_with_usage(&request)
+        .await
+        .expect("an answer");
+    let third = client
+        .complete_with_usage(&request)
+        .await
+        .expect("an answer");
+    let streamed = client
+        .clone()
+        .stream(true)
+        .complete_with_usage(&request)
+        .await
+        .expect("an answer");
+
+    assert_eq!(
+        first,
+        (
+            ModelTurn::FinalAnswer("Counted.".into()),
+            Some(TokenUsage::new(12, 3, 19))
+        )
+    );
+    assert_eq!(second.1, Some(TokenUsage::new(7, 2, 9)));
+    assert_eq!(third.1, None);
+    assert_eq!(
+        streamed,
+        (
+            ModelTurn::FinalAnswer("Streamed.".into()),
+            Some(TokenUsage::new(5, 1, 6))
+        )
+    );
+    assert_eq!(server.finish().len(), 4);
+}
+
+#[tokio::test]
 async fn http_error_statuses_carry_status_and_server_message() {
     let long_page = format!("<html>{}</html>", "x".repeat(2_000));
     let server = TestServer::start(vec![

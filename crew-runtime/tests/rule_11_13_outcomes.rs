@@ -59,8 +59,11 @@ fn blocked_call_still_runs_post_hooks_and_model_sees_blocked_message() {
     let events = log();
     let crew = crew(&global, agent("Admin", vec![delete], &llm));
     let sink = events.clone();
-    crew.events()
-        .subscribe(move |event| push(&sink, describe(event)));
+    crew.events().subscribe(move |event| {
+        if !is_lifecycle(event) {
+            push(&sink, describe(event));
+        }
+    });
 
     let output = crew
         .kickoff_blocking(())

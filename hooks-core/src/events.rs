@@ -147,6 +147,158 @@ pub struct ToolUsageErrorEvent {
     pub crew: Option<String>,
 }
 
+/// A kickoff began: its `EXECUTION_START` and `INPUT` hooks let it
+/// through. Exactly one [`CrewKickoffCompletedEvent`] or
+/// [`CrewKickoffFailedEvent`] follows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrewKickoffStartedEvent {
+    /// The crew's name.
+    pub crew_name: String,
+    /// The inputs as the boundary hooks left them (what `{placeholders}`
+    /// are filled from).
+    pub inputs: crate::Inputs,
+}
+
+/// A kickoff completed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrewKickoffCompletedEvent {
+    /// The crew's name.
+    pub crew_name: String,
+    /// The final output, as the `OUTPUT` hooks left it.
+    pub output: String,
+    /// The tokens of the kickoff's model responses, summed.
+    pub token_usage: crate::TokenUsage,
+}
+
+/// A kickoff that had started failed (a hook aborted it, a model failed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrewKickoffFailedEvent {
+    /// The crew's name.
+    pub crew_name: String,
+    /// What went wrong.
+    pub error: String,
+}
+
+/// A task began (before its `PRE_STEP` hooks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskStartedEvent {
+    /// The task's name (see `Task::name`).
+    pub task_name: String,
+    /// The role of the agent doing it.
+    pub agent_role: String,
+    /// The crew's name.
+    pub crew: String,
+    /// The earlier outputs it receives as context.
+    pub context: String,
+}
+
+/// A task completed; `output` is what later tasks and the crew output see
+/// (after the `POST_STEP` hooks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskCompletedEvent {
+    /// The task's name.
+    pub task_name: String,
+    /// The role of the agent that did it.
+    pub agent_role: String,
+    /// The crew's name.
+    pub crew: String,
+    /// The task's output.
+    pub output: String,
+}
+
+/// A task failed, which ends the kickoff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskFailedEvent {
+    /// The task's name.
+    pub task_name: String,
+    /// The role of the agent doing it.
+    pub agent_role: String,
+    /// The crew's name.
+    pub crew: String,
+    /// What went wrong.
+    pub error: String,
+}
+
+/// An agent began working on a task (after the task's `PRE_STEP` hooks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentExecutionStartedEvent {
+    /// The agent's role.
+    pub agent_role: String,
+    /// The task's name.
+    pub task_name: String,
+    /// The crew's name.
+    pub crew: String,
+    /// The names of the tools it may call.
+    pub tools: Vec<String>,
+    /// The task as the agent is asked it (its description, inputs filled
+    /// in).
+    pub task_prompt: String,
+}
+
+/// An agent finished its work on a task, with this answer (before the
+/// task's `POST_STEP` hooks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentExecutionCompletedEvent {
+    /// The agent's role.
+    pub agent_role: String,
+    /// The task's name.
+    pub task_name: String,
+    /// The crew's name.
+    pub crew: String,
+    /// The agent's final answer.
+    pub output: String,
+}
+
+/// A model call is about to be made (after its `PRE_MODEL_CALL` hooks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlmCallStartedEvent {
+    /// The model's name.
+    pub model: String,
+    /// The messages it receives.
+    pub messages: Vec<crate::ChatMessage>,
+    /// The agent's role.
+    pub agent_role: String,
+    /// The task's name.
+    pub task_name: String,
+    /// The crew's name.
+    pub crew: String,
+}
+
+/// A model call answered (before its `POST_MODEL_CALL` hooks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlmCallCompletedEvent {
+    /// The model's name.
+    pub model: String,
+    /// The text of the answer.
+    pub response: String,
+    /// The names of the tools it asked to call (empty for a final answer).
+    pub tool_calls: Vec<String>,
+    /// The tokens the provider reported for this response.
+    pub usage: Option<crate::TokenUsage>,
+    /// The agent's role.
+    pub agent_role: String,
+    /// The task's name.
+    pub task_name: String,
+    /// The crew's name.
+    pub crew: String,
+}
+
+/// A model call failed (an error, a timeout, a panic of the client),
+/// which ends the kickoff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlmCallFailedEvent {
+    /// The model's name.
+    pub model: String,
+    /// What went wrong.
+    pub error: String,
+    /// The agent's role.
+    pub agent_role: String,
+    /// The task's name.
+    pub task_name: String,
+    /// The crew's name.
+    pub crew: String,
+}
+
 /// Everything that travels on an [`EventBus`].
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -163,6 +315,28 @@ pub enum Event {
     ToolUsageError(ToolUsageErrorEvent),
     /// A piece of a model's answer arrived while the answer streams.
     LlmStreamChunk(LlmStreamChunkEvent),
+    /// A kickoff began.
+    CrewKickoffStarted(CrewKickoffStartedEvent),
+    /// A kickoff completed.
+    CrewKickoffCompleted(CrewKickoffCompletedEvent),
+    /// A kickoff failed.
+    CrewKickoffFailed(CrewKickoffFailedEvent),
+    /// A task began.
+    TaskStarted(TaskStartedEvent),
+    /// A task completed.
+    TaskCompleted(TaskCompletedEvent),
+    /// A task failed.
+    TaskFailed(TaskFailedEvent),
+    /// An agent began working on a task.
+    AgentExecutionStarted(AgentExecutionStartedEvent),
+    /// An agent finished its work on a task.
+    AgentExecutionCompleted(AgentExecutionCompletedEvent),
+    /// A model call is about to be made.
+    LlmCallStarted(LlmCallStartedEvent),
+    /// A model call answered.
+    LlmCallCompleted(LlmCallCompletedEvent),
+    /// A model call failed.
+    LlmCallFailed(LlmCallFailedEvent),
 }
 
 /// A piece of a streamed model answer, as it arrives (before the

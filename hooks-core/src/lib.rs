@@ -250,7 +250,7 @@ pub use outcome::{
     LEGACY_LLM_BLOCK_REASON, LegacyBeforePoint, LegacyBeforeReturn, NoReplacement, ReplacesInputs,
     ReplacesText,
 };
-pub use output::{CrewOutput, TaskOutput};
+pub use output::{CrewOutput, TaskOutput, TokenUsage};
 pub use point::{
     EXECUTION_END, EXECUTION_START, INPUT, InterceptionPoint, OUTPUT, POST_MODEL_CALL, POST_STEP,
     POST_TOOL_CALL, PRE_MODEL_CALL, PRE_STEP, PRE_TOOL_CALL, Point, points,

@@ -25,6 +25,51 @@ impl fmt::Display for TaskOutput {
     }
 }
 
+/// Tokens a model reported for one response, or summed over a kickoff.
+///
+/// Providers report prompt, completion and total tokens; the total is kept
+/// as the provider gave it (it may count more than prompt + completion,
+/// cached or reasoning tokens say).
+///
+/// ```
+/// use hooks_core::TokenUsage;
+///
+/// let mut kickoff = TokenUsage::default();
+/// kickoff += TokenUsage::new(120, 30, 150);
+/// kickoff += TokenUsage::new(200, 10, 210);
+/// assert_eq!(kickoff, TokenUsage::new(320, 40, 360));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct TokenUsage {
+    /// Tokens of the request.
+    pub prompt_tokens: u64,
+    /// Tokens of the answer.
+    pub completion_tokens: u64,
+    /// All tokens, as the provider counted them.
+    pub total_tokens: u64,
+}
+
+impl TokenUsage {
+    /// Usage with these counts.
+    pub fn new(prompt_tokens: u64, completion_tokens: u64, total_tokens: u64) -> Self {
+        TokenUsage {
+            prompt_tokens,
+            completion_tokens,
+            total_tokens,
+        }
+    }
+}
+
+impl std::ops::AddAssign for TokenUsage {
+    fn add_assign(&mut self, other: TokenUsage) {
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(other.completion_tokens);
+        self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
+    }
+}
+
 /// What a whole kickoff came to: the final output (the last task's) and
 /// every task's output in order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -33,6 +78,9 @@ pub struct CrewOutput {
     pub raw: String,
     /// Each task's output, in the order the tasks ran.
     pub tasks_output: Vec<TaskOutput>,
+    /// The tokens of every model response of this kickoff, summed (each
+    /// response counted once; zero where the models report none).
+    pub token_usage: TokenUsage,
 }
 
 impl fmt::Display for CrewOutput {

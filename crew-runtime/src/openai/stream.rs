@@ -34,6 +34,9 @@ pub(super) struct TurnAssembler {
     /// Whether the first choice said why it stopped: its answer is whole
     /// then, even if the connection ends before `[DONE]`.
     finished: bool,
+    /// The tokens the server reported (in a chunk of its own, usually the
+    /// last, when it reports them at all).
+    pub(super) usage: Option<hooks_core::TokenUsage>,
 }
 
 #[derive(Debug)]
@@ -72,6 +75,9 @@ impl TurnAssembler {
             return Err(LlmError::InvalidResponse(format!(
                 "the server reported an error in the middle of the stream: {message}"
             )));
+        }
+        if let Some(usage) = chunk.usage.as_ref().and_then(super::wire::WireUsage::usage) {
+            self.usage = Some(usage);
         }
         // Only the first choice is an answer: the client never asks for more.
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
@@ -189,6 +195,8 @@ struct ChatCompletionChunk {
     choices: Vec<ChunkChoice>,
     #[serde(default)]
     error: Option<Value>,
+    #[serde(default)]
+    usage: Option<super::wire::WireUsage>,
 }
 
 #[derive(Deserialize)]

@@ -131,6 +131,38 @@ struct ChatCompletionResponse {
     choices: Vec<Choice>,
     #[serde(default)]
     error: Option<Value>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+/// The `usage` object of a response (or of a stream's last chunk). A
+/// server may leave out any count; a missing total is prompt +
+/// completion.
+#[derive(Deserialize, Default)]
+pub(super) struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    total_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    pub(super) fn usage(&self) -> Option<hooks_core::TokenUsage> {
+        if self.prompt_tokens.is_none()
+            && self.completion_tokens.is_none()
+            && self.total_tokens.is_none()
+        {
+            return None;
+        }
+        let prompt = self.prompt_tokens.unwrap_or(0);
+        let completion = self.completion_tokens.unwrap_or(0);
+        let total = self
+            .total_tokens
+            .unwrap_or_else(|| prompt.saturating_add(completion));
+        Some(hooks_core::TokenUsage::new(prompt, completion, total))
+    }
 }
 
 #[derive(Deserialize)]
@@ -164,13 +196,18 @@ struct ResponseFunction {
     arguments: Value,
 }
 
-pub(super) fn parse_response(text: &str) -> Result<ModelTurn, LlmError> {
+/// The turn in a whole (not streamed) answer, with the tokens the server
+/// reported for it.
+pub(super) fn parse_response(
+    text: &str,
+) -> Result<(ModelTurn, Option<hooks_core::TokenUsage>), LlmError> {
     if text.trim().is_empty() {
         return Err(LlmError::InvalidResponse("the body is empty".to_owned()));
     }
     let response: ChatCompletionResponse = serde_json::from_str(text).map_err(|e| {
         LlmError::InvalidResponse(format!("not a chat completion ({e}): {}", excerpt(text)))
     })?;
+    let usage = response.usage.as_ref().and_then(WireUsage::usage);
     let Some(choice) = response.choices.into_iter().next() else {
         let reason = match response.error.as_ref().and_then(error_text) {
             Some(message) => format!("the server reported an error: {message}"),
@@ -197,9 +234,9 @@ pub(super) fn parse_response(text: &str) -> Result<ModelTurn, LlmError> {
         })
         .collect();
     if calls.is_empty() {
-        Ok(ModelTurn::FinalAnswer(content))
+        Ok((ModelTurn::FinalAnswer(content), usage))
     } else {
-        Ok(ModelTurn::ToolCalls { content, calls })
+        Ok((ModelTurn::ToolCalls { content, calls }, usage))
     }
 }
 

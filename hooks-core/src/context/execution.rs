@@ -91,7 +91,7 @@ inputs_context! {
 /// fn sign(ctx: &mut OutputContext) -> Option<String> {
 ///     Some(format!("{}\n— reviewed", ctx.output.raw))
 /// }
-/// let mut ctx = OutputContext::new(CrewOutput { raw: "done".into(), tasks_output: vec![] });
+/// let mut ctx = OutputContext::new(CrewOutput { raw: "done".into(), ..CrewOutput::default() });
 /// assert_eq!(sign(&mut ctx).as_deref(), Some("done\n— reviewed"));
 /// ```
 pub struct OutputContext {
