@@ -19,8 +19,8 @@ use hooks_core::{
 
 use crate::agent::Agent;
 use crate::check::{
-    FilterScope, FilterWarning, KnownNames, RegistryKey, check_filters, first_reports, known_on,
-    record_crew, report,
+    FilterScope, FilterWarning, KnownNames, RegistryKey, check_filters, check_tool_names,
+    first_reports, known_on, record_crew, report,
 };
 use crate::error::{BuildError, CrewError};
 use crate::llm::{Llm, ToolDefinition};
@@ -232,6 +232,10 @@ impl CrewInner {
         if self.global_filters_checked.load(Ordering::Acquire) {
             return Ok(());
         }
+        // Hooks registered since the build may filter on a name one of
+        // the crew's tools only looks like.
+        check_tool_names(&self.agents, &[&self.hooks.scoped, &self.hooks.global])
+            .map_err(CrewError::UntrustedToolName)?;
         let warnings = self.global_filter_warnings();
         report(&first_reports(&self.hooks.global.key(), &warnings));
         if self.strict && !warnings.is_empty() {
@@ -1337,6 +1341,7 @@ impl CrewBuilder {
             global_filters_checked: AtomicBool::new(false),
             attached_violations: std::sync::Mutex::new(Vec::new()),
         };
+        check_tool_names(&inner.agents, &[&inner.hooks.scoped, &inner.hooks.global])?;
         let warnings = inner.scoped_filter_warnings();
         report(&warnings);
         if inner.strict && !warnings.is_empty() {

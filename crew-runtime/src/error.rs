@@ -1,6 +1,6 @@
 //! What can go wrong building a crew or running one.
 
-use hooks_core::{HookAborted, InterceptionPoint, RegisterError};
+use hooks_core::{HookAborted, InterceptionPoint, RegisterError, ToolNameProblem};
 
 use crate::check::FilterWarning;
 use crate::llm::LlmError;
@@ -106,6 +106,71 @@ pub enum BuildError {
         bullet_list(.0)
     )]
     UnmatchedHookFilters(Vec<FilterWarning>),
+    /// A tool's name, as its source spelled it, hides what it is: an
+    /// invisible, bidirectional-control or control character, or letters
+    /// of mixed scripts (see [`check_tool_name`](crate::check_tool_name)). A hook
+    /// filter could not be trusted to catch it.
+    #[error(
+        "agent `{role}` has a tool named \"{}\" (normalized `{normalized}`) that a hook filter \
+         cannot be trusted to catch: {problem}; rename the tool (an MCP server's tool: leave it \
+         out with McpServerBuilder::only, or fix the server)",
+        spell_out(.tool)
+    )]
+    SuspiciousToolName {
+        /// The agent's role.
+        role: String,
+        /// The tool's name as its source spelled it.
+        tool: String,
+        /// The tool's normalized name.
+        normalized: String,
+        /// What is wrong with it.
+        problem: ToolNameProblem,
+    },
+    /// A tool's name looks like a name a hook filters on, or like another
+    /// tool of the crew, without being it: `de1ete_file` next to a filter
+    /// on `delete_file` (their UTS #39 skeletons match, see
+    /// [`ToolNameSkeleton`](crate::ToolNameSkeleton)). The hook would not run for it.
+    #[error(
+        "agent `{role}` has a tool named \"{}\" (normalized `{normalized}`) that looks like \
+         `{looks_like}`, {}, but is not it, so {}; rename the tool (an MCP server's tool: leave \
+         it out with McpServerBuilder::only, or give the server a prefix)",
+        spell_out(.tool),
+        match .hook {
+            Some(hook) => format!("which hook `{hook}` filters on"),
+            None => "another tool of the crew".to_owned(),
+        },
+        if .hook.is_some() { "the hook would not run for it" } else { "the two cannot be told apart" }
+    )]
+    LookAlikeToolName {
+        /// The agent's role.
+        role: String,
+        /// The tool's name as its source spelled it.
+        tool: String,
+        /// The tool's normalized name.
+        normalized: String,
+        /// The name it looks like (normalized): a filter entry or another
+        /// tool's name.
+        looks_like: String,
+        /// The hook whose filter names `looks_like`; `None` when
+        /// `looks_like` is another tool of the crew.
+        hook: Option<String>,
+    },
+}
+
+/// A name with every character that is not printable ASCII written as
+/// `\u{..}`, so that what an error shows is what the name holds.
+fn spell_out(name: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_graphic() || c == ' ' {
+            out.push(c);
+        } else {
+            // Writing to a String cannot fail.
+            let _ = write!(out, "\\u{{{:04x}}}", u32::from(c));
+        }
+    }
+    out
 }
 
 fn bullet_list(warnings: &[FilterWarning]) -> String {
@@ -202,6 +267,12 @@ pub enum CrewError {
     /// one).
     #[error("no runtime to run the kickoff on: {0}")]
     RuntimeUnavailable(String),
+    /// A hook registered after the crew was built filters on a name one of
+    /// the crew's tools only looks like (or a tool's name hides what it
+    /// is): [`BuildError::LookAlikeToolName`] or
+    /// [`BuildError::SuspiciousToolName`], found at the first kickoff.
+    #[error("{0}")]
+    UntrustedToolName(BuildError),
 }
 
 impl CrewError {
@@ -272,6 +343,33 @@ impl CrewError {
                 agent,
                 source: redacted_llm_error(source, redaction),
             },
+            CrewError::UntrustedToolName(error) => CrewError::UntrustedToolName(match error {
+                BuildError::SuspiciousToolName {
+                    role,
+                    tool,
+                    normalized,
+                    problem,
+                } => BuildError::SuspiciousToolName {
+                    role,
+                    tool: redaction.owned(tool),
+                    normalized: redaction.owned(normalized),
+                    problem,
+                },
+                BuildError::LookAlikeToolName {
+                    role,
+                    tool,
+                    normalized,
+                    looks_like,
+                    hook,
+                } => BuildError::LookAlikeToolName {
+                    role,
+                    tool: redaction.owned(tool),
+                    normalized: redaction.owned(normalized),
+                    looks_like: redaction.owned(looks_like),
+                    hook,
+                },
+                other => other,
+            }),
             // Names and numbers the program chose, no text of a run.
             other @ (CrewError::UnmatchedHookFilters(_)
             | CrewError::KickoffTooDeep { .. }

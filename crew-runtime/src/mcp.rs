@@ -564,10 +564,13 @@ fn crew_tools(
     let mut tools = Vec::with_capacity(listed.len());
     for listed in listed {
         let remote = listed.name.to_string();
-        let local = normalize_tool_name(&match prefix {
+        // The name as the server spelled it (behind the prefix): the
+        // crew's look-alike checks read it, not the normalized one.
+        let spelled = match prefix {
             Some(prefix) => format!("{prefix}_{remote}"),
             None => remote.clone(),
-        });
+        };
+        let local = normalize_tool_name(&spelled);
         if normalize_tool_name(&remote).is_empty() {
             return Err(McpError::InvalidToolName {
                 server: server(),
@@ -616,7 +619,7 @@ fn crew_tools(
             ))
         };
         let tool = Tool::from_parts(
-            local,
+            spelled,
             cut(description, MAX_DESCRIPTION_BYTES),
             schema,
             Arc::new(invoke),

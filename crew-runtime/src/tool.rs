@@ -85,6 +85,9 @@ type Invoke = dyn Fn(&Map<String, Value>) -> ToolRun + Send + Sync;
 #[derive(Clone)]
 struct ToolInner {
     name: String,
+    /// The name as given (by the program, or by an MCP server), before
+    /// normalization: what look-alike checks read.
+    spelled_name: String,
     description: String,
     parameters: Value,
     invoke: Arc<Invoke>,
@@ -245,7 +248,7 @@ impl Tool {
     {
         let function = Arc::new(function);
         TypedTool {
-            name: normalize_tool_name(name.as_ref()),
+            spelled_name: name.as_ref().to_owned(),
             description: description.into(),
             body: Arc::new(move |args| prepare(&function, args)),
             formatter: None,
@@ -302,22 +305,24 @@ impl Tool {
             }
         };
         Tool::from_parts(
-            normalize_tool_name(name.as_ref()),
+            name.as_ref().to_owned(),
             description.into(),
             parameters,
             Arc::new(invoke),
         )
     }
 
+    /// A tool named `spelled_name` (normalized here).
     pub(crate) fn from_parts(
-        name: String,
+        spelled_name: String,
         description: String,
         parameters: Value,
         invoke: Arc<Invoke>,
     ) -> Tool {
         Tool {
             inner: Arc::new(ToolInner {
-                name,
+                name: normalize_tool_name(&spelled_name),
+                spelled_name,
                 description,
                 parameters,
                 invoke,
@@ -434,6 +439,28 @@ impl Tool {
         &self.inner.name
     }
 
+    /// The name as it was given, before normalization: what a crew's
+    /// look-alike checks read (see [`BuildError::SuspiciousToolName`] and
+    /// [`BuildError::LookAlikeToolName`]). For an MCP tool, the server's
+    /// spelling behind the prefix.
+    ///
+    /// ```
+    /// use crew_runtime::Tool;
+    /// use serde_json::json;
+    ///
+    /// let tool = Tool::dynamic("Web Search", "Searches", json!({"type": "object"}), |_| {
+    ///     Ok::<_, String>(json!("results"))
+    /// });
+    /// assert_eq!(tool.name(), "web_search");
+    /// assert_eq!(tool.spelled_name(), "Web Search");
+    /// ```
+    ///
+    /// [`BuildError::SuspiciousToolName`]: crate::BuildError::SuspiciousToolName
+    /// [`BuildError::LookAlikeToolName`]: crate::BuildError::LookAlikeToolName
+    pub fn spelled_name(&self) -> &str {
+        &self.inner.spelled_name
+    }
+
     /// What the tool does, as the model is told.
     pub fn description(&self) -> &str {
         &self.inner.description
@@ -502,7 +529,7 @@ type Formatter<Out> = dyn Fn(&Out) -> String + Send + Sync;
 /// to add a formatter that knows the result type. Every API that takes a
 /// tool takes `impl Into<Tool>`, so it can be passed as is.
 pub struct TypedTool<Args, Out> {
-    name: String,
+    spelled_name: String,
     description: String,
     body: Arc<Body<Args, Out>>,
     formatter: Option<Arc<Formatter<Out>>>,
@@ -550,7 +577,7 @@ where
     /// The finished tool.
     pub fn build(self) -> Tool {
         let TypedTool {
-            name,
+            spelled_name,
             description,
             body,
             formatter,
@@ -588,9 +615,14 @@ where
                 }
             }
         };
-        let tool = Tool::from_parts(name, description, schema_of::<Args>(), Arc::new(invoke))
-            .with_annotations(annotations)
-            .with_sync_placement(placement);
+        let tool = Tool::from_parts(
+            spelled_name,
+            description,
+            schema_of::<Args>(),
+            Arc::new(invoke),
+        )
+        .with_annotations(annotations)
+        .with_sync_placement(placement);
         match timeout {
             Some(timeout) => tool.with_timeout(timeout),
             None => tool,
@@ -611,7 +643,7 @@ where
 impl<Args, Out> fmt::Debug for TypedTool<Args, Out> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TypedTool")
-            .field("name", &self.name)
+            .field("name", &normalize_tool_name(&self.spelled_name))
             .field("args", &std::any::type_name::<Args>())
             .field("out", &std::any::type_name::<Out>())
             .field("formatter", &self.formatter.is_some())

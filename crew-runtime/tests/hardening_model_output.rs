@@ -733,7 +733,8 @@ fn no_spelling_of_a_blocked_tool_reaches_it() {
         ("delete_file\u{200b}", true),
         ("delete\u{0}file", true),
         ("Délete_file", true),
-        ("delete_f\u{0456}le", false),
+        // A Cyrillic `і` reads as `i` (rule 22): it is delete_file.
+        ("delete_f\u{0456}le", true),
         ("delete_files", false),
         ("deletefile", false),
         ("delete__file__", true),
@@ -780,7 +781,9 @@ fn near_misses_are_not_found_and_normalized_spellings_run() {
         [
             format!("Tool not found: web_serch. {AVAILABLE}"),
             "results for b".to_owned(),
-            format!("Tool not found: w\u{0435}b_search. {AVAILABLE}"),
+            // A Cyrillic `е` reads as `e` (rule 22): the call is web_search's,
+            // through web_search's hooks.
+            "results for c".to_owned(),
             format!("Tool not found: (the call named no tool). {AVAILABLE}"),
             "results for e".to_owned(),
         ]

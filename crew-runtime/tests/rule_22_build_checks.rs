@@ -554,3 +554,160 @@ fn a_misspelled_filter_goes_to_a_tracing_subscriber_instead_of_stderr() {
     assert!(captured[0].starts_with(expected), "{stdout}");
     assert!(!stderr.contains("warning:"), "{stderr}");
 }
+
+/// A tool named `name` that answers `ran`.
+fn named_tool(name: &str) -> Tool {
+    Tool::dynamic(name, "Deletes", json!({"type": "object"}), |_| {
+        Ok::<_, String>(json!("ran"))
+    })
+}
+
+#[test]
+fn rule_22_a_tool_that_only_looks_like_a_filtered_name_is_refused_at_build() {
+    let global = fresh_registry();
+    global
+        .register_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("guard").tools(["delete_file"]),
+            |_: &mut ToolCallHookContext| {},
+        )
+        .expect("registers");
+    let model = Arc::new(ScriptedLlm::new().answer("done"));
+    let deleter = agent("Deleter", vec![named_tool("de1ete_file")], &model);
+    let error = Crew::builder()
+        .agent(deleter.clone())
+        .task(Task::builder("Delete").agent(&deleter).build())
+        .global_registry(global)
+        .build()
+        .expect_err("de1ete_file imitates delete_file");
+    assert_eq!(
+        error,
+        BuildError::LookAlikeToolName {
+            role: "Deleter".to_owned(),
+            tool: "de1ete_file".to_owned(),
+            normalized: "de1ete_file".to_owned(),
+            looks_like: "delete_file".to_owned(),
+            hook: Some("guard".to_owned()),
+        }
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("\"de1ete_file\"")
+            && message.contains("looks like `delete_file`, which hook `guard` filters on"),
+        "{message}"
+    );
+}
+
+#[test]
+fn rule_22_two_tools_of_a_crew_that_look_alike_are_refused_at_build() {
+    let model = Arc::new(ScriptedLlm::new().answer("done"));
+    let one = agent("One", vec![named_tool("drop_table")], &model);
+    let two = agent("Two", vec![named_tool("dr0p_table")], &model);
+    let error = Crew::builder()
+        .agent(one.clone())
+        .agent(two)
+        .task(Task::builder("Drop").agent(&one).build())
+        .global_registry(fresh_registry())
+        .build()
+        .expect_err("dr0p_table imitates drop_table");
+    assert!(
+        matches!(&error, BuildError::LookAlikeToolName { tool, looks_like, hook: None, .. }
+            if tool == "dr0p_table" && looks_like == "drop_table"),
+        "{error}"
+    );
+}
+
+#[test]
+fn rule_22_an_invisible_character_in_a_tool_name_is_refused_at_build_shown_escaped() {
+    let model = Arc::new(ScriptedLlm::new().answer("done"));
+    let deleter = agent("Deleter", vec![named_tool("\u{202E}elif_eteled")], &model);
+    let error = Crew::builder()
+        .agent(deleter.clone())
+        .task(Task::builder("Delete").agent(&deleter).build())
+        .global_registry(fresh_registry())
+        .build()
+        .expect_err("a right-to-left override");
+    assert!(
+        matches!(&error, BuildError::SuspiciousToolName { tool, .. } if tool == "\u{202E}elif_eteled"),
+        "{error}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("\"\\u{202e}elif_eteled\"")
+            && message.contains("U+202E, a bidirectional control")
+            && !message.contains('\u{202E}'),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn rule_22_a_look_alike_of_a_hook_registered_after_the_build_fails_the_first_kickoff() {
+    let global = fresh_registry();
+    let ran = Arc::new(Mutex::new(0));
+    let counter = Arc::clone(&ran);
+    let tool = Tool::dynamic(
+        "delete_fiIe",
+        "Deletes",
+        json!({"type": "object"}),
+        move |_| {
+            *counter.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+            Ok::<_, String>(json!("ran"))
+        },
+    );
+    let model = Arc::new(
+        ScriptedLlm::new()
+            .call("delete_fi_ie", json!({}))
+            .answer("done"),
+    );
+    let deleter = agent("Deleter", vec![tool], &model);
+    let crew = Crew::builder()
+        .agent(deleter.clone())
+        .task(Task::builder("Delete").agent(&deleter).build())
+        .global_registry(global.clone())
+        .build()
+        .expect("no filter yet");
+    global
+        .register_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("guard").tools(["delete_file"]),
+            |_: &mut ToolCallHookContext| -> Result<(), HookAborted> {
+                Err(HookAborted::new("no deleting", "guard"))
+            },
+        )
+        .expect("registers");
+    let error = crew
+        .kickoff(Inputs::new())
+        .await
+        .expect_err("delete_fiIe imitates delete_file");
+    assert!(
+        matches!(&error, CrewError::UntrustedToolName(BuildError::LookAlikeToolName { tool, .. })
+            if tool == "delete_fiIe"),
+        "{error}"
+    );
+    assert_eq!(*ran.lock().unwrap_or_else(PoisonError::into_inner), 0);
+}
+
+#[test]
+fn rule_22_a_near_name_of_a_filter_gets_a_did_you_mean() {
+    for near in ["x_delete_file", "delete_files"] {
+        let global = fresh_registry();
+        global
+            .register_hook_with(
+                PRE_TOOL_CALL,
+                HookOptions::new().name("guard").tools(["delete_file"]),
+                |_: &mut ToolCallHookContext| {},
+            )
+            .expect("registers");
+        let model = Arc::new(ScriptedLlm::new().answer("done"));
+        let deleter = agent("Deleter", vec![named_tool(near)], &model);
+        let crew = Crew::builder()
+            .agent(deleter.clone())
+            .task(Task::builder("Delete").agent(&deleter).build())
+            .global_registry(global)
+            .build()
+            .expect("a near name is a different name");
+        let warnings = crew.check_hook_filters();
+        assert_eq!(warnings.len(), 1, "{near}: {warnings:?}");
+        assert_eq!(warnings[0].suggestion.as_deref(), Some(near));
+    }
+}

@@ -244,7 +244,10 @@ pub use human::{
 pub use async_trait::async_trait;
 pub use inputs::Inputs;
 pub use message::{ChatMessage, Role, ToolCallRequest, ToolDefinition};
-pub use name::{is_normalized_tool_name, normalize_tool_name};
+pub use name::{
+    ToolNameProblem, ToolNameSkeleton, check_tool_name, is_normalized_tool_name,
+    normalize_tool_name,
+};
 pub use outcome::{
     Decision, DispatchOutcome, HookAborted, HookReturn, LEGACY_BLOCK_REASON,
     LEGACY_LLM_BLOCK_REASON, LegacyBeforePoint, LegacyBeforeReturn, NoReplacement, ReplacesInputs,

@@ -571,7 +571,7 @@ fn argument(
                 errors.spanned(
                     &literal,
                     format!(
-                        "tool name {:?} normalizes to an empty name: a tool name needs at least one ASCII letter or digit",
+                        "tool name {:?} normalizes to an empty name: a tool name needs at least one letter or digit",
                         literal.value()
                     ),
                 );
