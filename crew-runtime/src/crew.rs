@@ -462,7 +462,11 @@ impl Crew {
     /// Dropping it cancels the kickoff: the model's answer it awaits, async
     /// tools and the tasks running a turn's calls are dropped (a
     /// synchronous tool already running finishes on its thread, its result
-    /// dropped), and `EXECUTION_END` does not fire. It needs a tokio
+    /// dropped, and `Event::ToolUsageAbandoned` then says what it did).
+    /// Once `EXECUTION_START` has passed, the drop runs the synchronous
+    /// `EXECUTION_END` hooks with `ExecutionStatus::Cancelled` and spawns
+    /// the `async` ones on the runtime (they are skipped when the kickoff
+    /// is dropped outside any runtime). It needs a tokio
     /// runtime (for timers and tasks); from synchronous code, use
     /// [`Crew::kickoff_blocking`].
     ///

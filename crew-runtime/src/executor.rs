@@ -84,8 +84,17 @@ async fn kickoff_unredacted(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, C
         // EXECUTION_END fires only for kickoffs that passed EXECUTION_START.
         return Err(aborted_at(InterceptionPoint::EXECUTION_START, None, abort));
     }
-    let mut started = false;
-    let result = run(crew, start.inputs, &crew_info, &mut started).await;
+    // From here on, EXECUTION_END fires once: at the end, or, if the
+    // kickoff is dropped first, while it is dropped.
+    let mut cancelled = EndIfCancelled {
+        crew: crew.clone(),
+        crew_info: Arc::clone(&crew_info),
+        armed: true,
+        started: false,
+    };
+    let result = run(crew, start.inputs, &crew_info, &mut cancelled.started).await;
+    cancelled.armed = false;
+    let started = cancelled.started;
     let result = finish(
         &dispatcher,
         result,
@@ -110,6 +119,71 @@ async fn kickoff_unredacted(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, C
         });
     }
     result
+}
+
+/// A kickoff that passed `EXECUTION_START` and has not reached its
+/// `EXECUTION_END` yet: dropped now (its future cancelled), it runs the
+/// synchronous `EXECUTION_END` hooks with `Cancelled` during the drop, and
+/// spawns the `async` ones on the runtime when there is one (they are
+/// skipped when there is none); a kickoff that had begun reports
+/// `CrewKickoffFailed`.
+struct EndIfCancelled {
+    crew: Crew,
+    crew_info: Arc<dyn CrewInfo>,
+    armed: bool,
+    started: bool,
+}
+
+impl Drop for EndIfCancelled {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let inner = self.crew.inner();
+        let redaction = &inner.settings.redaction;
+        // The kickoff's redaction scope is not entered during a drop.
+        let _scope = redaction.scope();
+        if self.started && inner.hooks.listening() {
+            inner
+                .hooks
+                .emit(&Event::CrewKickoffFailed(CrewKickoffFailedEvent {
+                    crew_name: inner.settings.name.clone(),
+                    error: "the kickoff was cancelled".to_owned(),
+                }));
+        }
+        let dispatcher = inner.hooks.dispatcher();
+        if !dispatcher.has_hooks(InterceptionPoint::EXECUTION_END) {
+            return;
+        }
+        let mut end = ExecutionEndContext::cancelled().with_crew(Arc::clone(&self.crew_info));
+        let (_, skipped) = dispatcher
+            .begin_call(&[InterceptionPoint::EXECUTION_END])
+            .dispatch_skipping_async(EXECUTION_END, &mut end);
+        if skipped == 0 {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let hooks = inner.hooks.clone();
+                let crew_info = Arc::clone(&self.crew_info);
+                let redactor = redaction.redactor();
+                runtime.spawn(RedactionScope::instrument(redactor, async move {
+                    let mut end = ExecutionEndContext::cancelled().with_crew(crew_info);
+                    hooks
+                        .dispatcher()
+                        .begin_call(&[InterceptionPoint::EXECUTION_END])
+                        .dispatch_async_only(EXECUTION_END, &mut end)
+                        .await;
+                }));
+            }
+            Err(_) => tracing::warn!(
+                target: "crew_runtime::executor",
+                skipped,
+                "a kickoff was dropped outside any tokio runtime: its async EXECUTION_END \
+                 hooks cannot run and are skipped"
+            ),
+        }
+    }
 }
 
 /// One point's chain, on a snapshot of its own, `async` hooks awaited.

@@ -45,7 +45,9 @@ use std::time::{Duration, Instant};
 use futures_util::future::Either;
 use tracing::Instrument;
 
-use hooks_core::events::{ToolUsageErrorEvent, ToolUsageFinishedEvent, ToolUsageStartedEvent};
+use hooks_core::events::{
+    ToolUsageAbandonedEvent, ToolUsageErrorEvent, ToolUsageFinishedEvent, ToolUsageStartedEvent,
+};
 use hooks_core::runtime::{
     TOOL_CALL_POINTS, TOOL_ERROR_PREFIX, ToolCallReport, ToolOutput, contain_panic,
     contain_panic_async, take_panic_message,
@@ -213,8 +215,23 @@ impl AgentRun {
         let timeout = tool.timeout().unwrap_or(self.settings().tool_timeout);
         let run = tool.invoke(&ctx.tool_input);
         let placement = tool.placement();
+        let watch = listening.then(|| {
+            Arc::new(CallWatch {
+                state: std::sync::Mutex::new(CallState::Running),
+                hooks: self.hooks.clone(),
+                redaction: self.redaction().clone(),
+                event: ToolUsageAbandonedEvent {
+                    tool_name: self.redaction().owned(ctx.tool_name().to_owned()),
+                    completed: false,
+                    result: None,
+                    agent_role: Some(self.role().to_owned()),
+                    task: Some(self.task_for_events()),
+                    crew: Some(self.settings().name.clone()),
+                },
+            })
+        });
         async move {
-            let result = self.run_tool(run, placement, timeout).await;
+            let result = self.run_tool(run, placement, timeout, watch).await;
             if let Some(started) = started {
                 *ran_for = started.elapsed();
             }
@@ -252,6 +269,7 @@ impl AgentRun {
         run: ToolRun,
         placement: &Placement,
         timeout: Duration,
+        watch: Option<Arc<CallWatch>>,
     ) -> Result<ToolResult, Stopped> {
         match run {
             ToolRun::Ready(result) => Ok(result),
@@ -270,10 +288,19 @@ impl AgentRun {
                         Stopped::Panicked(take_panic_message(panic))
                     })
                 }
-                Where::Pool(record) => self.run_on_pool(body, record, timeout).await,
+                Where::Pool(record) => self.run_on_pool(body, record, timeout, watch).await,
             },
             ToolRun::Async(running) => {
-                match within(timeout, contain_panic_async(AssertUnwindSafe(running))).await {
+                // Dropped before the tool ends: the kickoff was cancelled.
+                let _left = watch
+                    .as_ref()
+                    .map(|watch| Abandon(Arc::clone(watch), false));
+                let ran = within(timeout, contain_panic_async(AssertUnwindSafe(running))).await;
+                // Ended, or timed out (reported as the call's error).
+                if let Some(watch) = &watch {
+                    watch.settle();
+                }
+                match ran {
                     Err(_) => Err(Stopped::TimedOut),
                     Ok(Err(panic)) => Err(Stopped::Panicked(take_panic_message(panic))),
                     Ok(Ok(result)) => Ok(result),
@@ -289,15 +316,23 @@ impl AgentRun {
         body: Box<dyn FnOnce() -> ToolResult + Send>,
         record: Option<Arc<PlacementRecord>>,
         timeout: Duration,
+        watch: Option<Arc<CallWatch>>,
     ) -> Result<ToolResult, Stopped> {
         let redaction = self.redaction().clone();
         let depth = self.depth;
+        // Left behind (cancelled, or past its timeout), the body still
+        // runs to its end: then its end is reported.
+        let _left = watch.as_ref().map(|watch| Abandon(Arc::clone(watch), true));
         let thread = tokio::task::spawn_blocking(move || {
             let _scope = redaction.scope();
             let _depth = KickoffDepth::at(depth);
-            placement::timed(record.as_deref(), PlacementRecord::ran_on_pool, || {
+            let ran = placement::timed(record.as_deref(), PlacementRecord::ran_on_pool, || {
                 contain_panic(AssertUnwindSafe(body))
-            })
+            });
+            if let Some(watch) = watch {
+                watch.body_ended(&ran);
+            }
+            ran
         });
         // A synchronous tool cannot be stopped: past its timeout it
         // finishes on its thread, and its result is dropped.
@@ -420,6 +455,84 @@ impl AgentRun {
     /// inputs filled in, so cleaned).
     pub(crate) fn task_for_events(&self) -> String {
         self.redaction().text(self.task.description()).into_owned()
+    }
+}
+
+/// Where one watched tool call is: running, settled (its result reached
+/// the call, or its end was already reported), or left behind.
+enum CallState {
+    Running,
+    Settled,
+    Abandoned,
+}
+
+/// What reports a tool call left behind ([`ToolUsageAbandonedEvent`]):
+/// made only when someone listens when the call starts.
+pub(crate) struct CallWatch {
+    state: std::sync::Mutex<CallState>,
+    hooks: crate::crew::CrewHooks,
+    redaction: crate::redaction::Redaction,
+    event: ToolUsageAbandonedEvent,
+}
+
+impl CallWatch {
+    fn state(&self) -> std::sync::MutexGuard<'_, CallState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The call has its result, or its failure is reported already.
+    fn settle(&self) {
+        *self.state() = CallState::Settled;
+    }
+
+    /// The call was left behind while the tool ran: an async tool stops
+    /// here; a synchronous one, `on_pool`, reports when its body ends (see
+    /// `body_ended`).
+    fn abandon(&self, on_pool: bool) {
+        let mut state = self.state();
+        if let CallState::Running = *state {
+            *state = CallState::Abandoned;
+            drop(state);
+            if !on_pool {
+                self.report(false, None);
+            }
+        }
+    }
+
+    /// A synchronous body ended on the pool with `ran`.
+    fn body_ended(&self, ran: &std::thread::Result<ToolResult>) {
+        let mut state = self.state();
+        match *state {
+            CallState::Abandoned => {
+                drop(state);
+                let result = match ran {
+                    Ok(Ok(output)) => output.rendered.clone(),
+                    Ok(Err(failure)) => format!("{TOOL_ERROR_PREFIX}{failure}"),
+                    Err(_) => format!("{TOOL_ERROR_PREFIX}the tool panicked"),
+                };
+                self.report(true, Some(self.redaction.owned(result)));
+            }
+            _ => *state = CallState::Settled,
+        }
+    }
+
+    fn report(&self, completed: bool, result: Option<String>) {
+        let mut event = self.event.clone();
+        event.completed = completed;
+        event.result = result;
+        self.hooks.emit(&Event::ToolUsageAbandoned(event));
+    }
+}
+
+/// Marks a watched call left behind when dropped before it settled; the
+/// flag says whether its body runs on the blocking pool.
+struct Abandon(Arc<CallWatch>, bool);
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        self.0.abandon(self.1);
     }
 }
 

@@ -365,6 +365,89 @@ impl<'a> CallHooks<'a> {
         }
     }
 
+    /// Runs the synchronous hooks of `point`'s chain only, in their order,
+    /// skipping its `async` ones; says how many it skipped. For a runtime
+    /// that must report something where it cannot await (a kickoff dropped
+    /// mid-run runs its `EXECUTION_END` hooks while it is dropped), and
+    /// then hands the rest to [`dispatch_async_only`](Self::dispatch_async_only)
+    /// where it can.
+    ///
+    /// ```
+    /// use hooks_core::{ExecutionEndContext, HookRegistry, EXECUTION_END};
+    ///
+    /// async fn later(_: &mut ExecutionEndContext) {}
+    /// let registry = HookRegistry::new();
+    /// registry.register_hook(EXECUTION_END, |_: &mut ExecutionEndContext| {})?;
+    /// registry.register_async_hook(EXECUTION_END, later)?;
+    /// let call = registry.dispatcher().begin_call(&[EXECUTION_END.into()]);
+    /// let mut ctx = ExecutionEndContext::cancelled();
+    /// let (_, skipped) = call.dispatch_skipping_async(EXECUTION_END, &mut ctx);
+    /// assert_eq!(skipped, 1);
+    /// # Ok::<(), hooks_core::RegisterError>(())
+    /// ```
+    pub fn dispatch_skipping_async<P: Point>(
+        &self,
+        point: P,
+        ctx: &mut P::Context,
+    ) -> (DispatchOutcome, usize) {
+        let _ = point;
+        let (global, scoped) = match self.chains::<P>() {
+            None => return (DispatchOutcome::Proceeded, 0),
+            Some(chains) => chains,
+        };
+        let (tool, key) = (ctx.call_tool_name(), ctx.call_tool_key());
+        let all = global
+            .into_iter()
+            .flat_map(move |chain| chain.candidates(tool, key))
+            .chain(
+                scoped
+                    .into_iter()
+                    .flat_map(move |chain| chain.candidates(tool, key)),
+            );
+        let skipped = all.filter(|entry| entry.call.is_async()).count();
+        let outcome = match (global, scoped) {
+            (None, None) => DispatchOutcome::Proceeded,
+            (Some(chain), None) | (None, Some(chain)) => {
+                let hooks = chain.candidates(tool, key).filter(|e| !e.call.is_async());
+                self.run_chain::<P, _>(hooks, ctx)
+            }
+            (Some(global), Some(scoped)) => {
+                let hooks: MergeByRank<Candidates<'_, P>, Candidates<'_, P>> =
+                    MergeByRank::new(global.candidates(tool, key), scoped.candidates(tool, key));
+                self.run_chain::<P, _>(hooks.filter(|e| !e.call.is_async()), ctx)
+            }
+        };
+        (outcome, skipped)
+    }
+
+    /// Runs the `async` hooks of `point`'s chain only, in their order,
+    /// each awaited (see [`dispatch_skipping_async`](Self::dispatch_skipping_async)).
+    pub async fn dispatch_async_only<P: Point>(
+        &self,
+        point: P,
+        ctx: &mut P::Context,
+    ) -> DispatchOutcome {
+        let _ = point;
+        let (global, scoped) = match self.chains::<P>() {
+            None => return DispatchOutcome::Proceeded,
+            Some(chains) => chains,
+        };
+        let (tool, key) = (ctx.call_tool_name(), ctx.call_tool_key());
+        match (global, scoped) {
+            (None, None) => DispatchOutcome::Proceeded,
+            (Some(chain), None) | (None, Some(chain)) => {
+                let hooks = chain.candidates(tool, key).filter(|e| e.call.is_async());
+                self.run_chain_async::<P, _>(hooks, ctx).await
+            }
+            (Some(global), Some(scoped)) => {
+                let hooks: MergeByRank<Candidates<'_, P>, Candidates<'_, P>> =
+                    MergeByRank::new(global.candidates(tool, key), scoped.candidates(tool, key));
+                self.run_chain_async::<P, _>(hooks.filter(|e| e.call.is_async()), ctx)
+                    .await
+            }
+        }
+    }
+
     /// This call's non-empty chains at `P`, global and crew-scoped (`None`
     /// when neither snapshot has hooks there).
     #[inline(always)]

@@ -299,6 +299,28 @@ pub struct LlmCallFailedEvent {
     pub crew: String,
 }
 
+/// A tool call was left behind: its kickoff was dropped while the tool
+/// ran, or (for a synchronous tool) it ran past its timeout. An async tool
+/// is stopped there (`completed` false). A synchronous one cannot be
+/// stopped: the event comes when its body has finished, saying what it
+/// returned, so that its side effects are on record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolUsageAbandonedEvent {
+    /// The normalized tool name.
+    pub tool_name: String,
+    /// Whether the tool's body ran to its end.
+    pub completed: bool,
+    /// What it returned (its text, or its error), when it ran to its end
+    /// and that is known.
+    pub result: Option<String>,
+    /// The agent's role.
+    pub agent_role: Option<String>,
+    /// The task's description.
+    pub task: Option<String>,
+    /// The crew's name.
+    pub crew: Option<String>,
+}
+
 /// Everything that travels on an [`EventBus`].
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -313,6 +335,9 @@ pub enum Event {
     ToolUsageFinished(ToolUsageFinishedEvent),
     /// A tool call failed.
     ToolUsageError(ToolUsageErrorEvent),
+    /// A tool call was left behind (cancelled, or a synchronous tool past
+    /// its timeout).
+    ToolUsageAbandoned(ToolUsageAbandonedEvent),
     /// A piece of a model's answer arrived while the answer streams.
     LlmStreamChunk(LlmStreamChunkEvent),
     /// A kickoff began.

@@ -133,6 +133,8 @@ pub enum ExecutionStatus {
     Completed,
     /// The run failed or a hook aborted it.
     Failed,
+    /// The kickoff was dropped before it ended (its future cancelled).
+    Cancelled,
 }
 
 /// What `EXECUTION_END` hooks receive: how the kickoff ended.
@@ -144,6 +146,7 @@ pub enum ExecutionStatus {
 ///     match ctx.status {
 ///         ExecutionStatus::Completed => println!("done: {:?}", ctx.output.as_ref().map(|o| &o.raw)),
 ///         ExecutionStatus::Failed => println!("failed: {}", ctx.error.as_deref().unwrap_or("")),
+///         ExecutionStatus::Cancelled => println!("cancelled"),
 ///     }
 /// }
 /// report(&mut ExecutionEndContext::failed("the model server is down"));
@@ -176,6 +179,22 @@ impl ExecutionEndContext {
             output: None,
             status: ExecutionStatus::Failed,
             error: Some(error.to_string()),
+            crew: None,
+        }
+    }
+
+    /// The end of a kickoff that was dropped before it ended.
+    ///
+    /// ```
+    /// use hooks_core::{ExecutionEndContext, ExecutionStatus};
+    /// let ctx = ExecutionEndContext::cancelled();
+    /// assert_eq!((ctx.status, ctx.output.is_none()), (ExecutionStatus::Cancelled, true));
+    /// ```
+    pub fn cancelled() -> Self {
+        ExecutionEndContext {
+            output: None,
+            status: ExecutionStatus::Cancelled,
+            error: Some("the kickoff was cancelled".to_owned()),
             crew: None,
         }
     }
