@@ -551,7 +551,7 @@ impl AgentRun {
                 && (dispatcher.has_hooks(PRE_MODEL_CALL) || dispatcher.has_hooks(POST_MODEL_CALL))
             {
                 for message in &mut call.messages {
-                    redaction.in_place(&mut message.content);
+                    redaction.message_in_place(message);
                 }
             }
             // The snapshot outlives the model's answer, which may take
@@ -637,10 +637,7 @@ impl AgentRun {
                 .zip(observations)
                 .map(|(call, observation)| ChatMessage::tool(call.id.clone(), observation))
                 .collect();
-            messages.push(ChatMessage::assistant_tool_calls(
-                redaction.owned(content),
-                calls,
-            ));
+            messages.push(redaction.message(ChatMessage::assistant_tool_calls(content, calls)));
             messages.extend(answers);
         }
         let note = format!(

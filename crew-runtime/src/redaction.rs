@@ -79,11 +79,21 @@ impl Redaction {
         }
     }
 
-    /// A message as it may be sent to the model (its text; tool calls the
-    /// model made are its own words and are sent back as they were).
+    /// A message as it may be sent to the model: its text, and the
+    /// arguments of the tool calls it holds (the model's own words, but a
+    /// secret it copied into them must not go out again with the next
+    /// request).
     pub(crate) fn message(&self, mut message: ChatMessage) -> ChatMessage {
-        self.in_place(&mut message.content);
+        self.message_in_place(&mut message);
         message
+    }
+
+    /// [`message`](Self::message), in place.
+    pub(crate) fn message_in_place(&self, message: &mut ChatMessage) {
+        self.in_place(&mut message.content);
+        for call in &mut message.tool_calls {
+            self.in_place(&mut call.arguments);
+        }
     }
 
     /// A hook's abort as it may leave the crew.

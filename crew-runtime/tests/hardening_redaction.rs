@@ -732,3 +732,54 @@ fn cloud_credentials_env_lines_and_key_blocks_never_reach_the_model() {
         assert!(observation.contains(kept), "{kept:?} in:\n{observation}");
     }
 }
+
+#[test]
+fn a_secret_the_model_put_in_tool_arguments_is_not_sent_back_to_it() {
+    // The model copies a token into a call's arguments: the tool gets
+    // them as written, but the conversation history that goes out with
+    // the next request carries them through the crew's redaction.
+    let token = secret("ghp_");
+    let received = log();
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call(
+                "web_search",
+                json!({"query": format!("repos visible to {token}")}),
+            )
+            .answer("done"),
+    );
+    let analyst = agent("Analyst", vec![search_tool(&received)], &llm);
+    let crew = Crew::builder()
+        .agent(analyst.clone())
+        .task(Task::builder("Audit the token").agent(&analyst).build())
+        .global_registry(fresh_registry())
+        .redact_with(SecretRedactor::new())
+        .build()
+        .expect("builds");
+
+    crew.kickoff_blocking(()).expect("the run finishes");
+
+    assert_eq!(
+        take(&received)[0].query,
+        format!("repos visible to {token}"),
+        "the tool receives the arguments as the model wrote them"
+    );
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2);
+    let calls: Vec<&crew_runtime::llm::ToolCallRequest> = requests[1]
+        .messages
+        .iter()
+        .flat_map(|message| &message.tool_calls)
+        .collect();
+    assert_eq!(calls.len(), 1, "the history holds the model's call");
+    assert_no_secret(
+        "the call's arguments in the next request",
+        &calls[0].arguments,
+    );
+    let arguments: Value =
+        serde_json::from_str(&calls[0].arguments).expect("the arguments are still JSON");
+    assert_eq!(
+        arguments["query"],
+        "repos visible to [GITHUB-TOKEN-REDACTED]"
+    );
+}

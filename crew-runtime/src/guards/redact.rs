@@ -3,20 +3,34 @@
 //!
 //! The rules run in this order, each on the output of the one before:
 //!
-//! 1. fixed formats with their own label ([`patterns`]): private-key
-//!    blocks, JSON Web Tokens, OpenAI, AWS, GitHub, Slack and Google keys,
+//! 1. string literals joined in code ([`joined`]), while every piece is
+//!    still whole;
+//! 2. fixed formats with their own label ([`patterns`]): private-key
+//!    blocks, JSON Web Tokens, OpenAI, AWS (the key id, and the secret
+//!    next to it), GitHub, Slack, Google, Hugging Face and Discord tokens,
 //!    `Bearer` credentials, and passwords in URLs;
-//! 2. gitleaks' rule set, as data ([`gitleaks`]);
-//! 3. generic key/value detection ([`key_value`]): secret-looking keys in
-//!    JSON, YAML, XML, env and INI files, HTTP headers, command lines and
-//!    `.netrc` files;
-//! 4. e-mail addresses;
-//! 5. the patterns added with [`SecretRedactor::with_pattern`].
+//! 3. gitleaks' rule set, as data ([`gitleaks`]);
+//! 4. generic key/value detection ([`key_value`]): secret-looking keys in
+//!    JSON, YAML (values on the key's line or the lines below), XML, env
+//!    and INI files, HTTP headers, command lines and `.netrc` files;
+//! 5. credential files known by their layout ([`files`]): `.pgpass`,
+//!    `/etc/shadow` and `.htpasswd` hashes, Redis passwords, CSV columns
+//!    named like secrets;
+//! 6. e-mail addresses;
+//! 7. base64 runs that decode to text holding a secret ([`encoded`]);
+//! 8. the patterns added with [`SecretRedactor::with_pattern`].
+//!
+//! Rules 1 and 7 make a text from parts of the text (the contents of the
+//! literals joined, a run decoded) and ask rules 2 to 6 whether it holds a
+//! secret; their work is bounded per text.
 //!
 //! All of them look at the decoded view of [`json`], so JSON escapes hide
 //! nothing, and none of them removes a quote of a JSON document.
 
+mod encoded;
+mod files;
 mod gitleaks;
+mod joined;
 mod json;
 mod key_value;
 mod patterns;
@@ -42,6 +56,13 @@ enum Rule {
     Checked(&'static CheckedRule),
     /// gitleaks' rules, applied together in one pass.
     Gitleaks(&'static gitleaks::RuleSet),
+    /// A rule that looks at a text made from parts of the text (string
+    /// literals joined, base64 decoded) and asks the other built-in rules
+    /// whether it holds a secret; or one that reads a whole file layout.
+    Whole {
+        name: &'static str,
+        apply: fn(text: &str, out: &mut String) -> bool,
+    },
 }
 
 impl Rule {
@@ -59,12 +80,13 @@ impl Rule {
             Rule::Template { regex, replacement } => apply_template(regex, replacement, text, out),
             Rule::Checked(rule) => rule.apply(text, out),
             Rule::Gitleaks(rules) => rules.redact(text, out),
+            Rule::Whole { apply, .. } => apply(text, out),
         }
     }
 
     fn pattern_count(&self) -> usize {
         match self {
-            Rule::Template { .. } | Rule::Checked(_) => 1,
+            Rule::Template { .. } | Rule::Checked(_) | Rule::Whole { .. } => 1,
             Rule::Gitleaks(rules) => rules.len(),
         }
     }
@@ -236,22 +258,57 @@ fn next_boundary(text: &str, mut at: usize) -> usize {
     at.min(text.len() + 1)
 }
 
-/// Compiled once per process; every `SecretRedactor::new` shares them
-/// (cloning a `Regex` is a reference count).
-static BUILT_IN_RULES: LazyLock<Arc<Vec<Rule>>> = LazyLock::new(|| {
+/// The rules that look at the text itself, in the order they run; the
+/// rules that look at texts made from it ([`joined`], [`encoded`]) ask
+/// these whether such a text holds a secret.
+static INNER_RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     let mut rules: Vec<Rule> = patterns::LABELLED
         .iter()
         .filter_map(|(pattern, replacement)| Some(Rule::template(compile(pattern)?, *replacement)))
         .collect();
     let before: &'static [CheckedRule] = &patterns::BEFORE_RULE_SET;
     let key_values: &'static [CheckedRule] = &key_value::RULES;
+    let files: &'static [CheckedRule] = &files::RULES;
     let after: &'static [CheckedRule] = &patterns::AFTER_KEY_VALUES;
     rules.extend(before.iter().map(Rule::Checked));
     rules.push(Rule::Gitleaks(&gitleaks::RULES));
     rules.extend(key_values.iter().map(Rule::Checked));
+    rules.extend(files.iter().map(Rule::Checked));
+    rules.push(Rule::Whole {
+        name: "CSV columns named like secrets",
+        apply: files::csv_columns,
+    });
     rules.extend(after.iter().map(Rule::Checked));
+    rules
+});
+
+/// Compiled once per process; every `SecretRedactor::new` shares them
+/// (cloning a `Regex` is a reference count). String literals are joined
+/// first, while every piece is still whole; base64 runs are decoded last,
+/// once the formats that hold base64 of their own (JSON Web Tokens, key
+/// blocks, `Basic` credentials) are gone.
+static BUILT_IN_RULES: LazyLock<Arc<Vec<Rule>>> = LazyLock::new(|| {
+    let mut rules = vec![Rule::Whole {
+        name: "joined string literals",
+        apply: joined::redact,
+    }];
+    rules.extend(INNER_RULES.iter().cloned());
+    rules.push(Rule::Whole {
+        name: "base64 runs",
+        apply: encoded::redact,
+    });
     Arc::new(rules)
 });
+
+/// Whether any rule of [`INNER_RULES`] finds a secret in `text` (a text
+/// made from parts of the one being redacted).
+fn holds_secret(text: &str) -> bool {
+    let view = json::decode_string_literals(text);
+    let mut scratch = String::new();
+    INNER_RULES
+        .iter()
+        .any(|rule| rule.apply(&view, &mut scratch))
+}
 
 /// The built-in patterns are constants checked by this module's tests, so
 /// compiling cannot fail; if it ever did, the rule would be missing (and
@@ -270,14 +327,22 @@ fn compile(pattern: &str) -> Option<Regex> {
 /// | JSON Web Tokens | `eyJ….….…` | `[JWT-REDACTED]` |
 /// | OpenAI-style keys | `sk-…`, `sk-proj-…` (20+ characters after `sk-`) | `[OPENAI-KEY-REDACTED]` |
 /// | AWS access key ids | `AKIA…`, `ASIA…` (+ 16) | `[AWS-KEY-REDACTED]` |
+/// | AWS secret keys by their place | after the key id (`AKIA… wJalr…`, `accessKeys.csv` rows, `aws iam create-access-key` output), after `Secret Access Key [None]:` | `[REDACTED]` |
 /// | GitHub tokens | `ghp_…`, `gho_…`, `ghs_…`, `github_pat_…` | `[GITHUB-TOKEN-REDACTED]` |
 /// | Slack tokens | `xoxb-…`, `xoxp-…`, `xoxa-…`, `xoxs-…` | `[SLACK-TOKEN-REDACTED]` |
 /// | Google API keys | `AIza…` | `[GOOGLE-KEY-REDACTED]` |
+/// | GCP key ids | `"private_key_id": "<40 hex>"` | the id becomes `[REDACTED]` |
+/// | Hugging Face tokens | `hf_…`, `api_org_…` (34+ letters and digits) | `[HUGGING-FACE-TOKEN-REDACTED]` |
+/// | Discord bot tokens | `MTk4NjIy….Cl2FMQ.ZnCj…` (the first part the base64 of a snowflake id) | `[DISCORD-TOKEN-REDACTED]` |
+/// | Discord webhooks | `discord.com/api/v10/webhooks/<id>/<token>` | the token becomes `[REDACTED]` |
 /// | bearer credentials | `Bearer <token>` (any case) | `Bearer [REDACTED]` |
 /// | passwords in URLs | `postgres://ada:pw@db:5432/app` | `postgres://ada:[REDACTED]@db:5432/app` |
 /// | gitleaks' rules | some 200 token formats (`glpat-…`, `sk_live_…`, `npm_…`, `hf_…`, `dop_v1_…`, …) | `[REDACTED]` in place of the secret part |
 /// | key/value pairs | `"dbPassword": "…"`, `PGPASSWORD=…`, `<password>…</password>`, `Authorization: Basic …`, `Cookie: …`, `--token …` | the value becomes `[REDACTED]`; key, quoting and an auth scheme stay |
+/// | credential files | `.pgpass` lines (`db:5432:app:ada:…`), `/etc/shadow` and `.htpasswd` hashes (`ada:$6$…`), `requirepass …`, CSV columns named like secrets (`Password`, `Secret access key`) | the password or hash becomes `[REDACTED]` |
 /// | e-mail addresses | `ada@example.com` | `[EMAIL-REDACTED]` |
+/// | joined string literals | `"ghp_abc" + "def…"`, `'sk-' \` ⏎ `'proj…'`, `"glpat-" "…"`, `'a' . 'b'`, `"a" .. "b"`, `'a' \|\| 'b'` | each literal's contents become `[REDACTED]` when the joined text holds a secret |
+/// | base64 runs | the base64 of `AWS_SECRET_ACCESS_KEY=…`, of a PEM key (also wrapped at 76 columns), of a token | the whole run becomes `[BASE64-SECRET-REDACTED]` when it decodes to text holding a secret |
 ///
 /// **gitleaks' rules** are its maintained rule set (MIT), kept as data in
 /// the crate (`data/gitleaks/`) and loaded at first use: each rule runs
@@ -301,7 +366,11 @@ fn compile(pattern: &str) -> Option<Regex> {
 /// placeholders (`${DB_PASSWORD}`, `{{ .token }}`, `<your-key>`, `***`),
 /// values already redacted, and, when unquoted, code (`os.getenv("PW")`,
 /// `self.password`, a type such as `&str` or `Option<String>`, a variable
-/// named like the key). A bare value after a quoted key is quoted
+/// named like the key), and a dependency's version requirement
+/// (`"jsonwebtoken": "^9.0.2"`, `cookie = "0.6"`). In YAML, a value may
+/// also stand on the lines below its key (`password:` ⏎ `  hunter2`, block
+/// scalars `|`, `>-` with any indicators and a comment); a mapping, a
+/// list, an alias or a tag below the key is not a value. A bare value after a quoted key is quoted
 /// (`"password": 1234` becomes `"password": "[REDACTED]"`), so a JSON
 /// result stays valid JSON. Patterns of your own join with
 /// [`with_pattern`](Self::with_pattern).
@@ -329,9 +398,12 @@ fn compile(pattern: &str) -> Option<Regex> {
 ///
 /// Not covered: secrets escaped twice (`\\u0041`: a JSON document inside a
 /// JSON string is matched only where its escaped quotes are the only
-/// escapes), secrets split across separate strings or values, otherwise
-/// encoded (base64, `%41`, HTML entities), or in a format no pattern
-/// describes. The redactor changes `tool_result`, the text the agent, the
+/// escapes), secrets split across values other than joined string literals
+/// (nor literals whose quotes are escaped, as in code inside a JSON
+/// string), encoded twice or otherwise (`%41`, HTML entities; base64 runs
+/// shorter than 16 or longer than 65,536 characters, or past the first
+/// MiB decoded in one text), or in a format no pattern describes. A base64
+/// run that decodes to text holding an e-mail address goes too. The redactor changes `tool_result`, the text the agent, the
 /// `ToolUsageFinished` event and the logs get; `raw_tool_result` is never
 /// changed, so a hook that reads it sees the secret.
 ///
@@ -366,6 +438,25 @@ fn compile(pattern: &str) -> Option<Regex> {
 ///     redactor.redact("export GITLAB_TOKEN=glpat-Xk3mP9qR2sT5vW8yZ1aB"),
 ///     "export GITLAB_TOKEN=[REDACTED]"
 /// );
+/// // A YAML value below its key, a token split in code, an env line in
+/// // base64 (`PGPASSWORD=hunter2-correct-horse`).
+/// assert_eq!(
+///     redactor.redact("db:\n  password:\n    hunter2secret\n  host: db"),
+///     "db:\n  password:\n    [REDACTED]\n  host: db"
+/// );
+/// assert_eq!(
+///     redactor.redact(r#"t = "ghp_R2d2C3po" + "Bb8Kx9Lm4Np7Qr1St5Uv6Wx0YzAa""#),
+///     r#"t = "[REDACTED]" + "[REDACTED]""#
+/// );
+/// assert_eq!(
+///     redactor.redact("env: UEdQQVNTV09SRD1odW50ZXIyLWNvcnJlY3QtaG9yc2U="),
+///     "env: [BASE64-SECRET-REDACTED]"
+/// );
+/// // A package named like a secret is a name.
+/// assert!(matches!(
+///     redactor.redact(r#""jsonwebtoken": "^9.0.2""#),
+///     std::borrow::Cow::Borrowed(_)
+/// ));
 ///
 /// let registry = HookRegistry::new();
 /// registry.register_hook_with(
@@ -534,6 +625,7 @@ impl fmt::Debug for SecretRedactor {
                 Rule::Template { regex, .. } => regex.as_str().to_owned(),
                 Rule::Checked(rule) => rule.regex.as_str().to_owned(),
                 Rule::Gitleaks(rules) => rules.summary(),
+                Rule::Whole { name, .. } => (*name).to_owned(),
             })
             .collect();
         f.debug_struct("SecretRedactor")

@@ -102,11 +102,25 @@ fn is_secret_key(key: &Match<'_>, short: Option<Match<'_>>) -> bool {
     starts_word && ends_word
 }
 
+/// Whether `name`, whole, is a secret key (a CSV column's name, spaces
+/// made `_`).
+pub(super) fn is_secret_name(name: &str) -> bool {
+    static NAME: LazyLock<Option<regex::Regex>> =
+        LazyLock::new(|| super::compile(&format!("(?i)^{}$", key_pattern())));
+    NAME.as_ref()
+        .and_then(|name_pattern| name_pattern.captures(name))
+        .is_some_and(|captures| {
+            captures
+                .name("key")
+                .is_some_and(|key| is_secret_key(&key, captures.name("short")))
+        })
+}
+
 /// The key's secret word is one of the password family: only for those is
 /// a number a plausible value (`"db_password": 1234`), and only their
 /// unquoted values may be several words (`password: correct horse`); a
 /// token or key is one word (`auth: token refreshed` is a log line).
-fn is_password_key(key: &str) -> bool {
+pub(super) fn is_password_key(key: &str) -> bool {
     let lower = key.to_ascii_lowercase();
     lower.contains("pass") || lower.contains("pwd")
 }
@@ -123,9 +137,9 @@ fn key_value_pattern() -> String {
     )
 }
 
-/// A YAML block scalar (`password: |` or `>-`, then lines indented deeper
-/// than the key's): the range from its first character to the end of its
-/// last non-blank line.
+/// A YAML block scalar (`password: |` or `>-`, maybe with a comment,
+/// then lines indented deeper than the key's): the range from its first
+/// character to the end of its last non-blank line.
 fn yaml_block(text: &str, key_start: usize, value_start: usize) -> Option<Range<usize>> {
     let rest = &text[value_start..];
     let header = rest.strip_prefix(['|', '>'])?;
@@ -133,16 +147,26 @@ fn yaml_block(text: &str, key_start: usize, value_start: usize) -> Option<Range<
         .bytes()
         .take_while(|&b| matches!(b, b'-' | b'+' | b'0'..=b'9' | b' ' | b'\t'))
         .count();
-    let after_header = &header[header_length..];
+    let mut after_header = &header[header_length..];
+    if after_header.starts_with('#') && header[..header_length].ends_with([' ', '\t']) {
+        after_header = &after_header[after_header.find('\n').unwrap_or(after_header.len())..];
+    }
     let after_newline = after_header
         .strip_prefix("\r\n")
         .or_else(|| after_header.strip_prefix('\n'))?;
+    let block_start = text.len() - after_newline.len();
+    yaml_lines_deeper(text, key_start, block_start)
+}
+
+/// The lines from `block_start` on that are indented deeper than the line
+/// of the key at `key_start` (blank lines among them included): the range
+/// from their first character to the end of the last non-blank one.
+fn yaml_lines_deeper(text: &str, key_start: usize, block_start: usize) -> Option<Range<usize>> {
     let line_start = text[..key_start].rfind('\n').map_or(0, |at| at + 1);
     let key_indent = text[line_start..key_start]
         .bytes()
         .take_while(|&b| b == b' ')
         .count();
-    let block_start = text.len() - after_newline.len();
     let mut end = block_start;
     let mut at = block_start;
     for line in text[block_start..].split_inclusive('\n') {
@@ -161,6 +185,82 @@ fn yaml_block(text: &str, key_start: usize, value_start: usize) -> Option<Range<
     let first =
         block_start + text[block_start..end].len() - text[block_start..end].trim_start().len();
     (first < end).then_some(first..end)
+}
+
+/// A YAML scalar on the lines after its key (`password:` alone on its
+/// line, the value indented below it, plain or quoted): the range of the
+/// value, inside its quotes if quoted. Only for a key that starts its line
+/// (after indentation, `- ` and a quote), and only when the first line
+/// below is a scalar: not a mapping (`type: string`), a list item, a
+/// comment, a flow collection, an anchor, alias or tag. Lines indented
+/// with tabs (a Makefile recipe under `token:`) are no YAML.
+fn yaml_next_lines(text: &str, key_start: usize, value_start: usize) -> Option<Range<usize>> {
+    let line_rest = &text[value_start..];
+    let line_end = line_rest.find('\n')?;
+    if !line_rest[..line_end].trim().is_empty() {
+        return None;
+    }
+    let line_start = text[..key_start].rfind('\n').map_or(0, |at| at + 1);
+    let before_key = text[line_start..key_start].trim_start_matches(' ');
+    let mut before_key = before_key;
+    while let Some(rest) = before_key.strip_prefix("- ") {
+        before_key = rest.trim_start_matches(' ');
+    }
+    if !matches!(before_key, "" | "\"" | "'") {
+        return None;
+    }
+    let block_start = value_start + line_end + 1;
+    let first_line = text[block_start..]
+        .lines()
+        .map(str::trim_end)
+        .find(|line| !line.trim().is_empty())?;
+    if first_line.starts_with('\t') || first_line.trim_start().starts_with('\t') {
+        return None;
+    }
+    let content = first_line.trim_start();
+    if content.starts_with(['-', '#', '{', '[', '&', '*', '!', '|', '>', '%', '@', '?'])
+        || is_mapping_line(content)
+    {
+        return None;
+    }
+    let range = yaml_lines_deeper(text, key_start, block_start)?;
+    // Lines after the first that open a mapping end the scalar there.
+    let mut end = range.start;
+    let mut at = range.start;
+    for (index, line) in text[range.clone()].split_inclusive('\n').enumerate() {
+        if index > 0 && is_mapping_line(line) {
+            break;
+        }
+        if !line.trim().is_empty() {
+            end = at + line.trim_end().len();
+        }
+        at += line.len();
+    }
+    let value = &text[range.start..end];
+    let quoted = value.len() >= 2
+        && ((value.starts_with('"') && value.ends_with('"'))
+            || (value.starts_with('\'') && value.ends_with('\'')));
+    if quoted {
+        return (range.start + 1 < end - 1).then_some(range.start + 1..end - 1);
+    }
+    (range.start < end).then_some(range.start..end)
+}
+
+/// `name: …`, `"name": …`, `name:` at the end of a line: a YAML mapping
+/// entry, not a scalar.
+fn is_mapping_line(line: &str) -> bool {
+    let line = line.trim();
+    let after_name = if let Some(rest) = line.strip_prefix('"') {
+        rest.find('"').map(|at| &rest[at + 1..])
+    } else if let Some(rest) = line.strip_prefix('\'') {
+        rest.find('\'').map(|at| &rest[at + 1..])
+    } else {
+        line.find(':').map(|at| &line[at..])
+    };
+    after_name
+        .map(|after| after.trim_start_matches([' ', '\t']))
+        .and_then(|after| after.strip_prefix(':'))
+        .is_some_and(|after| after.is_empty() || after.starts_with([' ', '\t']))
 }
 
 /// A value after a separator.
@@ -281,6 +381,18 @@ fn key_value(text: &str, captures: &Captures<'_>) -> Decision {
             Some(range) => replace(range),
             None => keep,
         };
+    }
+    if assign.as_str().trim() == ":" {
+        if let Some(value) = yaml_next_lines(text, key.start(), assign.end()) {
+            let first_line = text[value.clone()].lines().next().unwrap_or("");
+            if is_code(first_line, "", key.as_str()) {
+                return keep;
+            }
+            return match secret_part(text, value, key.as_str()) {
+                Some(range) => replace(range),
+                None => keep,
+            };
+        }
     }
     let bare = match value_after(text, assign.end()) {
         None => return keep,
@@ -466,7 +578,7 @@ const SCHEMES: &[&str] = &[
 /// The part of a value to replace: `range` less an auth scheme in front;
 /// `None` when the value is no secret (empty, a placeholder, a scheme
 /// alone, already redacted).
-fn secret_part(text: &str, mut range: Range<usize>, key: &str) -> Option<Range<usize>> {
+pub(super) fn secret_part(text: &str, mut range: Range<usize>, key: &str) -> Option<Range<usize>> {
     let value = &text[range.clone()];
     let trimmed = value.trim();
     let first_word = trimmed.split_whitespace().next().unwrap_or("");
@@ -474,6 +586,7 @@ fn secret_part(text: &str, mut range: Range<usize>, key: &str) -> Option<Range<u
         || is_placeholder(trimmed)
         || is_placeholder(first_word)
         || is_mode_word(trimmed, key)
+        || is_version_requirement(trimmed, key)
     {
         return None;
     }
@@ -516,6 +629,29 @@ pub(super) fn is_placeholder(value: &str) -> bool {
     PLACEHOLDER
         .as_ref()
         .is_some_and(|placeholder| placeholder.is_match(value))
+}
+
+/// A dependency's version requirement: a package named like a secret
+/// (`"jsonwebtoken": "^9.0.2"`, `cookie = "0.6"`, `"js-cookie": "~3.0"`)
+/// is a name, and its version no secret. A password that looks like a
+/// plain version (`"password": "1.2.3"`) still counts; one that starts
+/// with a range operator does not.
+fn is_version_requirement(value: &str, key: &str) -> bool {
+    static VERSION: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
+        super::compile(concat!(
+            r"^(?:latest|workspace:\S*|npm:\S+|link:\S+|file:\S+|\*",
+            r"|(?P<operator>\^|~>?|[<>]=?|=)?[ \t]*v?\d+(?:\.(?:\d+|[xX*])){0,3}",
+            r"(?:-[0-9A-Za-z.]+)?(?:\+[0-9A-Za-z.]+)?",
+            r"(?:[ \t]*(?:\|\||,|[ \t]-[ \t]|[ \t])[ \t]*(?:\^|~>?|[<>]=?|=)?[ \t]*v?\d+(?:\.(?:\d+|[xX*])){0,3}(?:-[0-9A-Za-z.]+)?)*",
+            r")$",
+        ))
+    });
+    let Some(captures) = VERSION.as_ref().and_then(|version| version.captures(value)) else {
+        return false;
+    };
+    let numbered = value.starts_with(|c: char| c.is_ascii_digit() || c == 'v');
+    captures.name("operator").is_some()
+        || (!is_password_key(key) && (!numbered || value.contains('.')))
 }
 
 /// `credentials: "include"` (the fetch API's modes), `auth: "basic"` (a

@@ -44,9 +44,38 @@ pub(super) const LABELLED: &[(&str, &str)] = &[
         "[JWT-REDACTED]",
     ),
     (r"(?-u:\b)sk-[A-Za-z0-9_-]{20,}", "[OPENAI-KEY-REDACTED]"),
+    // An AWS key id and the secret that follows it (the second column of
+    // the console's `accessKeys.csv`, the text output of `aws iam
+    // create-access-key` with its date in between, `id secret` pairs): the
+    // secret has no shape of its own but its place next to the id.
+    (
+        concat!(
+            r#"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}"#,
+            r#"(?P<between>"?[ \t]*[\t ,;:|][ \t]*"?(?:\d{4}-\d{2}-\d{2}T[0-9:.+-]+Z?"?[ \t]*[\t ,;|][ \t]*"?)?)"#,
+            r"[A-Za-z0-9/+]{40}(?P<after>[^A-Za-z0-9/+=]|$)",
+        ),
+        "[AWS-KEY-REDACTED]${between}[REDACTED]${after}",
+    ),
+    // `aws configure` asking for the secret: `AWS Secret Access Key [None]: …`.
+    (
+        r"(?i)(?P<prompt>secret access key(?:[ \t]*\[[^\]\r\n]*\])?:[ \t]*)[A-Za-z0-9/+]{40}",
+        "${prompt}[REDACTED]",
+    ),
     (
         r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?-u:\b)",
         "[AWS-KEY-REDACTED]",
+    ),
+    // Hugging Face user and organization tokens (gitleaks' rules allow
+    // letters only; tokens hold digits too).
+    (
+        r"(?-u:\b)(?:hf|api_org)_[A-Za-z0-9]{34,}(?-u:\b)",
+        "[HUGGING-FACE-TOKEN-REDACTED]",
+    ),
+    // A GCP service account's key id: with the account's e-mail it names
+    // the key to use, and it is not meant to be public.
+    (
+        r#"(?i)(?P<key>private_key_id\\?["']?[ \t]*[:=][ \t]*\\?["']?)[0-9a-f]{40}(?-u:\b)"#,
+        "${key}[REDACTED]",
     ),
     (
         r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
@@ -63,8 +92,9 @@ pub(super) const LABELLED: &[(&str, &str)] = &[
         "${bot}[REDACTED]",
     ),
     // A Discord webhook's token: the URL alone lets anyone post.
+    // With or without a scheme, on any release channel, any API version.
     (
-        r"(?i)(?P<url>https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/)[A-Za-z0-9_-]{20,}",
+        r"(?i)(?P<url>(?-u:\b)(?:https?://)?(?:(?:ptb|canary|www)\.)?discord(?:app)?\.com/api(?:/v[0-9]+)?/webhooks/[0-9]+/)[A-Za-z0-9_-]{20,}",
         "${url}[REDACTED]",
     ),
 ];
@@ -114,6 +144,33 @@ fn url_userinfo(_: &str, captures: &Captures<'_>) -> Decision {
     }
 }
 
+/// A Discord bot token: three base64url parts, the first the base64 of
+/// the bot's snowflake id (17 to 20 digits), then a timestamp and an HMAC.
+const DISCORD_BOT_TOKEN: &str =
+    r"(?-u:\b)(?P<id>[MNO][A-Za-z0-9_-]{22,26})\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}";
+
+/// Only a first part that decodes to a snowflake id makes a token, so a
+/// dotted identifier of the same shape stays.
+fn discord_bot_token(_: &str, captures: &Captures<'_>) -> Decision {
+    use base64::Engine as _;
+    let is_snowflake = captures.name("id").is_some_and(|id| {
+        super::encoded::URL_SAFE
+            .decode(id.as_str())
+            .is_ok_and(|digits| {
+                (17..=20).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit)
+            })
+    });
+    if is_snowflake {
+        Decision::Replace {
+            range: captures.get_match().range(),
+            label: "[DISCORD-TOKEN-REDACTED]",
+            quote: None,
+        }
+    } else {
+        keep_after(captures)
+    }
+}
+
 const EMAIL: &str = r"(?-u:\b)[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}(?-u:\b)";
 
 /// An address followed by `:path` is an scp-style remote
@@ -142,6 +199,7 @@ pub(super) static BEFORE_RULE_SET: LazyLock<Vec<CheckedRule>> = LazyLock::new(||
     [
         (BEARER, bearer as super::Decide),
         (URL_USERINFO, url_userinfo),
+        (DISCORD_BOT_TOKEN, discord_bot_token),
     ]
     .into_iter()
     .filter_map(|(pattern, decide)| CheckedRule::new(pattern, decide))
@@ -158,4 +216,4 @@ pub(super) static AFTER_KEY_VALUES: LazyLock<Vec<CheckedRule>> = LazyLock::new(|
 
 /// How many checked rules this module defines (for the tests).
 #[cfg(test)]
-pub(super) const CHECKED_COUNT: usize = 3;
+pub(super) const CHECKED_COUNT: usize = 4;

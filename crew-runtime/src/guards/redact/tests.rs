@@ -8,8 +8,11 @@ fn redact(text: &str) -> String {
 
 #[test]
 fn every_built_in_pattern_compiles() {
-    let checked = patterns::CHECKED_COUNT + key_value::rule_count();
-    assert_eq!(BUILT_IN_RULES.len(), patterns::LABELLED.len() + checked + 1);
+    let checked = patterns::CHECKED_COUNT + key_value::rule_count() + files::CHECKED_COUNT;
+    // gitleaks' set and the CSV columns among the inner rules; joined
+    // literals and base64 runs around them.
+    assert_eq!(INNER_RULES.len(), patterns::LABELLED.len() + checked + 2);
+    assert_eq!(BUILT_IN_RULES.len(), INNER_RULES.len() + 2);
     assert!(SecretRedactor::new().pattern_count() > 200);
 }
 
@@ -363,4 +366,172 @@ fn code_placeholders_and_look_alikes_stay() {
 fn the_debug_form_names_the_rule_set_release() {
     let debug = format!("{:?}", SecretRedactor::new());
     assert!(debug.contains("gitleaks v8.30.1 (220 rules"), "{debug}");
+}
+
+#[test]
+fn yaml_values_on_the_lines_after_their_key_go() {
+    let cases = [
+        (
+            "db:\n  password:\n    hunter2secret\n  host: db",
+            "db:\n  password:\n    [REDACTED]\n  host: db",
+        ),
+        (
+            "password:\n  \"quoted value\"\nuser: ada",
+            "password:\n  \"[REDACTED]\"\nuser: ada",
+        ),
+        (
+            "- name: ci\n  token:\n    part-one\n    part-two\n- name: ada",
+            "- name: ci\n  token:\n    [REDACTED]\n- name: ada",
+        ),
+        (
+            "secret: >- # rotated\n  folded\n  lines\nnext: 1",
+            "secret: >- # rotated\n  [REDACTED]\nnext: 1",
+        ),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(redact(text), expected, "{text}");
+    }
+    // A mapping, a list, an alias or a Makefile recipe below the key is
+    // no value; nor is prose that ends a line with a key-like word.
+    for text in [
+        "password:\n  type: string",
+        "token:\n  - one\n  - two",
+        "password:\n  *db_password",
+        "token:\n\t./print-token.sh",
+        "Error: invalid token:\n  the signature does not match",
+    ] {
+        assert!(
+            matches!(SecretRedactor::new().redact(text), Cow::Borrowed(_)),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn tokens_known_by_shape_get_their_label() {
+    let cases = [
+        (
+            "HF hf_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3f ok",
+            "HF [HUGGING-FACE-TOKEN-REDACTED] ok",
+        ),
+        (
+            "api_org_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3f",
+            "[HUGGING-FACE-TOKEN-REDACTED]",
+        ),
+        (
+            "run('MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs')",
+            "run('[DISCORD-TOKEN-REDACTED]')",
+        ),
+        (
+            "https://discord.com/api/v10/webhooks/123456789012345678/aBcDeFgHiJkLmNoPqRsTuVwXyZ012345",
+            "https://discord.com/api/v10/webhooks/123456789012345678/[REDACTED]",
+        ),
+        (
+            r#"{"private_key_id": "0123456789abcdef0123456789abcdef01234567"}"#,
+            r#"{"private_key_id": "[REDACTED]"}"#,
+        ),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(redact(text), expected, "{text}");
+    }
+    // A dotted id whose first part is no snowflake id is no Discord token.
+    let dotted = "QWxwaGFCZXRhR2FtbWFEZWx0YUVw.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs";
+    assert_eq!(redact(dotted), dotted);
+}
+
+#[test]
+fn an_aws_secret_goes_by_its_place_next_to_the_key_id() {
+    let cases = [
+        (
+            "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "[AWS-KEY-REDACTED] [REDACTED]",
+        ),
+        (
+            "Access key ID,Secret access key\nAKIAIOSFODNN7EXAMPLE,wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "Access key ID,Secret access key\n[AWS-KEY-REDACTED],[REDACTED]",
+        ),
+        (
+            "User name,Password,Console login link\nada,Pa55-w0rd!x,https://123.signin.aws.amazon.com/console",
+            "User name,Password,Console login link\nada,[REDACTED],https://123.signin.aws.amazon.com/console",
+        ),
+        (
+            "AWS Secret Access Key [None]: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "AWS Secret Access Key [None]: [REDACTED]",
+        ),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(redact(text), expected, "{text}");
+    }
+}
+
+#[test]
+fn credential_files_lose_their_passwords() {
+    let cases = [
+        (
+            "db.internal:5432:app:ada:s3cret",
+            "db.internal:5432:app:ada:[REDACTED]",
+        ),
+        ("*:*:*:replicator:r3pl-pw", "*:*:*:replicator:[REDACTED]"),
+        (
+            "ada:$6$salt$abcdefghijklmnop:19876:0:99999:7:::",
+            "ada:[REDACTED]:19876:0:99999:7:::",
+        ),
+        (
+            "admin:$apr1$abcd$efghijklmnopqrstuvwxyz",
+            "admin:[REDACTED]",
+        ),
+        ("requirepass foobared-2024", "requirepass [REDACTED]"),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(redact(text), expected, "{text}");
+    }
+    for text in [
+        "root:x:0:0:root:/root:/bin/bash",
+        "12:30:45 started",
+        "fe80:0:0:0:1",
+        "localhost:6379:0:info:connected",
+        "nobody:!:19500::::::",
+    ] {
+        assert!(
+            matches!(SecretRedactor::new().redact(text), Cow::Borrowed(_)),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn base64_runs_and_joined_literals_are_looked_inside() {
+    use base64::Engine as _;
+    let env_line =
+        encoded::STANDARD.encode("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY");
+    assert_eq!(
+        redact(&format!("data: {env_line}")),
+        "data: [BASE64-SECRET-REDACTED]"
+    );
+    assert_eq!(
+        redact(r#"const t = "ghp_R2d2C3po" + "Bb8Kx9Lm4Np7Qr1St5Uv6Wx0YzAa";"#),
+        r#"const t = "[REDACTED]" + "[REDACTED]";"#
+    );
+    let harmless = encoded::STANDARD.encode("the quick brown fox jumps over the lazy dog");
+    assert_eq!(redact(&harmless), harmless);
+}
+
+#[test]
+fn package_versions_are_not_secrets() {
+    for text in [
+        r#"{"dependencies": {"jsonwebtoken": "^9.0.2", "cookie": "0.6.0"}}"#,
+        r#""js-cookie": "~3.0.5", "csrf-token": "latest""#,
+        r#"jsonwebtoken = "9.3""#,
+        r#""tough-cookie": ">=4.1.3 <5""#,
+    ] {
+        assert!(
+            matches!(SecretRedactor::new().redact(text), Cow::Borrowed(_)),
+            "{text}"
+        );
+    }
+    // A password is a password, whatever it looks like.
+    assert_eq!(
+        redact(r#"{"password": "1.2.3"}"#),
+        r#"{"password": "[REDACTED]"}"#
+    );
 }
