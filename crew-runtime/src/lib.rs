@@ -139,6 +139,7 @@
 mod agent;
 mod check;
 mod crew;
+mod direct;
 mod error;
 mod executor;
 /// Ready-made guard hooks: a secret redactor for tool results and a
@@ -229,6 +230,7 @@ pub use crew::{
     DEFAULT_MAX_OBSERVATION_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_TURN, DEFAULT_MODEL_TIMEOUT,
     DEFAULT_TOOL_TIMEOUT, Process, SharedRegistry,
 };
+pub use direct::{ModelCallError, call_model};
 pub use error::{BuildError, CrewError};
 pub use placement::SyncPlacement;
 pub use scripted::{RecordedRequest, ScriptedCall, ScriptedLlm};
