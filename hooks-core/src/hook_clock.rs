@@ -152,16 +152,29 @@ pub(crate) async fn timed<F: Future>(limit: Duration, future: F) -> Timed<F::Out
     let started = Instant::now();
     let mut clock: Option<Arc<HookClock>> = None;
     let mut future = pin!(future);
-    let sleep = tokio::runtime::Handle::try_current().ok().and_then(|_| {
-        // A runtime without timers panics here (nothing else can tell).
-        crate::panic::catch_quietly(|| tokio::time::sleep(limit))
-            .map_err(crate::dispatch::drop_payload)
-            .ok()
-    });
-    let mut sleep = pin!(sleep);
+    // Made only when the hook first waits: a hook that finishes in its
+    // first poll (most do) costs no timer.
+    let mut sleep = pin!(None::<tokio::time::Sleep>);
+    let mut timer_looked_for = false;
     let output = std::future::poll_fn(|cx| {
         if let Poll::Ready(output) = with_clock(&mut clock, || future.as_mut().poll(cx)) {
             return Poll::Ready(Some(output));
+        }
+        if !timer_looked_for {
+            timer_looked_for = true;
+            // A limit too large to be a deadline is no limit.
+            let deadline = started.checked_add(limit);
+            if let (Some(deadline), true) =
+                (deadline, tokio::runtime::Handle::try_current().is_ok())
+            {
+                // A runtime without timers panics here (nothing else can
+                // tell); the deadline counts from the hook's start.
+                let deadline = tokio::time::Instant::from_std(deadline);
+                match crate::panic::catch_quietly(|| tokio::time::sleep_until(deadline)) {
+                    Ok(timer) => sleep.set(Some(timer)),
+                    Err(payload) => crate::dispatch::drop_payload(payload),
+                }
+            }
         }
         let Some(mut sleep) = sleep.as_mut().as_pin_mut() else {
             return Poll::Pending;
@@ -231,6 +244,16 @@ mod tests {
         .await;
         assert_eq!(run.output, Some("done"));
         assert!(run.asked);
+    }
+
+    #[tokio::test]
+    async fn a_limit_too_large_for_a_deadline_is_no_limit() {
+        let run = timed(Duration::MAX, async {
+            tokio::task::yield_now().await;
+            "done"
+        })
+        .await;
+        assert_eq!(run.output, Some("done"));
     }
 
     #[test]

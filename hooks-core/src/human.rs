@@ -352,7 +352,8 @@ pub(crate) fn ask(
     // asking runs in it) cleans what they are shown.
     let request = request.redacted_in_scope();
     let answer = async move {
-        let deadline = std::time::Instant::now() + timeout;
+        // A timeout too large to be a deadline is no deadline.
+        let deadline = std::time::Instant::now().checked_add(timeout);
         let source = source.unwrap_or_else(|| Arc::new(TerminalInput::new()));
         let never_blocks = source.never_blocks();
         // The source is only used through `&self`; one that a panic left in
@@ -372,7 +373,7 @@ pub(crate) fn ask(
         };
         // An answer is only taken before the deadline: one that comes
         // later (however it got here) never approves anything.
-        if std::time::Instant::now() >= deadline {
+        if deadline.is_some_and(|deadline| std::time::Instant::now() >= deadline) {
             return Err(HumanInputError::TimedOut(timeout));
         }
         match answered {
