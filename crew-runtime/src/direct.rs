@@ -11,7 +11,7 @@ use hooks_core::{
 };
 use std::panic::AssertUnwindSafe;
 
-use crate::llm::{ChatMessage, Llm, LlmError, LlmRequest, ModelTurn, ToolDefinition};
+use crate::llm::{ChatMessage, Llm, LlmError, LlmRequest, ToolDefinition};
 
 /// Why a direct model call gave no answer.
 #[derive(Debug, thiserror::Error)]
@@ -85,16 +85,7 @@ pub async fn call_model(
     let answer = contain_panic_async(AssertUnwindSafe(llm.complete(&request)))
         .await
         .map_err(|panic| LlmError::Panicked(take_panic_message(panic)))??;
-    call.response = Some(match answer {
-        ModelTurn::FinalAnswer(content) => ModelResponse {
-            content,
-            tool_calls: Vec::new(),
-        },
-        ModelTurn::ToolCalls { content, calls } => ModelResponse {
-            content,
-            tool_calls: calls,
-        },
-    });
+    call.response = Some(answer.into());
     if let DispatchOutcome::Aborted(abort) = hooks.dispatch_async(POST_MODEL_CALL, &mut call).await
     {
         return Err(ModelCallError::Aborted(abort));

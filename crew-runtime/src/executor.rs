@@ -593,16 +593,7 @@ impl AgentRun {
                     });
                 }
             };
-            call.response = Some(match answer {
-                ModelTurn::FinalAnswer(content) => ModelResponse {
-                    content,
-                    tool_calls: Vec::new(),
-                },
-                ModelTurn::ToolCalls { content, calls } => ModelResponse {
-                    content,
-                    tool_calls: calls,
-                },
-            });
+            call.response = Some(answer.into());
             if let DispatchOutcome::Aborted(abort) =
                 hooks.dispatch_async(POST_MODEL_CALL, &mut call).await
             {

@@ -85,6 +85,31 @@ pub enum ModelTurn {
     FinalAnswer(String),
 }
 
+/// The answer as model-call hooks see it: its text and the tool calls it
+/// asks for (none for a final answer).
+///
+/// ```
+/// use crew_runtime::llm::ModelTurn;
+/// use crew_runtime::ModelResponse;
+///
+/// let seen: ModelResponse = ModelTurn::FinalAnswer("done".into()).into();
+/// assert_eq!((seen.content.as_str(), seen.tool_calls.len()), ("done", 0));
+/// ```
+impl From<ModelTurn> for hooks_core::ModelResponse {
+    fn from(turn: ModelTurn) -> Self {
+        match turn {
+            ModelTurn::FinalAnswer(content) => hooks_core::ModelResponse {
+                content,
+                tool_calls: Vec::new(),
+            },
+            ModelTurn::ToolCalls { content, calls } => hooks_core::ModelResponse {
+                content,
+                tool_calls: calls,
+            },
+        }
+    }
+}
+
 /// Why a model could not answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
