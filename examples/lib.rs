@@ -327,19 +327,8 @@ fn describe_event(event: &Event, masked_keys: &[String]) -> Option<String> {
         }
         // The transcript tells the model's side itself; the lifecycle
         // events would only repeat it.
-        Event::ToolUsageFinished(_)
-        | Event::LlmStreamChunk(_)
-        | Event::CrewKickoffStarted(_)
-        | Event::CrewKickoffCompleted(_)
-        | Event::CrewKickoffFailed(_)
-        | Event::TaskStarted(_)
-        | Event::TaskCompleted(_)
-        | Event::TaskFailed(_)
-        | Event::AgentExecutionStarted(_)
-        | Event::AgentExecutionCompleted(_)
-        | Event::LlmCallStarted(_)
-        | Event::LlmCallCompleted(_)
-        | Event::LlmCallFailed(_) => return None,
+        Event::ToolUsageFinished(_) | Event::LlmStreamChunk(_) => return None,
+        lifecycle if lifecycle.is_lifecycle() => return None,
         other => format!("{other:?}"),
     };
     Some(format!("{DETAIL}{line}"))

@@ -57,9 +57,8 @@ impl Task {
         }
     }
 
-    /// The task's name: the one given with [`TaskBuilder::name`] (a
-    /// `#[task]` method's name by default), else its description. Step
-    /// contexts and events carry it.
+    /// The task's name: the one given with [`TaskBuilder::name`], else its
+    /// description. Step contexts and events carry it.
     ///
     /// ```
     /// use crew_runtime::Task;
@@ -68,16 +67,6 @@ impl Task {
     /// ```
     pub fn name(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.description)
-    }
-
-    /// Names the task unless it has a name already (a `#[task]` method's
-    /// name, given by `#[crew_base]`).
-    #[doc(hidden)]
-    pub fn named_by_default(mut self, name: &str) -> Task {
-        if self.name.is_none() {
-            self.name = Some(name.to_owned());
-        }
-        self
     }
 
     /// The description: as written before kickoff, with its inputs filled

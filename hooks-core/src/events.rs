@@ -364,6 +364,39 @@ pub enum Event {
     LlmCallFailed(LlmCallFailedEvent),
 }
 
+impl Event {
+    /// Whether this is one of a kickoff's lifecycle events (kickoff, task,
+    /// agent execution, model call), as opposed to the hook and tool
+    /// events: for a listener that wants one kind only.
+    ///
+    /// ```
+    /// use hooks_core::Event;
+    /// use hooks_core::events::CrewKickoffFailedEvent;
+    ///
+    /// let failed = Event::CrewKickoffFailed(CrewKickoffFailedEvent {
+    ///     crew_name: "crew".into(),
+    ///     error: "the model server is down".into(),
+    /// });
+    /// assert!(failed.is_lifecycle());
+    /// ```
+    pub fn is_lifecycle(&self) -> bool {
+        matches!(
+            self,
+            Event::CrewKickoffStarted(_)
+                | Event::CrewKickoffCompleted(_)
+                | Event::CrewKickoffFailed(_)
+                | Event::TaskStarted(_)
+                | Event::TaskCompleted(_)
+                | Event::TaskFailed(_)
+                | Event::AgentExecutionStarted(_)
+                | Event::AgentExecutionCompleted(_)
+                | Event::LlmCallStarted(_)
+                | Event::LlmCallCompleted(_)
+                | Event::LlmCallFailed(_)
+        )
+    }
+}
+
 /// A piece of a streamed model answer, as it arrives (before the
 /// `POST_MODEL_CALL` chain, which sees the assembled answer). With a
 /// crew's redaction, pieces come a line at a time, cleaned.

@@ -109,20 +109,7 @@ pub(crate) fn record_events(bus: &EventBus) -> Log<String> {
 /// `spec12_lifecycle_events.rs`; left out where the hook and tool events
 /// are what a test checks).
 pub(crate) fn is_lifecycle(event: &Event) -> bool {
-    matches!(
-        event,
-        Event::CrewKickoffStarted(_)
-            | Event::CrewKickoffCompleted(_)
-            | Event::CrewKickoffFailed(_)
-            | Event::TaskStarted(_)
-            | Event::TaskCompleted(_)
-            | Event::TaskFailed(_)
-            | Event::AgentExecutionStarted(_)
-            | Event::AgentExecutionCompleted(_)
-            | Event::LlmCallStarted(_)
-            | Event::LlmCallCompleted(_)
-            | Event::LlmCallFailed(_)
-    )
+    event.is_lifecycle()
 }
 
 /// One line per event, with the fields the tests check.
