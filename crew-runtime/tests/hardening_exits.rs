@@ -645,10 +645,10 @@ fn contained_panics_are_reported_redacted_and_never_printed_raw() {
             if let Event::HookPanicked(panicked) = &event {
                 println!("hook panicked event: {}", panicked.message);
             }
-            if let Event::ToolUsageError(error) = &event {
-                if error.tool_name == "fetch_panicking" {
-                    println!("tool error event: {}", error.error);
-                }
+            if let Event::ToolUsageError(error) = &event
+                && error.tool_name == "fetch_panicking"
+            {
+                println!("tool error event: {}", error.error);
             }
         }
         for line in lines.lock().unwrap_or_else(PoisonError::into_inner).iter() {

@@ -78,10 +78,10 @@ impl HookClock {
     pub(crate) fn question_closed(&self) {
         let mut state = self.state();
         state.open = state.open.saturating_sub(1);
-        if state.open == 0 {
-            if let Some(since) = state.open_since.take() {
-                state.waited += since.elapsed();
-            }
+        if state.open == 0
+            && let Some(since) = state.open_since.take()
+        {
+            state.waited += since.elapsed();
         }
     }
 

@@ -109,11 +109,11 @@ fn ascii_prototype(c: char, out: &mut String) -> bool {
     };
     if c.is_uppercase() {
         let mut lower = c.to_lowercase();
-        if let (Some(small), None) = (lower.next(), lower.next()) {
-            if let Some(text) = prototype(small).filter(|t| t.len() == 1) {
-                out.push_str(&text.to_ascii_uppercase());
-                return true;
-            }
+        if let (Some(small), None) = (lower.next(), lower.next())
+            && let Some(text) = prototype(small).filter(|t| t.len() == 1)
+        {
+            out.push_str(&text.to_ascii_uppercase());
+            return true;
         }
     }
     match prototype(c) {

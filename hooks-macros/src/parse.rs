@@ -731,10 +731,10 @@ fn capability_list(input: ParseStream<'_>, errors: &mut Errors) -> syn::Result<V
     }
     let mut capabilities = Vec::new();
     for entry in entries {
-        if let Some(capability) = capability(&entry, errors) {
-            if !capabilities.contains(&capability) {
-                capabilities.push(capability);
-            }
+        if let Some(capability) = capability(&entry, errors)
+            && !capabilities.contains(&capability)
+        {
+            capabilities.push(capability);
         }
     }
     Ok(capabilities)

@@ -181,8 +181,11 @@ impl Tools {
         &self.state.root
     }
 
-    fn resolve(&self, requested: &str) -> Result<PathBuf, CallToolResult> {
-        confine::resolve(self.root(), requested).map_err(|refusal| refused(requested, refusal))
+    /// The path inside the root, or the refusal to answer with (boxed: a
+    /// tool result is large beside a path).
+    fn resolve(&self, requested: &str) -> Result<PathBuf, Box<CallToolResult>> {
+        confine::resolve(self.root(), requested)
+            .map_err(|refusal| Box::new(refused(requested, refusal)))
     }
 }
 
@@ -201,7 +204,7 @@ impl Tools {
     ) -> CallToolResult {
         let resolved = match self.resolve(&path) {
             Ok(resolved) => resolved,
-            Err(refusal) => return refusal,
+            Err(refusal) => return *refusal,
         };
         match tokio::fs::read_to_string(&resolved).await {
             Ok(text) => text_with_structured_content(text),
@@ -223,7 +226,7 @@ impl Tools {
     ) -> CallToolResult {
         let resolved = match self.resolve(&path) {
             Ok(resolved) => resolved,
-            Err(refusal) => return refusal,
+            Err(refusal) => return *refusal,
         };
         match list(&resolved).await {
             Ok(lines) => text_with_structured_content(lines),
@@ -249,7 +252,7 @@ impl Tools {
     ) -> CallToolResult {
         let resolved = match self.resolve(&path) {
             Ok(resolved) => resolved,
-            Err(refusal) => return refusal,
+            Err(refusal) => return *refusal,
         };
         match tokio::fs::write(&resolved, content).await {
             Ok(()) => text_with_structured_content(format!("Successfully wrote to {path}")),

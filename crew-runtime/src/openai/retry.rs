@@ -25,10 +25,10 @@ pub(super) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
             .and_then(|value| value.to_str().ok())
             .map(str::trim)
     };
-    if let Some(millis) = text(RETRY_AFTER_MS).and_then(|ms| ms.parse::<f64>().ok()) {
-        if let Ok(wait) = Duration::try_from_secs_f64(millis / 1000.0) {
-            return Some(wait);
-        }
+    if let Some(millis) = text(RETRY_AFTER_MS).and_then(|ms| ms.parse::<f64>().ok())
+        && let Ok(wait) = Duration::try_from_secs_f64(millis / 1000.0)
+    {
+        return Some(wait);
     }
     let value = text(RETRY_AFTER.as_str())?;
     if let Ok(seconds) = value.parse::<u64>() {

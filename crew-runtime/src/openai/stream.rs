@@ -120,19 +120,19 @@ impl TurnAssembler {
             self.calls.len() - 1
         });
         let call = &mut self.calls[position];
-        if call.id.is_empty() {
-            if let Some(id) = id {
-                call.id = id;
-            }
+        if call.id.is_empty()
+            && let Some(id) = id
+        {
+            call.id = id;
         }
         let Some(function) = piece.function else {
             return;
         };
         // The name comes whole in one piece; later pieces do not repeat it.
-        if call.name.is_empty() {
-            if let Some(name) = function.name {
-                call.name = name;
-            }
+        if call.name.is_empty()
+            && let Some(name) = function.name
+        {
+            call.name = name;
         }
         match function.arguments {
             Value::Null => {}

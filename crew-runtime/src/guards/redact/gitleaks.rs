@@ -414,10 +414,10 @@ impl Rule {
             if secret.is_empty() {
                 continue;
             }
-            if let Some(floor) = self.entropy {
-                if shannon_entropy(secret.as_str()) <= floor {
-                    continue;
-                }
+            if let Some(floor) = self.entropy
+                && shannon_entropy(secret.as_str()) <= floor
+            {
+                continue;
             }
             // gitleaks trims line breaks off the match before its checks.
             let matched = whole.as_str().trim_matches('\n');

@@ -382,17 +382,17 @@ fn key_value(text: &str, captures: &Captures<'_>) -> Decision {
             None => keep,
         };
     }
-    if assign.as_str().trim() == ":" {
-        if let Some(value) = yaml_next_lines(text, key.start(), assign.end()) {
-            let first_line = text[value.clone()].lines().next().unwrap_or("");
-            if is_code(first_line, "", key.as_str()) {
-                return keep;
-            }
-            return match secret_part(text, value, key.as_str()) {
-                Some(range) => replace(range),
-                None => keep,
-            };
+    if assign.as_str().trim() == ":"
+        && let Some(value) = yaml_next_lines(text, key.start(), assign.end())
+    {
+        let first_line = text[value.clone()].lines().next().unwrap_or("");
+        if is_code(first_line, "", key.as_str()) {
+            return keep;
         }
+        return match secret_part(text, value, key.as_str()) {
+            Some(range) => replace(range),
+            None => keep,
+        };
     }
     let bare = match value_after(text, assign.end()) {
         None => return keep,
@@ -593,14 +593,14 @@ pub(super) fn secret_part(text: &str, mut range: Range<usize>, key: &str) -> Opt
     range.start += value.len() - value.trim_start().len();
     range.end -= value.len() - value.trim_end().len();
     let value = &text[range.clone()];
-    if let Some((scheme, rest)) = value.split_once([' ', '\t']) {
-        if SCHEMES.iter().any(|s| s.eq_ignore_ascii_case(scheme)) {
-            let rest_trimmed = rest.trim_start();
-            if rest_trimmed.is_empty() || is_placeholder(rest_trimmed) {
-                return None;
-            }
-            range.start += value.len() - rest_trimmed.len();
+    if let Some((scheme, rest)) = value.split_once([' ', '\t'])
+        && SCHEMES.iter().any(|s| s.eq_ignore_ascii_case(scheme))
+    {
+        let rest_trimmed = rest.trim_start();
+        if rest_trimmed.is_empty() || is_placeholder(rest_trimmed) {
+            return None;
         }
+        range.start += value.len() - rest_trimmed.len();
     }
     Some(range)
 }
