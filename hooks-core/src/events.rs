@@ -362,6 +362,12 @@ pub enum Event {
     LlmCallCompleted(LlmCallCompletedEvent),
     /// A model call failed.
     LlmCallFailed(LlmCallFailedEvent),
+    /// A policy set decided a tool call (enforced, or in shadow mode what
+    /// it would have done).
+    PolicyDecided(PolicyDecidedEvent),
+    /// A policy set (or a reload of one) was refused; the running set, if
+    /// any, stays.
+    PolicySetRejected(PolicySetRejectedEvent),
 }
 
 impl Event {
@@ -395,6 +401,61 @@ impl Event {
                 | Event::LlmCallFailed(_)
         )
     }
+}
+
+/// A policy set's decision on one tool call.
+///
+/// In shadow mode nothing is blocked or asked, and `decision` says what
+/// would have happened: `would_deny`, `would_ask` (or `allow`).
+///
+/// ```
+/// use hooks_core::events::PolicyDecidedEvent;
+///
+/// let event = PolicyDecidedEvent {
+///     tool_name: "refund".into(),
+///     agent_role: Some("Support".into()),
+///     decision: "would_deny",
+///     shadow: true,
+///     policies: vec!["no-big-refunds".into()],
+///     reason: Some("refunds above 400 need a manager".into()),
+/// };
+/// assert!(event.shadow);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyDecidedEvent {
+    /// The normalized tool name.
+    pub tool_name: String,
+    /// The agent's role.
+    pub agent_role: Option<String>,
+    /// `allow`, `deny`, `ask` (approved or refused after), or in shadow
+    /// mode `would_deny` and `would_ask`.
+    pub decision: &'static str,
+    /// Whether the set runs in shadow mode (nothing enforced).
+    pub shadow: bool,
+    /// The ids of the policies that decided, in the set's text order.
+    pub policies: Vec<String>,
+    /// Why the call is (or would be) denied or asked about.
+    pub reason: Option<String>,
+}
+
+/// A policy set refused at a reload (or when attached after a build): it
+/// failed to read, parse or validate. The running set stays.
+///
+/// ```
+/// use hooks_core::events::PolicySetRejectedEvent;
+///
+/// let event = PolicySetRejectedEvent {
+///     origin: "policies.cedar".into(),
+///     error: "policy `p` (line 1, column 30): no tool of this crew is named `delte_file`".into(),
+/// };
+/// assert!(event.error.contains("delte_file"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicySetRejectedEvent {
+    /// Where the set came from: a file's path, or `text`.
+    pub origin: String,
+    /// Every problem found, as one message.
+    pub error: String,
 }
 
 /// A piece of a streamed model answer, as it arrives (before the

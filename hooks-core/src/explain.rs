@@ -59,6 +59,9 @@ pub struct Explanation {
     pub points: Vec<InterceptionPoint>,
     /// The hooks, point by point, each in the order they would run.
     pub hooks: Vec<ExplainedHook>,
+    /// What hooks that decide by data say of the call: a crew's policy
+    /// set lists the policies that could decide it.
+    pub notes: Vec<String>,
 }
 
 /// What an [`Explanation`] knew of the capabilities of the call's tool.
@@ -157,6 +160,9 @@ impl fmt::Display for Explanation {
             if !any {
                 writeln!(f, "  (no hooks)")?;
             }
+        }
+        for note in &self.notes {
+            writeln!(f, "{note}")?;
         }
         Ok(())
     }
@@ -268,6 +274,7 @@ impl Dispatcher<'_> {
             agent_role: role.map(str::to_owned),
             points: points.to_vec(),
             hooks,
+            notes: Vec::new(),
         }
     }
 }

@@ -73,6 +73,13 @@ pub trait TaskInfo: Any + Send + Sync {
 pub trait CrewInfo: Any + Send + Sync {
     /// The crew's name.
     fn name(&self) -> &str;
+
+    /// Who the kickoff runs for, when it names someone (the person or
+    /// account a service runs the crew on behalf of). The default names
+    /// no one.
+    fn user(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// What a hook can see of the model being called.

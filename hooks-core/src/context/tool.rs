@@ -138,6 +138,7 @@ pub struct ToolCallHookContext {
     pub extensions: Extensions,
     status: ToolCallStatus,
     call_id: Option<String>,
+    iteration: usize,
     human_input: Option<Arc<dyn HumanInputSource>>,
     human_input_timeout: Duration,
 }
@@ -160,6 +161,7 @@ impl ToolCallHookContext {
             extensions: Extensions::new(),
             status: ToolCallStatus::Pending,
             call_id: None,
+            iteration: 0,
             human_input: None,
             human_input_timeout: DEFAULT_HUMAN_INPUT_TIMEOUT,
         }
@@ -226,6 +228,31 @@ impl ToolCallHookContext {
     /// ```
     pub fn call_id(&self) -> Option<&str> {
         self.call_id.as_deref()
+    }
+
+    /// Sets the agent's model turn that asked for this call (from 1).
+    ///
+    /// ```
+    /// use hooks_core::ToolCallHookContext;
+    ///
+    /// let ctx = ToolCallHookContext::new("web_search", Default::default()).with_iteration(3);
+    /// assert_eq!(ctx.iteration(), 3);
+    /// ```
+    pub fn with_iteration(mut self, iteration: usize) -> Self {
+        self.iteration = iteration;
+        self
+    }
+
+    /// The agent's model turn in its task that asked for this call, from
+    /// 1; 0 for a call made outside a crew's model turns.
+    ///
+    /// ```
+    /// use hooks_core::ToolCallHookContext;
+    ///
+    /// assert_eq!(ToolCallHookContext::new("web_search", Default::default()).iteration(), 0);
+    /// ```
+    pub fn iteration(&self) -> usize {
+        self.iteration
     }
 
     /// Sets where [`request_human_input`](Self::request_human_input) gets
@@ -415,6 +442,7 @@ impl fmt::Debug for ToolCallHookContext {
         f.debug_struct("ToolCallHookContext")
             .field("tool_name", &self.tool_name)
             .field("call_id", &self.call_id)
+            .field("iteration", &self.iteration)
             .field("tool_input", &self.tool_input)
             .field("tool", &self.tool.as_deref().map(ToolInfo::name))
             .field("agent", &self.agent_role())
