@@ -210,7 +210,7 @@ pub(crate) fn check_filters(
 /// characters, `x_delete_file` or `delete_files` for `delete_file`),
 /// letter case aside (roles match case-sensitively, so `researcher` for
 /// `Researcher` is a typo too).
-fn closest(entry: &str, known: &BTreeSet<String>) -> Option<String> {
+pub(crate) fn closest(entry: &str, known: &BTreeSet<String>) -> Option<String> {
     let entry_folded = entry.to_lowercase();
     let entry_skeleton = ToolNameSkeleton::of(entry);
     known

@@ -13,8 +13,8 @@ use hooks_core::__private::CrewScope;
 use hooks_core::runtime::{Dispatcher, register_crew_async_hook, register_crew_hook};
 use hooks_core::{
     AsyncHookFn, CrewInfo, CrewOutput, DEFAULT_HOOK_TIMEOUT, DEFAULT_HUMAN_INPUT_TIMEOUT, EventBus,
-    Explanation, HookId, HookOptions, HookRegistry, HookReturn, HookStyle, HumanInputSource,
-    Inputs, LlmInfo, Point, Redact, RegisterError, TerminalInput, global_registry,
+    Explanation, HookOptions, HookRegistry, HookReturn, HookStyle, HumanInputSource, Inputs,
+    LlmInfo, Point, Redact, TerminalInput, global_registry,
 };
 
 use crate::agent::Agent;
@@ -149,6 +149,35 @@ pub(crate) struct RunSettings {
     pub(crate) model_timeout: Duration,
     /// Applied at every exit of the crew (see [`CrewBuilder::redact_with`]).
     pub(crate) redaction: Redaction,
+    /// The crew's policy sets, as its hooks hold them.
+    #[cfg(feature = "policy")]
+    pub(crate) policies: Vec<Arc<crate::policy::Attachment>>,
+}
+
+impl RunSettings {
+    /// The tools the agent `role`'s model is offered: under an enforcing
+    /// policy set with default deny, not those no policy could ever permit
+    /// to that agent.
+    pub(crate) fn offered_tools(
+        &self,
+        role: &str,
+        definitions: &Arc<[ToolDefinition]>,
+    ) -> Arc<[ToolDefinition]> {
+        #[cfg(feature = "policy")]
+        if self.policies.iter().any(|policies| policies.hides_tools()) {
+            return definitions
+                .iter()
+                .filter(|tool| {
+                    self.policies
+                        .iter()
+                        .all(|policies| policies.offers(&tool.name, role))
+                })
+                .cloned()
+                .collect();
+        }
+        let _ = role;
+        Arc::clone(definitions)
+    }
 }
 
 /// A crew's hooks: the global registry it dispatches through and its own.
@@ -276,12 +305,48 @@ impl CrewInner {
 #[derive(Clone)]
 pub struct Crew {
     inner: Arc<CrewInner>,
+    /// Who the kickoffs of this value run for ([`Crew::for_user`]).
+    user: Option<Arc<str>>,
 }
 
 impl Crew {
     /// Starts a crew.
     pub fn builder() -> CrewBuilder {
         CrewBuilder::default()
+    }
+
+    /// The same crew, whose kickoffs run for `user`: the person or
+    /// account a service runs the crew on behalf of. Hooks read it as
+    /// [`CrewInfo::user`], policies as the principal's `user` attribute,
+    /// and an approval asked during the kickoff names it as the requester.
+    /// The crew is shared, not copied: this costs a reference count.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .build()?;
+    /// let for_alice = crew.for_user("alice");
+    /// assert_eq!(for_alice.user(), Some("alice"));
+    /// assert_eq!(crew.user(), None);
+    /// assert_eq!(for_alice.kickoff_blocking(())?.raw, "draft");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn for_user(&self, user: impl Into<String>) -> Crew {
+        Crew {
+            inner: Arc::clone(&self.inner),
+            user: Some(Arc::from(user.into())),
+        }
+    }
+
+    /// Who this value's kickoffs run for (see [`Crew::for_user`]).
+    pub fn user(&self) -> Option<&str> {
+        self.user.as_deref()
     }
 
     /// The crew's name.
@@ -334,7 +399,14 @@ impl Crew {
     /// by an agent with `role` would meet, and which filter skips the
     /// others.
     pub fn explain<'r>(&self, tool: &str, role: impl Into<Option<&'r str>>) -> Explanation {
-        self.dispatcher().explain(tool, role.into())
+        let role = role.into();
+        #[allow(unused_mut)]
+        let mut explanation = self.dispatcher().explain(tool, role);
+        #[cfg(feature = "policy")]
+        for policies in &self.inner.settings.policies {
+            explanation.notes.push(policies.explain(tool, role));
+        }
+        explanation
     }
 
     /// Checks every hook filter now: the global registry's hooks against
@@ -568,6 +640,10 @@ impl CrewInfo for Crew {
     fn name(&self) -> &str {
         &self.inner.settings.name
     }
+
+    fn user(&self) -> Option<&str> {
+        self.user.as_deref()
+    }
 }
 
 impl CrewScope for Crew {
@@ -612,8 +688,20 @@ impl fmt::Debug for Crew {
     }
 }
 
-type PendingHook =
-    Box<dyn FnOnce(&HookRegistry, &str) -> Result<HookId, RegisterError> + Send + Sync>;
+/// A hook of the crew's own, registered on its registry at the build.
+type PendingHook = Box<dyn FnOnce(&BuildScope<'_>) -> Result<(), BuildError> + Send + Sync>;
+
+/// What a crew's own hooks are registered with at its build.
+struct BuildScope<'a> {
+    registry: &'a Arc<HookRegistry>,
+    crew: &'a str,
+    #[cfg_attr(not(feature = "policy"), allow(dead_code))]
+    tools: Vec<&'a Tool>,
+    #[cfg_attr(not(feature = "policy"), allow(dead_code))]
+    global: &'a SharedRegistry,
+    #[cfg(feature = "policy")]
+    policies: std::cell::RefCell<Vec<Arc<crate::policy::Attachment>>>,
+}
 
 /// The most tool calls of one model turn that run at the same time, unless
 /// told otherwise.
@@ -1189,8 +1277,79 @@ impl CrewBuilder {
         F: Fn(&mut P::Context) -> R + Send + Sync + 'static,
         R: HookReturn<P>,
     {
-        self.hooks.push(Box::new(move |registry, crew| {
-            register_crew_hook(registry, point, crew, HookStyle::On, options, hook)
+        self.hooks.push(Box::new(move |scope| {
+            register_crew_hook(
+                scope.registry,
+                point,
+                scope.crew,
+                HookStyle::On,
+                options,
+                hook,
+            )?;
+            Ok(())
+        }));
+        self
+    }
+
+    /// Gives the crew a policy set: a `PRE_TOOL_CALL` hook of this crew
+    /// named [`policies`](crate::policy::POLICY_HOOK_NAME), in the order
+    /// it is given among the crew's hooks, that lets each tool call
+    /// through, asks a person, or blocks it as the policies decide (see
+    /// [`crate::policy`]). The set is checked against the crew's tools at
+    /// the build: a policy naming a tool or an argument the crew does not
+    /// have, or comparing an argument with the wrong type, fails the
+    /// build with [`BuildError::Policies`]. A reload of the set reaches
+    /// the crew.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::policy::Policies;
+    /// use crew_runtime::prelude::*;
+    /// use serde_json::json;
+    ///
+    /// let search = Tool::dynamic(
+    ///     "web_search",
+    ///     "Searches the web",
+    ///     json!({ "type": "object", "properties": { "query": { "type": "string" } } }),
+    ///     |_| Ok::<_, String>(json!("results")),
+    /// );
+    /// let researcher = Agent::builder("Researcher").tool(search).build();
+    /// let build = |text: &str| -> Result<Crew, String> {
+    ///     Crew::builder()
+    ///         .agent(researcher.clone())
+    ///         .task(Task::builder("Research").agent(&researcher).build())
+    ///         .global_registry(Arc::new(HookRegistry::new()))
+    ///         .policies(Policies::from_text(text).map_err(|e| e.to_string())?)
+    ///         .build()
+    ///         .map_err(|e| e.to_string())
+    /// };
+    /// assert!(build(r#"permit(principal, action == Action::"web_search", resource);"#).is_ok());
+    /// let error = build(r#"permit(principal, action == Action::"web_serch", resource);"#).unwrap_err();
+    /// assert!(error.contains("did you mean `web_search`?"), "{error}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "policy")]
+    pub fn policies(mut self, policies: crate::policy::Policies) -> Self {
+        self.hooks.push(Box::new(move |scope| {
+            let attachment = policies
+                .attach(scope.crew, &scope.tools)
+                .map_err(BuildError::Policies)?;
+            attachment.set_buses(scope.registry, scope.global);
+            scope.policies.borrow_mut().push(Arc::clone(&attachment));
+            let options = HookOptions::new().name(crate::policy::POLICY_HOOK_NAME);
+            let hook =
+                hooks_core::async_hook::<hooks_core::ToolCallHookContext, _, _>(move |ctx| {
+                    let attachment = Arc::clone(&attachment);
+                    Box::pin(async move { attachment.check(ctx).await })
+                });
+            register_crew_async_hook(
+                scope.registry,
+                hooks_core::PRE_TOOL_CALL,
+                scope.crew,
+                options,
+                hook,
+            )?;
+            Ok(())
         }));
         self
     }
@@ -1256,8 +1415,9 @@ impl CrewBuilder {
         F: for<'c> AsyncHookFn<'c, P::Context, R>,
         R: HookReturn<P> + 'static,
     {
-        self.hooks.push(Box::new(move |registry, crew| {
-            register_crew_async_hook(registry, point, crew, options, hook)
+        self.hooks.push(Box::new(move |scope| {
+            register_crew_async_hook(scope.registry, point, scope.crew, options, hook)?;
+            Ok(())
         }));
         self
     }
@@ -1310,9 +1470,32 @@ impl CrewBuilder {
                 .collect(),
             roles: agents.iter().map(|a| a.agent.role().to_owned()).collect(),
         };
-        let scoped = HookRegistry::new();
-        for register in self.hooks {
-            register(&scoped, &self.name)?;
+        let scoped = Arc::new(HookRegistry::new());
+        let global = self.global.unwrap_or_else(|| global_registry().into());
+        #[cfg(feature = "policy")]
+        let policies;
+        {
+            let mut tools: Vec<&Tool> = Vec::new();
+            for tool in agents.iter().flat_map(|a| a.tools.iter().map(|t| &**t)) {
+                if !tools.iter().any(|known| known.name() == tool.name()) {
+                    tools.push(tool);
+                }
+            }
+            let scope = BuildScope {
+                registry: &scoped,
+                crew: &self.name,
+                tools,
+                global: &global,
+                #[cfg(feature = "policy")]
+                policies: std::cell::RefCell::new(Vec::new()),
+            };
+            for register in self.hooks {
+                register(&scope)?;
+            }
+            #[cfg(feature = "policy")]
+            {
+                policies = scope.policies.into_inner();
+            }
         }
         let settings = RunSettings {
             name: self.name,
@@ -1327,12 +1510,14 @@ impl CrewBuilder {
             tool_timeout: self.tool_timeout,
             model_timeout: self.model_timeout,
             redaction: self.redaction,
+            #[cfg(feature = "policy")]
+            policies,
         };
         let mut inner = CrewInner {
             settings: Arc::new(settings),
             hooks: CrewHooks {
-                global: self.global.unwrap_or_else(|| global_registry().into()),
-                scoped: Arc::new(scoped),
+                global,
+                scoped,
                 hook_timeout: self.hook_timeout,
             },
             agents: agents.into_iter().map(Arc::new).collect(),
@@ -1357,6 +1542,7 @@ impl CrewBuilder {
         record_crew(&inner.hooks.global.key(), &inner.known);
         Ok(Crew {
             inner: Arc::new(inner),
+            user: None,
         })
     }
 }

@@ -96,6 +96,10 @@ pub enum BuildError {
     /// A crew hook could not be registered.
     #[error("a crew hook could not be registered: {0}")]
     Register(#[from] RegisterError),
+    /// The crew's policy set does not fit its tools.
+    #[cfg(feature = "policy")]
+    #[error("the crew's policies were refused:\n{0}")]
+    Policies(#[source] crate::policy::PolicyError),
     /// Strict mode: filter entries of the crew's own hooks name no tool or
     /// role of the crew.
     #[error(

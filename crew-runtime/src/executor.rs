@@ -313,6 +313,7 @@ async fn run(
             verbose: inner.settings.verbose || agent.agent.verbose(),
             depth: KickoffDepth::current(),
             usage: Arc::clone(&usage),
+            turn: std::sync::atomic::AtomicUsize::new(0),
         });
         if run.verbose {
             hooks_core::console::print_line(&format!(
@@ -472,6 +473,8 @@ pub(crate) struct AgentRun {
     /// The tokens of the kickoff's model responses so far, shared by its
     /// tasks.
     pub(crate) usage: Arc<Mutex<TokenUsage>>,
+    /// The model turn under way (from 1): the calls it asked for carry it.
+    pub(crate) turn: std::sync::atomic::AtomicUsize,
 }
 
 impl AgentRun {
@@ -526,13 +529,17 @@ impl AgentRun {
             redaction.message(prompt::task_message(&self.task, context)),
         ];
         for turn in 1..=agent.max_iter() {
+            self.turn.store(turn, std::sync::atomic::Ordering::Relaxed);
             let mut hooks = dispatcher.begin_call(&MODEL_CALL_POINTS);
             let mut call = LlmCallHookContext::new(std::mem::take(&mut messages))
                 .with_agent(Arc::clone(&self.agent_info))
                 .with_task(Arc::clone(&self.task_info))
                 .with_crew(Arc::clone(&self.crew_info))
                 .with_llm(Arc::clone(&crew_agent.llm_info))
-                .with_tools(Arc::clone(&crew_agent.definitions))
+                .with_tools(
+                    self.settings()
+                        .offered_tools(self.role(), &crew_agent.definitions),
+                )
                 .with_iterations(turn)
                 .with_human_input(Arc::clone(&self.settings().human_input))
                 .with_human_input_timeout(self.settings().human_input_timeout);

@@ -153,6 +153,8 @@ pub mod mcp;
 /// vLLM, llama.cpp) with native tool calling.
 pub mod openai;
 mod placement;
+#[cfg(feature = "policy")]
+pub mod policy;
 mod prompt;
 mod redaction;
 mod scripted;

@@ -290,7 +290,8 @@ impl Tool {
         let function = Arc::new(function);
         let invoke = move |input: &Map<String, Value>| {
             let finish = |json: Result<Value, String>| {
-                let json = json.map_err(ToolFailure::Failed)?;
+                let mut json = json.map_err(ToolFailure::Failed)?;
+                json.sort_all_objects();
                 Ok(ToolOutput {
                     rendered: render_json(&json),
                     raw: RawToolResult::from_json(json),
@@ -596,8 +597,11 @@ where
             let formatter = formatter.clone();
             let finish = move |out: Result<Out, String>| {
                 let out = out.map_err(ToolFailure::Failed)?;
-                let json = serde_json::to_value(&out)
+                let mut json = serde_json::to_value(&out)
                     .map_err(|error| ToolFailure::Unrenderable(error.to_string()))?;
+                // Rendered the same with or without serde_json's
+                // `preserve_order`.
+                json.sort_all_objects();
                 let rendered = match &formatter {
                     Some(formatter) => formatter(&out),
                     None => render_json(&json),

@@ -84,6 +84,7 @@ impl AgentRun {
         };
         let mut ctx = ToolCallHookContext::new(&call.name, input)
             .with_call_id(call.id.clone())
+            .with_iteration(self.turn.load(std::sync::atomic::Ordering::Relaxed))
             .with_agent(Arc::clone(&self.agent_info))
             .with_task(Arc::clone(&self.task_info))
             .with_crew(Arc::clone(&self.crew_info))
@@ -205,7 +206,12 @@ impl AgentRun {
                 tool_name: redaction.owned(ctx.tool_name().to_owned()),
                 // As the PRE chain left it: credentials a hook injected are
                 // cleaned here, while the tool receives them.
-                tool_input: redaction.json(Value::Object(ctx.tool_input.clone())),
+                tool_input: redaction.json({
+                    // Keys a hook added come in order too.
+                    let mut input = ctx.tool_input.clone();
+                    sort_keys(&mut input);
+                    Value::Object(input)
+                }),
                 agent_role: Some(self.role().to_owned()),
                 task: Some(self.task_for_events()),
                 crew: Some(self.settings().name.clone()),
@@ -634,7 +640,10 @@ fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
         return Ok(Map::new());
     }
     match serde_json::from_str::<Value>(trimmed) {
-        Ok(Value::Object(input)) => Ok(input),
+        Ok(Value::Object(mut input)) => {
+            sort_keys(&mut input);
+            Ok(input)
+        }
         Ok(other) => Err(format!(
             "expected a JSON object, got {}: {}",
             json_kind(&other),
@@ -645,6 +654,16 @@ fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
             excerpt(trimmed, 200)
         )),
     }
+}
+
+/// Sorts the keys of a JSON object at every level, so that what the
+/// runtime renders of it is the same whether or not serde_json keeps
+/// insertion order (its `preserve_order` feature, which any crate of the
+/// program may turn on). Without that feature maps are always sorted and
+/// this does nothing.
+pub(crate) fn sort_keys(map: &mut Map<String, Value>) {
+    map.values_mut().for_each(Value::sort_all_objects);
+    map.sort_keys();
 }
 
 /// How a tool call failed.

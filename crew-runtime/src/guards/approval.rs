@@ -311,7 +311,9 @@ impl ApprovalGate {
         // JSON escapes the C0 controls in strings but not DEL, the C1
         // controls or bidi overrides: escape what is left, line by line so
         // the indentation stays.
-        let input = serde_json::to_string_pretty(&ctx.tool_input)
+        let mut input = ctx.tool_input.clone();
+        crate::tool_call::sort_keys(&mut input);
+        let input = serde_json::to_string_pretty(&input)
             .unwrap_or_else(|error| format!("(the input cannot be shown: {error})"));
         for (n, line) in input.lines().enumerate() {
             if n > 0 {
