@@ -54,6 +54,11 @@
 //! is a failed call (`Error executing tool: <its text>`), and so is a
 //! server that went away or answered out of protocol.
 //!
+//! One message from a server holds at most [`DEFAULT_MAX_MESSAGE_BYTES`]
+//! (see [`McpServerBuilder::max_message_bytes`]). Over a pipe ([`McpServer::io`]), a
+//! longer one closes the session: the calls waiting on it fail at once,
+//! saying so, and so does every later call.
+//!
 //! # Lifetime
 //!
 //! The session lives as long as the [`McpServer`] or any of its tools:
@@ -64,6 +69,7 @@
 //! made after it, with a message saying so; a server that never answers
 //! fails the call at its timeout.
 
+mod bounded;
 mod render;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -84,10 +90,25 @@ use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use crate::tool::{Tool, ToolFailure, ToolResult, ToolRun};
+use bounded::{BoundedLines, MessageLimit};
 
 /// How long [`McpServerBuilder::connect`] waits for the server to start,
 /// answer the handshake and list its tools, unless told otherwise.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The most bytes one message from a server may hold, unless told
+/// otherwise with [`McpServerBuilder::max_message_bytes`]: 16 MiB, as rmcp
+/// allows over streamable HTTP.
+///
+/// Over a pipe ([`McpServer::io`]) a message is one line, counted without its line
+/// end. A server that sends more has its session closed, and every call
+/// waiting on it fails at once with a message naming the server and the
+/// limit (not at its timeout).
+///
+/// ```
+/// assert_eq!(crew_runtime::mcp::DEFAULT_MAX_MESSAGE_BYTES, 16 * 1024 * 1024);
+/// ```
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The most tools one server may list; a server past it is refused.
 const MAX_TOOLS: usize = 10_000;
@@ -256,6 +277,7 @@ pub struct McpServerBuilder {
     connect_timeout: Duration,
     call_timeout: Option<Duration>,
     bearer_token: Option<String>,
+    max_message_bytes: usize,
 }
 
 impl fmt::Debug for McpServerBuilder {
@@ -273,6 +295,7 @@ impl fmt::Debug for McpServerBuilder {
             .field("connect_timeout", &self.connect_timeout)
             .field("call_timeout", &self.call_timeout)
             .field("bearer_token", &self.bearer_token.as_ref().map(|_| "…"))
+            .field("max_message_bytes", &self.max_message_bytes)
             .finish()
     }
 }
@@ -287,6 +310,7 @@ impl McpServerBuilder {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             call_timeout: None,
             bearer_token: None,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }
     }
 
@@ -334,6 +358,29 @@ impl McpServerBuilder {
         self
     }
 
+    /// The most bytes one message from the server may hold
+    /// over a pipe ([`DEFAULT_MAX_MESSAGE_BYTES`] unless set). A
+    /// longer message closes the session and fails every call waiting on
+    /// it at once.
+    ///
+    /// ```no_run
+    /// use crew_runtime::mcp::McpServer;
+    ///
+    /// # async fn run() -> Result<(), crew_runtime::mcp::McpError> {
+    /// let command = tokio::process::Command::new("report-server");
+    /// let reports = McpServer::stdio("reports", command)
+    ///     .max_message_bytes(64 * 1024 * 1024)
+    ///     .connect()
+    ///     .await?;
+    /// # let _ = reports;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
+        self
+    }
+
     /// Connects, lists the server's tools (every page) and checks them.
     ///
     /// Fails, within the connect timeout, when the server cannot be
@@ -351,6 +398,7 @@ impl McpServerBuilder {
             connect_timeout,
             call_timeout,
             bearer_token,
+            max_message_bytes,
         } = self;
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(McpError::InvalidConfig {
@@ -366,6 +414,7 @@ impl McpServerBuilder {
         }
         let name: Arc<str> = Arc::from(name);
         let stderr = Arc::new(StderrTail::default());
+        let limit = Arc::new(MessageLimit::new(max_message_bytes));
         let deadline = tokio::time::Instant::now() + connect_timeout;
         let timeout = |stage| McpError::Timeout {
             server: name.to_string(),
@@ -385,22 +434,46 @@ impl McpServerBuilder {
                 let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
                 (client.serve(transport).boxed(), None)
             }
-            Connection::Io(reader, writer) => (client.serve((reader, writer)).boxed(), None),
+            Connection::Io(reader, writer) => {
+                let reader = BoundedLines::new(reader, Arc::clone(&limit));
+                // The reader bounds each line; rmcp's own bound would skip
+                // a long line rather than end the session.
+                let transport =
+                    rmcp::transport::async_rw::AsyncRwTransport::new_client(reader, writer)
+                        .with_max_line_length(usize::MAX);
+                (client.serve(transport).boxed(), None)
+            }
         };
         let service = match tokio::time::timeout_at(deadline, started).await {
             Err(_) => return Err(timeout("handshake")),
             Ok(Err(error)) => {
                 // Let the server's last words reach the tail.
                 tokio::time::sleep(Duration::from_millis(50)).await;
+                let reason = if limit.was_exceeded() {
+                    too_long(&limit)
+                } else {
+                    quote(&error.to_string(), QUOTE_BYTES)
+                };
                 return Err(McpError::Handshake {
                     server: name.to_string(),
-                    reason: quote(&error.to_string(), QUOTE_BYTES),
+                    reason,
                     stderr: stderr.lines(),
                 });
             }
             Ok(Ok(service)) => service,
         };
-        let listed = match tokio::time::timeout_at(deadline, list_tools(service.peer())).await {
+        // A message past the limit ends the session; the listing then
+        // fails at once rather than when rmcp has wound the session down.
+        let listing = async {
+            tokio::select! {
+                biased;
+                () = limit.exceeded() => Err(too_long(&limit)),
+                listed = list_tools(service.peer()) => listed.map_err(|reason| {
+                    if limit.was_exceeded() { too_long(&limit) } else { reason }
+                }),
+            }
+        };
+        let listed = match tokio::time::timeout_at(deadline, listing).await {
             Err(_) => return Err(timeout("tool listing")),
             Ok(Err(reason)) => {
                 return Err(McpError::Listing {
@@ -416,10 +489,19 @@ impl McpServerBuilder {
             service: tokio::sync::Mutex::new(Some(service)),
             stderr,
             process_id,
+            limit,
         });
         let tools = crew_tools(&session, listed, prefix.as_deref(), only, call_timeout)?;
         Ok(McpServer { session, tools })
     }
+}
+
+/// Why connecting failed, when the server sent a message past the limit.
+fn too_long(limit: &MessageLimit) -> String {
+    format!(
+        "it sent {}, the most one message may hold; the session is closed",
+        limit.breach()
+    )
 }
 
 /// The identity this client gives servers.
@@ -667,6 +749,9 @@ struct Session {
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
     stderr: Arc<StderrTail>,
     process_id: Option<u32>,
+    /// Over a pipe ([`McpServer::io`]): exceeded once the server sent a message too
+    /// long, which closed the session.
+    limit: Arc<MessageLimit>,
 }
 
 impl Session {
@@ -674,14 +759,35 @@ impl Session {
     /// future (a timeout, a cancelled kickoff) tells the server the request
     /// is cancelled.
     async fn call(&self, tool: &str, arguments: Map<String, Value>) -> ToolResult {
+        if self.limit.was_exceeded() {
+            return Err(ToolFailure::Failed(self.too_long()));
+        }
         let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        match self.peer.call_tool(request).await {
+        // A message past the limit ends the session: the call fails then,
+        // not when rmcp has wound the session down (which, for a process,
+        // waits for it to exit).
+        let answer = tokio::select! {
+            biased;
+            () = self.limit.exceeded() => return Err(ToolFailure::Failed(self.too_long())),
+            answer = self.peer.call_tool(request) => answer,
+        };
+        match answer {
             Ok(result) => match serde_json::to_value(&result) {
                 Ok(json) => render::outcome(json),
                 Err(error) => Err(ToolFailure::Unrenderable(error.to_string())),
             },
             Err(error) => Err(ToolFailure::Failed(self.failure(&error))),
         }
+    }
+
+    /// Why every call fails once the server sent a message past the limit.
+    fn too_long(&self) -> String {
+        format!(
+            "the MCP server `{}` sent {}, the most one message may hold; the session is closed \
+             and its tools cannot run",
+            self.name,
+            self.limit.breach()
+        )
     }
 
     /// A failed request, as the agent reads it. The server's standard
@@ -696,6 +802,9 @@ impl Session {
                 "a call failed ({error}); the server's last output:\n  {}",
                 lines.join("\n  ")
             );
+        }
+        if self.limit.was_exceeded() {
+            return self.too_long();
         }
         match error {
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => format!(

@@ -274,7 +274,23 @@ async fn spec9_only_names_tools_the_server_has() {
 /// Runs a crew whose agent calls `tool` of `server` with `{}` once, then
 /// answers; returns the observations the model got.
 async fn observe(server: &McpServer, tool: &str) -> Vec<String> {
-    let model = Arc::new(ScriptedLlm::new().call(tool, json!({})).answer("done"));
+    observe_calls(server, tool, 1, Duration::from_millis(500)).await
+}
+
+/// Runs a crew whose agent calls `tool` of `server` with `{}` `times`
+/// times in a row, each within `timeout`, then answers; returns the whole
+/// observations the model got.
+async fn observe_calls(
+    server: &McpServer,
+    tool: &str,
+    times: usize,
+    timeout: Duration,
+) -> Vec<String> {
+    let mut script = ScriptedLlm::new();
+    for _ in 0..times {
+        script = script.call(tool, json!({}));
+    }
+    let model = Arc::new(script.answer("done"));
     let agent = Agent::builder("Caller")
         .llm(Arc::clone(&model) as Arc<dyn Llm>)
         .tools(server.tools())
@@ -283,7 +299,8 @@ async fn observe(server: &McpServer, tool: &str) -> Vec<String> {
         .agent(agent.clone())
         .task(Task::builder("Call it").agent(&agent).build())
         .global_registry(Arc::new(HookRegistry::new()))
-        .tool_timeout(Duration::from_millis(500))
+        .tool_timeout(timeout)
+        .max_observation_bytes(usize::MAX)
         .build()
         .expect("the crew builds");
     let output = bounded(crew.kickoff(Inputs::new())).await;
@@ -404,5 +421,83 @@ async fn spec9_urls_the_http_transport_cannot_reach_are_refused_before_connectin
     assert!(
         other.to_string().contains("is not an http:// URL"),
         "{other}"
+    );
+}
+
+/// Longer than the most one message may hold (16 MiB).
+const OVERSIZED: usize = 17 * 1024 * 1024;
+
+/// What the model reads once a server sent a message past the limit.
+const TOO_LONG: &str = "Error executing tool: the MCP server `fake` sent a message larger than \
+                        16 MiB, the most one message may hold; the session is closed and its \
+                        tools cannot run";
+
+/// A server whose tool `dump` answers with `bytes` bytes of text.
+fn dumping_server(bytes: usize) -> Script {
+    let list = |_: &Value| json!({"tools": [object_tool("dump")]});
+    server_with(list, move |_| {
+        Some(json!({"content": [{"type": "text", "text": "x".repeat(bytes)}]}))
+    })
+}
+
+#[tokio::test]
+async fn spec9_an_oversized_result_fails_the_call_at_once() {
+    let server = bounded(connect(dumping_server(OVERSIZED), BOUND))
+        .await
+        .expect("connects");
+    // The call may wait a minute: failing at once is the server's
+    // oversized answer, not a timeout. The call after it fails the same
+    // way, without reaching the closed session.
+    let seen = observe_calls(&server, "dump", 2, Duration::from_secs(60)).await;
+    assert_eq!(seen, [TOO_LONG, TOO_LONG]);
+}
+
+#[tokio::test]
+async fn spec9_a_large_result_within_the_limit_reaches_the_agent() {
+    let server = bounded(connect(dumping_server(1024 * 1024), BOUND))
+        .await
+        .expect("connects");
+    let seen = observe_calls(&server, "dump", 2, Duration::from_secs(60)).await;
+    assert_eq!(seen.len(), 2);
+    for observation in &seen {
+        assert!(
+            observation.len() == 1024 * 1024 && observation.bytes().all(|b| b == b'x'),
+            "{}",
+            &observation[..observation.len().min(200)]
+        );
+    }
+}
+
+#[tokio::test]
+async fn spec9_a_message_past_a_chosen_limit_fails_the_handshake_naming_it() {
+    let chatty: Script = Box::new(|message| {
+        let mut reply = json!({
+            "jsonrpc": "2.0",
+            "id": message["id"],
+            "result": {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "x".repeat(4096), "version": "0"}
+            }
+        });
+        if message["method"] != "initialize" {
+            reply = json!({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}});
+        }
+        vec![reply.to_string()]
+    });
+    let (reader, writer) = fake_server(chatty);
+    let error = bounded(
+        McpServer::io("fake", reader, writer)
+            .max_message_bytes(1024)
+            .connect_timeout(Duration::from_secs(60))
+            .connect(),
+    )
+    .await
+    .expect_err("a 4 KiB answer past a 1 KiB limit");
+    assert!(matches!(error, McpError::Handshake { .. }), "{error}");
+    assert_eq!(
+        error.to_string(),
+        "MCP server `fake`: the handshake failed: it sent a message larger than 1 KiB, the most \
+         one message may hold; the session is closed"
     );
 }
