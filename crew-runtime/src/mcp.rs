@@ -55,7 +55,7 @@
 //! server that went away or answered out of protocol.
 //!
 //! One message from a server holds at most [`DEFAULT_MAX_MESSAGE_BYTES`]
-//! (see [`McpServerBuilder::max_message_bytes`]). Over a pipe ([`McpServer::io`]), a
+//! (see [`McpServerBuilder::max_message_bytes`]). Over stdio or a pipe, a
 //! longer one closes the session: the calls waiting on it fail at once,
 //! saying so, and so does every later call.
 //!
@@ -70,6 +70,7 @@
 //! fails the call at its timeout.
 
 mod bounded;
+mod child;
 mod render;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -91,6 +92,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use crate::tool::{Tool, ToolFailure, ToolResult, ToolRun};
 use bounded::{BoundedLines, MessageLimit};
+use child::ChildTransport;
 
 /// How long [`McpServerBuilder::connect`] waits for the server to start,
 /// answer the handshake and list its tools, unless told otherwise.
@@ -100,7 +102,7 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// otherwise with [`McpServerBuilder::max_message_bytes`]: 16 MiB, as rmcp
 /// allows over streamable HTTP.
 ///
-/// Over a pipe ([`McpServer::io`]) a message is one line, counted without its line
+/// Over stdio or a pipe a message is one line, counted without its line
 /// end. A server that sends more has its session closed, and every call
 /// waiting on it fails at once with a message naming the server and the
 /// limit (not at its timeout).
@@ -359,7 +361,7 @@ impl McpServerBuilder {
     }
 
     /// The most bytes one message from the server may hold
-    /// over a pipe ([`DEFAULT_MAX_MESSAGE_BYTES`] unless set). A
+    /// over stdio or a pipe ([`DEFAULT_MAX_MESSAGE_BYTES`] unless set). A
     /// longer message closes the session and fails every call waiting on
     /// it at once.
     ///
@@ -426,7 +428,7 @@ impl McpServerBuilder {
         let client = client_info();
         let (started, process_id) = match connection {
             Connection::Stdio(command) => {
-                let (process, process_id) = spawn(&name, *command, &stderr)?;
+                let (process, process_id) = spawn(&name, *command, &stderr, &limit)?;
                 (client.serve(process).boxed(), process_id)
             }
             Connection::Http(url) => {
@@ -513,18 +515,24 @@ fn client_info() -> ClientConfig {
 }
 
 /// Starts a stdio server: its own process group (so a launcher and what
-/// it starts stop together), killed if dropped, standard error read into
-/// the tail and the log.
+/// it starts stop together), killed if dropped, standard output read
+/// within the message limit, standard error read into the tail and the
+/// log.
 fn spawn(
     name: &Arc<str>,
-    command: tokio::process::Command,
+    mut command: tokio::process::Command,
     stderr: &Arc<StderrTail>,
-) -> Result<(rmcp::transport::TokioChildProcess, Option<u32>), McpError> {
+    limit: &Arc<MessageLimit>,
+) -> Result<(ChildTransport, Option<u32>), McpError> {
     let program = command
         .as_std()
         .get_program()
         .to_string_lossy()
         .into_owned();
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     #[allow(unused_mut)]
     let mut wrapped = process_wrap::tokio::CommandWrap::from(command);
     #[cfg(unix)]
@@ -532,9 +540,9 @@ fn spawn(
         wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
         wrapped.wrap(process_wrap::tokio::KillOnDrop);
     }
-    let (process, error_output) = rmcp::transport::TokioChildProcess::builder(wrapped)
-        .stderr(Stdio::piped())
+    let (process, error_output) = wrapped
         .spawn()
+        .and_then(|child| ChildTransport::new(child, Arc::clone(limit)))
         .map_err(|source| McpError::Spawn {
             server: name.to_string(),
             command: program,
@@ -749,7 +757,7 @@ struct Session {
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
     stderr: Arc<StderrTail>,
     process_id: Option<u32>,
-    /// Over a pipe ([`McpServer::io`]): exceeded once the server sent a message too
+    /// Over stdio or a pipe: exceeded once the server sent a message too
     /// long, which closed the session.
     limit: Arc<MessageLimit>,
 }

@@ -501,3 +501,41 @@ async fn spec9_a_message_past_a_chosen_limit_fails_the_handshake_naming_it() {
          one message may hold; the session is closed"
     );
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn spec9_an_oversized_result_from_a_stdio_server_fails_the_call_at_once() {
+    // A stdio server in a few lines of shell: it answers the handshake and
+    // the listing, then answers a call of `dump` with one line of 17 MiB,
+    // and waits for its input to close.
+    let script = r#"
+        id_of() { printf '%s\n' "$1" | sed -n 's/.*"id":\([0-9]*\).*/\1/p'; }
+        while read -r line; do
+          id=$(id_of "$line")
+          case "$line" in
+            *'"method":"initialize"'*)
+              version=$(printf '%s\n' "$line" | sed -n 's/.*"protocolVersion":"\([^"]*\)".*/\1/p')
+              printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"%s","capabilities":{"tools":{}},"serverInfo":{"name":"big","version":"0"}}}\n' "$id" "$version" ;;
+            *'"method":"tools/list"'*)
+              printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"dump","inputSchema":{"type":"object","properties":{}}}]}}\n' "$id" ;;
+            *'"method":"tools/call"'*)
+              printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"' "$id"
+              head -c 17825792 /dev/zero | tr '\0' x
+              printf '"}]}}\n' ;;
+          esac
+        done
+    "#;
+    let mut command = tokio::process::Command::new("sh");
+    command.arg("-c").arg(script);
+    let server = bounded(McpServer::stdio("big", command).connect())
+        .await
+        .expect("connects");
+    let seen = observe_calls(&server, "dump", 1, Duration::from_secs(60)).await;
+    assert_eq!(
+        seen,
+        [
+            "Error executing tool: the MCP server `big` sent a message larger than 16 MiB, the \
+          most one message may hold; the session is closed and its tools cannot run"
+        ]
+    );
+}
