@@ -57,7 +57,8 @@
 //! One message from a server holds at most [`DEFAULT_MAX_MESSAGE_BYTES`]
 //! (see [`McpServerBuilder::max_message_bytes`]). Over stdio or a pipe, a
 //! longer one closes the session: the calls waiting on it fail at once,
-//! saying so, and so does every later call.
+//! saying so, and so does every later call. Over HTTP, a longer answer
+//! fails its call and the session goes on.
 //!
 //! # Lifetime
 //!
@@ -87,11 +88,12 @@ use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams,
 };
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::{StreamableHttpClient, StreamableHttpError};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use crate::tool::{Tool, ToolFailure, ToolResult, ToolRun};
-use bounded::{BoundedLines, MessageLimit};
+use bounded::{BoundedLines, MessageLimit, size};
 use child::ChildTransport;
 
 /// How long [`McpServerBuilder::connect`] waits for the server to start,
@@ -103,9 +105,10 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// allows over streamable HTTP.
 ///
 /// Over stdio or a pipe a message is one line, counted without its line
-/// end. A server that sends more has its session closed, and every call
-/// waiting on it fails at once with a message naming the server and the
-/// limit (not at its timeout).
+/// end; over HTTP, one response body or one server-sent event. A server
+/// that sends more over stdio or a pipe has its session closed, and every
+/// call waiting on it fails at once with a message naming the server and
+/// the limit (not at its timeout).
 ///
 /// ```
 /// assert_eq!(crew_runtime::mcp::DEFAULT_MAX_MESSAGE_BYTES, 16 * 1024 * 1024);
@@ -361,9 +364,9 @@ impl McpServerBuilder {
     }
 
     /// The most bytes one message from the server may hold
-    /// over stdio or a pipe ([`DEFAULT_MAX_MESSAGE_BYTES`] unless set). A
+    /// ([`DEFAULT_MAX_MESSAGE_BYTES`] unless set). Over stdio or a pipe, a
     /// longer message closes the session and fails every call waiting on
-    /// it at once.
+    /// it at once; over HTTP, a longer answer fails its call.
     ///
     /// ```no_run
     /// use crew_runtime::mcp::McpServer;
@@ -426,14 +429,16 @@ impl McpServerBuilder {
         };
 
         let client = client_info();
+        let mut http = None;
         let (started, process_id) = match connection {
             Connection::Stdio(command) => {
                 let (process, process_id) = spawn(&name, *command, &stderr, &limit)?;
                 (client.serve(process).boxed(), process_id)
             }
             Connection::Http(url) => {
-                let config = http_config(&name, url, bearer_token)?;
+                let config = http_config(&name, url, bearer_token, max_message_bytes)?;
                 let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+                http = Some(http_answer_too_large(&transport));
                 (client.serve(transport).boxed(), None)
             }
             Connection::Io(reader, writer) => {
@@ -492,6 +497,7 @@ impl McpServerBuilder {
             stderr,
             process_id,
             limit,
+            http,
         });
         let tools = crew_tools(&session, listed, prefix.as_deref(), only, call_timeout)?;
         Ok(McpServer { session, tools })
@@ -559,6 +565,7 @@ fn http_config(
     name: &str,
     url: String,
     bearer_token: Option<String>,
+    max_message_bytes: usize,
 ) -> Result<rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig, McpError>
 {
     let lowercase = url.to_ascii_lowercase();
@@ -578,7 +585,9 @@ fn http_config(
         });
     }
     let mut config =
-        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url);
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url)
+            .max_json_response_size(max_message_bytes)
+            .max_sse_event_size(max_message_bytes);
     if let Some(token) = bearer_token {
         config = config.auth_header(token);
     }
@@ -760,6 +769,8 @@ struct Session {
     /// Over stdio or a pipe: exceeded once the server sent a message too
     /// long, which closed the session.
     limit: Arc<MessageLimit>,
+    /// Over HTTP: how to tell an answer past the limit.
+    http: Option<AnswerTooLarge>,
 }
 
 impl Session {
@@ -814,6 +825,25 @@ impl Session {
         if self.limit.was_exceeded() {
             return self.too_long();
         }
+        if let Some(answer_too_large) = self.http {
+            if let Some(limit) = answer_too_large(error) {
+                return format!(
+                    "the MCP server `{name}` answered with a message larger than {}, the most \
+                     one message may hold",
+                    size(limit)
+                );
+            }
+            // rmcp ends an answer's event stream at an event past the
+            // limit and fails the call as if the session had closed; the
+            // session goes on.
+            if matches!(error, ServiceError::TransportClosed) && !self.peer.is_transport_closed() {
+                return format!(
+                    "the MCP server `{name}` ended the answer's event stream before the answer, \
+                     or sent an answer larger than {}, the most one message may hold",
+                    size(self.limit.bytes())
+                );
+            }
+        }
         match error {
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => format!(
                 "the MCP server `{name}` is gone (its connection closed); its tools cannot run"
@@ -829,6 +859,26 @@ impl Session {
                 "the MCP server `{name}` failed: {}",
                 quote(&other.to_string(), QUOTE_BYTES)
             ),
+        }
+    }
+}
+
+/// The limit an HTTP answer went past, when that is why a request failed.
+type AnswerTooLarge = fn(&ServiceError) -> Option<usize>;
+
+/// Over HTTP, rmcp refuses a body past the limit before reading it whole,
+/// and fails the request with its client's error type (the `reqwest` rmcp
+/// builds, not the one this crate uses): read from the transport's type.
+fn http_answer_too_large<C: StreamableHttpClient>(
+    _: &rmcp::transport::StreamableHttpClientTransport<C>,
+) -> AnswerTooLarge {
+    |error| {
+        let ServiceError::TransportSend(error) = error else {
+            return None;
+        };
+        match error.error.downcast_ref::<StreamableHttpError<C::Error>>() {
+            Some(StreamableHttpError::ResponseBodyTooLarge { max_size }) => Some(*max_size),
+            _ => None,
         }
     }
 }

@@ -539,3 +539,77 @@ async fn spec9_an_oversized_result_from_a_stdio_server_fails_the_call_at_once() 
         ]
     );
 }
+
+/// A streamable HTTP server on 127.0.0.1 that answers each JSON-RPC
+/// request with the body `script` gives: JSON, or server-sent events when
+/// it starts with `data:`. A notification gets `202 Accepted`. Returns
+/// the server's URL.
+fn fake_http_server(script: Script) -> String {
+    let server = tiny_http::Server::http("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    let port = server.server_addr().to_ip().expect("an IP listener").port();
+    std::thread::spawn(move || {
+        while let Ok(Some(mut request)) = server.recv_timeout(BOUND) {
+            let mut body = String::new();
+            let _ = request.as_reader().read_to_string(&mut body);
+            let message = serde_json::from_str::<Value>(&body).unwrap_or(Value::Null);
+            let reply = if *request.method() != tiny_http::Method::Post {
+                tiny_http::Response::from_string("").with_status_code(405)
+            } else if message.get("id").is_none() {
+                tiny_http::Response::from_string("").with_status_code(202)
+            } else {
+                let body = script(&message).concat();
+                let kind = if body.starts_with("data:") {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                };
+                let kind = tiny_http::Header::from_bytes("Content-Type", kind).expect("a header");
+                tiny_http::Response::from_string(body).with_header(kind)
+            };
+            let _ = request.respond(reply);
+        }
+    });
+    format!("http://127.0.0.1:{port}/mcp")
+}
+
+#[tokio::test]
+async fn spec9_an_oversized_http_answer_fails_its_call_at_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // The calls are answered with 17 MiB of JSON, then one event of
+    // 17 MiB, then an event of a few bytes: the session outlives the
+    // answers it refused.
+    let calls = AtomicUsize::new(0);
+    let list = |_: &Value| json!({"tools": [object_tool("dump")]});
+    let script = server_with(list, |_| None);
+    let script: Script = Box::new(move |message| {
+        if message["method"] != "tools/call" {
+            return script(message);
+        }
+        let call = calls.fetch_add(1, Ordering::SeqCst);
+        let bytes = if call < 2 { OVERSIZED } else { 5 };
+        let reply = answer(
+            message,
+            json!({"content": [{"type": "text", "text": "x".repeat(bytes)}]}),
+        );
+        if call == 0 {
+            vec![reply]
+        } else {
+            vec![format!("data: {reply}\n\n")]
+        }
+    });
+    let url = fake_http_server(script);
+    let server = bounded(McpServer::http("fake", url).connect())
+        .await
+        .expect("connects");
+    let seen = observe_calls(&server, "dump", 3, Duration::from_secs(60)).await;
+    assert_eq!(
+        seen,
+        [
+            "Error executing tool: the MCP server `fake` answered with a message larger than \
+             16 MiB, the most one message may hold",
+            "Error executing tool: the MCP server `fake` ended the answer's event stream before \
+             the answer, or sent an answer larger than 16 MiB, the most one message may hold",
+            "xxxxx"
+        ]
+    );
+}

@@ -31,6 +31,11 @@ impl MessageLimit {
         }
     }
 
+    /// The limit, in bytes.
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// Whether the server sent a message past the limit (which closed the
     /// session).
     pub(super) fn was_exceeded(&self) -> bool {
@@ -67,7 +72,7 @@ impl MessageLimit {
 }
 
 /// A byte count as a person reads it: `16 MiB`, `64 KiB`, `1000 bytes`.
-fn size(bytes: usize) -> String {
+pub(super) fn size(bytes: usize) -> String {
     const KIB: usize = 1024;
     const MIB: usize = 1024 * KIB;
     if bytes >= MIB && bytes.is_multiple_of(MIB) {
