@@ -120,23 +120,18 @@ impl Drop for ChildGuard {
         let Some(mut child) = self.0.take() else {
             return;
         };
-        match tokio::runtime::Handle::try_current() {
-            // Killing and then waiting reaps the group's processes.
-            Ok(runtime) => {
-                runtime.spawn(async move {
-                    if let Err(error) = Box::into_pin(child.kill()).await {
-                        tracing::debug!(
-                            target: "crew_runtime::mcp",
-                            "could not stop an MCP server: {error}"
-                        );
-                    }
-                });
-            }
-            // Outside a runtime there is nothing to wait on: kill, and let
-            // the process be reaped as an orphan.
-            Err(_) => {
-                let _ = child.start_kill();
-            }
+        // Killed at once, so that a runtime shutting down cannot leave the
+        // group running; waiting then reaps its processes.
+        if let Err(error) = child.start_kill() {
+            tracing::debug!(
+                target: "crew_runtime::mcp",
+                "could not stop an MCP server: {error}"
+            );
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = child.wait().await;
+            });
         }
     }
 }
