@@ -54,6 +54,12 @@
 //! is a failed call (`Error executing tool: <its text>`), and so is a
 //! server that went away or answered out of protocol.
 //!
+//! One message from a server holds at most [`DEFAULT_MAX_MESSAGE_BYTES`]
+//! (see [`McpServerBuilder::max_message_bytes`]). Over stdio or a pipe, a
+//! longer one closes the session: the calls waiting on it fail at once,
+//! saying so, and so does every later call. Over HTTP, a longer answer
+//! fails its call and the session goes on.
+//!
 //! # Lifetime
 //!
 //! The session lives as long as the [`McpServer`] or any of its tools:
@@ -64,6 +70,8 @@
 //! made after it, with a message saying so; a server that never answers
 //! fails the call at its timeout.
 
+mod bounded;
+mod child;
 mod render;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -80,14 +88,32 @@ use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams,
 };
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::{StreamableHttpClient, StreamableHttpError};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use crate::tool::{Tool, ToolFailure, ToolResult, ToolRun};
+use bounded::{BoundedLines, MessageLimit, size};
+use child::ChildTransport;
 
 /// How long [`McpServerBuilder::connect`] waits for the server to start,
 /// answer the handshake and list its tools, unless told otherwise.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The most bytes one message from a server may hold, unless told
+/// otherwise with [`McpServerBuilder::max_message_bytes`]: 16 MiB, as rmcp
+/// allows over streamable HTTP.
+///
+/// Over stdio or a pipe a message is one line, counted without its line
+/// end; over HTTP, one response body or one server-sent event. A server
+/// that sends more over stdio or a pipe has its session closed, and every
+/// call waiting on it fails at once with a message naming the server and
+/// the limit (not at its timeout).
+///
+/// ```
+/// assert_eq!(crew_runtime::mcp::DEFAULT_MAX_MESSAGE_BYTES, 16 * 1024 * 1024);
+/// ```
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The most tools one server may list; a server past it is refused.
 const MAX_TOOLS: usize = 10_000;
@@ -256,6 +282,7 @@ pub struct McpServerBuilder {
     connect_timeout: Duration,
     call_timeout: Option<Duration>,
     bearer_token: Option<String>,
+    max_message_bytes: usize,
 }
 
 impl fmt::Debug for McpServerBuilder {
@@ -273,6 +300,7 @@ impl fmt::Debug for McpServerBuilder {
             .field("connect_timeout", &self.connect_timeout)
             .field("call_timeout", &self.call_timeout)
             .field("bearer_token", &self.bearer_token.as_ref().map(|_| "…"))
+            .field("max_message_bytes", &self.max_message_bytes)
             .finish()
     }
 }
@@ -287,6 +315,7 @@ impl McpServerBuilder {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             call_timeout: None,
             bearer_token: None,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }
     }
 
@@ -334,6 +363,29 @@ impl McpServerBuilder {
         self
     }
 
+    /// The most bytes one message from the server may hold
+    /// ([`DEFAULT_MAX_MESSAGE_BYTES`] unless set). Over stdio or a pipe, a
+    /// longer message closes the session and fails every call waiting on
+    /// it at once; over HTTP, a longer answer fails its call.
+    ///
+    /// ```no_run
+    /// use crew_runtime::mcp::McpServer;
+    ///
+    /// # async fn run() -> Result<(), crew_runtime::mcp::McpError> {
+    /// let command = tokio::process::Command::new("report-server");
+    /// let reports = McpServer::stdio("reports", command)
+    ///     .max_message_bytes(64 * 1024 * 1024)
+    ///     .connect()
+    ///     .await?;
+    /// # let _ = reports;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
+        self
+    }
+
     /// Connects, lists the server's tools (every page) and checks them.
     ///
     /// Fails, within the connect timeout, when the server cannot be
@@ -351,6 +403,7 @@ impl McpServerBuilder {
             connect_timeout,
             call_timeout,
             bearer_token,
+            max_message_bytes,
         } = self;
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(McpError::InvalidConfig {
@@ -366,6 +419,7 @@ impl McpServerBuilder {
         }
         let name: Arc<str> = Arc::from(name);
         let stderr = Arc::new(StderrTail::default());
+        let limit = Arc::new(MessageLimit::new(max_message_bytes));
         let deadline = tokio::time::Instant::now() + connect_timeout;
         let timeout = |stage| McpError::Timeout {
             server: name.to_string(),
@@ -375,32 +429,58 @@ impl McpServerBuilder {
         };
 
         let client = client_info();
+        let mut http = None;
         let (started, process_id) = match connection {
             Connection::Stdio(command) => {
-                let (process, process_id) = spawn(&name, *command, &stderr)?;
+                let (process, process_id) = spawn(&name, *command, &stderr, &limit)?;
                 (client.serve(process).boxed(), process_id)
             }
             Connection::Http(url) => {
-                let config = http_config(&name, url, bearer_token)?;
+                let config = http_config(&name, url, bearer_token, max_message_bytes)?;
                 let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+                http = Some(http_answer_too_large(&transport));
                 (client.serve(transport).boxed(), None)
             }
-            Connection::Io(reader, writer) => (client.serve((reader, writer)).boxed(), None),
+            Connection::Io(reader, writer) => {
+                let reader = BoundedLines::new(reader, Arc::clone(&limit));
+                // The reader bounds each line; rmcp's own bound would skip
+                // a long line rather than end the session.
+                let transport =
+                    rmcp::transport::async_rw::AsyncRwTransport::new_client(reader, writer)
+                        .with_max_line_length(usize::MAX);
+                (client.serve(transport).boxed(), None)
+            }
         };
         let service = match tokio::time::timeout_at(deadline, started).await {
             Err(_) => return Err(timeout("handshake")),
             Ok(Err(error)) => {
                 // Let the server's last words reach the tail.
                 tokio::time::sleep(Duration::from_millis(50)).await;
+                let reason = if limit.was_exceeded() {
+                    too_long(&limit)
+                } else {
+                    quote(&error.to_string(), QUOTE_BYTES)
+                };
                 return Err(McpError::Handshake {
                     server: name.to_string(),
-                    reason: quote(&error.to_string(), QUOTE_BYTES),
+                    reason,
                     stderr: stderr.lines(),
                 });
             }
             Ok(Ok(service)) => service,
         };
-        let listed = match tokio::time::timeout_at(deadline, list_tools(service.peer())).await {
+        // A message past the limit ends the session; the listing then
+        // fails at once rather than when rmcp has wound the session down.
+        let listing = async {
+            tokio::select! {
+                biased;
+                () = limit.exceeded() => Err(too_long(&limit)),
+                listed = list_tools(service.peer()) => listed.map_err(|reason| {
+                    if limit.was_exceeded() { too_long(&limit) } else { reason }
+                }),
+            }
+        };
+        let listed = match tokio::time::timeout_at(deadline, listing).await {
             Err(_) => return Err(timeout("tool listing")),
             Ok(Err(reason)) => {
                 return Err(McpError::Listing {
@@ -416,10 +496,20 @@ impl McpServerBuilder {
             service: tokio::sync::Mutex::new(Some(service)),
             stderr,
             process_id,
+            limit,
+            http,
         });
         let tools = crew_tools(&session, listed, prefix.as_deref(), only, call_timeout)?;
         Ok(McpServer { session, tools })
     }
+}
+
+/// Why connecting failed, when the server sent a message past the limit.
+fn too_long(limit: &MessageLimit) -> String {
+    format!(
+        "it sent {}, the most one message may hold; the session is closed",
+        limit.breach()
+    )
 }
 
 /// The identity this client gives servers.
@@ -431,18 +521,24 @@ fn client_info() -> ClientConfig {
 }
 
 /// Starts a stdio server: its own process group (so a launcher and what
-/// it starts stop together), killed if dropped, standard error read into
-/// the tail and the log.
+/// it starts stop together), killed if dropped, standard output read
+/// within the message limit, standard error read into the tail and the
+/// log.
 fn spawn(
     name: &Arc<str>,
-    command: tokio::process::Command,
+    mut command: tokio::process::Command,
     stderr: &Arc<StderrTail>,
-) -> Result<(rmcp::transport::TokioChildProcess, Option<u32>), McpError> {
+    limit: &Arc<MessageLimit>,
+) -> Result<(ChildTransport, Option<u32>), McpError> {
     let program = command
         .as_std()
         .get_program()
         .to_string_lossy()
         .into_owned();
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     #[allow(unused_mut)]
     let mut wrapped = process_wrap::tokio::CommandWrap::from(command);
     #[cfg(unix)]
@@ -450,9 +546,9 @@ fn spawn(
         wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
         wrapped.wrap(process_wrap::tokio::KillOnDrop);
     }
-    let (process, error_output) = rmcp::transport::TokioChildProcess::builder(wrapped)
-        .stderr(Stdio::piped())
+    let (process, error_output) = wrapped
         .spawn()
+        .and_then(|child| ChildTransport::new(child, Arc::clone(limit)))
         .map_err(|source| McpError::Spawn {
             server: name.to_string(),
             command: program,
@@ -469,6 +565,7 @@ fn http_config(
     name: &str,
     url: String,
     bearer_token: Option<String>,
+    max_message_bytes: usize,
 ) -> Result<rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig, McpError>
 {
     let lowercase = url.to_ascii_lowercase();
@@ -488,7 +585,9 @@ fn http_config(
         });
     }
     let mut config =
-        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url);
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url)
+            .max_json_response_size(max_message_bytes)
+            .max_sse_event_size(max_message_bytes);
     if let Some(token) = bearer_token {
         config = config.auth_header(token);
     }
@@ -667,6 +766,11 @@ struct Session {
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
     stderr: Arc<StderrTail>,
     process_id: Option<u32>,
+    /// Over stdio or a pipe: exceeded once the server sent a message too
+    /// long, which closed the session.
+    limit: Arc<MessageLimit>,
+    /// Over HTTP: how to tell an answer past the limit.
+    http: Option<AnswerTooLarge>,
 }
 
 impl Session {
@@ -674,14 +778,35 @@ impl Session {
     /// future (a timeout, a cancelled kickoff) tells the server the request
     /// is cancelled.
     async fn call(&self, tool: &str, arguments: Map<String, Value>) -> ToolResult {
+        if self.limit.was_exceeded() {
+            return Err(ToolFailure::Failed(self.too_long()));
+        }
         let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        match self.peer.call_tool(request).await {
+        // A message past the limit ends the session: the call fails then,
+        // not when rmcp has wound the session down (which, for a process,
+        // waits for it to exit).
+        let answer = tokio::select! {
+            biased;
+            () = self.limit.exceeded() => return Err(ToolFailure::Failed(self.too_long())),
+            answer = self.peer.call_tool(request) => answer,
+        };
+        match answer {
             Ok(result) => match serde_json::to_value(&result) {
                 Ok(json) => render::outcome(json),
                 Err(error) => Err(ToolFailure::Unrenderable(error.to_string())),
             },
             Err(error) => Err(ToolFailure::Failed(self.failure(&error))),
         }
+    }
+
+    /// Why every call fails once the server sent a message past the limit.
+    fn too_long(&self) -> String {
+        format!(
+            "the MCP server `{}` sent {}, the most one message may hold; the session is closed \
+             and its tools cannot run",
+            self.name,
+            self.limit.breach()
+        )
     }
 
     /// A failed request, as the agent reads it. The server's standard
@@ -696,6 +821,28 @@ impl Session {
                 "a call failed ({error}); the server's last output:\n  {}",
                 lines.join("\n  ")
             );
+        }
+        if self.limit.was_exceeded() {
+            return self.too_long();
+        }
+        if let Some(answer_too_large) = self.http {
+            if let Some(limit) = answer_too_large(error) {
+                return format!(
+                    "the MCP server `{name}` answered with a message larger than {}, the most \
+                     one message may hold",
+                    size(limit)
+                );
+            }
+            // rmcp ends an answer's event stream at an event past the
+            // limit and fails the call as if the session had closed; the
+            // session goes on.
+            if matches!(error, ServiceError::TransportClosed) && !self.peer.is_transport_closed() {
+                return format!(
+                    "the MCP server `{name}` ended the answer's event stream before the answer, \
+                     or sent an answer larger than {}, the most one message may hold",
+                    size(self.limit.bytes())
+                );
+            }
         }
         match error {
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => format!(
@@ -712,6 +859,26 @@ impl Session {
                 "the MCP server `{name}` failed: {}",
                 quote(&other.to_string(), QUOTE_BYTES)
             ),
+        }
+    }
+}
+
+/// The limit an HTTP answer went past, when that is why a request failed.
+type AnswerTooLarge = fn(&ServiceError) -> Option<usize>;
+
+/// Over HTTP, rmcp refuses a body past the limit before reading it whole,
+/// and fails the request with its client's error type (the `reqwest` rmcp
+/// builds, not the one this crate uses): read from the transport's type.
+fn http_answer_too_large<C: StreamableHttpClient>(
+    _: &rmcp::transport::StreamableHttpClientTransport<C>,
+) -> AnswerTooLarge {
+    |error| {
+        let ServiceError::TransportSend(error) = error else {
+            return None;
+        };
+        match error.error.downcast_ref::<StreamableHttpError<C::Error>>() {
+            Some(StreamableHttpError::ResponseBodyTooLarge { max_size }) => Some(*max_size),
+            _ => None,
         }
     }
 }

@@ -274,7 +274,23 @@ async fn spec9_only_names_tools_the_server_has() {
 /// Runs a crew whose agent calls `tool` of `server` with `{}` once, then
 /// answers; returns the observations the model got.
 async fn observe(server: &McpServer, tool: &str) -> Vec<String> {
-    let model = Arc::new(ScriptedLlm::new().call(tool, json!({})).answer("done"));
+    observe_calls(server, tool, 1, Duration::from_millis(500)).await
+}
+
+/// Runs a crew whose agent calls `tool` of `server` with `{}` `times`
+/// times in a row, each within `timeout`, then answers; returns the whole
+/// observations the model got.
+async fn observe_calls(
+    server: &McpServer,
+    tool: &str,
+    times: usize,
+    timeout: Duration,
+) -> Vec<String> {
+    let mut script = ScriptedLlm::new();
+    for _ in 0..times {
+        script = script.call(tool, json!({}));
+    }
+    let model = Arc::new(script.answer("done"));
     let agent = Agent::builder("Caller")
         .llm(Arc::clone(&model) as Arc<dyn Llm>)
         .tools(server.tools())
@@ -283,7 +299,8 @@ async fn observe(server: &McpServer, tool: &str) -> Vec<String> {
         .agent(agent.clone())
         .task(Task::builder("Call it").agent(&agent).build())
         .global_registry(Arc::new(HookRegistry::new()))
-        .tool_timeout(Duration::from_millis(500))
+        .tool_timeout(timeout)
+        .max_observation_bytes(usize::MAX)
         .build()
         .expect("the crew builds");
     let output = bounded(crew.kickoff(Inputs::new())).await;
@@ -404,5 +421,195 @@ async fn spec9_urls_the_http_transport_cannot_reach_are_refused_before_connectin
     assert!(
         other.to_string().contains("is not an http:// URL"),
         "{other}"
+    );
+}
+
+/// Longer than the most one message may hold (16 MiB).
+const OVERSIZED: usize = 17 * 1024 * 1024;
+
+/// What the model reads once a server sent a message past the limit.
+const TOO_LONG: &str = "Error executing tool: the MCP server `fake` sent a message larger than \
+                        16 MiB, the most one message may hold; the session is closed and its \
+                        tools cannot run";
+
+/// A server whose tool `dump` answers with `bytes` bytes of text.
+fn dumping_server(bytes: usize) -> Script {
+    let list = |_: &Value| json!({"tools": [object_tool("dump")]});
+    server_with(list, move |_| {
+        Some(json!({"content": [{"type": "text", "text": "x".repeat(bytes)}]}))
+    })
+}
+
+#[tokio::test]
+async fn spec9_an_oversized_result_fails_the_call_at_once() {
+    let server = bounded(connect(dumping_server(OVERSIZED), BOUND))
+        .await
+        .expect("connects");
+    // The call may wait a minute: failing at once is the server's
+    // oversized answer, not a timeout. The call after it fails the same
+    // way, without reaching the closed session.
+    let seen = observe_calls(&server, "dump", 2, Duration::from_secs(60)).await;
+    assert_eq!(seen, [TOO_LONG, TOO_LONG]);
+}
+
+#[tokio::test]
+async fn spec9_a_large_result_within_the_limit_reaches_the_agent() {
+    let server = bounded(connect(dumping_server(1024 * 1024), BOUND))
+        .await
+        .expect("connects");
+    let seen = observe_calls(&server, "dump", 2, Duration::from_secs(60)).await;
+    assert_eq!(seen.len(), 2);
+    for observation in &seen {
+        assert!(
+            observation.len() == 1024 * 1024 && observation.bytes().all(|b| b == b'x'),
+            "{}",
+            &observation[..observation.len().min(200)]
+        );
+    }
+}
+
+#[tokio::test]
+async fn spec9_a_message_past_a_chosen_limit_fails_the_handshake_naming_it() {
+    let chatty: Script = Box::new(|message| {
+        let mut reply = json!({
+            "jsonrpc": "2.0",
+            "id": message["id"],
+            "result": {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "x".repeat(4096), "version": "0"}
+            }
+        });
+        if message["method"] != "initialize" {
+            reply = json!({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}});
+        }
+        vec![reply.to_string()]
+    });
+    let (reader, writer) = fake_server(chatty);
+    let error = bounded(
+        McpServer::io("fake", reader, writer)
+            .max_message_bytes(1024)
+            .connect_timeout(Duration::from_secs(60))
+            .connect(),
+    )
+    .await
+    .expect_err("a 4 KiB answer past a 1 KiB limit");
+    assert!(matches!(error, McpError::Handshake { .. }), "{error}");
+    assert_eq!(
+        error.to_string(),
+        "MCP server `fake`: the handshake failed: it sent a message larger than 1 KiB, the most \
+         one message may hold; the session is closed"
+    );
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn spec9_an_oversized_result_from_a_stdio_server_fails_the_call_at_once() {
+    // A stdio server in a few lines of shell: it answers the handshake and
+    // the listing, then answers a call of `dump` with one line of 17 MiB,
+    // and waits for its input to close.
+    let script = r#"
+        id_of() { printf '%s\n' "$1" | sed -n 's/.*"id":\([0-9]*\).*/\1/p'; }
+        while read -r line; do
+          id=$(id_of "$line")
+          case "$line" in
+            *'"method":"initialize"'*)
+              version=$(printf '%s\n' "$line" | sed -n 's/.*"protocolVersion":"\([^"]*\)".*/\1/p')
+              printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"%s","capabilities":{"tools":{}},"serverInfo":{"name":"big","version":"0"}}}\n' "$id" "$version" ;;
+            *'"method":"tools/list"'*)
+              printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"dump","inputSchema":{"type":"object","properties":{}}}]}}\n' "$id" ;;
+            *'"method":"tools/call"'*)
+              printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"' "$id"
+              head -c 17825792 /dev/zero | tr '\0' x
+              printf '"}]}}\n' ;;
+          esac
+        done
+    "#;
+    let mut command = tokio::process::Command::new("sh");
+    command.arg("-c").arg(script);
+    let server = bounded(McpServer::stdio("big", command).connect())
+        .await
+        .expect("connects");
+    let seen = observe_calls(&server, "dump", 1, Duration::from_secs(60)).await;
+    assert_eq!(
+        seen,
+        [
+            "Error executing tool: the MCP server `big` sent a message larger than 16 MiB, the \
+          most one message may hold; the session is closed and its tools cannot run"
+        ]
+    );
+}
+
+/// A streamable HTTP server on 127.0.0.1 that answers each JSON-RPC
+/// request with the body `script` gives: JSON, or server-sent events when
+/// it starts with `data:`. A notification gets `202 Accepted`. Returns
+/// the server's URL.
+fn fake_http_server(script: Script) -> String {
+    let server = tiny_http::Server::http("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    let port = server.server_addr().to_ip().expect("an IP listener").port();
+    std::thread::spawn(move || {
+        while let Ok(Some(mut request)) = server.recv_timeout(BOUND) {
+            let mut body = String::new();
+            let _ = request.as_reader().read_to_string(&mut body);
+            let message = serde_json::from_str::<Value>(&body).unwrap_or(Value::Null);
+            let reply = if *request.method() != tiny_http::Method::Post {
+                tiny_http::Response::from_string("").with_status_code(405)
+            } else if message.get("id").is_none() {
+                tiny_http::Response::from_string("").with_status_code(202)
+            } else {
+                let body = script(&message).concat();
+                let kind = if body.starts_with("data:") {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                };
+                let kind = tiny_http::Header::from_bytes("Content-Type", kind).expect("a header");
+                tiny_http::Response::from_string(body).with_header(kind)
+            };
+            let _ = request.respond(reply);
+        }
+    });
+    format!("http://127.0.0.1:{port}/mcp")
+}
+
+#[tokio::test]
+async fn spec9_an_oversized_http_answer_fails_its_call_at_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // The calls are answered with 17 MiB of JSON, then one event of
+    // 17 MiB, then an event of a few bytes: the session outlives the
+    // answers it refused.
+    let calls = AtomicUsize::new(0);
+    let list = |_: &Value| json!({"tools": [object_tool("dump")]});
+    let script = server_with(list, |_| None);
+    let script: Script = Box::new(move |message| {
+        if message["method"] != "tools/call" {
+            return script(message);
+        }
+        let call = calls.fetch_add(1, Ordering::SeqCst);
+        let bytes = if call < 2 { OVERSIZED } else { 5 };
+        let reply = answer(
+            message,
+            json!({"content": [{"type": "text", "text": "x".repeat(bytes)}]}),
+        );
+        if call == 0 {
+            vec![reply]
+        } else {
+            vec![format!("data: {reply}\n\n")]
+        }
+    });
+    let url = fake_http_server(script);
+    let server = bounded(McpServer::http("fake", url).connect())
+        .await
+        .expect("connects");
+    let seen = observe_calls(&server, "dump", 3, Duration::from_secs(60)).await;
+    assert_eq!(
+        seen,
+        [
+            "Error executing tool: the MCP server `fake` answered with a message larger than \
+             16 MiB, the most one message may hold",
+            "Error executing tool: the MCP server `fake` ended the answer's event stream before \
+             the answer, or sent an answer larger than 16 MiB, the most one message may hold",
+            "xxxxx"
+        ]
     );
 }
