@@ -57,13 +57,41 @@ impl Task {
         }
     }
 
-    /// The task's name: the one given with [`TaskBuilder::name`], else its
-    /// description. Step contexts and events carry it.
+    /// The task's name: the one given with [`TaskBuilder::name`], else
+    /// the name of the `#[task]` method that made it (for the tasks a
+    /// `#[crew_base]` type's `tasks()` lists), else its description. Step
+    /// contexts, events and policies carry it.
     ///
     /// ```
-    /// use crew_runtime::Task;
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
     /// assert_eq!(Task::builder("Research Rust").name("research").build().name(), "research");
     /// assert_eq!(Task::builder("Research Rust").build().name(), "Research Rust");
+    ///
+    /// #[derive(Clone)]
+    /// struct Newsroom;
+    ///
+    /// #[crew_base]
+    /// impl Newsroom {
+    ///     #[agent]
+    ///     fn writer(&self) -> Agent {
+    ///         Agent::builder("Writer").build()
+    ///     }
+    ///
+    ///     #[task]
+    ///     fn draft(&self) -> Task {
+    ///         Task::builder("Draft a story").agent(&self.writer()).build()
+    ///     }
+    ///
+    ///     #[task]
+    ///     fn review(&self) -> Task {
+    ///         Task::builder("Review the draft").name("final review").agent(&self.writer()).build()
+    ///     }
+    /// }
+    ///
+    /// let names: Vec<String> = Newsroom.tasks().iter().map(|t| t.name().to_owned()).collect();
+    /// assert_eq!(names, ["draft", "final review"]);
     /// ```
     pub fn name(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.description)
@@ -115,6 +143,17 @@ impl TaskInfo for Task {
 
     fn name(&self) -> &str {
         Task::name(self)
+    }
+}
+
+/// Names a task collected by `#[crew_base]`'s `tasks()` after its `#[task]`
+/// method, unless [`TaskBuilder::name`] gave it a name.
+impl hooks_core::__private::DefaultTaskName for Task {
+    fn named_by_default(mut self, name: &'static str) -> Task {
+        if self.name.is_none() {
+            self.name = Some(name.to_owned());
+        }
+        self
     }
 }
 
