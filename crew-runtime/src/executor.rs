@@ -26,6 +26,7 @@
 //! conversation, the console, the kickoff's output and error.
 
 use std::panic::AssertUnwindSafe;
+use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use hooks_core::events::{
@@ -340,7 +341,17 @@ async fn run(
                 context,
             }));
         }
-        let output = match run.task(&context).instrument(span).await {
+        let finished = async {
+            let output = run.task(&context).instrument(span).await?;
+            if let Some(path) = run.task.output_file() {
+                // Written as `POST_STEP` left it, through the crew's
+                // redaction (a file is an exit of the crew).
+                let text = redaction.text(&output.raw).into_owned();
+                write_output_file(path, text, run.task.name()).await?;
+            }
+            Ok::<_, CrewError>(output)
+        };
+        let output = match finished.await {
             Ok(output) => output,
             Err(error) => {
                 if run.listening() {
@@ -440,6 +451,10 @@ fn fill_inputs(inner: &CrewInner, inputs: &Inputs) -> Result<Vec<Arc<Task>>, Cre
         let mut missing = Vec::new();
         let description = inputs.interpolate(task.description(), &mut missing);
         let expected_output = inputs.interpolate(task.expected_output(), &mut missing);
+        let output_file = task
+            .output_file()
+            .map(|path| fill_path(path, inputs, task.name(), &mut missing))
+            .transpose()?;
         if !missing.is_empty() {
             return Err(CrewError::MissingInputs {
                 index: position + 1,
@@ -448,9 +463,66 @@ fn fill_inputs(inner: &CrewInner, inputs: &Inputs) -> Result<Vec<Arc<Task>>, Cre
                 provided: inputs.names().map(str::to_owned).collect(),
             });
         }
-        filled.push(Arc::new(task.with_texts(description, expected_output)));
+        filled.push(Arc::new(task.with_texts(
+            description,
+            expected_output,
+            output_file,
+        )));
     }
     Ok(filled)
+}
+
+/// An output file's path with its `{placeholder}`s filled (those without
+/// an input are added to `missing`), refused when an input takes it out of
+/// its folder: a `..` or a root the path as written did not have.
+fn fill_path(
+    template: &Path,
+    inputs: &Inputs,
+    task: &str,
+    missing: &mut Vec<String>,
+) -> Result<PathBuf, CrewError> {
+    // A path that is not UTF-8 holds no placeholder this can fill.
+    let Some(text) = template.to_str().filter(|text| text.contains('{')) else {
+        return Ok(template.to_owned());
+    };
+    let filled = PathBuf::from(inputs.interpolate(text, missing));
+    let parents = |path: &Path| {
+        path.components()
+            .filter(|part| matches!(part, Component::ParentDir))
+            .count()
+    };
+    let rooted = |path: &Path| path.has_root() || path.is_absolute();
+    if parents(&filled) > parents(template) || (rooted(&filled) && !rooted(template)) {
+        return Err(CrewError::OutputFile {
+            task: task.to_owned(),
+            path: filled,
+            kind: std::io::ErrorKind::InvalidInput,
+            message: "the inputs filled into the path take it out of its folder (a `..` or a \
+                      root): output files stay where the task's path puts them"
+                .to_owned(),
+        });
+    }
+    Ok(filled)
+}
+
+/// Writes a finished task's output to its output file, creating the
+/// missing parent folders, off the runtime's threads.
+async fn write_output_file(path: &Path, text: String, task: &str) -> Result<(), CrewError> {
+    let target = path.to_owned();
+    let written = tokio::task::spawn_blocking(move || {
+        if let Some(folder) = target.parent().filter(|f| !f.as_os_str().is_empty()) {
+            std::fs::create_dir_all(folder)?;
+        }
+        std::fs::write(&target, text)
+    })
+    .await
+    .unwrap_or_else(|failure| Err(std::io::Error::other(failure.to_string())));
+    written.map_err(|error| CrewError::OutputFile {
+        task: task.to_owned(),
+        path: path.to_owned(),
+        kind: error.kind(),
+        message: error.to_string(),
+    })
 }
 
 /// One agent working on one task: what its model calls and tool calls

@@ -1,5 +1,6 @@
 //! Tasks: what an agent is asked to do.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use hooks_core::TaskInfo;
@@ -40,6 +41,8 @@ pub struct Task {
     agent: Option<Agent>,
     /// `None`: every earlier task of the crew (the sequential default).
     context: Option<Vec<TaskId>>,
+    /// Where the task's output is written when it finishes.
+    output_file: Option<PathBuf>,
 }
 
 impl Task {
@@ -53,6 +56,7 @@ impl Task {
                 expected_output: String::new(),
                 agent: None,
                 context: None,
+                output_file: None,
             },
         }
     }
@@ -113,6 +117,20 @@ impl Task {
         self.agent.as_ref()
     }
 
+    /// The file the task's output is written to when it finishes (see
+    /// [`TaskBuilder::output_file`]): as given before kickoff, with its
+    /// inputs filled in when a hook sees the task during a run.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use crew_runtime::Task;
+    /// let task = Task::builder("Write").output_file("out/report.md").build();
+    /// assert_eq!(task.output_file(), Some(Path::new("out/report.md")));
+    /// ```
+    pub fn output_file(&self) -> Option<&Path> {
+        self.output_file.as_deref()
+    }
+
     pub(crate) fn id(&self) -> TaskId {
         self.id
     }
@@ -123,8 +141,14 @@ impl Task {
         self.context.as_deref()
     }
 
-    /// This task with its texts replaced (inputs filled in), same identity.
-    pub(crate) fn with_texts(&self, description: String, expected_output: String) -> Task {
+    /// This task with its texts and output file replaced (inputs filled
+    /// in), same identity.
+    pub(crate) fn with_texts(
+        &self,
+        description: String,
+        expected_output: String,
+        output_file: Option<PathBuf>,
+    ) -> Task {
         Task {
             id: self.id,
             name: self.name.clone(),
@@ -132,6 +156,7 @@ impl Task {
             expected_output,
             agent: self.agent.clone(),
             context: self.context.clone(),
+            output_file,
         }
     }
 }
@@ -183,6 +208,44 @@ impl TaskBuilder {
     /// Names the task (see [`Task::name`]).
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.task.name = Some(name.into());
+        self
+    }
+
+    /// Writes the task's output to this file when the task finishes, as
+    /// CrewAI's `output_file` does: the output as the `POST_STEP` hooks
+    /// left it (the last point that can change a task's output), cleaned
+    /// by the crew's redaction when it has one. Missing parent folders are
+    /// created; an existing file is replaced. `{placeholder}`s are filled
+    /// from the kickoff's inputs and checked like the description's (an
+    /// input may not take the path out of its folder with `..` or a root). A file that
+    /// cannot be written fails the task, and the kickoff, with
+    /// [`CrewError::OutputFile`](crate::CrewError::OutputFile) naming the
+    /// path.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let folder = std::env::temp_dir().join(format!("crew-doc-{}", std::process::id()));
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("# Rust"))).build();
+    /// let task = Task::builder("Write about {topic}")
+    ///     .agent(&writer)
+    ///     .output_file(folder.join("reports/{topic}.md"))
+    ///     .build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer)
+    ///     .task(task)
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .hook(POST_STEP, |ctx: &mut StepContext| Some(format!("{}\n\n(reviewed)", ctx.payload)))
+    ///     .build()?;
+    /// crew.kickoff_blocking([("topic", "rust")])?;
+    /// let written = std::fs::read_to_string(folder.join("reports/rust.md"))?;
+    /// assert_eq!(written, "# Rust\n\n(reviewed)");
+    /// # std::fs::remove_dir_all(&folder)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn output_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.task.output_file = Some(path.into());
         self
     }
 
