@@ -149,6 +149,27 @@ pub(crate) struct RunSettings {
     pub(crate) model_timeout: Duration,
     /// Applied at every exit of the crew (see [`CrewBuilder::redact_with`]).
     pub(crate) redaction: Redaction,
+    /// Whether the crew only carries a standalone agent's run
+    /// ([`Agent::kickoff`]): its hooks see no crew, its events name none.
+    pub(crate) standalone: bool,
+}
+
+impl RunSettings {
+    /// The crew's name as the lifecycle events carry it: empty for a
+    /// standalone agent's run.
+    pub(crate) fn crew_name(&self) -> String {
+        if self.standalone {
+            String::new()
+        } else {
+            self.name.clone()
+        }
+    }
+
+    /// The crew's name as the tool and stream events carry it: none for a
+    /// standalone agent's run.
+    pub(crate) fn crew_label(&self) -> Option<String> {
+        (!self.standalone).then(|| self.name.clone())
+    }
 }
 
 /// A crew's hooks: the global registry it dispatches through and its own.
@@ -182,8 +203,14 @@ impl CrewHooks {
     }
 }
 
+/// Where a standalone agent's run leaves its conversation (see
+/// [`Agent::kickoff`]).
+pub(crate) type Conversation = Arc<std::sync::Mutex<Vec<hooks_core::ChatMessage>>>;
+
 pub(crate) struct CrewInner {
     pub(crate) settings: Arc<RunSettings>,
+    /// A standalone agent's run: where it leaves its conversation.
+    pub(crate) conversation: Option<Conversation>,
     pub(crate) hooks: CrewHooks,
     pub(crate) agents: Vec<Arc<CrewAgent>>,
     pub(crate) tasks: Vec<CrewTask>,
@@ -756,6 +783,7 @@ pub struct CrewBuilder {
     hook_timeout: Duration,
     redaction: Redaction,
     hooks: Vec<PendingHook>,
+    conversation: Option<Conversation>,
 }
 
 impl Default for CrewBuilder {
@@ -779,6 +807,7 @@ impl Default for CrewBuilder {
             hook_timeout: DEFAULT_HOOK_TIMEOUT,
             redaction: Redaction::default(),
             hooks: Vec::new(),
+            conversation: None,
         }
     }
 }
@@ -1154,6 +1183,13 @@ impl CrewBuilder {
         self
     }
 
+    /// Makes the crew the carrier of a standalone agent's run, which
+    /// leaves its conversation in `conversation`.
+    pub(crate) fn standalone(mut self, conversation: Conversation) -> Self {
+        self.conversation = Some(conversation);
+        self
+    }
+
     /// Registers a hook of this crew only (on its own registry, when the
     /// crew is built), at any point.
     ///
@@ -1327,9 +1363,11 @@ impl CrewBuilder {
             tool_timeout: self.tool_timeout,
             model_timeout: self.model_timeout,
             redaction: self.redaction,
+            standalone: self.conversation.is_some(),
         };
         let mut inner = CrewInner {
             settings: Arc::new(settings),
+            conversation: self.conversation,
             hooks: CrewHooks {
                 global: self.global.unwrap_or_else(|| global_registry().into()),
                 scoped: Arc::new(scoped),

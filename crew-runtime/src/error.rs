@@ -285,6 +285,24 @@ pub enum CrewError {
         /// What went wrong.
         message: String,
     },
+    /// A standalone agent ([`Agent::kickoff`](crate::Agent::kickoff)) was
+    /// given no message.
+    #[error("agent `{agent}` was kicked off with no message: give it a prompt or a conversation")]
+    NoMessages {
+        /// The agent's role.
+        agent: String,
+    },
+    /// A standalone agent ([`Agent::kickoff`](crate::Agent::kickoff)) cannot
+    /// run as it is: what would fail a crew's build with it (two tools of
+    /// one name, `max_iter` 0, a tool name that cannot be trusted).
+    #[error("agent `{agent}` cannot run: {source}")]
+    InvalidAgent {
+        /// The agent's role.
+        agent: String,
+        /// What is wrong with it.
+        #[source]
+        source: BuildError,
+    },
     /// A hook registered after the crew was built filters on a name one of
     /// the crew's tools only looks like (or a tool's name hides what it
     /// is): [`BuildError::LookAlikeToolName`] or
@@ -401,6 +419,8 @@ impl CrewError {
             },
             // Names and numbers the program chose, no text of a run.
             other @ (CrewError::UnmatchedHookFilters(_)
+            | CrewError::NoMessages { .. }
+            | CrewError::InvalidAgent { .. }
             | CrewError::KickoffTooDeep { .. }
             | CrewError::RuntimeUnavailable(_)) => other,
         }

@@ -156,6 +156,7 @@ mod placement;
 mod prompt;
 mod redaction;
 mod scripted;
+mod standalone;
 mod task;
 mod tool;
 mod tool_call;
@@ -234,6 +235,7 @@ pub use direct::{ModelCallError, call_model};
 pub use error::{BuildError, CrewError};
 pub use placement::SyncPlacement;
 pub use scripted::{RecordedRequest, ScriptedCall, ScriptedLlm};
+pub use standalone::{AgentMessages, AgentOutput};
 pub use task::{Task, TaskBuilder};
 pub use tool::{Tool, ToolOutcome, TypedTool};
 
@@ -245,8 +247,8 @@ pub use async_trait::async_trait;
 pub mod prelude {
     pub use crate::llm::{Llm, LlmError};
     pub use crate::{
-        Agent, BuildError, Crew, CrewError, CrewOutput, Inputs, Process, ScriptedCall, ScriptedLlm,
-        Task, TaskOutput, Tool,
+        Agent, AgentOutput, BuildError, Crew, CrewError, CrewOutput, Inputs, Process, ScriptedCall,
+        ScriptedLlm, Task, TaskOutput, Tool,
     };
     pub use hooks_core::{
         CallbackInput, Capability, ChannelInput, ChatMessage, EXECUTION_END, EXECUTION_START,

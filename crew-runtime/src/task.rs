@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hooks_core::TaskInfo;
+use hooks_core::{ChatMessage, TaskInfo};
 
 use crate::agent::Agent;
 
@@ -43,6 +43,9 @@ pub struct Task {
     context: Option<Vec<TaskId>>,
     /// Where the task's output is written when it finishes.
     output_file: Option<PathBuf>,
+    /// The messages a standalone agent's run opens with, in place of the
+    /// task message (see [`Agent::kickoff`]).
+    opening: Option<Vec<ChatMessage>>,
 }
 
 impl Task {
@@ -57,6 +60,7 @@ impl Task {
                 agent: None,
                 context: None,
                 output_file: None,
+                opening: None,
             },
         }
     }
@@ -157,7 +161,27 @@ impl Task {
             agent: self.agent.clone(),
             context: self.context.clone(),
             output_file,
+            opening: self.opening.clone(),
         }
+    }
+
+    /// The task of a standalone agent's run: `messages` open the
+    /// conversation (after the agent's system message); `description`
+    /// names it in step contexts and events. Its texts hold no
+    /// placeholders: a run without a crew has no inputs.
+    pub(crate) fn opening_with(
+        description: String,
+        agent: &Agent,
+        messages: Vec<ChatMessage>,
+    ) -> Task {
+        let mut task = Task::builder(description).agent(agent).build();
+        task.opening = Some(messages);
+        task
+    }
+
+    /// The messages a standalone agent's run opens with.
+    pub(crate) fn opening(&self) -> Option<&[ChatMessage]> {
+        self.opening.as_deref()
     }
 }
 

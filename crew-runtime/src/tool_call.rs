@@ -57,7 +57,7 @@ use serde_json::{Map, Value};
 
 use crate::crew::KickoffDepth;
 use crate::error::CrewError;
-use crate::executor::{AgentRun, excerpt};
+use crate::executor::{AgentRun, InCrew, excerpt};
 use crate::join::within;
 use crate::llm::ToolCallRequest;
 use crate::placement::{self, Placement, PlacementRecord, Where};
@@ -86,7 +86,7 @@ impl AgentRun {
             .with_call_id(call.id.clone())
             .with_agent(Arc::clone(&self.agent_info))
             .with_task(Arc::clone(&self.task_info))
-            .with_crew(Arc::clone(&self.crew_info))
+            .in_crew(&self.crew_info)
             .with_human_input(Arc::clone(&self.settings().human_input))
             .with_human_input_timeout(self.settings().human_input_timeout);
         let tool = self.agent().find_tool(ctx.tool_name());
@@ -159,7 +159,7 @@ impl AgentRun {
                         duration: ran_for,
                         agent_role: Some(self.role().to_owned()),
                         task: Some(self.task_for_events()),
-                        crew: Some(self.settings().name.clone()),
+                        crew: self.settings().crew_label(),
                     }));
                 }
                 Ok(observation)
@@ -208,7 +208,7 @@ impl AgentRun {
                 tool_input: redaction.json(Value::Object(ctx.tool_input.clone())),
                 agent_role: Some(self.role().to_owned()),
                 task: Some(self.task_for_events()),
-                crew: Some(self.settings().name.clone()),
+                crew: self.settings().crew_label(),
             }));
         }
         let started = (listening || self.verbose).then(Instant::now);
@@ -226,7 +226,7 @@ impl AgentRun {
                     result: None,
                     agent_role: Some(self.role().to_owned()),
                     task: Some(self.task_for_events()),
-                    crew: Some(self.settings().name.clone()),
+                    crew: self.settings().crew_label(),
                 },
             })
         });
@@ -446,7 +446,7 @@ impl AgentRun {
                 error: redaction.text(error).into_owned(),
                 agent_role: Some(self.role().to_owned()),
                 task: Some(self.task_for_events()),
-                crew: Some(self.settings().name.clone()),
+                crew: self.settings().crew_label(),
             }));
         }
     }
