@@ -301,7 +301,7 @@ pub enum CrewError {
         agent: String,
         /// What is wrong with it.
         #[source]
-        source: BuildError,
+        source: Box<BuildError>,
     },
     /// A hook registered after the crew was built filters on a name one of
     /// the crew's tools only looks like (or a tool's name hides what it

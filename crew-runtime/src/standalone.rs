@@ -258,7 +258,7 @@ impl Agent {
             .build()
             .map_err(|source| CrewError::InvalidAgent {
                 agent: self.role().to_owned(),
-                source,
+                source: Box::new(source),
             })?;
         Ok((crew, conversation))
     }

@@ -388,10 +388,8 @@ fn an_agent_no_crew_could_run_is_a_clear_error() {
     assert!(
         matches!(
             &error,
-            CrewError::InvalidAgent {
-                source: BuildError::ZeroMaxIter { .. },
-                ..
-            }
+            CrewError::InvalidAgent { source, .. }
+                if matches!(**source, BuildError::ZeroMaxIter { .. })
         ),
         "{error:?}"
     );
