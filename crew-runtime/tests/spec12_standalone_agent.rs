@@ -92,15 +92,62 @@ fn every_point_fires_in_order_for_a_standalone_agent_with_no_crew() {
 }
 
 #[tokio::test]
-async fn the_async_kickoff_runs_the_same_points() {
+async fn the_async_kickoff_runs_the_same_points_and_can_be_spawned() {
     let hooks = fresh_registry();
     let seen = log_every_point(&hooks);
     let agent = researcher(&one_search_then_answer(), &hooks, &log());
 
-    let output = agent.kickoff("Research Rust").await.expect("runs");
+    // Spawned: the kickoff's future is `Send`.
+    let output = tokio::spawn(async move { agent.kickoff("Research Rust").await })
+        .await
+        .expect("the task finishes")
+        .expect("runs");
 
     assert_eq!(output.raw, "Rust is fast.");
     assert_eq!(take(&seen).len(), 12);
+}
+
+#[test]
+fn a_crews_own_hooks_do_not_fire_for_its_agent_run_alone() {
+    let hooks = fresh_registry();
+    let crew_saw = log();
+    let sink = crew_saw.clone();
+    let agent = researcher(&one_search_then_answer(), &hooks, &log());
+    let crew = Crew::builder()
+        .agent(agent.clone())
+        .task(Task::builder("Research").agent(&agent).build())
+        .global_registry(hooks.clone())
+        .hook(PRE_TOOL_CALL, move |ctx: &mut ToolCallHookContext| {
+            push(&sink, ctx.tool_name().to_owned());
+        })
+        .build()
+        .expect("builds");
+
+    agent.kickoff_blocking("Research Rust").expect("runs");
+
+    assert!(take(&crew_saw).is_empty(), "the run is outside the crew");
+    drop(crew);
+}
+
+#[test]
+fn an_agents_filter_matches_the_standalone_agents_role() {
+    let hooks = fresh_registry();
+    let seen = log();
+    for role in ["Researcher", "Writer"] {
+        let sink = seen.clone();
+        hooks
+            .register_hook_with(
+                PRE_MODEL_CALL,
+                HookOptions::new().agents([role]).unchecked_filters(),
+                move |_: &mut LlmCallHookContext| push(&sink, role),
+            )
+            .expect("registers");
+    }
+    let llm = Arc::new(ScriptedLlm::new().answer("done"));
+    researcher(&llm, &hooks, &log())
+        .kickoff_blocking("Go")
+        .expect("runs");
+    assert_eq!(take(&seen), ["Researcher"]);
 }
 
 #[test]
