@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use hooks_core::__private::CrewScope;
+use hooks_core::__private::{CrewScope, DefaultTaskName};
 use hooks_core::events::Event;
 use hooks_core::runtime::{Dispatcher, ToolCallReport, ToolOutput, blocked_message};
 use hooks_core::testing::GlobalHooksFixture;
@@ -358,7 +358,22 @@ fn hooks_in_an_unreferenced_library_module_are_registered() {
 struct ProbeCrewBuilt {
     hooks: HookRegistry,
     agents: Vec<String>,
-    tasks: Vec<String>,
+    tasks: Vec<ProbeTask>,
+}
+
+/// A stand-in for the runtime's task: `tasks()` names it after its
+/// `#[task]` method.
+#[derive(Debug, PartialEq)]
+struct ProbeTask {
+    description: String,
+    name: Option<&'static str>,
+}
+
+impl DefaultTaskName for ProbeTask {
+    fn named_by_default(mut self, name: &'static str) -> Self {
+        self.name.get_or_insert(name);
+        self
+    }
 }
 
 impl CrewScope for ProbeCrewBuilt {
@@ -385,8 +400,11 @@ impl ProbeCrew {
     }
 
     #[task]
-    fn research(&self) -> String {
-        format!("{} research", self.label)
+    fn research(&self) -> ProbeTask {
+        ProbeTask {
+            description: format!("{} research", self.label),
+            name: None,
+        }
     }
 
     #[on(PRE_TOOL_CALL, tools = ["ui_probe_crew"], order = 5)]
@@ -426,7 +444,13 @@ fn crew_base_hook_methods_belong_to_the_crews_an_instance_builds() {
     let other = ProbeCrew { label: "b" }.crew();
 
     assert_eq!(first.agents, ["a researcher", "a writer"]);
-    assert_eq!(first.tasks, ["a research"]);
+    assert_eq!(
+        first.tasks,
+        [ProbeTask {
+            description: "a research".to_owned(),
+            name: Some("research"),
+        }]
+    );
 
     // Sorted by `order`, then declaration; listed as the crew's own.
     let names = |crew: &ProbeCrewBuilt| -> Vec<String> {

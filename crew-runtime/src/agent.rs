@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use hooks_core::AgentInfo;
 
+use crate::crew::SharedRegistry;
 use crate::llm::Llm;
 use crate::scripted::ScriptedLlm;
 use crate::tool::Tool;
@@ -51,6 +52,8 @@ pub struct Agent {
     llm: Arc<dyn Llm>,
     max_iter: usize,
     verbose: bool,
+    /// The registry a standalone run dispatches through.
+    registry: Option<SharedRegistry>,
 }
 
 impl Agent {
@@ -68,6 +71,7 @@ impl Agent {
                 llm: Arc::new(ScriptedLlm::new()),
                 max_iter: DEFAULT_MAX_ITER,
                 verbose: false,
+                registry: None,
             },
         }
     }
@@ -105,6 +109,14 @@ impl Agent {
     /// Whether the agent prints its turns, tool calls and hook decisions.
     pub fn verbose(&self) -> bool {
         self.verbose
+    }
+
+    /// The registry the agent's standalone runs ([`Agent::kickoff`])
+    /// dispatch through, when one was given
+    /// ([`AgentBuilder::global_registry`]); else they use the process-wide
+    /// one.
+    pub(crate) fn registry(&self) -> Option<&SharedRegistry> {
+        self.registry.as_ref()
     }
 
     /// Whether `other` is this agent: a clone of it, or an identical
@@ -209,6 +221,32 @@ impl AgentBuilder {
     /// observations on the console.
     pub fn verbose(mut self, verbose: bool) -> Self {
         self.agent.verbose = verbose;
+        self
+    }
+
+    /// The registry the agent's standalone runs ([`Agent::kickoff`])
+    /// dispatch through, instead of the process-wide
+    /// [`global_registry`](crate::global_registry), as
+    /// [`CrewBuilder::global_registry`](crate::CrewBuilder::global_registry)
+    /// chooses a crew's: an `Arc<HookRegistry>` (a test's own) or a
+    /// `&'static HookRegistry`. In a crew, the agent's calls go through the
+    /// crew's registries, not this one.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let hooks = Arc::new(HookRegistry::new());
+    /// hooks.register_hook(POST_STEP, |ctx: &mut StepContext| Some(ctx.payload.to_uppercase()))?;
+    /// let agent = Agent::builder("Shouter")
+    ///     .llm(Arc::new(ScriptedLlm::new().answer("hello")))
+    ///     .global_registry(hooks)
+    ///     .build();
+    /// assert_eq!(agent.kickoff_blocking("Greet me")?.raw, "HELLO");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn global_registry(mut self, registry: impl Into<SharedRegistry>) -> Self {
+        self.agent.registry = Some(registry.into());
         self
     }
 

@@ -152,6 +152,9 @@ pub(crate) struct RunSettings {
     /// The crew's policy sets, as its hooks hold them.
     #[cfg(feature = "policy")]
     pub(crate) policies: Vec<Arc<crate::policy::Attachment>>,
+    /// Whether the crew only carries a standalone agent's run
+    /// ([`Agent::kickoff`]): its hooks see no crew, its events name none.
+    pub(crate) standalone: bool,
 }
 
 impl RunSettings {
@@ -177,6 +180,22 @@ impl RunSettings {
         }
         let _ = role;
         Arc::clone(definitions)
+    }
+
+    /// The crew's name as the lifecycle events carry it: empty for a
+    /// standalone agent's run.
+    pub(crate) fn crew_name(&self) -> String {
+        if self.standalone {
+            String::new()
+        } else {
+            self.name.clone()
+        }
+    }
+
+    /// The crew's name as the tool and stream events carry it: none for a
+    /// standalone agent's run.
+    pub(crate) fn crew_label(&self) -> Option<String> {
+        (!self.standalone).then(|| self.name.clone())
     }
 }
 
@@ -211,8 +230,14 @@ impl CrewHooks {
     }
 }
 
+/// Where a standalone agent's run leaves its conversation (see
+/// [`Agent::kickoff`]).
+pub(crate) type Conversation = Arc<std::sync::Mutex<Vec<hooks_core::ChatMessage>>>;
+
 pub(crate) struct CrewInner {
     pub(crate) settings: Arc<RunSettings>,
+    /// A standalone agent's run: where it leaves its conversation.
+    pub(crate) conversation: Option<Conversation>,
     pub(crate) hooks: CrewHooks,
     pub(crate) agents: Vec<Arc<CrewAgent>>,
     pub(crate) tasks: Vec<CrewTask>,
@@ -844,6 +869,7 @@ pub struct CrewBuilder {
     hook_timeout: Duration,
     redaction: Redaction,
     hooks: Vec<PendingHook>,
+    conversation: Option<Conversation>,
 }
 
 impl Default for CrewBuilder {
@@ -867,6 +893,7 @@ impl Default for CrewBuilder {
             hook_timeout: DEFAULT_HOOK_TIMEOUT,
             redaction: Redaction::default(),
             hooks: Vec::new(),
+            conversation: None,
         }
     }
 }
@@ -1242,6 +1269,13 @@ impl CrewBuilder {
         self
     }
 
+    /// Makes the crew the carrier of a standalone agent's run, which
+    /// leaves its conversation in `conversation`.
+    pub(crate) fn standalone(mut self, conversation: Conversation) -> Self {
+        self.conversation = Some(conversation);
+        self
+    }
+
     /// Registers a hook of this crew only (on its own registry, when the
     /// crew is built), at any point.
     ///
@@ -1512,9 +1546,11 @@ impl CrewBuilder {
             redaction: self.redaction,
             #[cfg(feature = "policy")]
             policies,
+            standalone: self.conversation.is_some(),
         };
         let mut inner = CrewInner {
             settings: Arc::new(settings),
+            conversation: self.conversation,
             hooks: CrewHooks {
                 global,
                 scoped,

@@ -1,5 +1,7 @@
 //! What can go wrong building a crew or running one.
 
+use std::path::PathBuf;
+
 use hooks_core::{HookAborted, InterceptionPoint, RegisterError, ToolNameProblem};
 
 use crate::check::FilterWarning;
@@ -189,8 +191,9 @@ fn bullet_list(warnings: &[FilterWarning]) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CrewError {
-    /// A task uses `{placeholder}`s that the kickoff inputs do not give.
-    /// Checked for every task before any runs.
+    /// A task uses `{placeholder}`s (in its description, expected output
+    /// or output file) that the kickoff inputs do not give. Checked for
+    /// every task before any runs.
     #[error(
         "task {index} ({task:?}) uses {} that kickoff was not given; inputs given: {}",
         names(.missing),
@@ -271,6 +274,39 @@ pub enum CrewError {
     /// one).
     #[error("no runtime to run the kickoff on: {0}")]
     RuntimeUnavailable(String),
+    /// A task's output could not be written to its
+    /// [`output_file`](crate::TaskBuilder::output_file): a folder or file
+    /// that cannot be created or written, or inputs that would take the
+    /// path out of its folder. The task fails, and the kickoff with it.
+    #[error("task `{task}` could not write its output to {}: {message}", .path.display())]
+    OutputFile {
+        /// The task's name.
+        task: String,
+        /// The file, inputs filled in.
+        path: PathBuf,
+        /// What kind of failure it was.
+        kind: std::io::ErrorKind,
+        /// What went wrong.
+        message: String,
+    },
+    /// A standalone agent ([`Agent::kickoff`](crate::Agent::kickoff)) was
+    /// given no message.
+    #[error("agent `{agent}` was kicked off with no message: give it a prompt or a conversation")]
+    NoMessages {
+        /// The agent's role.
+        agent: String,
+    },
+    /// A standalone agent ([`Agent::kickoff`](crate::Agent::kickoff)) cannot
+    /// run as it is: what would fail a crew's build with it (two tools of
+    /// one name, `max_iter` 0, a tool name that cannot be trusted).
+    #[error("agent `{agent}` cannot run: {source}")]
+    InvalidAgent {
+        /// The agent's role.
+        agent: String,
+        /// What is wrong with it.
+        #[source]
+        source: Box<BuildError>,
+    },
     /// A hook registered after the crew was built filters on a name one of
     /// the crew's tools only looks like (or a tool's name hides what it
     /// is): [`BuildError::LookAlikeToolName`] or
@@ -374,8 +410,21 @@ impl CrewError {
                 },
                 other => other,
             }),
+            CrewError::OutputFile {
+                task,
+                path,
+                kind,
+                message,
+            } => CrewError::OutputFile {
+                task: redaction.owned(task),
+                path: PathBuf::from(redaction.owned(path.to_string_lossy().into_owned())),
+                kind,
+                message: redaction.owned(message),
+            },
             // Names and numbers the program chose, no text of a run.
             other @ (CrewError::UnmatchedHookFilters(_)
+            | CrewError::NoMessages { .. }
+            | CrewError::InvalidAgent { .. }
             | CrewError::KickoffTooDeep { .. }
             | CrewError::RuntimeUnavailable(_)) => other,
         }

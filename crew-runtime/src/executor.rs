@@ -26,6 +26,7 @@
 //! conversation, the console, the kickoff's output and error.
 
 use std::panic::AssertUnwindSafe;
+use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use hooks_core::events::{
@@ -46,7 +47,7 @@ use hooks_core::{
 };
 
 use crate::crew::KickoffDepth;
-use crate::crew::{Crew, CrewAgent, CrewHooks, CrewInner, RunSettings};
+use crate::crew::{Conversation, Crew, CrewAgent, CrewHooks, CrewInner, RunSettings};
 use crate::error::CrewError;
 use crate::join::BoundedJoinSet;
 use crate::llm::{ChatMessage, DeltaSink, LlmError, LlmRequest, ModelTurn, ToolCallRequest};
@@ -76,8 +77,10 @@ pub(crate) async fn kickoff(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, C
 
 async fn kickoff_unredacted(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, CrewError> {
     let dispatcher = crew.dispatcher();
-    let crew_info: Arc<dyn CrewInfo> = Arc::new(crew.clone());
-    let mut start = ExecutionStartContext::new(inputs).with_crew(Arc::clone(&crew_info));
+    // A standalone agent's run is outside any crew: hooks see no crew.
+    let crew_info: Option<Arc<dyn CrewInfo>> =
+        (!crew.inner().settings.standalone).then(|| Arc::new(crew.clone()) as Arc<dyn CrewInfo>);
+    let mut start = ExecutionStartContext::new(inputs).in_crew(&crew_info);
     if let DispatchOutcome::Aborted(abort) =
         dispatch(&dispatcher, EXECUTION_START, &mut start).await
     {
@@ -88,7 +91,7 @@ async fn kickoff_unredacted(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, C
     // kickoff is dropped first, while it is dropped.
     let mut cancelled = EndIfCancelled {
         crew: crew.clone(),
-        crew_info: Arc::clone(&crew_info),
+        crew_info: crew_info.clone(),
         armed: true,
         started: false,
     };
@@ -103,7 +106,9 @@ async fn kickoff_unredacted(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, C
     )
     .await;
     let hooks = &crew.inner().hooks;
-    if started && hooks.listening() {
+    // A standalone agent's run is no crew kickoff: its task, agent and
+    // model events say what it did.
+    if started && hooks.listening() && !crew.inner().settings.standalone {
         let redaction = &crew.inner().settings.redaction;
         let crew_name = crew.inner().settings.name.clone();
         hooks.emit(&match &result {
@@ -129,7 +134,7 @@ async fn kickoff_unredacted(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, C
 /// `CrewKickoffFailed`.
 struct EndIfCancelled {
     crew: Crew,
-    crew_info: Arc<dyn CrewInfo>,
+    crew_info: Option<Arc<dyn CrewInfo>>,
     armed: bool,
     started: bool,
 }
@@ -143,7 +148,7 @@ impl Drop for EndIfCancelled {
         let redaction = &inner.settings.redaction;
         // The kickoff's redaction scope is not entered during a drop.
         let _scope = redaction.scope();
-        if self.started && inner.hooks.listening() {
+        if self.started && inner.hooks.listening() && !inner.settings.standalone {
             inner
                 .hooks
                 .emit(&Event::CrewKickoffFailed(CrewKickoffFailedEvent {
@@ -155,7 +160,7 @@ impl Drop for EndIfCancelled {
         if !dispatcher.has_hooks(InterceptionPoint::EXECUTION_END) {
             return;
         }
-        let mut end = ExecutionEndContext::cancelled().with_crew(Arc::clone(&self.crew_info));
+        let mut end = ExecutionEndContext::cancelled().in_crew(&self.crew_info);
         let (_, skipped) = dispatcher
             .begin_call(&[InterceptionPoint::EXECUTION_END])
             .dispatch_skipping_async(EXECUTION_END, &mut end);
@@ -165,10 +170,10 @@ impl Drop for EndIfCancelled {
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 let hooks = inner.hooks.clone();
-                let crew_info = Arc::clone(&self.crew_info);
+                let crew_info = self.crew_info.clone();
                 let redactor = redaction.redactor();
                 runtime.spawn(RedactionScope::instrument(redactor, async move {
-                    let mut end = ExecutionEndContext::cancelled().with_crew(crew_info);
+                    let mut end = ExecutionEndContext::cancelled().in_crew(&crew_info);
                     hooks
                         .dispatcher()
                         .begin_call(&[InterceptionPoint::EXECUTION_END])
@@ -185,6 +190,35 @@ impl Drop for EndIfCancelled {
         }
     }
 }
+
+/// Gives a hook context its crew, when the run has one (a standalone
+/// agent's run has none: hooks see `crew` absent, as outside any crew).
+pub(crate) trait InCrew: Sized {
+    fn in_crew(self, crew: &Option<Arc<dyn CrewInfo>>) -> Self;
+}
+
+macro_rules! in_crew {
+    ($($context:ty),* $(,)?) => {$(
+        impl InCrew for $context {
+            fn in_crew(self, crew: &Option<Arc<dyn CrewInfo>>) -> Self {
+                match crew {
+                    Some(crew) => self.with_crew(Arc::clone(crew)),
+                    None => self,
+                }
+            }
+        }
+    )*};
+}
+
+in_crew!(
+    ExecutionStartContext,
+    InputContext,
+    StepContext,
+    LlmCallHookContext,
+    hooks_core::ToolCallHookContext,
+    OutputContext,
+    ExecutionEndContext,
+);
 
 /// One point's chain, on a snapshot of its own, `async` hooks awaited.
 async fn dispatch<P: hooks_core::Point>(
@@ -208,7 +242,7 @@ async fn dispatch<P: hooks_core::Point>(
 async fn finish(
     dispatcher: &Dispatcher<'_>,
     result: Result<CrewOutput, CrewError>,
-    crew_info: Arc<dyn CrewInfo>,
+    crew_info: Option<Arc<dyn CrewInfo>>,
     redaction: &Redaction,
 ) -> Result<CrewOutput, CrewError> {
     if !dispatcher.has_hooks(InterceptionPoint::EXECUTION_END) {
@@ -216,7 +250,7 @@ async fn finish(
     }
     match result {
         Ok(output) => {
-            let mut end = ExecutionEndContext::completed(output).with_crew(crew_info);
+            let mut end = ExecutionEndContext::completed(output).in_crew(&crew_info);
             if let DispatchOutcome::Aborted(abort) =
                 dispatch(dispatcher, EXECUTION_END, &mut end).await
             {
@@ -225,7 +259,7 @@ async fn finish(
             Ok(end.output.take().unwrap_or_default())
         }
         Err(error) => {
-            let mut end = ExecutionEndContext::failed(&error).with_crew(crew_info);
+            let mut end = ExecutionEndContext::failed(&error).in_crew(&crew_info);
             if let DispatchOutcome::Aborted(abort) =
                 dispatch(dispatcher, EXECUTION_END, &mut end).await
             {
@@ -263,19 +297,19 @@ fn aborted_at(point: InterceptionPoint, agent: Option<&str>, abort: HookAborted)
 async fn run(
     crew: &Crew,
     inputs: Inputs,
-    crew_info: &Arc<dyn CrewInfo>,
+    crew_info: &Option<Arc<dyn CrewInfo>>,
     started: &mut bool,
 ) -> Result<CrewOutput, CrewError> {
     let inner = crew.inner();
     let dispatcher = crew.dispatcher();
-    let mut input = InputContext::new(inputs).with_crew(Arc::clone(crew_info));
+    let mut input = InputContext::new(inputs).in_crew(crew_info);
     if let DispatchOutcome::Aborted(abort) = dispatch(&dispatcher, INPUT, &mut input).await {
         return Err(aborted_at(InterceptionPoint::INPUT, None, abort));
     }
     // The kickoff has begun: its end is reported, whatever it is.
     *started = true;
     let redaction = &inner.settings.redaction;
-    if inner.hooks.listening() {
+    if inner.hooks.listening() && !inner.settings.standalone {
         let mut inputs = input.inputs.clone();
         if redaction.is_set() {
             inputs = inputs
@@ -309,7 +343,8 @@ async fn run(
             agent_info: agent.agent.clone(),
             task_info: task.clone(),
             task,
-            crew_info: Arc::clone(crew_info),
+            crew_info: crew_info.clone(),
+            conversation: inner.conversation.clone(),
             verbose: inner.settings.verbose || agent.agent.verbose(),
             depth: KickoffDepth::current(),
             usage: Arc::clone(&usage),
@@ -337,18 +372,28 @@ async fn run(
             run.emit(Event::TaskStarted(TaskStartedEvent {
                 task_name: run.task_name(),
                 agent_role: run.role().to_owned(),
-                crew: run.settings().name.clone(),
+                crew: run.settings().crew_name(),
                 context,
             }));
         }
-        let output = match run.task(&context).instrument(span).await {
+        let finished = async {
+            let output = run.task(&context).instrument(span).await?;
+            if let Some(path) = run.task.output_file() {
+                // Written as `POST_STEP` left it, through the crew's
+                // redaction (a file is an exit of the crew).
+                let text = redaction.text(&output.raw).into_owned();
+                write_output_file(path, text, run.task.name()).await?;
+            }
+            Ok::<_, CrewError>(output)
+        };
+        let output = match finished.await {
             Ok(output) => output,
             Err(error) => {
                 if run.listening() {
                     run.emit(Event::TaskFailed(TaskFailedEvent {
                         task_name: run.task_name(),
                         agent_role: run.role().to_owned(),
-                        crew: run.settings().name.clone(),
+                        crew: run.settings().crew_name(),
                         error: redaction.owned(error.to_string()),
                     }));
                 }
@@ -359,7 +404,7 @@ async fn run(
             run.emit(Event::TaskCompleted(TaskCompletedEvent {
                 task_name: run.task_name(),
                 agent_role: run.role().to_owned(),
-                crew: run.settings().name.clone(),
+                crew: run.settings().crew_name(),
                 output: redaction.text(&output.raw).into_owned(),
             }));
         }
@@ -372,7 +417,7 @@ async fn run(
         tasks_output: outputs,
         token_usage,
     })
-    .with_crew(Arc::clone(crew_info));
+    .in_crew(crew_info);
     if let DispatchOutcome::Aborted(abort) = dispatch(&dispatcher, OUTPUT, &mut output).await {
         return Err(aborted_at(InterceptionPoint::OUTPUT, None, abort));
     }
@@ -397,7 +442,7 @@ impl AgentRun {
             self.emit(Event::AgentExecutionStarted(AgentExecutionStartedEvent {
                 agent_role: self.role().to_owned(),
                 task_name: self.task_name(),
-                crew: self.settings().name.clone(),
+                crew: self.settings().crew_name(),
                 tools: self
                     .agent()
                     .definitions
@@ -413,7 +458,7 @@ impl AgentRun {
                 AgentExecutionCompletedEvent {
                     agent_role: self.role().to_owned(),
                     task_name: self.task_name(),
-                    crew: self.settings().name.clone(),
+                    crew: self.settings().crew_name(),
                     output: self.redaction().text(&output.raw).into_owned(),
                 },
             ));
@@ -438,9 +483,18 @@ fn fill_inputs(inner: &CrewInner, inputs: &Inputs) -> Result<Vec<Arc<Task>>, Cre
     let mut filled = Vec::with_capacity(inner.tasks.len());
     for (position, crew_task) in inner.tasks.iter().enumerate() {
         let task = &crew_task.task;
+        if task.opening().is_some() {
+            // A standalone agent's messages are not templates.
+            filled.push(Arc::new(task.clone()));
+            continue;
+        }
         let mut missing = Vec::new();
         let description = inputs.interpolate(task.description(), &mut missing);
         let expected_output = inputs.interpolate(task.expected_output(), &mut missing);
+        let output_file = task
+            .output_file()
+            .map(|path| fill_path(path, inputs, task.name(), &mut missing))
+            .transpose()?;
         if !missing.is_empty() {
             return Err(CrewError::MissingInputs {
                 index: position + 1,
@@ -449,9 +503,66 @@ fn fill_inputs(inner: &CrewInner, inputs: &Inputs) -> Result<Vec<Arc<Task>>, Cre
                 provided: inputs.names().map(str::to_owned).collect(),
             });
         }
-        filled.push(Arc::new(task.with_texts(description, expected_output)));
+        filled.push(Arc::new(task.with_texts(
+            description,
+            expected_output,
+            output_file,
+        )));
     }
     Ok(filled)
+}
+
+/// An output file's path with its `{placeholder}`s filled (those without
+/// an input are added to `missing`), refused when an input takes it out of
+/// its folder: a `..` or a root the path as written did not have.
+fn fill_path(
+    template: &Path,
+    inputs: &Inputs,
+    task: &str,
+    missing: &mut Vec<String>,
+) -> Result<PathBuf, CrewError> {
+    // A path that is not UTF-8 holds no placeholder this can fill.
+    let Some(text) = template.to_str().filter(|text| text.contains('{')) else {
+        return Ok(template.to_owned());
+    };
+    let filled = PathBuf::from(inputs.interpolate(text, missing));
+    let parents = |path: &Path| {
+        path.components()
+            .filter(|part| matches!(part, Component::ParentDir))
+            .count()
+    };
+    let rooted = |path: &Path| path.has_root() || path.is_absolute();
+    if parents(&filled) > parents(template) || (rooted(&filled) && !rooted(template)) {
+        return Err(CrewError::OutputFile {
+            task: task.to_owned(),
+            path: filled,
+            kind: std::io::ErrorKind::InvalidInput,
+            message: "the inputs filled into the path take it out of its folder (a `..` or a \
+                      root): output files stay where the task's path puts them"
+                .to_owned(),
+        });
+    }
+    Ok(filled)
+}
+
+/// Writes a finished task's output to its output file, creating the
+/// missing parent folders, off the runtime's threads.
+async fn write_output_file(path: &Path, text: String, task: &str) -> Result<(), CrewError> {
+    let target = path.to_owned();
+    let written = tokio::task::spawn_blocking(move || {
+        if let Some(folder) = target.parent().filter(|f| !f.as_os_str().is_empty()) {
+            std::fs::create_dir_all(folder)?;
+        }
+        std::fs::write(&target, text)
+    })
+    .await
+    .unwrap_or_else(|failure| Err(std::io::Error::other(failure.to_string())));
+    written.map_err(|error| CrewError::OutputFile {
+        task: task.to_owned(),
+        path: path.to_owned(),
+        kind: error.kind(),
+        message: error.to_string(),
+    })
 }
 
 /// One agent working on one task: what its model calls and tool calls
@@ -464,7 +575,11 @@ pub(crate) struct AgentRun {
     pub(crate) task: Arc<Task>,
     pub(crate) agent_info: Arc<dyn AgentInfo>,
     pub(crate) task_info: Arc<dyn TaskInfo>,
-    pub(crate) crew_info: Arc<dyn CrewInfo>,
+    /// The crew, absent for a standalone agent's run.
+    pub(crate) crew_info: Option<Arc<dyn CrewInfo>>,
+    /// A standalone agent's run: where the conversation is left when the
+    /// agent stops.
+    pub(crate) conversation: Option<Conversation>,
     pub(crate) verbose: bool,
     /// The depth of the kickoff the run belongs to: the tasks and threads
     /// that run its calls take it, so a hook there that kicks off a crew
@@ -509,7 +624,7 @@ impl AgentRun {
         StepContext::new(StepKind::Task, self.task.name(), payload)
             .with_agent(Arc::clone(&self.agent_info))
             .with_task(Arc::clone(&self.task_info))
-            .with_crew(Arc::clone(&self.crew_info))
+            .in_crew(&self.crew_info)
     }
 
     /// The model-turn loop of one task. Each model call runs its
@@ -524,17 +639,25 @@ impl AgentRun {
         let redaction = self.redaction();
         // Each message is cleaned as it enters the conversation, so the
         // model-call hooks see it as the model will.
-        let mut messages = vec![
-            redaction.message(prompt::system_message(agent)),
-            redaction.message(prompt::task_message(&self.task, context)),
-        ];
+        let mut messages = vec![redaction.message(prompt::system_message(agent))];
+        match self.task.opening() {
+            // A standalone agent's run: the caller's messages, after the
+            // context a PRE_STEP hook may have given.
+            Some(opening) => {
+                if !context.is_empty() {
+                    messages.push(redaction.message(prompt::context_message(context)));
+                }
+                messages.extend(opening.iter().cloned().map(|m| redaction.message(m)));
+            }
+            None => messages.push(redaction.message(prompt::task_message(&self.task, context))),
+        }
         for turn in 1..=agent.max_iter() {
             self.turn.store(turn, std::sync::atomic::Ordering::Relaxed);
             let mut hooks = dispatcher.begin_call(&MODEL_CALL_POINTS);
             let mut call = LlmCallHookContext::new(std::mem::take(&mut messages))
                 .with_agent(Arc::clone(&self.agent_info))
                 .with_task(Arc::clone(&self.task_info))
-                .with_crew(Arc::clone(&self.crew_info))
+                .in_crew(&self.crew_info)
                 .with_llm(Arc::clone(&crew_agent.llm_info))
                 .with_tools(
                     self.settings()
@@ -571,7 +694,7 @@ impl AgentRun {
                     messages: call.messages.clone(),
                     agent_role: self.role().to_owned(),
                     task_name: self.task_name(),
-                    crew: self.settings().name.clone(),
+                    crew: self.settings().crew_name(),
                 }));
             }
             let answer = match self.complete(&call.messages, &call.tools, turn).await {
@@ -591,7 +714,7 @@ impl AgentRun {
                             error: redaction.owned(source.to_string()),
                             agent_role: self.role().to_owned(),
                             task_name: self.task_name(),
-                            crew: self.settings().name.clone(),
+                            crew: self.settings().crew_name(),
                         }));
                     }
                     return Err(CrewError::Model {
@@ -616,6 +739,11 @@ impl AgentRun {
             // Text with no calls (or whose calls the hooks dropped) is the
             // model answering.
             if response.tool_calls.is_empty() {
+                if let Some(conversation) = &self.conversation {
+                    let answer = ChatMessage::assistant(response.content.clone());
+                    messages.push(redaction.message(answer));
+                    self.keep_conversation(conversation, messages);
+                }
                 return Ok(self.finish(response.content, false));
             }
             let ModelResponse {
@@ -644,7 +772,15 @@ impl AgentRun {
             agent.max_iter()
         );
         tracing::warn!(target: "crew_runtime::executor", agent = %self.role(), "{note}");
+        if let Some(conversation) = &self.conversation {
+            self.keep_conversation(conversation, messages);
+        }
         Ok(self.finish(note, true))
+    }
+
+    /// Leaves a standalone agent's conversation where its kickoff reads it.
+    fn keep_conversation(&self, conversation: &Conversation, messages: Vec<ChatMessage>) {
+        *conversation.lock().unwrap_or_else(PoisonError::into_inner) = messages;
     }
 
     fn finish(&self, raw: String, iteration_limit_reached: bool) -> TaskOutput {
@@ -678,7 +814,7 @@ impl AgentRun {
             usage,
             agent_role: self.role().to_owned(),
             task_name: self.task_name(),
-            crew: self.settings().name.clone(),
+            crew: self.settings().crew_name(),
         }));
     }
 
@@ -880,7 +1016,7 @@ impl<'r> StreamToBuses<'r> {
             chunk,
             agent_role: Some(run.role().to_owned()),
             task: Some(run.task_for_events()),
-            crew: Some(run.settings().name.clone()),
+            crew: run.settings().crew_label(),
         }));
     }
 

@@ -158,6 +158,7 @@ pub mod policy;
 mod prompt;
 mod redaction;
 mod scripted;
+mod standalone;
 mod task;
 mod tool;
 mod tool_call;
@@ -236,6 +237,7 @@ pub use direct::{ModelCallError, call_model};
 pub use error::{BuildError, CrewError};
 pub use placement::SyncPlacement;
 pub use scripted::{RecordedRequest, ScriptedCall, ScriptedLlm};
+pub use standalone::{AgentMessages, AgentOutput};
 pub use task::{Task, TaskBuilder};
 pub use tool::{Tool, ToolOutcome, TypedTool};
 
@@ -247,8 +249,8 @@ pub use async_trait::async_trait;
 pub mod prelude {
     pub use crate::llm::{Llm, LlmError};
     pub use crate::{
-        Agent, BuildError, Crew, CrewError, CrewOutput, Inputs, Process, ScriptedCall, ScriptedLlm,
-        Task, TaskOutput, Tool,
+        Agent, AgentOutput, BuildError, Crew, CrewError, CrewOutput, Inputs, Process, ScriptedCall,
+        ScriptedLlm, Task, TaskOutput, Tool,
     };
     pub use hooks_core::{
         CallbackInput, Capability, ChannelInput, ChatMessage, EXECUTION_END, EXECUTION_START,

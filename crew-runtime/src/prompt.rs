@@ -41,3 +41,11 @@ pub(crate) fn task_message(task: &Task, context: &str) -> ChatMessage {
     text.push_str("\n\nBegin! Use the tools you have when they help, then give your final answer.");
     ChatMessage::user(text)
 }
+
+/// The context text a `PRE_STEP` hook gave a standalone agent's run, as a
+/// message of its own.
+pub(crate) fn context_message(context: &str) -> ChatMessage {
+    ChatMessage::user(format!(
+        "This is the context you're working with:\n{context}"
+    ))
+}

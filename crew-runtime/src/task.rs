@@ -1,8 +1,9 @@
 //! Tasks: what an agent is asked to do.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hooks_core::TaskInfo;
+use hooks_core::{ChatMessage, TaskInfo};
 
 use crate::agent::Agent;
 
@@ -40,6 +41,11 @@ pub struct Task {
     agent: Option<Agent>,
     /// `None`: every earlier task of the crew (the sequential default).
     context: Option<Vec<TaskId>>,
+    /// Where the task's output is written when it finishes.
+    output_file: Option<PathBuf>,
+    /// The messages a standalone agent's run opens with, in place of the
+    /// task message (see [`Agent::kickoff`]).
+    opening: Option<Vec<ChatMessage>>,
 }
 
 impl Task {
@@ -53,17 +59,47 @@ impl Task {
                 expected_output: String::new(),
                 agent: None,
                 context: None,
+                output_file: None,
+                opening: None,
             },
         }
     }
 
-    /// The task's name: the one given with [`TaskBuilder::name`], else its
-    /// description. Step contexts and events carry it.
+    /// The task's name: the one given with [`TaskBuilder::name`], else
+    /// the name of the `#[task]` method that made it (for the tasks a
+    /// `#[crew_base]` type's `tasks()` lists), else its description. Step
+    /// contexts, events and policies carry it.
     ///
     /// ```
-    /// use crew_runtime::Task;
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
     /// assert_eq!(Task::builder("Research Rust").name("research").build().name(), "research");
     /// assert_eq!(Task::builder("Research Rust").build().name(), "Research Rust");
+    ///
+    /// #[derive(Clone)]
+    /// struct Newsroom;
+    ///
+    /// #[crew_base]
+    /// impl Newsroom {
+    ///     #[agent]
+    ///     fn writer(&self) -> Agent {
+    ///         Agent::builder("Writer").build()
+    ///     }
+    ///
+    ///     #[task]
+    ///     fn draft(&self) -> Task {
+    ///         Task::builder("Draft a story").agent(&self.writer()).build()
+    ///     }
+    ///
+    ///     #[task]
+    ///     fn review(&self) -> Task {
+    ///         Task::builder("Review the draft").name("final review").agent(&self.writer()).build()
+    ///     }
+    /// }
+    ///
+    /// let names: Vec<String> = Newsroom.tasks().iter().map(|t| t.name().to_owned()).collect();
+    /// assert_eq!(names, ["draft", "final review"]);
     /// ```
     pub fn name(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.description)
@@ -85,6 +121,20 @@ impl Task {
         self.agent.as_ref()
     }
 
+    /// The file the task's output is written to when it finishes (see
+    /// [`TaskBuilder::output_file`]): as given before kickoff, with its
+    /// inputs filled in when a hook sees the task during a run.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use crew_runtime::Task;
+    /// let task = Task::builder("Write").output_file("out/report.md").build();
+    /// assert_eq!(task.output_file(), Some(Path::new("out/report.md")));
+    /// ```
+    pub fn output_file(&self) -> Option<&Path> {
+        self.output_file.as_deref()
+    }
+
     pub(crate) fn id(&self) -> TaskId {
         self.id
     }
@@ -95,8 +145,14 @@ impl Task {
         self.context.as_deref()
     }
 
-    /// This task with its texts replaced (inputs filled in), same identity.
-    pub(crate) fn with_texts(&self, description: String, expected_output: String) -> Task {
+    /// This task with its texts and output file replaced (inputs filled
+    /// in), same identity.
+    pub(crate) fn with_texts(
+        &self,
+        description: String,
+        expected_output: String,
+        output_file: Option<PathBuf>,
+    ) -> Task {
         Task {
             id: self.id,
             name: self.name.clone(),
@@ -104,7 +160,28 @@ impl Task {
             expected_output,
             agent: self.agent.clone(),
             context: self.context.clone(),
+            output_file,
+            opening: self.opening.clone(),
         }
+    }
+
+    /// The task of a standalone agent's run: `messages` open the
+    /// conversation (after the agent's system message); `description`
+    /// names it in step contexts and events. Its texts hold no
+    /// placeholders: a run without a crew has no inputs.
+    pub(crate) fn opening_with(
+        description: String,
+        agent: &Agent,
+        messages: Vec<ChatMessage>,
+    ) -> Task {
+        let mut task = Task::builder(description).agent(agent).build();
+        task.opening = Some(messages);
+        task
+    }
+
+    /// The messages a standalone agent's run opens with.
+    pub(crate) fn opening(&self) -> Option<&[ChatMessage]> {
+        self.opening.as_deref()
     }
 }
 
@@ -115,6 +192,17 @@ impl TaskInfo for Task {
 
     fn name(&self) -> &str {
         Task::name(self)
+    }
+}
+
+/// Names a task collected by `#[crew_base]`'s `tasks()` after its `#[task]`
+/// method, unless [`TaskBuilder::name`] gave it a name.
+impl hooks_core::__private::DefaultTaskName for Task {
+    fn named_by_default(mut self, name: &'static str) -> Task {
+        if self.name.is_none() {
+            self.name = Some(name.to_owned());
+        }
+        self
     }
 }
 
@@ -144,6 +232,44 @@ impl TaskBuilder {
     /// Names the task (see [`Task::name`]).
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.task.name = Some(name.into());
+        self
+    }
+
+    /// Writes the task's output to this file when the task finishes, as
+    /// CrewAI's `output_file` does: the output as the `POST_STEP` hooks
+    /// left it (the last point that can change a task's output), cleaned
+    /// by the crew's redaction when it has one. Missing parent folders are
+    /// created; an existing file is replaced. `{placeholder}`s are filled
+    /// from the kickoff's inputs and checked like the description's (an
+    /// input may not take the path out of its folder with `..` or a root). A file that
+    /// cannot be written fails the task, and the kickoff, with
+    /// [`CrewError::OutputFile`](crate::CrewError::OutputFile) naming the
+    /// path.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let folder = std::env::temp_dir().join(format!("crew-doc-{}", std::process::id()));
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("# Rust"))).build();
+    /// let task = Task::builder("Write about {topic}")
+    ///     .agent(&writer)
+    ///     .output_file(folder.join("reports/{topic}.md"))
+    ///     .build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer)
+    ///     .task(task)
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .hook(POST_STEP, |ctx: &mut StepContext| Some(format!("{}\n\n(reviewed)", ctx.payload)))
+    ///     .build()?;
+    /// crew.kickoff_blocking([("topic", "rust")])?;
+    /// let written = std::fs::read_to_string(folder.join("reports/rust.md"))?;
+    /// assert_eq!(written, "# Rust\n\n(reviewed)");
+    /// # std::fs::remove_dir_all(&folder)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn output_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.task.output_file = Some(path.into());
         self
     }
 

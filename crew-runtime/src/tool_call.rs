@@ -57,7 +57,7 @@ use serde_json::{Map, Value};
 
 use crate::crew::KickoffDepth;
 use crate::error::CrewError;
-use crate::executor::{AgentRun, excerpt};
+use crate::executor::{AgentRun, InCrew, excerpt};
 use crate::join::within;
 use crate::llm::ToolCallRequest;
 use crate::placement::{self, Placement, PlacementRecord, Where};
@@ -87,7 +87,7 @@ impl AgentRun {
             .with_iteration(self.turn.load(std::sync::atomic::Ordering::Relaxed))
             .with_agent(Arc::clone(&self.agent_info))
             .with_task(Arc::clone(&self.task_info))
-            .with_crew(Arc::clone(&self.crew_info))
+            .in_crew(&self.crew_info)
             .with_human_input(Arc::clone(&self.settings().human_input))
             .with_human_input_timeout(self.settings().human_input_timeout);
         let tool = self.agent().find_tool(ctx.tool_name());
@@ -160,7 +160,7 @@ impl AgentRun {
                         duration: ran_for,
                         agent_role: Some(self.role().to_owned()),
                         task: Some(self.task_for_events()),
-                        crew: Some(self.settings().name.clone()),
+                        crew: self.settings().crew_label(),
                     }));
                 }
                 Ok(observation)
@@ -214,7 +214,7 @@ impl AgentRun {
                 }),
                 agent_role: Some(self.role().to_owned()),
                 task: Some(self.task_for_events()),
-                crew: Some(self.settings().name.clone()),
+                crew: self.settings().crew_label(),
             }));
         }
         let started = (listening || self.verbose).then(Instant::now);
@@ -232,7 +232,7 @@ impl AgentRun {
                     result: None,
                     agent_role: Some(self.role().to_owned()),
                     task: Some(self.task_for_events()),
-                    crew: Some(self.settings().name.clone()),
+                    crew: self.settings().crew_label(),
                 },
             })
         });
@@ -452,7 +452,7 @@ impl AgentRun {
                 error: redaction.text(error).into_owned(),
                 agent_role: Some(self.role().to_owned()),
                 task: Some(self.task_for_events()),
-                crew: Some(self.settings().name.clone()),
+                crew: self.settings().crew_label(),
             }));
         }
     }

@@ -275,3 +275,23 @@ impl<C: CrewScope, E> BuiltCrew for Result<C, E> {
         }
     }
 }
+
+/// What a `#[task]` method may return, so that `#[crew_base]`'s `tasks()`
+/// can name each task after its method when the task was given no name
+/// (SPEC §10: `TaskBuilder::name(..)`, else the method's name, else the
+/// description): the runtime's task, or a `Result` holding one.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a task that `#[crew_base]` can name after its `#[task]` method",
+    label = "the `#[task]` method returns this type",
+    note = "the `#[task]` methods of a `#[crew_base]` impl return the runtime's `Task` or `Result<Task, _>` (any type implementing `DefaultTaskName`)"
+)]
+pub trait DefaultTaskName {
+    /// The task, named `name` unless it already has a name of its own.
+    fn named_by_default(self, name: &'static str) -> Self;
+}
+
+impl<T: DefaultTaskName, E> DefaultTaskName for Result<T, E> {
+    fn named_by_default(self, name: &'static str) -> Self {
+        self.map(|task| task.named_by_default(name))
+    }
+}

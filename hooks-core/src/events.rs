@@ -107,7 +107,7 @@ pub struct ToolUsageStartedEvent {
     pub agent_role: Option<String>,
     /// The task's description.
     pub task: Option<String>,
-    /// The crew's name.
+    /// The crew's name, absent outside a crew.
     pub crew: Option<String>,
 }
 
@@ -127,7 +127,7 @@ pub struct ToolUsageFinishedEvent {
     pub agent_role: Option<String>,
     /// The task's description.
     pub task: Option<String>,
-    /// The crew's name.
+    /// The crew's name, absent outside a crew.
     pub crew: Option<String>,
 }
 
@@ -143,7 +143,7 @@ pub struct ToolUsageErrorEvent {
     pub agent_role: Option<String>,
     /// The task's description.
     pub task: Option<String>,
-    /// The crew's name.
+    /// The crew's name, absent outside a crew.
     pub crew: Option<String>,
 }
 
@@ -186,7 +186,8 @@ pub struct TaskStartedEvent {
     pub task_name: String,
     /// The role of the agent doing it.
     pub agent_role: String,
-    /// The crew's name.
+    /// The crew's name (empty for an agent run without a crew, see
+    /// `Agent::kickoff` in `crew-runtime`).
     pub crew: String,
     /// The earlier outputs it receives as context.
     pub context: String,
@@ -200,7 +201,8 @@ pub struct TaskCompletedEvent {
     pub task_name: String,
     /// The role of the agent that did it.
     pub agent_role: String,
-    /// The crew's name.
+    /// The crew's name (empty for an agent run without a crew, see
+    /// `Agent::kickoff` in `crew-runtime`).
     pub crew: String,
     /// The task's output.
     pub output: String,
@@ -213,7 +215,8 @@ pub struct TaskFailedEvent {
     pub task_name: String,
     /// The role of the agent doing it.
     pub agent_role: String,
-    /// The crew's name.
+    /// The crew's name (empty for an agent run without a crew, see
+    /// `Agent::kickoff` in `crew-runtime`).
     pub crew: String,
     /// What went wrong.
     pub error: String,
@@ -226,7 +229,8 @@ pub struct AgentExecutionStartedEvent {
     pub agent_role: String,
     /// The task's name.
     pub task_name: String,
-    /// The crew's name.
+    /// The crew's name (empty for an agent run without a crew, see
+    /// `Agent::kickoff` in `crew-runtime`).
     pub crew: String,
     /// The names of the tools it may call.
     pub tools: Vec<String>,
@@ -243,7 +247,8 @@ pub struct AgentExecutionCompletedEvent {
     pub agent_role: String,
     /// The task's name.
     pub task_name: String,
-    /// The crew's name.
+    /// The crew's name (empty for an agent run without a crew, see
+    /// `Agent::kickoff` in `crew-runtime`).
     pub crew: String,
     /// The agent's final answer.
     pub output: String,
@@ -260,7 +265,8 @@ pub struct LlmCallStartedEvent {
     pub agent_role: String,
     /// The task's name.
     pub task_name: String,
-    /// The crew's name.
+    /// The crew's name (empty for an agent run without a crew, see
+    /// `Agent::kickoff` in `crew-runtime`).
     pub crew: String,
 }
 
@@ -279,7 +285,8 @@ pub struct LlmCallCompletedEvent {
     pub agent_role: String,
     /// The task's name.
     pub task_name: String,
-    /// The crew's name.
+    /// The crew's name (empty for an agent run without a crew, see
+    /// `Agent::kickoff` in `crew-runtime`).
     pub crew: String,
 }
 
@@ -295,7 +302,8 @@ pub struct LlmCallFailedEvent {
     pub agent_role: String,
     /// The task's name.
     pub task_name: String,
-    /// The crew's name.
+    /// The crew's name (empty for an agent run without a crew, see
+    /// `Agent::kickoff` in `crew-runtime`).
     pub crew: String,
 }
 
@@ -317,7 +325,7 @@ pub struct ToolUsageAbandonedEvent {
     pub agent_role: Option<String>,
     /// The task's description.
     pub task: Option<String>,
-    /// The crew's name.
+    /// The crew's name, absent outside a crew.
     pub crew: Option<String>,
 }
 
@@ -469,7 +477,7 @@ pub struct LlmStreamChunkEvent {
     pub agent_role: Option<String>,
     /// The task the agent works on.
     pub task: Option<String>,
-    /// The crew's name.
+    /// The crew's name, absent outside a crew.
     pub crew: Option<String>,
 }
 

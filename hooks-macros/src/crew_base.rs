@@ -3,7 +3,8 @@
 //!
 //! The impl block comes back with:
 //! - `agents(&self) -> Vec<A>` and `tasks(&self) -> Vec<T>`, calling every
-//!   `#[agent]` / `#[task]` method in declaration order;
+//!   `#[agent]` / `#[task]` method in declaration order; `tasks()` names
+//!   each task without a name of its own after its method (SPEC §10);
 //! - the `#[crew]` method wrapped so that the crew it builds gets this
 //!   instance's hook methods on the crew's own registry (never the global
 //!   one), registered once per built crew, sorted by `order` then
@@ -300,10 +301,13 @@ fn generate(block: &mut ItemImpl, collected: Collected, paths: &Paths, errors: &
         .unwrap_or_default();
 
     let mut generated: Vec<ImplItem> = Vec::new();
-    if let Some(method) = list_method(&agents, "agents", "agent", &visibility) {
+    if let Some(method) = list_method(&agents, "agents", "agent", &visibility, None) {
         generated.push(method);
     }
-    if let Some(method) = list_method(&tasks, "tasks", "task", &visibility) {
+    // With errors reported, the tasks are listed as they are: a method
+    // whose marker is wrong would only add a follow-on error.
+    let naming = errors.is_empty().then(|| paths.default_task_name());
+    if let Some(method) = list_method(&tasks, "tasks", "task", &visibility, naming.as_ref()) {
         generated.push(method);
     }
 
@@ -336,12 +340,15 @@ fn generate(block: &mut ItemImpl, collected: Collected, paths: &Paths, errors: &
     block.items.extend(generated);
 }
 
-/// `fn agents(&self) -> Vec<A> { vec![Self::a(self), ...] }`.
+/// `fn agents(&self) -> Vec<A> { vec![Self::a(self), ...] }`; with
+/// `naming` (the tasks), each value goes through that trait with its
+/// method's name: `<T as DefaultTaskName>::named_by_default(Self::t(self), "t")`.
 fn list_method(
     builders: &[Builder],
     name: &str,
     marker: &str,
     visibility: &TokenStream,
+    naming: Option<&TokenStream>,
 ) -> Option<ImplItem> {
     let first = builders.first()?;
     let element = &first.output;
@@ -354,7 +361,17 @@ fn list_method(
             .into_iter()
             .next()
             .map_or_else(Span::call_site, |token| token.span());
-        respan(quote!(Self::#ident(self)), span)
+        let call = match naming {
+            // The return type named as the trait's self type: a type that
+            // is no task is reported on the method's return type.
+            Some(naming) => {
+                let output = &builder.output;
+                let method_name = ident.unraw().to_string();
+                quote!(<#output as #naming>::named_by_default(Self::#ident(self), #method_name))
+            }
+            None => quote!(Self::#ident(self)),
+        };
+        respan(call, span)
     });
     let vec = paths::vec();
     let vec_macro = paths::vec_macro();

@@ -82,7 +82,8 @@ pub fn after_llm_call(args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Makes an impl block a crew definition: collects its `#[agent]` and
-/// `#[task]` methods into `agents()` and `tasks()`, and attaches its hook
+/// `#[task]` methods into `agents()` and `tasks()` (naming each task that
+/// has no name after its method), and attaches its hook
 /// methods (taking `&self`) to every crew its `#[crew]` method builds.
 #[proc_macro_attribute]
 pub fn crew_base(args: TokenStream, item: TokenStream) -> TokenStream {
@@ -96,8 +97,9 @@ pub fn agent(args: TokenStream, item: TokenStream) -> TokenStream {
     crew_base::marker("agent", args.into(), item.into()).into()
 }
 
-/// Marks a task method (`fn research(&self) -> Task`) of a `#[crew_base]`
-/// impl.
+/// Marks a task method (`fn research(&self) -> Task`, or `-> Result<Task, _>`)
+/// of a `#[crew_base]` impl. The task `tasks()` lists is named after the
+/// method (`research`) unless it was given a name.
 #[proc_macro_attribute]
 pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
     crew_base::marker("task", args.into(), item.into()).into()

@@ -141,6 +141,13 @@ impl Paths {
         quote!(#private::BuiltCrew)
     }
 
+    /// The trait naming a task (or a `Result` holding one) after its
+    /// `#[task]` method unless it has a name.
+    pub(crate) fn default_task_name(&self) -> TokenStream {
+        let private = self.private();
+        quote!(#private::DefaultTaskName)
+    }
+
     /// Registers a crew-scoped hook method.
     /// `StaticCall`: a link-time hook's function, sync or async.
     pub(crate) fn static_call(&self) -> TokenStream {

@@ -1,7 +1,7 @@
 //! `#[crew_base]` with agents, tasks, hook methods of every style and a
 //! crew method, on a stand-in crew type implementing `CrewScope`.
 
-use hooks_core::__private::CrewScope;
+use hooks_core::__private::{CrewScope, DefaultTaskName};
 use hooks_core::{HookAborted, HookOrigin, HookRegistry, POST_TOOL_CALL, PRE_TOOL_CALL, ToolCallHookContext};
 use hooks_core::runtime::{ToolOutput};
 use hooks_macros::{after_tool_call, agent, before_tool_call, crew, crew_base, on, task};
@@ -12,6 +12,14 @@ struct Agent {
 
 struct Task {
     description: String,
+    name: Option<String>,
+}
+
+impl DefaultTaskName for Task {
+    fn named_by_default(mut self, name: &'static str) -> Self {
+        self.name.get_or_insert_with(|| name.to_owned());
+        self
+    }
 }
 
 struct Crew {
@@ -40,12 +48,12 @@ impl ResearchCrew {
 
     #[task]
     fn research(&self) -> Task {
-        Task { description: format!("Research {}", self.topic) }
+        Task { description: format!("Research {}", self.topic), name: None }
     }
 
     #[task]
     fn report(&self) -> Task {
-        Task { description: format!("Report on {}", self.topic) }
+        Task { description: format!("Report on {}", self.topic), name: Some("final report".into()) }
     }
 
     /// A documented hook method stays an ordinary method.
@@ -142,6 +150,9 @@ fn main() {
     assert_eq!(crew.agents[0].role, "Researcher");
     let descriptions: Vec<&str> = crew.tasks.iter().map(|t| t.description.as_str()).collect();
     assert_eq!(descriptions, ["Research rust", "Report on rust"]);
+    // `tasks()` names a task after its method unless it has a name.
+    let names: Vec<Option<&str>> = crew.tasks.iter().map(|t| t.name.as_deref()).collect();
+    assert_eq!(names, [Some("research"), Some("final report")]);
 
     let pre: Vec<String> = crew.hooks.get_hooks(PRE_TOOL_CALL).into_iter().map(|h| h.name).collect();
     assert_eq!(pre, ["ResearchCrew::legacy_gate", "ResearchCrew::validate_query"]);
