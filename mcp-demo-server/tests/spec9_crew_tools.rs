@@ -221,7 +221,13 @@ async fn spec9_hooks_see_the_annotations_and_the_mcp_result() {
             let structured = ctx
                 .raw_tool_result
                 .as_ref()
-                .map(|raw| raw.as_json()["structuredContent"].clone());
+                .map(|raw| {
+                    // Raw, in the server's key order when serde_json keeps
+                    // insertion order: sorted for the comparison.
+                    let mut structured = raw.as_json()["structuredContent"].clone();
+                    structured.sort_all_objects();
+                    structured
+                });
             raw_sink.push(format!(
                 "{} title={:?} read_only={} open_world={} structured={}",
                 ctx.tool_name(),
