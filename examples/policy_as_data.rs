@@ -128,10 +128,9 @@ fn crew(
         Event::HookDispatched(dispatched) => {
             if let (Some(source), Some(reason)) =
                 (&dispatched.abort_source, &dispatched.abort_reason)
+                && dispatched.point == InterceptionPoint::PRE_TOOL_CALL
             {
-                if dispatched.point == InterceptionPoint::PRE_TOOL_CALL {
-                    say(&sink, format!("    blocked [{source}]: {reason}"));
-                }
+                say(&sink, format!("    blocked [{source}]: {reason}"));
             }
         }
         _ => {}

@@ -218,16 +218,13 @@ async fn spec9_hooks_see_the_annotations_and_the_mcp_result() {
         .register_hook(POST_TOOL_CALL, move |ctx: &mut ToolCallHookContext| {
             let tool = ctx.tool.as_ref().expect("a known tool");
             let flags = tool.annotations();
-            let structured = ctx
-                .raw_tool_result
-                .as_ref()
-                .map(|raw| {
-                    // Raw, in the server's key order when serde_json keeps
-                    // insertion order: sorted for the comparison.
-                    let mut structured = raw.as_json()["structuredContent"].clone();
-                    structured.sort_all_objects();
-                    structured
-                });
+            let structured = ctx.raw_tool_result.as_ref().map(|raw| {
+                // Raw, in the server's key order when serde_json keeps
+                // insertion order: sorted for the comparison.
+                let mut structured = raw.as_json()["structuredContent"].clone();
+                structured.sort_all_objects();
+                structured
+            });
             raw_sink.push(format!(
                 "{} title={:?} read_only={} open_world={} structured={}",
                 ctx.tool_name(),
