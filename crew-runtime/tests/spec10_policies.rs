@@ -676,3 +676,46 @@ fn calls_go_on_while_a_reload_of_1000_policies_is_held_mid_swap() {
         assert_eq!(blocks(&s.events)[0].0, "policy:paused");
     }
 }
+
+/// Waits (up to a minute) until `done` holds: file events arrive on the
+/// watcher's thread.
+fn eventually(done: impl Fn() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    done()
+}
+
+#[test]
+fn a_watched_policy_file_reloads_when_it_changes_and_a_bad_edit_keeps_the_running_set() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("policies.cedar");
+    std::fs::write(&file, "@id(\"open\") permit(principal, action, resource);").expect("written");
+    let set = Policies::from_file(&file).expect("the file parses");
+    let s = setup(set.clone(), ScriptedLlm::new().answer("done"), "Support");
+    let _watching = set.watch(&file).expect("the file can be watched");
+
+    // Written in place.
+    std::fs::write(&file, "@id(\"closed\") forbid(principal, action, resource);").expect("written");
+    assert!(eventually(|| set.ids() == ["closed"]), "{:?}", set.ids());
+
+    // A bad edit: refused and reported, the running set stays.
+    std::fs::write(&file, "forbid(principal, action == Action::\"lokup\", resource);").expect("written");
+    let rejected = || {
+        take(&s.events)
+            .iter()
+            .any(|event| matches!(event, Event::PolicySetRejected(r) if r.error.contains("did you mean `lookup`?")))
+    };
+    assert!(eventually(rejected));
+    assert_eq!(set.ids(), ["closed"]);
+
+    // Replaced by a rename, as editors and deployment tools do.
+    let staged = dir.path().join("staged.cedar");
+    std::fs::write(&staged, "@id(\"renamed\") permit(principal, action, resource);").expect("written");
+    std::fs::rename(&staged, &file).expect("renamed");
+    assert!(eventually(|| set.ids() == ["renamed"]), "{:?}", set.ids());
+}

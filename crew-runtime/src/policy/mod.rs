@@ -408,6 +408,70 @@ impl Policies {
         Ok(())
     }
 
+    /// Reloads the set from `path` whenever that file changes (written in
+    /// place, or replaced as editors and deployment tools do), for as long
+    /// as the returned watcher lives. Each reload is
+    /// [`reload_file`](Self::reload_file): a file that fails to read,
+    /// parse or check is refused whole and reported (a
+    /// [`PolicySetRejectedEvent`], a `tracing` warning, standard error when
+    /// nobody listens), and the running set stays until a good one comes.
+    /// The file is not read now: load it first, with
+    /// [`from_file`](Self::from_file).
+    ///
+    /// ```no_run
+    /// use crew_runtime::policy::Policies;
+    ///
+    /// let policies = Policies::from_file("policies.cedar")?;
+    /// let _watching = policies.watch("policies.cedar")?;
+    /// // Give `policies` to crews; edits of the file reach them live.
+    /// # Ok::<(), crew_runtime::policy::PolicyError>(())
+    /// ```
+    pub fn watch(&self, path: impl AsRef<Path>) -> Result<PolicyWatcher, PolicyError> {
+        use notify::Watcher as _;
+
+        let path = path.as_ref().to_owned();
+        let failed = |reason: String| PolicyError::Read {
+            path: path.clone(),
+            reason,
+        };
+        let file_name = path
+            .file_name()
+            .ok_or_else(|| failed("it names no file".to_owned()))?
+            .to_owned();
+        let directory = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        let policies = self.clone();
+        let watched = path.clone();
+        let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            let Ok(event) = event else {
+                return;
+            };
+            let changed = matches!(
+                event.kind,
+                notify::EventKind::Create(_) | notify::EventKind::Modify(_)
+            ) && event
+                .paths
+                .iter()
+                .any(|changed| changed.file_name() == Some(file_name.as_os_str()));
+            if changed {
+                // Refusals are reported by the reload itself.
+                let _ = policies.reload_file(&watched);
+            }
+        })
+        .map_err(|error| failed(format!("it cannot be watched: {error}")))?;
+        // The directory, not the file: a file replaced by a rename is a new
+        // file, which a watch on the old one would miss.
+        watcher
+            .watch(&directory, notify::RecursiveMode::NonRecursive)
+            .map_err(|error| failed(format!("it cannot be watched: {error}")))?;
+        Ok(PolicyWatcher {
+            _watcher: watcher,
+            path,
+        })
+    }
+
     /// Checks the running set against a crew's tools and compiles it for
     /// them: what a crew's build does with the set it is given.
     pub(crate) fn attach(
@@ -448,6 +512,37 @@ impl fmt::Debug for Policies {
             .field("ids", &self.ids())
             .field("shadow", &self.is_shadow())
             .field("default_allow", &self.allows_by_default())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Keeps a policy file watched ([`Policies::watch`]); dropping it stops
+/// the watch.
+pub struct PolicyWatcher {
+    _watcher: notify::RecommendedWatcher,
+    path: PathBuf,
+}
+
+impl PolicyWatcher {
+    /// The file watched.
+    ///
+    /// ```no_run
+    /// use crew_runtime::policy::Policies;
+    ///
+    /// let policies = Policies::from_file("policies.cedar")?;
+    /// let watching = policies.watch("policies.cedar")?;
+    /// assert!(watching.path().ends_with("policies.cedar"));
+    /// # Ok::<(), crew_runtime::policy::PolicyError>(())
+    /// ```
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl fmt::Debug for PolicyWatcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicyWatcher")
+            .field("path", &self.path)
             .finish_non_exhaustive()
     }
 }
