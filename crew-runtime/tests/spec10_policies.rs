@@ -700,11 +700,19 @@ fn a_watched_policy_file_reloads_when_it_changes_and_a_bad_edit_keeps_the_runnin
     let _watching = set.watch(&file).expect("the file can be watched");
 
     // Written in place.
-    std::fs::write(&file, "@id(\"closed\") forbid(principal, action, resource);").expect("written");
+    std::fs::write(
+        &file,
+        "@id(\"closed\") forbid(principal, action, resource);",
+    )
+    .expect("written");
     assert!(eventually(|| set.ids() == ["closed"]), "{:?}", set.ids());
 
     // A bad edit: refused and reported, the running set stays.
-    std::fs::write(&file, "forbid(principal, action == Action::\"lokup\", resource);").expect("written");
+    std::fs::write(
+        &file,
+        "forbid(principal, action == Action::\"lokup\", resource);",
+    )
+    .expect("written");
     let rejected = || {
         take(&s.events)
             .iter()
@@ -715,7 +723,11 @@ fn a_watched_policy_file_reloads_when_it_changes_and_a_bad_edit_keeps_the_runnin
 
     // Replaced by a rename, as editors and deployment tools do.
     let staged = dir.path().join("staged.cedar");
-    std::fs::write(&staged, "@id(\"renamed\") permit(principal, action, resource);").expect("written");
+    std::fs::write(
+        &staged,
+        "@id(\"renamed\") permit(principal, action, resource);",
+    )
+    .expect("written");
     std::fs::rename(&staged, &file).expect("renamed");
     assert!(eventually(|| set.ids() == ["renamed"]), "{:?}", set.ids());
 }

@@ -444,23 +444,24 @@ impl Policies {
         };
         let policies = self.clone();
         let watched = path.clone();
-        let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            let Ok(event) = event else {
-                return;
-            };
-            let changed = matches!(
-                event.kind,
-                notify::EventKind::Create(_) | notify::EventKind::Modify(_)
-            ) && event
-                .paths
-                .iter()
-                .any(|changed| changed.file_name() == Some(file_name.as_os_str()));
-            if changed {
-                // Refusals are reported by the reload itself.
-                let _ = policies.reload_file(&watched);
-            }
-        })
-        .map_err(|error| failed(format!("it cannot be watched: {error}")))?;
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                let Ok(event) = event else {
+                    return;
+                };
+                let changed = matches!(
+                    event.kind,
+                    notify::EventKind::Create(_) | notify::EventKind::Modify(_)
+                ) && event
+                    .paths
+                    .iter()
+                    .any(|changed| changed.file_name() == Some(file_name.as_os_str()));
+                if changed {
+                    // Refusals are reported by the reload itself.
+                    let _ = policies.reload_file(&watched);
+                }
+            })
+            .map_err(|error| failed(format!("it cannot be watched: {error}")))?;
         // The directory, not the file: a file replaced by a rename is a new
         // file, which a watch on the old one would miss.
         watcher
