@@ -152,6 +152,10 @@ pub(crate) struct RunSettings {
     /// The crew's policy sets, as its hooks hold them.
     #[cfg(feature = "policy")]
     pub(crate) policies: Vec<Arc<crate::policy::Attachment>>,
+    /// The tools offered to each role, with the policy generations they
+    /// were worked out for.
+    #[cfg(feature = "policy")]
+    pub(crate) offered: std::sync::Mutex<OfferedTools>,
     /// Whether the crew only carries a standalone agent's run
     /// ([`Agent::kickoff`]): its hooks see no crew, its events name none.
     pub(crate) standalone: bool,
@@ -168,15 +172,28 @@ impl RunSettings {
     ) -> Arc<[ToolDefinition]> {
         #[cfg(feature = "policy")]
         if self.policies.iter().any(|policies| policies.hides_tools()) {
-            return definitions
-                .iter()
-                .filter(|tool| {
-                    self.policies
-                        .iter()
-                        .all(|policies| policies.offers(&tool.name, role))
-                })
-                .cloned()
-                .collect();
+            let generations: Vec<u64> = self.policies.iter().map(|p| p.generation()).collect();
+            let mut cache = self
+                .offered
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some((known, tools)) = cache.get(role)
+                && *known == generations
+            {
+                return Arc::clone(tools);
+            }
+            let offered = |tool: &ToolDefinition| {
+                self.policies
+                    .iter()
+                    .all(|policies| policies.offers(&tool.name, role))
+            };
+            let tools: Arc<[ToolDefinition]> = if definitions.iter().all(offered) {
+                Arc::clone(definitions)
+            } else {
+                definitions.iter().filter(|t| offered(t)).cloned().collect()
+            };
+            cache.insert(role.to_owned(), (generations, Arc::clone(&tools)));
+            return tools;
         }
         let _ = role;
         Arc::clone(definitions)
@@ -198,6 +215,11 @@ impl RunSettings {
         (!self.standalone).then(|| self.name.clone())
     }
 }
+
+/// The tools offered to each role under a crew's policies, with the
+/// generations of the policy snapshots they were worked out for.
+#[cfg(feature = "policy")]
+pub(crate) type OfferedTools = std::collections::HashMap<String, (Vec<u64>, Arc<[ToolDefinition]>)>;
 
 /// A crew's hooks: the global registry it dispatches through and its own.
 #[derive(Clone)]
@@ -1546,6 +1568,8 @@ impl CrewBuilder {
             redaction: self.redaction,
             #[cfg(feature = "policy")]
             policies,
+            #[cfg(feature = "policy")]
+            offered: std::sync::Mutex::default(),
             standalone: self.conversation.is_some(),
         };
         let mut inner = CrewInner {

@@ -21,6 +21,8 @@ pub(crate) struct Compiled {
     pub(crate) policies: Vec<ParsedPolicy>,
     tools: HashMap<String, ToolPolicies>,
     authorizer: Authorizer,
+    /// `Agent`, parsed once: the engine's name parser is slow.
+    agent_type: EntityTypeName,
 }
 
 #[derive(Debug)]
@@ -32,6 +34,9 @@ struct ToolPolicies {
     action: EntityUid,
     resource: Entity,
     args: Fields,
+    /// Who a permit could ever let call the tool: `None` for any agent,
+    /// else the roles the permits' scopes name.
+    permitted: Option<HashSet<String>>,
 }
 
 /// What the policies say about one call.
@@ -88,6 +93,27 @@ impl Compiled {
                     chosen.push(policy.policy.clone());
                 }
             }
+            let resource_uid = uid("Tool", &tool.name)?;
+            let mut permitted = Some(HashSet::new());
+            for policy in &chosen {
+                if policy.effect() != Effect::Permit {
+                    continue;
+                }
+                let reaches_tool = match policy.resource_constraint() {
+                    ResourceConstraint::Eq(named) => named == resource_uid,
+                    _ => true,
+                };
+                if !reaches_tool {
+                    continue;
+                }
+                match (policy.principal_constraint(), permitted.as_mut()) {
+                    (PrincipalConstraint::Eq(named), Some(roles)) => {
+                        roles.insert(named.id().unescaped().to_owned());
+                    }
+                    (PrincipalConstraint::Eq(_), None) => {}
+                    _ => permitted = None,
+                }
+            }
             let set = PolicySet::from_policies(chosen).map_err(|error| error.to_string())?;
             let resource = Entity::new(
                 uid("Tool", &tool.name)?,
@@ -116,6 +142,7 @@ impl Compiled {
                     action,
                     resource,
                     args: tool.args.clone(),
+                    permitted,
                 },
             );
         }
@@ -123,31 +150,19 @@ impl Compiled {
             policies: parsed.policies.clone(),
             tools: compiled,
             authorizer: Authorizer::new(),
+            agent_type: EntityTypeName::from_str("Agent").map_err(|error| error.to_string())?,
         })
     }
 
     /// Whether some permit could ever let `role` call `tool`: its scope
     /// names that role (or any agent) and that tool (or any).
     pub(crate) fn could_permit(&self, tool: &str, role: &str) -> bool {
-        let Some(entry) = self.tools.get(tool) else {
-            return false;
-        };
-        let Ok(principal) = uid("Agent", role) else {
-            return true;
-        };
-        let resource = entry.resource.uid();
-        entry.positions.values().any(|position| {
-            let policy = &self.policies[*position].policy;
-            policy.effect() == Effect::Permit
-                && match policy.principal_constraint() {
-                    PrincipalConstraint::Eq(named) => named == principal,
-                    _ => true,
-                }
-                && match policy.resource_constraint() {
-                    ResourceConstraint::Eq(named) => named == resource,
-                    _ => true,
-                }
-        })
+        self.tools
+            .get(tool)
+            .is_some_and(|entry| match &entry.permitted {
+                None => true,
+                Some(roles) => roles.contains(role),
+            })
     }
 
     /// The ids of the policies that could decide a call of `tool`, in text
@@ -156,7 +171,7 @@ impl Compiled {
         let Some(entry) = self.tools.get(tool) else {
             return Vec::new();
         };
-        let principal = role.and_then(|role| uid("Agent", role).ok());
+        let principal = role.map(|role| self.agent(role));
         let mut positions: Vec<usize> = entry
             .positions
             .values()
@@ -259,6 +274,11 @@ impl Compiled {
         })
     }
 
+    /// `Agent::"role"`.
+    fn agent(&self, role: &str) -> EntityUid {
+        EntityUid::from_type_name_and_id(self.agent_type.clone(), EntityId::new(role))
+    }
+
     fn named(&self, entry: &ToolPolicies, id: &cedar_policy::PolicyId) -> String {
         entry
             .positions
@@ -272,7 +292,7 @@ impl Compiled {
         call: &Call<'_>,
         args: RestrictedExpression,
     ) -> Result<(Request, Entities), String> {
-        let principal = uid("Agent", call.role)?;
+        let principal = self.agent(call.role);
         let mut attributes = HashMap::with_capacity(2);
         attributes.insert(
             "crew".to_owned(),

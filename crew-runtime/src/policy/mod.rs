@@ -398,6 +398,7 @@ impl Policies {
         mid_swap();
         for (attachment, compiled) in attachments.iter().zip(compiled) {
             attachment.compiled.store(compiled);
+            attachment.generation.fetch_add(1, Ordering::AcqRel);
         }
         *running = parsed;
         *self
@@ -496,6 +497,7 @@ impl Policies {
             tools: shapes,
             schema,
             compiled: ArcSwap::from_pointee(compiled),
+            generation: std::sync::atomic::AtomicU64::new(0),
             buses: std::sync::OnceLock::new(),
         });
         self.shared
@@ -593,6 +595,9 @@ pub(crate) struct Attachment {
     schema: cedar_policy::Schema,
     /// One snapshot per call; a reload swaps it whole.
     compiled: ArcSwap<Compiled>,
+    /// Counts the swaps: what was derived from a snapshot is kept with
+    /// the generation it was derived from.
+    generation: std::sync::atomic::AtomicU64,
     /// The event buses of the crew: its own registry's, the global one's.
     buses: std::sync::OnceLock<(Weak<HookRegistry>, SharedRegistry)>,
 }
@@ -685,6 +690,11 @@ impl Attachment {
         !self.shared.shadow.load(Ordering::Acquire)
             && !self.shared.default_allow.load(Ordering::Acquire)
             && !self.shared.offer_all_tools.load(Ordering::Acquire)
+    }
+
+    /// The running snapshot's generation (see [`Attachment::offers`]).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// Whether `role`'s model is offered `tool`.
