@@ -336,7 +336,8 @@ impl RegistryKey {
         }
     }
 
-    fn same(&self, other: &RegistryKey) -> bool {
+    /// Whether both keys name the same registry.
+    pub(crate) fn same(&self, other: &RegistryKey) -> bool {
         match (self, other) {
             (RegistryKey::Static(a), RegistryKey::Static(b)) => a == b,
             (RegistryKey::Shared(a), RegistryKey::Shared(b)) => a.ptr_eq(b),

@@ -152,6 +152,10 @@ pub(crate) struct RunSettings {
     /// The crew's policy sets, as its hooks hold them.
     #[cfg(feature = "policy")]
     pub(crate) policies: Vec<Arc<crate::policy::Attachment>>,
+    /// The global policy sets' attachments, which tool calls carry to the
+    /// global `policies` hooks.
+    #[cfg(feature = "policy")]
+    pub(crate) global_policies: Option<crate::policy::CrewPolicies>,
     /// The tools offered to each role, with the policy generations they
     /// were worked out for.
     #[cfg(feature = "policy")]
@@ -278,6 +282,30 @@ pub(crate) struct CrewInner {
 }
 
 impl CrewInner {
+    /// The tools the policy sets registered on the crew's global registry
+    /// name that no crew built on it has: a warning each, once per
+    /// registry, or in strict mode an error of every kickoff.
+    #[cfg(feature = "policy")]
+    fn check_registered_policies(&self) -> Result<(), CrewError> {
+        let known = known_on(&self.hooks.global.key()).tools;
+        let problems: Vec<crate::policy::PolicyProblem> = self
+            .settings
+            .policies
+            .iter()
+            .flat_map(|policies| policies.tools_no_crew_has(&known))
+            .collect();
+        if problems.is_empty() {
+            return Ok(());
+        }
+        crate::policy::report_once(&self.hooks.global.key(), &problems);
+        if self.strict {
+            return Err(CrewError::Policies(crate::policy::PolicyError::Invalid {
+                problems,
+            }));
+        }
+        Ok(())
+    }
+
     /// The crew's own hooks against the crew's tools and roles.
     fn scoped_filter_warnings(&self) -> Vec<FilterWarning> {
         check_filters(
@@ -317,6 +345,8 @@ impl CrewInner {
         if self.strict && !warnings.is_empty() {
             return Err(CrewError::UnmatchedHookFilters(warnings));
         }
+        #[cfg(feature = "policy")]
+        self.check_registered_policies()?;
         self.global_filters_checked.store(true, Ordering::Release);
         Ok(())
     }
@@ -1529,7 +1559,7 @@ impl CrewBuilder {
         let scoped = Arc::new(HookRegistry::new());
         let global = self.global.unwrap_or_else(|| global_registry().into());
         #[cfg(feature = "policy")]
-        let policies;
+        let mut policies;
         {
             let mut tools: Vec<&Tool> = Vec::new();
             for tool in agents.iter().flat_map(|a| a.tools.iter().map(|t| &**t)) {
@@ -1551,6 +1581,16 @@ impl CrewBuilder {
             #[cfg(feature = "policy")]
             {
                 policies = scope.policies.into_inner();
+                // The sets registered on the crew's global registry: each
+                // checked against this crew's tools, its policies on tools
+                // the crew lacks left out for it.
+                for set in crate::policy::registered_on(&global.key()) {
+                    let attachment = set
+                        .attach_global(&self.name, &scope.tools)
+                        .map_err(BuildError::Policies)?;
+                    attachment.set_buses(&scoped, &global);
+                    policies.push(attachment);
+                }
             }
         }
         let settings = RunSettings {
@@ -1566,6 +1606,8 @@ impl CrewBuilder {
             tool_timeout: self.tool_timeout,
             model_timeout: self.model_timeout,
             redaction: self.redaction,
+            #[cfg(feature = "policy")]
+            global_policies: crate::policy::CrewPolicies::of(&policies),
             #[cfg(feature = "policy")]
             policies,
             #[cfg(feature = "policy")]

@@ -256,6 +256,11 @@ pub enum CrewError {
         bullet_list(.0)
     )]
     UnmatchedHookFilters(Vec<FilterWarning>),
+    /// In strict mode: policies registered for every crew name tools no
+    /// crew built on the registry has.
+    #[cfg(feature = "policy")]
+    #[error("registered policies name tools no crew has:\n{0}")]
+    Policies(crate::policy::PolicyError),
     /// A kickoff started from a hook (of a kickoff started from a hook, …)
     /// would nest past the crew's limit.
     #[error(
@@ -427,6 +432,9 @@ impl CrewError {
             | CrewError::InvalidAgent { .. }
             | CrewError::KickoffTooDeep { .. }
             | CrewError::RuntimeUnavailable(_)) => other,
+            // The program's own policy text and tool names.
+            #[cfg(feature = "policy")]
+            other @ CrewError::Policies(_) => other,
         }
     }
 }

@@ -90,6 +90,10 @@ impl AgentRun {
             .in_crew(&self.crew_info)
             .with_human_input(Arc::clone(&self.settings().human_input))
             .with_human_input_timeout(self.settings().human_input_timeout);
+        #[cfg(feature = "policy")]
+        if let Some(policies) = &self.settings().global_policies {
+            ctx.extensions.insert(policies.clone());
+        }
         let tool = self.agent().find_tool(ctx.tool_name());
         if let Some(tool) = tool {
             ctx.tool = Some(Arc::clone(tool) as Arc<dyn ToolInfo>);

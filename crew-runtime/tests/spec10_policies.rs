@@ -731,3 +731,142 @@ fn a_watched_policy_file_reloads_when_it_changes_and_a_bad_edit_keeps_the_runnin
     std::fs::rename(&staged, &file).expect("renamed");
     assert!(eventually(|| set.ids() == ["renamed"]), "{:?}", set.ids());
 }
+
+const REGISTERED: &str = r#"
+@id("no-deletes")
+forbid(principal, action == Action::"delete_file", resource);
+@id("lookups")
+permit(principal, action == Action::"lookup", resource);
+"#;
+
+#[test]
+fn a_set_registered_on_a_registry_decides_for_every_crew_built_on_it() {
+    let registry = fresh_registry();
+    let set = policies(REGISTERED);
+    set.register_on(registry.clone()).expect("registers");
+    // This crew has no `delete_file`: the policy on it is left out for it.
+    let ran = log();
+    let model = Arc::new(
+        ScriptedLlm::new()
+            .call("lookup", json!({ "order": "A-1" }))
+            .call("refund", json!({ "order": "A-1", "amount": 5 }))
+            .answer("done"),
+    );
+    let support = agent("Support", tools(&ran), &model);
+    let crew = Crew::builder()
+        .agent(support.clone())
+        .task(Task::builder("Handle").agent(&support).build())
+        .global_registry(registry.clone())
+        .build()
+        .expect("the registered set fits, its policy on delete_file left out");
+    crew.kickoff_blocking(()).expect("the kickoff runs");
+    assert_eq!(take(&ran), ["lookup \"A-1\""]);
+    let observations = observations(&model);
+    assert!(
+        observations[1].contains("Tool execution blocked by hook. Tool: refund"),
+        "{observations:?}"
+    );
+    assert_eq!(
+        crew.explain("lookup", "Support").notes,
+        ["policies: lookups decide `lookup`"]
+    );
+
+    // An agent run on its own on that registry is decided too.
+    let ran = log();
+    let model = Arc::new(
+        ScriptedLlm::new()
+            .call("refund", json!({ "order": "A-1", "amount": 5 }))
+            .answer("done"),
+    );
+    let alone = Agent::builder("Support")
+        .tools(tools(&ran))
+        .llm(model.clone())
+        .global_registry(registry.clone())
+        .build();
+    alone.kickoff_blocking("Refund A-1").expect("the run ends");
+    assert!(
+        take(&ran).is_empty(),
+        "the standalone agent's refund is denied too"
+    );
+}
+
+#[test]
+fn a_registered_set_naming_an_unknown_argument_of_a_crews_tool_fails_that_crews_build() {
+    let registry = fresh_registry();
+    policies(r#"permit(principal, action == Action::"refund", resource) when { context.args.amont > 1 };"#)
+        .register_on(registry.clone())
+        .expect("registers");
+    let ran = log();
+    let model = Arc::new(ScriptedLlm::new().answer("done"));
+    let support = agent("Support", tools(&ran), &model);
+    let error = Crew::builder()
+        .agent(support.clone())
+        .task(Task::builder("Handle").agent(&support).build())
+        .global_registry(registry)
+        .build()
+        .expect_err("an unknown argument of a tool the crew has");
+    assert!(
+        error.to_string().contains("did you mean `amount`?"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_call_dispatched_outside_any_crew_is_denied_by_a_registered_set() {
+    let registry = fresh_registry();
+    policies("permit(principal, action, resource);")
+        .register_on(registry.clone())
+        .expect("registers");
+    let mut ctx = ToolCallHookContext::new("lookup", Default::default());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let outcome = runtime.block_on(async {
+        let hooks = crew_runtime::runtime::Dispatcher::new(&registry)
+            .begin_call(&crew_runtime::runtime::TOOL_CALL_POINTS);
+        hooks.dispatch_async(PRE_TOOL_CALL, &mut ctx).await
+    });
+    assert!(outcome.aborted().is_some(), "{outcome:?}");
+}
+
+#[test]
+fn a_registered_set_naming_a_tool_no_crew_has_warns_at_the_first_kickoff_and_fails_it_when_strict()
+{
+    for strict in [false, true] {
+        let registry = fresh_registry();
+        policies(
+            r#"permit(principal, action == Action::"lookup", resource);
+               @id("typo") forbid(principal, action == Action::"refnd", resource);"#,
+        )
+        .register_on(registry.clone())
+        .expect("registers");
+        let ran = log();
+        let model = Arc::new(
+            ScriptedLlm::new()
+                .call("lookup", json!({ "order": "A-1" }))
+                .answer("done"),
+        );
+        let support = agent("Support", tools(&ran), &model);
+        let crew = Crew::builder()
+            .agent(support.clone())
+            .task(Task::builder("Handle").agent(&support).build())
+            .global_registry(registry)
+            .strict(strict)
+            .build()
+            .expect("a tool this crew lacks is no build error");
+        let kicked_off = crew.kickoff_blocking(());
+        if strict {
+            let error = kicked_off.expect_err("strict: the unknown tool fails the kickoff");
+            assert_eq!(
+                error.to_string(),
+                "registered policies name tools no crew has:\npolicy `typo` (line 2, column 64): \
+                 no tool of the crews built on this registry is named `refnd` (in \
+                 `Action::\"refnd\"`); did you mean `refund`?"
+            );
+        } else {
+            kicked_off.expect("a warning only");
+            assert_eq!(take(&ran), ["lookup \"A-1\""]);
+        }
+    }
+}

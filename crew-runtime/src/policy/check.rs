@@ -74,6 +74,32 @@ pub(crate) fn check(
     problems
 }
 
+/// `parsed` without the policies that name a tool (in `Action::` or
+/// `Tool::`) the crew lacks: what a set registered for every crew holds
+/// for one crew.
+pub(crate) fn without_policies_on_unknown_tools(
+    parsed: &Parsed,
+    tools: &BTreeMap<String, ToolShape>,
+) -> Parsed {
+    let policies = parsed
+        .policies
+        .iter()
+        .filter(|policy| {
+            let mut found = Found::default();
+            walk(&policy.json, &mut found);
+            found
+                .entities
+                .iter()
+                .all(|(kind, id)| (kind != "Tool" && kind != "Action") || tools.contains_key(id))
+        })
+        .cloned()
+        .collect();
+    Parsed {
+        source: parsed.source.clone(),
+        policies,
+    }
+}
+
 /// The tools and arguments a policy names, against what the crew has.
 fn check_names(
     parsed: &Parsed,
@@ -84,23 +110,14 @@ fn check_names(
 ) {
     let mut found = Found::default();
     walk(&policy.json, &mut found);
-    for (kind, id) in &found.entities {
-        if (kind == "Tool" || kind == "Action") && !names.contains(id) {
-            let message = match closest(id, names) {
-                Some(near) => format!(
-                    "no tool of this crew is named `{id}` (in `{kind}::\"{id}\"`); did you mean `{near}`?"
-                ),
-                None => format!("no tool of this crew is named `{id}` (in `{kind}::\"{id}\"`)"),
-            };
-            let at = locate(&policy.text, &format!("\"{id}\"")).map(|at| policy.offset + at);
-            problems.push(PolicyProblem::at(
-                &parsed.source,
-                Some(policy.id.clone()),
-                at.or(Some(policy.offset)),
-                message,
-            ));
-        }
-    }
+    tool_problems(
+        parsed,
+        policy,
+        &found,
+        names,
+        "no tool of this crew",
+        problems,
+    );
     // The arguments a policy may read: those of the tools its action
     // scope names (every tool when it names none).
     let scoped: Vec<&ToolShape> = match &found.actions {
@@ -134,6 +151,54 @@ fn check_names(
             message,
         ));
     }
+}
+
+/// A problem for each tool a policy names (in `Action::` or `Tool::`)
+/// that is not among `names`, said as "`who` is named …".
+fn tool_problems(
+    parsed: &Parsed,
+    policy: &ParsedPolicy,
+    found: &Found,
+    names: &BTreeSet<String>,
+    who: &str,
+    problems: &mut Vec<PolicyProblem>,
+) {
+    for (kind, id) in &found.entities {
+        if (kind == "Tool" || kind == "Action") && !names.contains(id) {
+            let message = match closest(id, names) {
+                Some(near) => {
+                    format!("{who} is named `{id}` (in `{kind}::\"{id}\"`); did you mean `{near}`?")
+                }
+                None => format!("{who} is named `{id}` (in `{kind}::\"{id}\"`)"),
+            };
+            let at = locate(&policy.text, &format!("\"{id}\"")).map(|at| policy.offset + at);
+            problems.push(PolicyProblem::at(
+                &parsed.source,
+                Some(policy.id.clone()),
+                at.or(Some(policy.offset)),
+                message,
+            ));
+        }
+    }
+}
+
+/// The tools a set registered for every crew names that no crew built on
+/// its registry has (`known`: their tools).
+pub(crate) fn tools_no_crew_has(parsed: &Parsed, known: &BTreeSet<String>) -> Vec<PolicyProblem> {
+    let mut problems = Vec::new();
+    for policy in &parsed.policies {
+        let mut found = Found::default();
+        walk(&policy.json, &mut found);
+        tool_problems(
+            parsed,
+            policy,
+            &found,
+            known,
+            "no tool of the crews built on this registry",
+            &mut problems,
+        );
+    }
+    problems
 }
 
 /// What a policy names.

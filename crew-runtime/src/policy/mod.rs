@@ -94,6 +94,7 @@ use arc_swap::ArcSwap;
 use hooks_core::events::{PolicyDecidedEvent, PolicySetRejectedEvent};
 use hooks_core::{Event, HookAborted, HookRegistry, ToolCallHookContext};
 
+use crate::check::RegistryKey;
 use crate::crew::SharedRegistry;
 use crate::guards::ApprovalGate;
 use crate::tool::Tool;
@@ -363,18 +364,20 @@ impl Policies {
         let compiled = parsed.and_then(|parsed| {
             let parsed = Arc::new(parsed);
             // Crews with the same tools share one check and compilation.
-            let mut by_tools: Vec<(&BTreeMap<String, ToolShape>, Arc<Compiled>)> = Vec::new();
+            let mut by_tools: Vec<(&BTreeMap<String, ToolShape>, bool, Arc<Compiled>)> = Vec::new();
             let mut compiled = Vec::with_capacity(attachments.len());
             for attachment in &attachments {
                 let known = by_tools
                     .iter()
-                    .find(|(tools, _)| **tools == attachment.tools)
-                    .map(|(_, compiled)| Arc::clone(compiled));
+                    .find(|(tools, global, _)| {
+                        **tools == attachment.tools && *global == attachment.global
+                    })
+                    .map(|(_, _, compiled)| Arc::clone(compiled));
                 let done = match known {
                     Some(done) => done,
                     None => {
                         let done = Arc::new(attachment.compile(&parsed)?);
-                        by_tools.push((&attachment.tools, Arc::clone(&done)));
+                        by_tools.push((&attachment.tools, attachment.global, Arc::clone(&done)));
                         done
                     }
                 };
@@ -474,12 +477,109 @@ impl Policies {
         })
     }
 
+    /// Registers the set for every crew built on `registry` from now on:
+    /// a `PRE_TOOL_CALL` hook named `policies` there, in registration
+    /// order among that registry's hooks. Each crew's build checks the
+    /// set against that crew's tools, leaving out for it the policies on
+    /// tools it lacks (an unknown argument or a wrong type on a tool it
+    /// has fails the build). A call the runtime did not make (dispatched
+    /// by hand, outside any crew) is denied: the policies cannot know its
+    /// crew's tools.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::policy::Policies;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let registry = Arc::new(HookRegistry::new());
+    /// Policies::from_text(r#"forbid(principal, action == Action::"delete_file", resource);
+    ///                        permit(principal, action, resource);"#)?
+    ///     .register_on(registry.clone())?;
+    /// let delete = Tool::dynamic("delete_file", "Deletes", json!({"type": "object"}), |_| {
+    ///     Ok::<_, String>(json!("deleted"))
+    /// });
+    /// let model = Arc::new(ScriptedLlm::new().call("delete_file", json!({})).answer("done"));
+    /// let janitor = Agent::builder("Janitor").tool(delete).llm(model.clone()).build();
+    /// let crew = Crew::builder()
+    ///     .agent(janitor.clone())
+    ///     .task(Task::builder("Tidy").agent(&janitor).build())
+    ///     .global_registry(registry)
+    ///     .build()?;
+    /// crew.kickoff_blocking(())?;
+    /// assert!(model.requests()[1].observations()[0].contains("Tool execution blocked by hook"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn register_on(
+        &self,
+        registry: impl Into<SharedRegistry>,
+    ) -> Result<hooks_core::HookId, hooks_core::RegisterError> {
+        let registry = registry.into();
+        let shared = Arc::clone(&self.shared);
+        let hook = hooks_core::async_hook::<ToolCallHookContext, _, _>(move |ctx| {
+            let shared = Arc::clone(&shared);
+            Box::pin(async move {
+                let attachment = ctx
+                    .extensions
+                    .get::<CrewPolicies>()
+                    .and_then(|crew| crew.of_set(&shared))
+                    .cloned();
+                match attachment {
+                    Some(attachment) => attachment.check(ctx).await,
+                    None => Err(HookAborted::new(
+                        "the call was not made by a crew, so its tools are unknown to the \
+                         policies: denied",
+                        format!("policy:{}", engine::DEFAULT_DENY_SOURCE),
+                    )),
+                }
+            })
+        });
+        let id = registry.register_async_hook_with(
+            hooks_core::PRE_TOOL_CALL,
+            hooks_core::HookOptions::new().name(POLICY_HOOK_NAME),
+            hook,
+        )?;
+        global_sets().push((registry.key(), Arc::downgrade(&self.shared)));
+        Ok(id)
+    }
+
+    /// [`register_on`](Self::register_on) the process-wide registry.
+    ///
+    /// ```no_run
+    /// use crew_runtime::policy::Policies;
+    ///
+    /// Policies::from_file("policies.cedar")?.register_global()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn register_global(&self) -> Result<hooks_core::HookId, hooks_core::RegisterError> {
+        self.register_on(hooks_core::global_registry())
+    }
+
+    /// Attaches a set registered on a crew's global registry: like
+    /// [`attach`](Self::attach), its policies on tools the crew lacks left
+    /// out for that crew.
+    pub(crate) fn attach_global(
+        &self,
+        crew: &str,
+        tools: &[&Tool],
+    ) -> Result<Arc<Attachment>, PolicyError> {
+        self.attach_as(crew, tools, true)
+    }
+
     /// Checks the running set against a crew's tools and compiles it for
     /// them: what a crew's build does with the set it is given.
     pub(crate) fn attach(
         &self,
         crew: &str,
         tools: &[&Tool],
+    ) -> Result<Arc<Attachment>, PolicyError> {
+        self.attach_as(crew, tools, false)
+    }
+
+    fn attach_as(
+        &self,
+        crew: &str,
+        tools: &[&Tool],
+        global: bool,
     ) -> Result<Arc<Attachment>, PolicyError> {
         let shapes: BTreeMap<String, ToolShape> = tools
             .iter()
@@ -490,8 +590,9 @@ impl Policies {
                 "the crew's tools give no policy schema: {reason}"
             ))],
         })?;
-        let compiled = compile(&self.current(), &shapes, &schema)?;
+        let compiled = compile(&self.current(), &shapes, &schema, global)?;
         let attachment = Arc::new(Attachment {
+            global,
             shared: Arc::clone(&self.shared),
             crew: crew.to_owned(),
             tools: shapes,
@@ -550,6 +651,67 @@ impl fmt::Debug for PolicyWatcher {
     }
 }
 
+/// The policy sets registered on registries ([`Policies::register_on`]).
+fn global_sets() -> std::sync::MutexGuard<'static, Vec<(RegistryKey, Weak<Shared>)>> {
+    static SETS: Mutex<Vec<(RegistryKey, Weak<Shared>)>> = Mutex::new(Vec::new());
+    let mut sets = SETS.lock().unwrap_or_else(PoisonError::into_inner);
+    sets.retain(|(_, set)| set.strong_count() > 0);
+    sets
+}
+
+/// Reports each problem not reported before for the registry `key`: a
+/// `tracing` warning and a line on standard error.
+pub(crate) fn report_once(key: &RegistryKey, problems: &[PolicyProblem]) {
+    static REPORTED: Mutex<Vec<(RegistryKey, String)>> = Mutex::new(Vec::new());
+    let mut reported = REPORTED.lock().unwrap_or_else(PoisonError::into_inner);
+    for problem in problems {
+        let line = problem.to_string();
+        if reported
+            .iter()
+            .any(|(registry, seen)| registry.same(key) && *seen == line)
+        {
+            continue;
+        }
+        tracing::warn!(problem = %line, "a registered policy names a tool no crew has");
+        eprintln!("warning: registered policies: {line}");
+        reported.push((key.clone(), line));
+    }
+}
+
+/// The sets registered on the registry `key`, in registration order.
+pub(crate) fn registered_on(key: &RegistryKey) -> Vec<Policies> {
+    global_sets()
+        .iter()
+        .filter(|(registry, _)| registry.same(key))
+        .filter_map(|(_, set)| set.upgrade())
+        .map(|shared| Policies { shared })
+        .collect()
+}
+
+/// What a crew's tool calls carry for the global `policies` hooks: the
+/// crew's attachments of the sets registered on its registry. Private:
+/// no hook can forge or remove it.
+#[derive(Clone)]
+pub(crate) struct CrewPolicies(Arc<[Arc<Attachment>]>);
+
+impl CrewPolicies {
+    /// The global attachments among `attachments`, if any.
+    pub(crate) fn of(attachments: &[Arc<Attachment>]) -> Option<CrewPolicies> {
+        let global: Vec<Arc<Attachment>> = attachments
+            .iter()
+            .filter(|attachment| attachment.global)
+            .cloned()
+            .collect();
+        (!global.is_empty()).then(|| CrewPolicies(global.into()))
+    }
+
+    fn of_set(&self, shared: &Arc<Shared>) -> Option<&Arc<Attachment>> {
+        self.0
+            .iter()
+            .find(|attachment| Arc::ptr_eq(&attachment.shared, shared))
+    }
+}
+
 fn read_file(path: &Path) -> Result<String, PolicyError> {
     let read = |reason: String| PolicyError::Read {
         path: path.to_owned(),
@@ -589,6 +751,9 @@ fn report_rejected(attachments: &[Arc<Attachment>], origin: &str, error: &Policy
 /// A policy set checked against one crew's tools, as that crew's hook
 /// holds it.
 pub(crate) struct Attachment {
+    /// Attached through a registry, for every crew built on it: policies
+    /// on tools the crew lacks are left out rather than refused.
+    global: bool,
     shared: Arc<Shared>,
     crew: String,
     tools: BTreeMap<String, ToolShape>,
@@ -608,9 +773,15 @@ fn compile(
     parsed: &Arc<Parsed>,
     tools: &BTreeMap<String, ToolShape>,
     schema: &cedar_policy::Schema,
+    global: bool,
 ) -> Result<Compiled, PolicyError> {
     let (parsed, tools, schema) = (Arc::clone(parsed), tools.clone(), schema.clone());
     parse::on_large_stack(move || {
+        let parsed = if global {
+            Arc::new(check::without_policies_on_unknown_tools(&parsed, &tools))
+        } else {
+            parsed
+        };
         let problems = check::check(&parsed, &tools, &schema);
         if !problems.is_empty() {
             return Err(PolicyError::Invalid { problems });
@@ -623,7 +794,7 @@ fn compile(
 
 impl Attachment {
     fn compile(&self, parsed: &Arc<Parsed>) -> Result<Compiled, PolicyError> {
-        compile(parsed, &self.tools, &self.schema)
+        compile(parsed, &self.tools, &self.schema, self.global)
     }
 
     /// Where the crew's events go.
@@ -690,6 +861,24 @@ impl Attachment {
         !self.shared.shadow.load(Ordering::Acquire)
             && !self.shared.default_allow.load(Ordering::Acquire)
             && !self.shared.offer_all_tools.load(Ordering::Acquire)
+    }
+
+    /// For a set registered for every crew: the tools it names that no
+    /// crew built on the registry has (`known`: their tools), each as a
+    /// problem of the running set, reported once per registry; empty for
+    /// a crew's own set.
+    pub(crate) fn tools_no_crew_has(
+        &self,
+        known: &std::collections::BTreeSet<String>,
+    ) -> Vec<PolicyProblem> {
+        if !self.global {
+            return Vec::new();
+        }
+        let parsed = Policies {
+            shared: Arc::clone(&self.shared),
+        }
+        .current();
+        check::tools_no_crew_has(&parsed, known)
     }
 
     /// The running snapshot's generation (see [`Attachment::offers`]).
