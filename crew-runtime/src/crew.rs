@@ -486,6 +486,51 @@ impl Crew {
         explanation
     }
 
+    /// What the crew's policy sets decide for one concrete call of `tool`
+    /// by the agent `role` with `args`: a line per set, naming the policy
+    /// that fired (the call's id, task and turn read as empty, empty and
+    /// 1). See [`crate::policy`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::policy::Policies;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let refund = Tool::dynamic(
+    ///     "refund",
+    ///     "Refunds an order",
+    ///     json!({ "type": "object", "properties": { "amount": { "type": "integer" } }, "required": ["amount"] }),
+    ///     |_| Ok::<_, String>(json!("refunded")),
+    /// );
+    /// let support = Agent::builder("Support").tool(refund).build();
+    /// let crew = Crew::builder()
+    ///     .agent(support.clone())
+    ///     .task(Task::builder("Refund").agent(&support).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .policies(Policies::from_text(r#"
+    ///         @id("refunds") permit(principal, action == Action::"refund", resource);
+    ///         @id("limit") @reason("too much") forbid(principal, action == Action::"refund", resource)
+    ///         when { context.args.amount > 400 };
+    ///     "#)?)
+    ///     .build()?;
+    /// assert_eq!(crew.explain_call("refund", "Support", json!({ "amount": 900 })), ["policies: denied by limit (too much)"]);
+    /// assert_eq!(crew.explain_call("refund", "Support", json!({ "amount": 9 })), ["policies: allowed by refunds"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "policy")]
+    pub fn explain_call(&self, tool: &str, role: &str, args: serde_json::Value) -> Vec<String> {
+        let args = match args {
+            serde_json::Value::Object(args) => args,
+            _ => serde_json::Map::new(),
+        };
+        self.inner
+            .settings
+            .policies
+            .iter()
+            .map(|policies| policies.explain_call(tool, role, self.user(), &args))
+            .collect()
+    }
+
     /// Checks every hook filter now: the global registry's hooks against
     /// the tools and roles of every crew built on that registry so far,
     /// then the crew's own hooks against the crew's. Hooks registered with

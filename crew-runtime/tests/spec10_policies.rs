@@ -870,3 +870,43 @@ fn a_registered_set_naming_a_tool_no_crew_has_warns_at_the_first_kickoff_and_fai
         }
     }
 }
+
+#[test]
+fn explain_call_names_the_policy_that_fires_for_concrete_arguments() {
+    let s = setup(
+        policies(POLICIES),
+        ScriptedLlm::new().answer("done"),
+        "Support",
+    );
+    assert_eq!(
+        s.crew.explain_call(
+            "refund",
+            "Support",
+            json!({ "order": "A-1", "amount": 900 })
+        ),
+        ["policies: denied by refund-limit (refunds above 400 need a manager)"]
+    );
+    assert_eq!(
+        s.crew
+            .explain_call("refund", "Support", json!({ "order": "A-1", "amount": 9 })),
+        ["policies: allowed by support-refunds"]
+    );
+    assert_eq!(
+        s.crew
+            .explain_call("refund", "Intern", json!({ "order": "A-1", "amount": 9 })),
+        ["policies: denied by default-deny (no policy permits refund)"]
+    );
+    let s = setup(
+        policies(ASKING),
+        ScriptedLlm::new().answer("done"),
+        "Support",
+    );
+    assert_eq!(
+        s.crew.explain_call(
+            "refund",
+            "Support",
+            json!({ "order": "A-1", "amount": 900 })
+        ),
+        ["policies: asked by big-refunds-asked (a refund above 400 needs a person's yes)"]
+    );
+}

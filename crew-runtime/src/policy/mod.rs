@@ -854,6 +854,56 @@ impl Attachment {
         }
     }
 
+    /// What the set decides for one concrete call (see
+    /// [`Crew::explain_call`](crate::Crew::explain_call)).
+    pub(crate) fn explain_call(
+        &self,
+        tool: &str,
+        role: &str,
+        user: Option<&str>,
+        args: &serde_json::Map<String, serde_json::Value>,
+    ) -> String {
+        let tool = hooks_core::normalize_tool_name(tool);
+        let call = Call {
+            tool: &tool,
+            role,
+            crew: &self.crew,
+            user,
+            args,
+            call_id: "",
+            task: "",
+            iteration: 1,
+        };
+        let default_allow = self.shared.default_allow.load(Ordering::Acquire);
+        let mode = if self.shared.shadow.load(Ordering::Acquire) {
+            " (shadow mode: reported only)"
+        } else {
+            ""
+        };
+        match self.compiled.load().decide(&call, default_allow) {
+            None => format!("policies: `{tool}` is no tool of this crew"),
+            Some(Verdict::Allow {
+                policies,
+                ask: None,
+            }) if policies.is_empty() => {
+                format!("policies: allowed by default{mode}")
+            }
+            Some(Verdict::Allow {
+                policies,
+                ask: None,
+            }) => {
+                format!("policies: allowed by {}{mode}", policies.join(", "))
+            }
+            Some(Verdict::Allow {
+                ask: Some((why, id)),
+                ..
+            }) => format!("policies: asked by {id} ({why}){mode}"),
+            Some(Verdict::Deny { source, reason, .. }) => {
+                format!("policies: denied by {source} ({reason}){mode}")
+            }
+        }
+    }
+
     /// Whether the set leaves out of what models are offered the tools it
     /// could never permit: an enforcing set, with default deny, that does
     /// not offer all tools.
