@@ -105,6 +105,17 @@ pub use parse::{MAX_POLICY_BYTES, MAX_POLICY_NESTING, MAX_POLICY_OPERATORS};
 use schema::ToolShape;
 
 /// The name of the hook a policy set runs as.
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::policy::{POLICY_HOOK_NAME, Policies};
+/// use crew_runtime::prelude::*;
+///
+/// let registry = Arc::new(HookRegistry::new());
+/// Policies::from_text("permit(principal, action, resource);")?.register_on(registry.clone())?;
+/// assert_eq!(registry.get_hooks(PRE_TOOL_CALL)[0].name, POLICY_HOOK_NAME);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const POLICY_HOOK_NAME: &str = "policies";
 
 /// A policy set: Cedar policies that decide a crew's tool calls.
@@ -221,6 +232,13 @@ impl Policies {
     }
 
     /// Whether the set runs in shadow mode.
+    ///
+    /// ```
+    /// use crew_runtime::policy::Policies;
+    ///
+    /// assert!(!Policies::from_text("permit(principal, action, resource);")?.is_shadow());
+    /// # Ok::<(), crew_runtime::policy::PolicyError>(())
+    /// ```
     pub fn is_shadow(&self) -> bool {
         self.shared.shadow.load(Ordering::Acquire)
     }
@@ -260,6 +278,13 @@ impl Policies {
     }
 
     /// Whether a call no policy decides is allowed.
+    ///
+    /// ```
+    /// use crew_runtime::policy::Policies;
+    ///
+    /// assert!(!Policies::from_text("permit(principal, action, resource);")?.allows_by_default());
+    /// # Ok::<(), crew_runtime::policy::PolicyError>(())
+    /// ```
     pub fn allows_by_default(&self) -> bool {
         self.shared.default_allow.load(Ordering::Acquire)
     }
@@ -278,6 +303,13 @@ impl Policies {
     }
 
     /// Always `false`: a set with no policies is refused.
+    ///
+    /// ```
+    /// use crew_runtime::policy::Policies;
+    ///
+    /// assert!(!Policies::from_text("permit(principal, action, resource);")?.is_empty());
+    /// # Ok::<(), crew_runtime::policy::PolicyError>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.current().policies.is_empty()
     }
@@ -340,6 +372,21 @@ impl Policies {
 
     /// Replaces the set with the policies of a file (see
     /// [`reload_text`](Self::reload_text)).
+    ///
+    /// ```
+    /// use crew_runtime::policy::Policies;
+    ///
+    /// let dir = std::env::temp_dir().join(format!("policies-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let file = dir.join("policies.cedar");
+    /// std::fs::write(&file, "permit(principal, action, resource);")?;
+    /// let policies = Policies::from_file(&file)?;
+    /// std::fs::write(&file, "@id(\"closed\") forbid(principal, action, resource);")?;
+    /// policies.reload_file(&file)?;
+    /// assert_eq!(policies.ids(), ["closed"]);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn reload_file(&self, path: impl AsRef<Path>) -> Result<(), PolicyError> {
         let path = path.as_ref();
         let parsed = read_file(path).and_then(|text| parse::parse(&text));

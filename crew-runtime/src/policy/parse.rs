@@ -11,15 +11,40 @@ use serde_json::Value;
 use super::{PolicyError, PolicyProblem};
 
 /// The longest policy text accepted, in bytes: 1 MiB.
+///
+/// ```
+/// use crew_runtime::policy::{MAX_POLICY_BYTES, Policies};
+///
+/// let huge = "// padding\n".repeat(MAX_POLICY_BYTES / 8);
+/// assert!(Policies::from_text(&huge).is_err());
+/// ```
 pub const MAX_POLICY_BYTES: usize = 1 << 20;
 
 /// The deepest nesting of brackets in a policy text: 32. Deeper text
 /// could overflow the stack of the engine's parser or evaluator.
+///
+/// ```
+/// use crew_runtime::policy::{MAX_POLICY_NESTING, Policies};
+///
+/// let deep = |levels: usize| {
+///     format!("permit(principal, action, resource) when {{ {}true{} }};", "(".repeat(levels), ")".repeat(levels))
+/// };
+/// // The `when { .. }` braces and the scope's parentheses count too.
+/// assert!(Policies::from_text(&deep(MAX_POLICY_NESTING - 2)).is_ok());
+/// assert!(Policies::from_text(&deep(MAX_POLICY_NESTING)).is_err());
+/// ```
 pub const MAX_POLICY_NESTING: usize = 32;
 
 /// The most operator characters in one policy: 512. A longer chain of
 /// operators makes an expression deep enough to overflow the stack of
 /// the engine's evaluator.
+///
+/// ```
+/// use crew_runtime::policy::{MAX_POLICY_OPERATORS, Policies};
+///
+/// let chain = format!("permit(principal, action, resource) when {{ {}true }};", "true && ".repeat(MAX_POLICY_OPERATORS));
+/// assert!(Policies::from_text(&chain).is_err());
+/// ```
 pub const MAX_POLICY_OPERATORS: usize = 512;
 
 /// The stack of the thread that parses and validates: the engine's
