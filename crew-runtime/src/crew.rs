@@ -384,6 +384,8 @@ pub struct Crew {
     inner: Arc<CrewInner>,
     /// Who the kickoffs of this value run for ([`Crew::for_user`]).
     user: Option<Arc<str>>,
+    /// The running kickoff's id, on the value a kickoff hands its hooks.
+    kickoff_id: Option<Arc<str>>,
 }
 
 impl Crew {
@@ -418,6 +420,17 @@ impl Crew {
         Crew {
             inner: Arc::clone(&self.inner),
             user: Some(Arc::from(user.into())),
+            kickoff_id: None,
+        }
+    }
+
+    /// The same crew, as one kickoff's hooks see it: with a fresh,
+    /// unguessable kickoff id (a UUID v4).
+    pub(crate) fn for_kickoff(&self) -> Crew {
+        Crew {
+            inner: Arc::clone(&self.inner),
+            user: self.user.clone(),
+            kickoff_id: Some(Arc::from(uuid::Uuid::new_v4().to_string())),
         }
     }
 
@@ -765,6 +778,10 @@ impl CrewInfo for Crew {
 
     fn user(&self) -> Option<&str> {
         self.user.as_deref()
+    }
+
+    fn kickoff_id(&self) -> Option<&str> {
+        self.kickoff_id.as_deref()
     }
 }
 
@@ -1690,6 +1707,7 @@ impl CrewBuilder {
         Ok(Crew {
             inner: Arc::new(inner),
             user: None,
+            kickoff_id: None,
         })
     }
 }

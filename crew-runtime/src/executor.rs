@@ -78,8 +78,8 @@ pub(crate) async fn kickoff(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, C
 async fn kickoff_unredacted(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, CrewError> {
     let dispatcher = crew.dispatcher();
     // A standalone agent's run is outside any crew: hooks see no crew.
-    let crew_info: Option<Arc<dyn CrewInfo>> =
-        (!crew.inner().settings.standalone).then(|| Arc::new(crew.clone()) as Arc<dyn CrewInfo>);
+    let crew_info: Option<Arc<dyn CrewInfo>> = (!crew.inner().settings.standalone)
+        .then(|| Arc::new(crew.for_kickoff()) as Arc<dyn CrewInfo>);
     let mut start = ExecutionStartContext::new(inputs).in_crew(&crew_info);
     if let DispatchOutcome::Aborted(abort) =
         dispatch(&dispatcher, EXECUTION_START, &mut start).await

@@ -118,6 +118,26 @@ pub struct HumanInputRequest {
     pub tool_input: Option<Value>,
     /// The role of the agent making the call.
     pub agent_role: Option<String>,
+    /// The JSON schema of the tool's arguments, so that a source letting a
+    /// person edit them can check the edit.
+    pub tool_schema: Option<Value>,
+    /// What the tool declares it does (a tool that declares nothing counts
+    /// as destructive and open-world), so that a source can let a person
+    /// answer only for some kinds of tools.
+    pub tool_capabilities: Option<crate::Capabilities>,
+    /// The name of the task being worked on.
+    pub task: Option<String>,
+    /// The name of the crew running the call.
+    pub crew: Option<String>,
+    /// The id of the kickoff running the call (see
+    /// [`CrewInfo::kickoff_id`](crate::CrewInfo::kickoff_id)).
+    pub kickoff_id: Option<String>,
+    /// Who the kickoff runs for (see [`CrewInfo::user`](crate::CrewInfo::user)):
+    /// the requester, who must not approve their own call.
+    pub requester: Option<String>,
+    /// How long the question waits for an answer, set when it is asked:
+    /// an answer given later is refused whatever the source does.
+    pub timeout: Option<Duration>,
 }
 
 impl HumanInputRequest {
@@ -183,6 +203,9 @@ impl HumanInputRequest {
             self.call_id.as_mut(),
             self.tool_name.as_mut(),
             self.agent_role.as_mut(),
+            self.task.as_mut(),
+            self.crew.as_mut(),
+            self.requester.as_mut(),
         ];
         for text in texts.into_iter().flatten() {
             if let std::borrow::Cow::Owned(cleaned) = crate::events::redact_in_scope(text) {
@@ -241,6 +264,44 @@ pub trait HumanInputSource: Send + Sync {
     /// answer (the caller trims it).
     async fn ask(&self, request: HumanInputRequest) -> Result<String, HumanInputError>;
 
+    /// Returns one answer with what else the person said: who answered,
+    /// a comment, and arguments they edited for the call to run with. The
+    /// default asks [`ask`](Self::ask) and takes its text as the answer.
+    ///
+    /// Approvals ([`ToolCallHookContext::request_approval`](crate::ToolCallHookContext::request_approval))
+    /// read answers through it; a source whose people can edit a call's
+    /// arguments (a web inbox) implements it.
+    ///
+    /// ```
+    /// use hooks_core::{HumanAnswer, HumanInputError, HumanInputRequest, HumanInputSource, async_trait};
+    /// use serde_json::json;
+    ///
+    /// /// Approves every e-mail, to the team only.
+    /// struct TeamOnly;
+    ///
+    /// #[async_trait]
+    /// impl HumanInputSource for TeamOnly {
+    ///     async fn ask(&self, _request: HumanInputRequest) -> Result<String, HumanInputError> {
+    ///         Err(HumanInputError::SourceFailed("answers carry edits: use `answer`".into()))
+    ///     }
+    ///
+    ///     async fn answer(&self, request: HumanInputRequest) -> Result<HumanAnswer, HumanInputError> {
+    ///         let mut input = request.tool_input.and_then(|v| v.as_object().cloned()).unwrap_or_default();
+    ///         input.insert("to".into(), json!("team@example.com"));
+    ///         Ok(HumanAnswer::new("yes").with_edited_input(input).with_answered_by("ops-bot"))
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let answer = TeamOnly.answer(HumanInputRequest::new("Send?", "")).await.unwrap();
+    /// assert_eq!(answer.edited_input.unwrap()["to"], "team@example.com");
+    /// # }
+    /// ```
+    async fn answer(&self, request: HumanInputRequest) -> Result<HumanAnswer, HumanInputError> {
+        self.ask(request).await.map(HumanAnswer::new)
+    }
+
     /// Whether [`ask`](Self::ask) only ever waits by awaiting, never by
     /// blocking its thread. `false` by default: each question of such a
     /// source is asked on a thread of its own, so that a source that does
@@ -261,6 +322,89 @@ pub trait HumanInputSource: Send + Sync {
     /// ```
     fn never_blocks(&self) -> bool {
         false
+    }
+}
+
+/// A person's answer with what came with it: who gave it, a comment, and
+/// the arguments they edited for the call to run with.
+///
+/// [`HumanInputSource::answer`] returns it; an approval
+/// ([`ToolCallHookContext::request_approval`](crate::ToolCallHookContext::request_approval))
+/// resolves to it. An approval hook that lets the call run with an edit
+/// puts [`edited_input`](Self::edited_input) in the context's `tool_input`:
+/// the tool receives the edit.
+///
+/// ```
+/// use hooks_core::HumanAnswer;
+/// use serde_json::{Map, json};
+///
+/// let mut edit = Map::new();
+/// edit.insert("amount".into(), json!(40));
+/// let answer = HumanAnswer::new(" yes ")
+///     .with_edited_input(edit)
+///     .with_answered_by("alice")
+///     .with_comment("capped at 40");
+/// assert_eq!(answer.text, " yes ");
+/// assert_eq!(answer.answered_by.as_deref(), Some("alice"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct HumanAnswer {
+    /// The answer (`yes`, `no`, …); trimmed once it reaches the hook.
+    pub text: String,
+    /// The arguments the person edited, to run the call with instead of
+    /// the ones asked about.
+    pub edited_input: Option<serde_json::Map<String, Value>>,
+    /// Who answered, when the source knows.
+    pub answered_by: Option<String>,
+    /// What the person wrote beside the answer.
+    pub comment: Option<String>,
+}
+
+impl HumanAnswer {
+    /// An answer of `text`, with nothing else.
+    ///
+    /// ```
+    /// assert_eq!(hooks_core::HumanAnswer::new("no").text, "no");
+    /// ```
+    pub fn new(text: impl Into<String>) -> Self {
+        HumanAnswer {
+            text: text.into(),
+            ..HumanAnswer::default()
+        }
+    }
+
+    /// The call is to run with these arguments instead.
+    ///
+    /// ```
+    /// let answer = hooks_core::HumanAnswer::new("yes").with_edited_input(Default::default());
+    /// assert!(answer.edited_input.is_some());
+    /// ```
+    pub fn with_edited_input(mut self, input: serde_json::Map<String, Value>) -> Self {
+        self.edited_input = Some(input);
+        self
+    }
+
+    /// Names who answered.
+    ///
+    /// ```
+    /// let answer = hooks_core::HumanAnswer::new("yes").with_answered_by("bob");
+    /// assert_eq!(answer.answered_by.as_deref(), Some("bob"));
+    /// ```
+    pub fn with_answered_by(mut self, who: impl Into<String>) -> Self {
+        self.answered_by = Some(who.into());
+        self
+    }
+
+    /// Adds the person's comment.
+    ///
+    /// ```
+    /// let answer = hooks_core::HumanAnswer::new("no").with_comment("wrong account");
+    /// assert_eq!(answer.comment.as_deref(), Some("wrong account"));
+    /// ```
+    pub fn with_comment(mut self, comment: impl Into<String>) -> Self {
+        self.comment = Some(comment.into());
+        self
     }
 }
 
@@ -288,16 +432,16 @@ pub trait HumanInputSource: Send + Sync {
 /// ```
 #[must_use = "nobody is asked until this is awaited: write `ctx.request_human_input(..).await` \
               in an `async` hook (register it with `register_async_hook`)"]
-pub struct HumanInputFuture {
-    answer: Pin<Box<dyn Future<Output = Result<String, HumanInputError>> + Send>>,
+pub struct HumanInputFuture<T = String> {
+    answer: Pin<Box<dyn Future<Output = Result<T, HumanInputError>> + Send>>,
     /// The clock of the hook asking, while the question is open: the
     /// hook's time limit does not run meanwhile.
     open_on: Option<Arc<crate::hook_clock::HookClock>>,
     started: bool,
 }
 
-impl Future for HumanInputFuture {
-    type Output = Result<String, HumanInputError>;
+impl<T> Future for HumanInputFuture<T> {
+    type Output = Result<T, HumanInputError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         if !self.started {
@@ -317,7 +461,7 @@ impl Future for HumanInputFuture {
     }
 }
 
-impl HumanInputFuture {
+impl<T> HumanInputFuture<T> {
     fn close(&mut self) {
         if let Some(clock) = self.open_on.take() {
             clock.question_closed();
@@ -325,13 +469,13 @@ impl HumanInputFuture {
     }
 }
 
-impl Drop for HumanInputFuture {
+impl<T> Drop for HumanInputFuture<T> {
     fn drop(&mut self) {
         self.close();
     }
 }
 
-impl fmt::Debug for HumanInputFuture {
+impl<T> fmt::Debug for HumanInputFuture<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HumanInputFuture").finish_non_exhaustive()
     }
@@ -348,10 +492,51 @@ pub(crate) fn ask(
     request: HumanInputRequest,
     timeout: Duration,
 ) -> HumanInputFuture {
+    let answer = answering(source, request, timeout);
+    HumanInputFuture {
+        answer: Box::pin(async move {
+            let answer = answer.await?;
+            // A text answer cannot carry an edit: running the call as asked
+            // about would ignore what the person decided.
+            if answer.edited_input.is_some() {
+                return Err(HumanInputError::SourceFailed(
+                    "the answer edits the call's arguments, which a text answer cannot carry \
+                     (ask with `request_approval`)"
+                        .into(),
+                ));
+            }
+            Ok(answer.text)
+        }),
+        open_on: None,
+        started: false,
+    }
+}
+
+/// Like [`ask`], with the whole answer: what approvals read.
+pub(crate) fn ask_for_answer(
+    source: Option<Arc<dyn HumanInputSource>>,
+    request: HumanInputRequest,
+    timeout: Duration,
+) -> HumanInputFuture<HumanAnswer> {
+    HumanInputFuture {
+        answer: Box::pin(answering(source, request, timeout)),
+        open_on: None,
+        started: false,
+    }
+}
+
+/// The answer of `source` (the terminal when there is none) within
+/// `timeout`, its text trimmed.
+fn answering(
+    source: Option<Arc<dyn HumanInputSource>>,
+    mut request: HumanInputRequest,
+    timeout: Duration,
+) -> impl Future<Output = Result<HumanAnswer, HumanInputError>> + Send + 'static {
+    request.timeout = Some(timeout);
     // A person is an exit too: the crew's redaction in scope (the hook
     // asking runs in it) cleans what they are shown.
     let request = request.redacted_in_scope();
-    let answer = async move {
+    async move {
         // A timeout too large to be a deadline is no deadline.
         let deadline = std::time::Instant::now().checked_add(timeout);
         let source = source.unwrap_or_else(|| Arc::new(TerminalInput::new()));
@@ -361,7 +546,7 @@ pub(crate) fn ask(
         // call itself is inside the contained future: a source whose `ask`
         // panics before returning its future is caught too.
         let asking = crate::panic::contain_panic_async(AssertUnwindSafe(async move {
-            source.ask(request).await
+            source.answer(request).await
         }));
         // A source that may block its thread (a synchronous read inside
         // `ask`) asks on a thread of its own: it holds no runtime worker,
@@ -381,7 +566,11 @@ pub(crate) fn ask(
             Some(None) => Err(HumanInputError::SourceFailed(
                 "it stopped without answering".into(),
             )),
-            Some(Some(Ok(answer))) => Ok(answer?.trim().to_owned()),
+            Some(Some(Ok(answer))) => {
+                let mut answer = answer?;
+                answer.text = answer.text.trim().to_owned();
+                Ok(answer)
+            }
             Some(Some(Err(panic))) => {
                 let message = crate::dispatch::panic_message(&*panic);
                 crate::dispatch::drop_payload(panic);
@@ -390,11 +579,6 @@ pub(crate) fn ask(
                 )))
             }
         }
-    };
-    HumanInputFuture {
-        answer: Box::pin(answer),
-        open_on: None,
-        started: false,
     }
 }
 

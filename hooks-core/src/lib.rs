@@ -220,9 +220,9 @@ pub use hook::{
 };
 pub use hook_clock::DEFAULT_HOOK_TIMEOUT;
 pub use human::{
-    CallbackInput, ChannelInput, DEFAULT_HUMAN_INPUT_TIMEOUT, HumanInputError, HumanInputFuture,
-    HumanInputReply, HumanInputRequest, HumanInputSource, PendingHumanInput, ScriptedInput,
-    TerminalInput,
+    CallbackInput, ChannelInput, DEFAULT_HUMAN_INPUT_TIMEOUT, HumanAnswer, HumanInputError,
+    HumanInputFuture, HumanInputReply, HumanInputRequest, HumanInputSource, PendingHumanInput,
+    ScriptedInput, TerminalInput,
 };
 
 /// Implements [`HumanInputSource`] (an `async fn` in a trait used as

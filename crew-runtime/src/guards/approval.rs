@@ -8,9 +8,10 @@ use std::sync::Arc;
 use hooks_core::console::escape_control;
 use hooks_core::runtime::{contain_panic, contain_panic_async, take_panic_message};
 use hooks_core::{
-    Capabilities, Capability, HookAborted, HookFuture, HumanInputFuture, ToolCallHookContext,
-    normalize_tool_name,
+    Capabilities, Capability, HookAborted, HookFuture, HumanAnswer, HumanInputFuture,
+    ToolCallHookContext, normalize_tool_name,
 };
+use serde_json::{Map, Value};
 
 /// The `source` of every refusal, as telemetry reports it.
 ///
@@ -359,6 +360,44 @@ impl ApprovalGate {
         &self,
         ctx: &ToolCallHookContext,
     ) -> impl Future<Output = Result<(), HookAborted>> + Send + 'static {
+        let decided = self.decide(ctx);
+        async move {
+            match decided.await? {
+                None => Ok(()),
+                // Running the call as asked about would ignore the person.
+                Some(_) => Err(HookAborted::new(
+                    "the approver edited the arguments, which `check` cannot apply: \
+                     register `pre_hook`, or apply `decide`'s edit",
+                    APPROVAL_GATE_SOURCE,
+                )),
+            }
+        }
+    }
+
+    /// Asks about `ctx` when the gate applies to it, like
+    /// [`check`](Self::check), and returns the arguments the approver
+    /// edited, if they did: the call is to run with them
+    /// ([`pre_hook`](Self::pre_hook) puts them in the context's
+    /// `tool_input`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::guards::ApprovalGate;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let gate = ApprovalGate::for_tools(["send_email"]);
+    /// let ctx = ToolCallHookContext::new("send_email", Default::default())
+    ///     .with_human_input(Arc::new(ScriptedInput::new(["yes"])));
+    /// assert_eq!(gate.decide(&ctx).await, Ok(None), "approved as asked");
+    /// # }
+    /// ```
+    pub fn decide(
+        &self,
+        ctx: &ToolCallHookContext,
+    ) -> impl Future<Output = Result<Option<Map<String, Value>>, HookAborted>> + Send + 'static
+    {
         // A panic in a closure given to the gate refuses the call even when
         // the hook was registered fail-open: each step is contained here,
         // the gate's own closures as well as the wait.
@@ -367,20 +406,25 @@ impl ApprovalGate {
         async move {
             let question = match question {
                 Ok(Some(question)) => question,
-                Ok(None) => return Ok(()),
+                Ok(None) => return Ok(None),
                 Err(panic) => return Err(gate_panicked(panic)),
             };
             let decided = contain_panic_async(AssertUnwindSafe(async move {
                 let answer = question.await.map_err(|error| {
                     HookAborted::new(format!("no human approval: {error}"), APPROVAL_GATE_SOURCE)
                 })?;
-                if approves(&answer) {
-                    Ok(())
+                if approves(&answer.text) {
+                    Ok(answer.edited_input)
                 } else {
-                    Err(HookAborted::new(
-                        format!("refused by a person (answered {answer:?})"),
-                        APPROVAL_GATE_SOURCE,
-                    ))
+                    let mut reason = format!("refused by a person (answered {:?}", answer.text);
+                    if let Some(who) = &answer.answered_by {
+                        reason.push_str(&format!(", by {}", escape_control(who)));
+                    }
+                    if let Some(comment) = answer.comment.as_deref().filter(|c| !c.is_empty()) {
+                        reason.push_str(&format!(": {}", escape_control(comment)));
+                    }
+                    reason.push(')');
+                    Err(HookAborted::new(reason, APPROVAL_GATE_SOURCE))
                 }
             }))
             .await;
@@ -389,12 +433,12 @@ impl ApprovalGate {
     }
 
     /// The question about `ctx`, or `None` when the gate does not apply.
-    fn ask(&self, ctx: &ToolCallHookContext) -> Option<HumanInputFuture> {
+    fn ask(&self, ctx: &ToolCallHookContext) -> Option<HumanInputFuture<HumanAnswer>> {
         if !(self.applies)(ctx) {
             return None;
         }
         let prompt = (self.prompt)(ctx);
-        Some(ctx.request_human_input(&prompt, &self.message))
+        Some(ctx.request_approval(&prompt, &self.message))
     }
 
     /// The gate as an `async` `PRE_TOOL_CALL` hook, to register globally
@@ -433,7 +477,14 @@ impl ApprovalGate {
     + 'static {
         let gate = self.clone();
         move |ctx: &mut ToolCallHookContext| -> HookFuture<'_, Result<(), HookAborted>> {
-            Box::pin(gate.check(ctx))
+            let decided = gate.decide(ctx);
+            Box::pin(async move {
+                if let Some(edit) = decided.await? {
+                    // The tool receives what the approver approved.
+                    ctx.tool_input = edit;
+                }
+                Ok(())
+            })
         }
     }
 }

@@ -994,22 +994,7 @@ impl Attachment {
         let compiled = self.compiled.load_full();
         let shadow = self.shared.shadow.load(Ordering::Acquire);
         let default_allow = self.shared.default_allow.load(Ordering::Acquire);
-        let verdict = {
-            let crew = ctx.crew.as_deref();
-            let task = ctx.task.as_deref();
-            let call = Call {
-                tool: ctx.tool_name(),
-                role: ctx.agent_role().unwrap_or_default(),
-                crew: crew.map_or(self.crew.as_str(), |crew| crew.name()),
-                user: crew.and_then(|crew| crew.user()),
-                args: &ctx.tool_input,
-                call_id: ctx.call_id().unwrap_or_default(),
-                task: task.map(|task| task.name()).unwrap_or_default(),
-                iteration: ctx.iteration(),
-            };
-            compiled.decide(&call, default_allow)
-        };
-        let Some(verdict) = verdict else {
+        let Some(verdict) = self.verdict(&compiled, ctx, default_allow) else {
             return Ok(());
         };
         self.report(ctx, &verdict, shadow);
@@ -1031,22 +1016,54 @@ impl Attachment {
                     ctx.tool_name(),
                     ctx.agent_role().unwrap_or("the agent")
                 );
-                let answer =
-                    ctx.request_human_input(&question, "yes/no")
-                        .await
-                        .map_err(|error| {
-                            HookAborted::new(
-                                format!("{why}: no approval ({error})"),
-                                source.clone(),
-                            )
-                        })?;
-                if ApprovalGate::is_yes(&answer) {
-                    Ok(())
-                } else {
-                    Err(HookAborted::new(format!("{why}: not approved"), source))
+                let answer = ctx
+                    .request_approval(&question, "yes/no")
+                    .await
+                    .map_err(|error| {
+                        HookAborted::new(format!("{why}: no approval ({error})"), source.clone())
+                    })?;
+                if !ApprovalGate::is_yes(&answer.text) {
+                    return Err(HookAborted::new(format!("{why}: not approved"), source));
                 }
+                if let Some(edit) = answer.edited_input {
+                    // The tool receives what the approver approved, and the
+                    // policies decide the edit as well: a person cannot
+                    // approve what a `forbid` refuses.
+                    ctx.tool_input = edit;
+                    if let Some(Verdict::Deny { source, reason, .. }) =
+                        self.verdict(&compiled, ctx, default_allow)
+                    {
+                        return Err(HookAborted::new(
+                            format!("the approved edit is denied: {reason}"),
+                            format!("policy:{source}"),
+                        ));
+                    }
+                }
+                Ok(())
             }
         }
+    }
+
+    /// What the policies say of the call as `ctx` has it now.
+    fn verdict(
+        &self,
+        compiled: &Compiled,
+        ctx: &ToolCallHookContext,
+        default_allow: bool,
+    ) -> Option<Verdict> {
+        let crew = ctx.crew.as_deref();
+        let task = ctx.task.as_deref();
+        let call = Call {
+            tool: ctx.tool_name(),
+            role: ctx.agent_role().unwrap_or_default(),
+            crew: crew.map_or(self.crew.as_str(), |crew| crew.name()),
+            user: crew.and_then(|crew| crew.user()),
+            args: &ctx.tool_input,
+            call_id: ctx.call_id().unwrap_or_default(),
+            task: task.map(|task| task.name()).unwrap_or_default(),
+            iteration: ctx.iteration(),
+        };
+        compiled.decide(&call, default_allow)
     }
 
     fn report(&self, ctx: &ToolCallHookContext, verdict: &Verdict, shadow: bool) {

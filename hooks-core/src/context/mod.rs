@@ -80,6 +80,25 @@ pub trait CrewInfo: Any + Send + Sync {
     fn user(&self) -> Option<&str> {
         None
     }
+
+    /// The id of the kickoff running the call: unguessable, unique per
+    /// kickoff, the same for every call of one kickoff. The default has
+    /// none.
+    ///
+    /// ```
+    /// use hooks_core::CrewInfo;
+    ///
+    /// struct Nightly;
+    /// impl CrewInfo for Nightly {
+    ///     fn name(&self) -> &str {
+    ///         "nightly"
+    ///     }
+    /// }
+    /// assert_eq!(Nightly.kickoff_id(), None);
+    /// ```
+    fn kickoff_id(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// What a hook can see of the model being called.

@@ -396,11 +396,73 @@ impl ToolCallHookContext {
     /// }
     /// ```
     pub fn request_human_input(&self, prompt: &str, default_message: &str) -> HumanInputFuture {
+        crate::human::ask(
+            self.human_input.clone(),
+            self.human_request(prompt, default_message),
+            self.human_input_timeout,
+        )
+    }
+
+    /// Asks a person to approve this call, like
+    /// [`request_human_input`](Self::request_human_input), and resolves to
+    /// the whole [`HumanAnswer`](crate::HumanAnswer): its text, who gave it,
+    /// their comment, and arguments they edited (a web inbox lets an
+    /// approver change them). A hook that approves on the answer puts an
+    /// edit in [`tool_input`](Self::tool_input): the tool gets the edit.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hooks_core::{HookAborted, ScriptedInput, ToolCallHookContext};
+    ///
+    /// async fn approve(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+    ///     let answer = ctx.request_approval("Send it?", "yes/no").await?;
+    ///     if !answer.text.eq_ignore_ascii_case("yes") {
+    ///         return Err(HookAborted::new("refused by a person", "approval"));
+    ///     }
+    ///     if let Some(edit) = answer.edited_input {
+    ///         ctx.tool_input = edit;
+    ///     }
+    ///     Ok(())
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let mut ctx = ToolCallHookContext::new("send_email", Default::default())
+    ///     .with_human_input(Arc::new(ScriptedInput::new(["yes"])));
+    /// assert!(approve(&mut ctx).await.is_ok());
+    /// # }
+    /// ```
+    pub fn request_approval(
+        &self,
+        prompt: &str,
+        default_message: &str,
+    ) -> HumanInputFuture<crate::HumanAnswer> {
+        crate::human::ask_for_answer(
+            self.human_input.clone(),
+            self.human_request(prompt, default_message),
+            self.human_input_timeout,
+        )
+    }
+
+    /// The question about this call: the call, its tool (schema and
+    /// capabilities), agent, task, crew, kickoff and requester.
+    fn human_request(&self, prompt: &str, default_message: &str) -> HumanInputRequest {
         let mut request = HumanInputRequest::new(prompt, default_message)
             .with_tool(&*self.tool_name, Value::Object(self.tool_input.clone()));
         request.call_id = self.call_id.clone();
         request.agent_role = self.agent_role().map(str::to_owned);
-        crate::human::ask(self.human_input.clone(), request, self.human_input_timeout)
+        request.tool_schema = self.tool.as_ref().map(|tool| tool.args_schema().clone());
+        request.tool_capabilities = Some(match &self.tool {
+            Some(tool) => tool.annotations().capabilities(),
+            None => crate::ToolAnnotations::new().capabilities(),
+        });
+        request.task = self.task.as_ref().map(|task| task.name().to_owned());
+        if let Some(crew) = &self.crew {
+            request.crew = Some(crew.name().to_owned());
+            request.kickoff_id = crew.kickoff_id().map(str::to_owned);
+            request.requester = crew.user().map(str::to_owned);
+        }
+        request
     }
 }
 
