@@ -159,6 +159,8 @@ mod prompt;
 mod redaction;
 mod scripted;
 mod standalone;
+#[cfg(feature = "store")]
+pub mod store;
 mod task;
 mod tool;
 mod tool_call;

@@ -1,0 +1,1078 @@
+//! Questions and answers as rows: the source that asks, and the decisions
+//! that answer.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use hooks_core::{
+    Capabilities, Capability, HumanAnswer, HumanInputError, HumanInputRequest, HumanInputSource,
+    async_trait,
+};
+use serde_json::{Map, Value};
+use sqlx::Row;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::{Store, StoreError, new_id, now_millis, on_pool, time_of};
+
+/// The largest edit of a call's arguments accepted, as JSON text: 256 KiB.
+///
+/// ```
+/// assert_eq!(crew_runtime::store::MAX_EDIT_BYTES, 256 * 1024);
+/// ```
+pub const MAX_EDIT_BYTES: usize = 256 * 1024;
+
+/// The longest comment kept with an answer, in bytes.
+const MAX_COMMENT_BYTES: usize = 4096;
+
+/// How long a question stays open after its process last said it is
+/// alive, unless told otherwise ([`StoreApprovals::lease`]).
+const DEFAULT_LEASE: Duration = Duration::from_secs(15);
+
+/// How often a waiting question reads its row even when nothing was
+/// announced (a lost notification, another process on SQLite).
+const FALLBACK_POLL: Duration = Duration::from_secs(1);
+
+/// Where a question stands.
+///
+/// ```
+/// use crew_runtime::store::QuestionStatus;
+/// assert_eq!(QuestionStatus::Approved.as_str(), "approved");
+/// assert_eq!("abandoned".parse::<QuestionStatus>(), Ok(QuestionStatus::Abandoned));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum QuestionStatus {
+    /// Waiting for an answer.
+    Pending,
+    /// Approved, as asked or with edited arguments.
+    Approved,
+    /// Denied.
+    Denied,
+    /// Its deadline passed unanswered: it refuses answers.
+    Expired,
+    /// The process that asked is gone (its lease ran out): it refuses
+    /// answers, so nothing approves a call nobody waits for.
+    Abandoned,
+    /// The process that asked stopped waiting (its kickoff ended).
+    Withdrawn,
+}
+
+impl QuestionStatus {
+    /// The status as stored.
+    ///
+    /// ```
+    /// assert_eq!(crew_runtime::store::QuestionStatus::Pending.as_str(), "pending");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QuestionStatus::Pending => "pending",
+            QuestionStatus::Approved => "approved",
+            QuestionStatus::Denied => "denied",
+            QuestionStatus::Expired => "expired",
+            QuestionStatus::Abandoned => "abandoned",
+            QuestionStatus::Withdrawn => "withdrawn",
+        }
+    }
+}
+
+impl fmt::Display for QuestionStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for QuestionStatus {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Ok(match text {
+            "pending" => QuestionStatus::Pending,
+            "approved" => QuestionStatus::Approved,
+            "denied" => QuestionStatus::Denied,
+            "expired" => QuestionStatus::Expired,
+            "abandoned" => QuestionStatus::Abandoned,
+            "withdrawn" => QuestionStatus::Withdrawn,
+            other => return Err(format!("unknown question status {other:?}")),
+        })
+    }
+}
+
+/// What an approver decides.
+///
+/// ```
+/// use crew_runtime::store::Decision;
+/// use serde_json::json;
+///
+/// let edit = json!({"amount": 40}).as_object().cloned().unwrap();
+/// assert_eq!(Decision::ApproveWithEdit(edit).as_str(), "edit");
+/// assert_eq!(Decision::Deny.as_str(), "deny");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Decision {
+    /// Run the call as asked.
+    Approve,
+    /// Refuse the call.
+    Deny,
+    /// Run the call with these arguments instead (checked against the
+    /// tool's JSON schema; the tool receives them).
+    ApproveWithEdit(Map<String, Value>),
+}
+
+impl Decision {
+    /// The decision as stored: `approve`, `deny` or `edit`.
+    ///
+    /// ```
+    /// assert_eq!(crew_runtime::store::Decision::Approve.as_str(), "approve");
+    /// ```
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::Deny => "deny",
+            Decision::ApproveWithEdit(_) => "edit",
+        }
+    }
+}
+
+/// An answer to give: who, what, and an optional comment.
+///
+/// ```
+/// use crew_runtime::store::{Answer, Decision};
+///
+/// let answer = Answer::new("alice", Decision::Deny).with_comment("wrong account");
+/// assert_eq!(answer.approver, "alice");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Answer {
+    /// The approver's account name.
+    pub approver: String,
+    /// The decision.
+    pub decision: Decision,
+    /// What the approver wrote beside it.
+    pub comment: Option<String>,
+}
+
+impl Answer {
+    /// An answer of `approver` with no comment.
+    ///
+    /// ```
+    /// use crew_runtime::store::{Answer, Decision};
+    /// assert_eq!(Answer::new("bob", Decision::Approve).comment, None);
+    /// ```
+    pub fn new(approver: impl Into<String>, decision: Decision) -> Self {
+        Answer {
+            approver: approver.into(),
+            decision,
+            comment: None,
+        }
+    }
+
+    /// Adds a comment.
+    ///
+    /// ```
+    /// use crew_runtime::store::{Answer, Decision};
+    /// let answer = Answer::new("bob", Decision::Approve).with_comment("fine");
+    /// assert_eq!(answer.comment.as_deref(), Some("fine"));
+    /// ```
+    pub fn with_comment(mut self, comment: impl Into<String>) -> Self {
+        self.comment = Some(comment.into());
+        self
+    }
+}
+
+/// The answer a question got, as recorded.
+///
+/// ```
+/// # fn show(question: crew_runtime::store::Question) {
+/// if let Some(answer) = &question.answer {
+///     println!("{} by {} at {:?}", answer.decision, answer.approver, answer.answered_at);
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct RecordedAnswer {
+    /// Who answered.
+    pub approver: String,
+    /// `approve`, `deny` or `edit`.
+    pub decision: String,
+    /// The arguments the call was approved with, for an edit (the
+    /// question's [`arguments`](Question::arguments) keep what was asked).
+    pub edited_arguments: Option<Value>,
+    /// The approver's comment.
+    pub comment: Option<String>,
+    /// When.
+    pub answered_at: SystemTime,
+}
+
+/// One question about a tool call, as stored.
+///
+/// ```
+/// # async fn show(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+/// for question in store.pending().await? {
+///     println!("{} wants {} ({})", question.agent.as_deref().unwrap_or("?"), question.tool, question.prompt);
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Question {
+    /// Its id: a UUID v4, unguessable.
+    pub id: String,
+    /// The id of the tool call it is about.
+    pub call_id: Option<String>,
+    /// The tool's normalized name.
+    pub tool: String,
+    /// The call's arguments, after the crew's redaction.
+    pub arguments: Value,
+    /// The JSON schema of the tool's arguments (edits are checked against it).
+    pub tool_schema: Option<Value>,
+    /// What the tool declares it does.
+    pub capabilities: Capabilities,
+    /// The agent's role.
+    pub agent: Option<String>,
+    /// The task's name.
+    pub task: Option<String>,
+    /// The crew's name.
+    pub crew: Option<String>,
+    /// The kickoff's id.
+    pub kickoff_id: Option<String>,
+    /// Who the kickoff runs for: they cannot answer it.
+    pub requester: Option<String>,
+    /// Why it is asked: the question as the hook put it.
+    pub prompt: String,
+    /// When it was asked.
+    pub created_at: SystemTime,
+    /// When it stops taking answers.
+    pub deadline: SystemTime,
+    /// Until when its process is known to wait (renewed while it does).
+    pub lease_until: SystemTime,
+    /// Where it stands.
+    pub status: QuestionStatus,
+    /// Its answer, once answered.
+    pub answer: Option<RecordedAnswer>,
+}
+
+impl Question {
+    /// Whether it still takes an answer at `now`: pending, before its
+    /// deadline, its process alive.
+    ///
+    /// ```
+    /// # fn check(question: crew_runtime::store::Question) {
+    /// if question.is_open(std::time::SystemTime::now()) { /* show it */ }
+    /// # }
+    /// ```
+    pub fn is_open(&self, now: SystemTime) -> bool {
+        self.status == QuestionStatus::Pending && now < self.deadline && now < self.lease_until
+    }
+
+    /// How long it still takes answers at `now` (zero once closed).
+    ///
+    /// ```
+    /// # fn check(question: crew_runtime::store::Question) {
+    /// println!("{:?} left", question.time_left(std::time::SystemTime::now()));
+    /// # }
+    /// ```
+    pub fn time_left(&self, now: SystemTime) -> Duration {
+        if self.status != QuestionStatus::Pending {
+            return Duration::ZERO;
+        }
+        self.deadline.duration_since(now).unwrap_or(Duration::ZERO)
+    }
+}
+
+/// An answer that was refused, as recorded.
+///
+/// ```
+/// # async fn show(store: crew_runtime::store::Store, id: &str) -> Result<(), crew_runtime::store::StoreError> {
+/// for refusal in store.refusals(id).await? {
+///     println!("{} tried to {}: {}", refusal.approver, refusal.decision, refusal.reason);
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Refusal {
+    /// The question.
+    pub approval_id: String,
+    /// Who tried to answer.
+    pub approver: String,
+    /// What they tried: `approve`, `deny` or `edit`.
+    pub decision: String,
+    /// Why it was refused.
+    pub reason: String,
+    /// When.
+    pub at: SystemTime,
+}
+
+/// Why an answer was not taken. Every refusal of an answer that came too
+/// late, for a closed question or from the requester is also recorded
+/// ([`Store::refusals`]).
+///
+/// ```
+/// use crew_runtime::store::DecisionError;
+/// assert_eq!(
+///     DecisionError::Expired.to_string(),
+///     "the question's deadline has passed: it takes no more answers"
+/// );
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecisionError {
+    /// No question has this id.
+    #[error("no question has this id")]
+    UnknownQuestion,
+    /// The question was answered or closed already.
+    #[error("the question is {0} already: it takes no more answers")]
+    Closed(QuestionStatus),
+    /// The deadline passed.
+    #[error("the question's deadline has passed: it takes no more answers")]
+    Expired,
+    /// The process that asked is gone.
+    #[error(
+        "the process that asked is gone (its lease ran out): nothing is waiting for this answer"
+    )]
+    Abandoned,
+    /// The approver is the requester.
+    #[error("{0} asked for this call and cannot approve their own request")]
+    OwnRequest(String),
+    /// The approver's name is empty.
+    #[error("an answer must name its approver")]
+    NoApprover,
+    /// The edited arguments are not valid for the tool.
+    #[error("the edited arguments are not valid for the tool: {0}")]
+    InvalidEdit(String),
+    /// The edited arguments are too large.
+    #[error("the edited arguments are {bytes} bytes as JSON, more than the {limit} accepted")]
+    EditTooLarge {
+        /// Their size.
+        bytes: usize,
+        /// [`MAX_EDIT_BYTES`].
+        limit: usize,
+    },
+    /// The comment is too long.
+    #[error("the comment is {0} bytes, more than the 4096 accepted")]
+    CommentTooLong(usize),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The columns of a question, in the order [`read_question`] reads them.
+const COLUMNS: &str = "id, call_id, tool, arguments, tool_schema, capabilities, agent, task, crew, \
+     kickoff_id, requester, prompt, created_at, deadline, lease_until, status, approver, decision, \
+     edited_arguments, comment, answered_at";
+
+/// Reads a question from a row of either backend.
+macro_rules! read_question {
+    ($row:expr) => {{
+        let row = $row;
+        (|| -> Result<Question, StoreError> {
+            let corrupt = |error: sqlx::Error| StoreError::Corrupt(error.to_string());
+            let json = |text: Option<String>| -> Result<Option<Value>, StoreError> {
+                text.map(|text| {
+                    serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(e.to_string()))
+                })
+                .transpose()
+            };
+            let status: String = row.try_get("status").map_err(corrupt)?;
+            let approver: Option<String> = row.try_get("approver").map_err(corrupt)?;
+            let answered_at: Option<i64> = row.try_get("answered_at").map_err(corrupt)?;
+            let answer = match (approver, answered_at) {
+                (Some(approver), Some(answered_at)) => Some(RecordedAnswer {
+                    approver,
+                    decision: row
+                        .try_get::<Option<String>, _>("decision")
+                        .map_err(corrupt)?
+                        .unwrap_or_default(),
+                    edited_arguments: json(row.try_get("edited_arguments").map_err(corrupt)?)?,
+                    comment: row.try_get("comment").map_err(corrupt)?,
+                    answered_at: time_of(answered_at),
+                }),
+                _ => None,
+            };
+            Ok(Question {
+                id: row.try_get("id").map_err(corrupt)?,
+                call_id: row.try_get("call_id").map_err(corrupt)?,
+                tool: row.try_get("tool").map_err(corrupt)?,
+                arguments: json(Some(row.try_get("arguments").map_err(corrupt)?))?
+                    .unwrap_or(Value::Null),
+                tool_schema: json(row.try_get("tool_schema").map_err(corrupt)?)?,
+                capabilities: parse_capabilities(
+                    &row.try_get::<String, _>("capabilities").map_err(corrupt)?,
+                ),
+                agent: row.try_get("agent").map_err(corrupt)?,
+                task: row.try_get("task").map_err(corrupt)?,
+                crew: row.try_get("crew").map_err(corrupt)?,
+                kickoff_id: row.try_get("kickoff_id").map_err(corrupt)?,
+                requester: row.try_get("requester").map_err(corrupt)?,
+                prompt: row.try_get("prompt").map_err(corrupt)?,
+                created_at: time_of(row.try_get("created_at").map_err(corrupt)?),
+                deadline: time_of(row.try_get("deadline").map_err(corrupt)?),
+                lease_until: time_of(row.try_get("lease_until").map_err(corrupt)?),
+                status: status.parse().map_err(StoreError::Corrupt)?,
+                answer,
+            })
+        })()
+    }};
+}
+
+fn capabilities_text(capabilities: Capabilities) -> String {
+    Capability::ALL
+        .iter()
+        .filter(|&&capability| capabilities.contains(capability))
+        .map(|capability| capability.name())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn parse_capabilities(text: &str) -> Capabilities {
+    text.split(',')
+        .filter_map(|name| Capability::from_name(name.trim()))
+        .fold(Capabilities::NONE, Capabilities::with)
+}
+
+impl Store {
+    /// The questions that still take an answer, oldest first: pending,
+    /// before their deadline, their process alive. Questions whose
+    /// deadline or lease ran out are closed here (expired, abandoned).
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// let waiting = store.pending().await?;
+    /// println!("{} calls wait for a person", waiting.len());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn pending(&self) -> Result<Vec<Question>, StoreError> {
+        self.close_lapsed().await?;
+        let now = now_millis();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM crew_approvals WHERE status = 'pending' AND deadline > $1 \
+             AND lease_until > $1 ORDER BY created_at, id"
+        );
+        on_pool!(self, |pool| {
+            let rows = sqlx::query(&sql).bind(now).fetch_all(pool).await?;
+            rows.iter().map(|row| read_question!(row)).collect()
+        })
+    }
+
+    /// The questions no longer pending, most recently closed first, at
+    /// most `limit`.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// for question in store.history(50).await? {
+    ///     println!("{}: {}", question.tool, question.status);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn history(&self, limit: usize) -> Result<Vec<Question>, StoreError> {
+        self.close_lapsed().await?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let sql = format!(
+            "SELECT {COLUMNS} FROM crew_approvals WHERE status <> 'pending' \
+             ORDER BY COALESCE(answered_at, deadline) DESC, id LIMIT $1"
+        );
+        on_pool!(self, |pool| {
+            let rows = sqlx::query(&sql).bind(limit).fetch_all(pool).await?;
+            rows.iter().map(|row| read_question!(row)).collect()
+        })
+    }
+
+    /// The question with this id, in whatever state.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// assert!(store.question("no-such-id").await?.is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn question(&self, id: &str) -> Result<Option<Question>, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM crew_approvals WHERE id = $1");
+        on_pool!(self, |pool| {
+            match sqlx::query(&sql).bind(id).fetch_optional(pool).await? {
+                Some(row) => read_question!(&row).map(Some),
+                None => Ok(None),
+            }
+        })
+    }
+
+    /// The answers refused for question `id`, oldest first.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// assert!(store.refusals("no-such-id").await?.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn refusals(&self, id: &str) -> Result<Vec<Refusal>, StoreError> {
+        let sql = "SELECT approval_id, approver, decision, reason, at FROM crew_approval_refusals \
+                   WHERE approval_id = $1 ORDER BY at, id";
+        on_pool!(self, |pool| {
+            let rows = sqlx::query(sql).bind(id).fetch_all(pool).await?;
+            rows.iter()
+                .map(|row| {
+                    let corrupt = |error: sqlx::Error| StoreError::Corrupt(error.to_string());
+                    Ok(Refusal {
+                        approval_id: row.try_get("approval_id").map_err(corrupt)?,
+                        approver: row.try_get("approver").map_err(corrupt)?,
+                        decision: row.try_get("decision").map_err(corrupt)?,
+                        reason: row.try_get("reason").map_err(corrupt)?,
+                        at: time_of(row.try_get("at").map_err(corrupt)?),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Answers question `id`. Taken only while the question is open
+    /// (pending, before its deadline, its process alive), from an approver
+    /// who is not its requester; an edit must be a JSON object of at most
+    /// [`MAX_EDIT_BYTES`] that the tool's schema accepts. The waiting call
+    /// hears of it at once in this process, through `NOTIFY` on
+    /// PostgreSQL, within 200 ms on SQLite.
+    ///
+    /// A refused answer (too late, closed, abandoned, the requester's own)
+    /// is recorded with its reason; an invalid edit changes nothing.
+    ///
+    /// ```no_run
+    /// use crew_runtime::store::{Answer, Decision, DecisionError, Store};
+    ///
+    /// # async fn run(store: Store, id: &str) -> Result<(), DecisionError> {
+    /// match store.decide(id, Answer::new("alice", Decision::Approve)).await {
+    ///     Ok(question) => println!("approved {}", question.tool),
+    ///     Err(DecisionError::Expired) => println!("too late"),
+    ///     Err(other) => return Err(other),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn decide(&self, id: &str, answer: Answer) -> Result<Question, DecisionError> {
+        if answer.approver.trim().is_empty() {
+            return Err(DecisionError::NoApprover);
+        }
+        if let Some(comment) = &answer.comment
+            && comment.len() > MAX_COMMENT_BYTES
+        {
+            return Err(DecisionError::CommentTooLong(comment.len()));
+        }
+        let question = self
+            .question(id)
+            .await?
+            .ok_or(DecisionError::UnknownQuestion)?;
+        if question
+            .requester
+            .as_deref()
+            .is_some_and(|requester| requester == answer.approver)
+        {
+            let error = DecisionError::OwnRequest(answer.approver.clone());
+            self.record_refusal(id, &answer, &error).await?;
+            return Err(error);
+        }
+        let edited = match &answer.decision {
+            Decision::ApproveWithEdit(edit) => {
+                Some(check_edit(edit, question.tool_schema.as_ref())?)
+            }
+            _ => None,
+        };
+        let status = match answer.decision {
+            Decision::Deny => QuestionStatus::Denied,
+            _ => QuestionStatus::Approved,
+        };
+        let now = now_millis();
+        let sql = "UPDATE crew_approvals SET status = $2, approver = $3, decision = $4, \
+                   edited_arguments = $5, comment = $6, answered_at = $7 \
+                   WHERE id = $1 AND status = 'pending' AND deadline > $7 AND lease_until > $7";
+        let updated = on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(id)
+                .bind(status.as_str())
+                .bind(&answer.approver)
+                .bind(answer.decision.as_str())
+                .bind(edited.as_deref())
+                .bind(answer.comment.as_deref())
+                .bind(now)
+                .execute(pool)
+                .await
+                .map_err(StoreError::from)?
+                .rows_affected()
+        });
+        if updated == 1 {
+            self.announce(id).await;
+            return self
+                .question(id)
+                .await?
+                .ok_or(DecisionError::UnknownQuestion);
+        }
+        // Not taken: say why, close what lapsed, and keep a record.
+        let current = self
+            .question(id)
+            .await?
+            .ok_or(DecisionError::UnknownQuestion)?;
+        let error = match current.status {
+            QuestionStatus::Pending if crate::store::millis(current.deadline) <= now => {
+                DecisionError::Expired
+            }
+            QuestionStatus::Pending => DecisionError::Abandoned,
+            QuestionStatus::Expired => DecisionError::Expired,
+            QuestionStatus::Abandoned => DecisionError::Abandoned,
+            closed => DecisionError::Closed(closed),
+        };
+        self.close_lapsed().await?;
+        self.record_refusal(id, &answer, &error).await?;
+        Err(error)
+    }
+
+    /// Records a refused answer.
+    async fn record_refusal(
+        &self,
+        id: &str,
+        answer: &Answer,
+        error: &DecisionError,
+    ) -> Result<(), StoreError> {
+        let sql = "INSERT INTO crew_approval_refusals (id, approval_id, approver, decision, reason, at) \
+                   VALUES ($1, $2, $3, $4, $5, $6)";
+        on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(new_id())
+                .bind(id)
+                .bind(&answer.approver)
+                .bind(answer.decision.as_str())
+                .bind(error.to_string())
+                .bind(now_millis())
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// Closes the pending questions whose deadline passed (expired) or
+    /// whose process is gone (abandoned), and announces them.
+    async fn close_lapsed(&self) -> Result<(), StoreError> {
+        let now = now_millis();
+        let mut closed = Vec::new();
+        for (status, column) in [("expired", "deadline"), ("abandoned", "lease_until")] {
+            let select = format!(
+                "SELECT id FROM crew_approvals WHERE status = 'pending' AND {column} <= $1"
+            );
+            let update = format!(
+                "UPDATE crew_approvals SET status = $2 WHERE status = 'pending' AND {column} <= $1"
+            );
+            on_pool!(self, |pool| {
+                let ids: Vec<String> = sqlx::query_scalar(&select)
+                    .bind(now)
+                    .fetch_all(pool)
+                    .await?;
+                if !ids.is_empty() {
+                    sqlx::query(&update)
+                        .bind(now)
+                        .bind(status)
+                        .execute(pool)
+                        .await?;
+                    closed.extend(ids);
+                }
+            });
+        }
+        for id in closed {
+            self.announce(&id).await;
+        }
+        Ok(())
+    }
+
+    /// Stores a new question, open until `deadline`, held by `owner`.
+    async fn insert_question(
+        &self,
+        id: &str,
+        owner: &str,
+        request: &HumanInputRequest,
+        deadline: i64,
+        lease_until: i64,
+    ) -> Result<(), StoreError> {
+        let now = now_millis();
+        let arguments = request
+            .tool_input
+            .as_ref()
+            .map_or_else(|| "{}".to_owned(), Value::to_string);
+        let schema = request.tool_schema.as_ref().map(Value::to_string);
+        let capabilities = capabilities_text(
+            request
+                .tool_capabilities
+                .unwrap_or_else(|| hooks_core::ToolAnnotations::new().capabilities()),
+        );
+        let sql = "INSERT INTO crew_approvals (id, call_id, tool, arguments, tool_schema, capabilities, \
+                   agent, task, crew, kickoff_id, requester, prompt, created_at, deadline, owner, \
+                   lease_until, status) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
+                   $13, $14, $15, $16, 'pending')";
+        let mut prompt = request.prompt.clone();
+        if !request.default_message.is_empty() {
+            prompt.push('\n');
+            prompt.push_str(&request.default_message);
+        }
+        on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(id)
+                .bind(request.call_id.as_deref())
+                .bind(request.tool_name.as_deref().unwrap_or_default())
+                .bind(&arguments)
+                .bind(schema.as_deref())
+                .bind(&capabilities)
+                .bind(request.agent_role.as_deref())
+                .bind(request.task.as_deref())
+                .bind(request.crew.as_deref())
+                .bind(request.kickoff_id.as_deref())
+                .bind(request.requester.as_deref())
+                .bind(&prompt)
+                .bind(now)
+                .bind(deadline)
+                .bind(owner)
+                .bind(lease_until)
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// Extends the lease of a pending question held by `owner`.
+    async fn renew_lease(&self, id: &str, owner: &str, until: i64) -> Result<(), StoreError> {
+        let sql = "UPDATE crew_approvals SET lease_until = $3 \
+                   WHERE id = $1 AND owner = $2 AND status = 'pending' AND lease_until > $4";
+        on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(id)
+                .bind(owner)
+                .bind(until)
+                .bind(now_millis())
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// Closes a pending question nobody waits for any more.
+    async fn withdraw(&self, id: &str, status: QuestionStatus) -> Result<(), StoreError> {
+        let sql = "UPDATE crew_approvals SET status = $2 WHERE id = $1 AND status = 'pending'";
+        let updated = on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(id)
+                .bind(status.as_str())
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        if updated > 0 {
+            self.announce(id).await;
+        }
+        Ok(())
+    }
+}
+
+/// An edit as stored: a JSON object within [`MAX_EDIT_BYTES`] that the
+/// tool's schema accepts.
+fn check_edit(edit: &Map<String, Value>, schema: Option<&Value>) -> Result<String, DecisionError> {
+    let text = Value::Object(edit.clone()).to_string();
+    if text.len() > MAX_EDIT_BYTES {
+        return Err(DecisionError::EditTooLarge {
+            bytes: text.len(),
+            limit: MAX_EDIT_BYTES,
+        });
+    }
+    if let Some(schema) = schema {
+        let validator = jsonschema::validator_for(schema).map_err(|error| {
+            DecisionError::InvalidEdit(format!("the tool's schema cannot be used: {error}"))
+        })?;
+        let instance = Value::Object(edit.clone());
+        let problems: Vec<String> = validator
+            .iter_errors(&instance)
+            .take(5)
+            .map(|error| {
+                let at = error.instance_path.to_string();
+                if at.is_empty() {
+                    error.to_string()
+                } else {
+                    format!("{at}: {error}")
+                }
+            })
+            .collect();
+        if !problems.is_empty() {
+            return Err(DecisionError::InvalidEdit(problems.join("; ")));
+        }
+    }
+    Ok(text)
+}
+
+/// A [`HumanInputSource`] whose questions are rows of a [`Store`], answered
+/// by the approval inbox or by [`Store::decide`] from any process on the
+/// store.
+///
+/// Each question is a row with an unguessable id, the call, its redacted
+/// arguments, the agent, task, crew, kickoff and requester, and the
+/// deadline of the crew's human-input timeout. While the question waits,
+/// this process renews its lease (every third of [`lease`](Self::lease));
+/// when the process is gone the lease runs out and the question refuses
+/// answers. A question the kickoff stops waiting for is withdrawn.
+///
+/// Answers: an approval is `yes`, a denial `no`, an approval with edited
+/// arguments `yes` with the edit, which
+/// [`ApprovalGate`](crate::guards::ApprovalGate) and `@ask` policies put in
+/// the call (through
+/// [`request_approval`](crate::ToolCallHookContext::request_approval)); a
+/// hook that reads only text (`request_human_input`) gets an error for an
+/// edit, so the call is refused rather than run unedited.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use crew_runtime::guards::ApprovalGate;
+/// use crew_runtime::prelude::*;
+/// use crew_runtime::store::{Store, StoreApprovals};
+///
+/// # async fn run(assistant: Agent, errands: Task) -> Result<(), Box<dyn std::error::Error>> {
+/// let store = Store::connect("sqlite://approvals.db").await?;
+/// let crew = Crew::builder()
+///     .agent(assistant)
+///     .task(errands)
+///     .human_input(Arc::new(StoreApprovals::new(store)))
+///     .human_input_timeout(Duration::from_secs(15 * 60))
+///     .async_hook_with(
+///         PRE_TOOL_CALL,
+///         HookOptions::new().name("approval-gate"),
+///         ApprovalGate::for_capabilities([Capability::Destructive]).pre_hook(),
+///     )
+///     .build()?;
+/// let output = crew.for_user("carol").kickoff().await?;
+/// # let _ = output;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct StoreApprovals {
+    store: Store,
+    owner: Arc<str>,
+    lease: Duration,
+}
+
+impl fmt::Debug for StoreApprovals {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoreApprovals")
+            .field("store", &self.store)
+            .field("owner", &self.owner)
+            .field("lease", &self.lease)
+            .finish()
+    }
+}
+
+impl StoreApprovals {
+    /// A source asking through `store`, with a lease of 15 seconds.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), crew_runtime::store::StoreError> {
+    /// use crew_runtime::store::{Store, StoreApprovals};
+    /// let approvals = StoreApprovals::new(Store::connect("sqlite://approvals.db").await?);
+    /// # let _ = approvals;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn new(store: Store) -> Self {
+        StoreApprovals {
+            store,
+            owner: Arc::from(new_id()),
+            lease: DEFAULT_LEASE,
+        }
+    }
+
+    /// How long a question stays open once this process stops renewing it
+    /// (it is gone): shorter abandons the questions of a dead process
+    /// sooner, at the price of more writes. At least one second.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) {
+    /// use std::time::Duration;
+    /// let approvals = crew_runtime::store::StoreApprovals::new(store).lease(Duration::from_secs(5));
+    /// # let _ = approvals;
+    /// # }
+    /// ```
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_secs(1));
+        self
+    }
+
+    /// The store it asks through.
+    ///
+    /// ```no_run
+    /// # fn run(approvals: crew_runtime::store::StoreApprovals) {
+    /// println!("asking through {}", approvals.store().url());
+    /// # }
+    /// ```
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn lease_ms(&self) -> i64 {
+        i64::try_from(self.lease.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// Asks and waits for the answer.
+    async fn wait_for_answer(
+        &self,
+        request: HumanInputRequest,
+    ) -> Result<HumanAnswer, HumanInputError> {
+        let failed = |error: StoreError| HumanInputError::SourceFailed(error.to_string());
+        let timeout = request
+            .timeout
+            .unwrap_or(hooks_core::DEFAULT_HUMAN_INPUT_TIMEOUT);
+        let now = now_millis();
+        let deadline = now.saturating_add(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX));
+        let id = new_id();
+        // Listen before asking: an answer cannot slip in between.
+        let mut changes = self.store.changes();
+        self.store
+            .insert_question(&id, &self.owner, &request, deadline, now + self.lease_ms())
+            .await
+            .map_err(failed)?;
+        let mut open = OpenQuestion {
+            store: self.store.clone(),
+            id: id.clone(),
+            deadline,
+            answered: false,
+        };
+        self.store.announce(&id).await;
+        let renew_every = self.lease / 3;
+        let mut renewed = tokio::time::Instant::now();
+        loop {
+            let question = match self.store.question(&id).await {
+                Ok(Some(question)) => question,
+                Ok(None) => {
+                    open.answered = true;
+                    return Err(HumanInputError::SourceFailed(
+                        "the question was removed from the store".into(),
+                    ));
+                }
+                // A store that is briefly unreachable: keep waiting (the
+                // deadline still ends the wait).
+                Err(error) => {
+                    tracing::warn!(question = %id, %error, "reading an approval failed; retrying");
+                    tokio::time::sleep(FALLBACK_POLL).await;
+                    continue;
+                }
+            };
+            if let Some(answer) = answered(&question) {
+                open.answered = true;
+                return answer;
+            }
+            if renewed.elapsed() >= renew_every {
+                let until = now_millis() + self.lease_ms();
+                if let Err(error) = self.store.renew_lease(&id, &self.owner, until).await {
+                    tracing::warn!(question = %id, %error, "renewing an approval's lease failed");
+                }
+                renewed = tokio::time::Instant::now();
+            }
+            let wake = renew_every.min(FALLBACK_POLL);
+            tokio::select! {
+                change = changes.recv() => match change {
+                    Ok(changed) if changed.is_empty() || changed == id => {}
+                    Ok(_) => continue,
+                    Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => tokio::time::sleep(wake).await,
+                },
+                () = tokio::time::sleep(wake) => {}
+            }
+        }
+    }
+}
+
+/// What a question's state means to the call waiting for it: `None`
+/// while it is pending.
+fn answered(question: &Question) -> Option<Result<HumanAnswer, HumanInputError>> {
+    let closed = |why: &str| Some(Err(HumanInputError::SourceFailed(why.to_owned())));
+    match question.status {
+        QuestionStatus::Pending => None,
+        QuestionStatus::Approved | QuestionStatus::Denied => {
+            let Some(recorded) = &question.answer else {
+                return closed("the question was closed without an answer");
+            };
+            let text = if question.status == QuestionStatus::Approved {
+                "yes"
+            } else {
+                "no"
+            };
+            let mut answer = HumanAnswer::new(text).with_answered_by(recorded.approver.clone());
+            if let Some(comment) = &recorded.comment {
+                answer = answer.with_comment(comment.clone());
+            }
+            if question.status == QuestionStatus::Approved
+                && let Some(edit) = &recorded.edited_arguments
+            {
+                match edit.as_object() {
+                    Some(edit) => answer = answer.with_edited_input(edit.clone()),
+                    None => return closed("the approved edit is not a JSON object"),
+                }
+            }
+            Some(Ok(answer))
+        }
+        QuestionStatus::Expired => closed("the question expired unanswered"),
+        QuestionStatus::Abandoned => closed("the question was abandoned (its lease ran out)"),
+        QuestionStatus::Withdrawn => closed("the question was withdrawn"),
+    }
+}
+
+/// A question being waited for: withdrawn (or marked expired) when the wait
+/// ends without an answer, however it ends.
+struct OpenQuestion {
+    store: Store,
+    id: String,
+    deadline: i64,
+    answered: bool,
+}
+
+impl Drop for OpenQuestion {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // Nothing can write now; the lease closes it soon.
+            return;
+        };
+        let status = if now_millis() >= self.deadline {
+            QuestionStatus::Expired
+        } else {
+            QuestionStatus::Withdrawn
+        };
+        let store = self.store.clone();
+        let id = std::mem::take(&mut self.id);
+        runtime.spawn(async move {
+            if let Err(error) = store.withdraw(&id, status).await {
+                tracing::warn!(question = %id, %error, "closing an unanswered approval failed");
+            }
+        });
+    }
+}
+
+#[async_trait]
+impl HumanInputSource for StoreApprovals {
+    async fn ask(&self, request: HumanInputRequest) -> Result<String, HumanInputError> {
+        let answer = self.wait_for_answer(request).await?;
+        if answer.edited_input.is_some() {
+            return Err(HumanInputError::SourceFailed(
+                "the approver edited the arguments, which a text answer cannot carry \
+                 (ask with `request_approval`)"
+                    .into(),
+            ));
+        }
+        Ok(answer.text)
+    }
+
+    async fn answer(&self, request: HumanInputRequest) -> Result<HumanAnswer, HumanInputError> {
+        self.wait_for_answer(request).await
+    }
+
+    fn never_blocks(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,519 @@
+//! Approvals that outlive the process: questions to people and their
+//! answers, as rows of one store behind one URL.
+//!
+//! - `sqlite://path` — SQLite, embedded: nothing to install or start, the
+//!   file is created when missing. One machine.
+//! - `postgres://…` — PostgreSQL, for several processes or replicas that
+//!   share their approvals: a waiting call hears of its answer through
+//!   `LISTEN`/`NOTIFY`.
+//!
+//! [`Store::connect`] opens it and brings its schema up to date (the
+//! migrations are embedded in the program); a database whose schema is
+//! newer than the program is refused, never written to.
+//! [`StoreApprovals`] is a [`HumanInputSource`](crate::HumanInputSource)
+//! whose questions are rows: give it to a crew with
+//! [`CrewBuilder::human_input`](crate::CrewBuilder::human_input), and the
+//! approval inbox (or your code, through [`Store::decide`]) answers them.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use crew_runtime::prelude::*;
+//! use crew_runtime::store::{Answer, Decision, Store, StoreApprovals};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = Store::connect("sqlite:///var/lib/my-agent/approvals.db").await?;
+//! let approvals = Arc::new(StoreApprovals::new(store.clone()));
+//! // … `Crew::builder().human_input(approvals)` …
+//!
+//! // Elsewhere (another process on the same store): answer what waits.
+//! for question in store.pending().await? {
+//!     store.decide(&question.id, Answer::new("alice", Decision::Deny)).await?;
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+mod approvals;
+
+use std::borrow::Cow;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use tokio::sync::broadcast;
+
+pub use approvals::{
+    Answer, Decision, DecisionError, MAX_EDIT_BYTES, Question, QuestionStatus, RecordedAnswer,
+    Refusal, StoreApprovals,
+};
+
+/// The migrations, in order: the schema this program knows.
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "approvals",
+        include_str!("migrations/0001_approvals.sql"),
+    ),
+    (2, "accounts", include_str!("migrations/0002_accounts.sql")),
+];
+
+/// The newest schema version this program knows.
+///
+/// ```
+/// assert!(crew_runtime::store::SCHEMA_VERSION >= 1);
+/// ```
+pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
+
+/// The `NOTIFY` channel on PostgreSQL: its payload is the id of the
+/// question that changed.
+pub(crate) const CHANNEL: &str = "crew_approvals";
+
+/// How often a process on SQLite looks for answers (there is no
+/// notification between SQLite connections).
+pub(crate) const SQLITE_POLL: Duration = Duration::from_millis(200);
+
+/// Why the store cannot be used.
+///
+/// ```
+/// use crew_runtime::store::StoreError;
+///
+/// let error = StoreError::UnsupportedUrl("mysql://db".into());
+/// assert!(error.to_string().contains("sqlite://"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The URL names no store this program can open.
+    #[error(
+        "cannot open the store at {0:?}: use sqlite://PATH (a file, created when missing) or postgres://USER@HOST/DATABASE"
+    )]
+    UnsupportedUrl(String),
+    /// The URL is of a known kind but cannot be read.
+    #[error("the store URL {url:?} is malformed: {reason}")]
+    MalformedUrl {
+        /// The URL, without its password.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The database could not be reached or opened.
+    #[error("cannot connect to the store at {url}: {reason}")]
+    Unreachable {
+        /// The URL, without its password.
+        url: String,
+        /// What the driver said.
+        reason: String,
+    },
+    /// The database was written by a newer program: its schema has
+    /// versions this one does not know. Nothing was changed.
+    #[error(
+        "the store's schema is newer than this program (it has version {found}, this program knows up to {known}): upgrade the program"
+    )]
+    SchemaTooNew {
+        /// A version the database has and the program does not know.
+        found: i64,
+        /// The newest version the program knows.
+        known: i64,
+    },
+    /// The schema could not be brought up to date (a read-only database,
+    /// a migration changed since it ran, …).
+    #[error("cannot bring the store's schema up to date: {0}")]
+    Migration(String),
+    /// A query failed.
+    #[error("the store failed: {0}")]
+    Query(String),
+    /// A row holds something this program cannot read.
+    #[error("the store holds a row this program cannot read: {0}")]
+    Corrupt(String),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        StoreError::Query(error.to_string())
+    }
+}
+
+/// Which database a [`Store`] is on.
+///
+/// ```
+/// use crew_runtime::store::Backend;
+/// assert_eq!(Backend::Sqlite.to_string(), "SQLite");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Backend {
+    /// SQLite, embedded.
+    Sqlite,
+    /// PostgreSQL.
+    Postgres,
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Backend::Sqlite => "SQLite",
+            Backend::Postgres => "PostgreSQL",
+        })
+    }
+}
+
+#[derive(Clone)]
+pub(crate) enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Runs `$body` with `$pool` bound to the concrete pool of either backend:
+/// the same query text serves both (portable SQL, `$1`-style parameters).
+macro_rules! on_pool {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.inner.pool {
+            $crate::store::Pool::Sqlite($pool) => $body,
+            $crate::store::Pool::Postgres($pool) => $body,
+        }
+    };
+}
+pub(crate) use on_pool;
+
+struct StoreInner {
+    pool: Pool,
+    /// The URL without its password, for messages.
+    url: String,
+    /// Ids of questions that changed, from any process on the store.
+    changes: broadcast::Sender<String>,
+    /// Stops the watcher of changes with the last handle.
+    _watcher: tokio::task::AbortHandle,
+}
+
+impl Drop for StoreInner {
+    fn drop(&mut self) {
+        self._watcher.abort();
+    }
+}
+
+/// A store of approvals: SQLite or PostgreSQL behind one URL. Cloning is
+/// cheap (the clones share one connection pool).
+///
+/// ```no_run
+/// # async fn run() -> Result<(), crew_runtime::store::StoreError> {
+/// use crew_runtime::store::Store;
+///
+/// let embedded = Store::connect("sqlite://approvals.db").await?;
+/// let shared = Store::connect("postgres://agents@db.internal/approvals").await?;
+/// # let _ = (embedded, shared);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<StoreInner>,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("url", &self.inner.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens the store at `url` and brings its schema up to date: an
+    /// SQLite file is created when missing. Must be called inside a tokio
+    /// runtime.
+    ///
+    /// Errors: a URL of another kind or malformed, a database that cannot
+    /// be reached or written, a schema newer than this program
+    /// ([`StoreError::SchemaTooNew`]; the database is left as it is).
+    ///
+    /// ```
+    /// use crew_runtime::store::{Store, StoreError};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let error = Store::connect("mysql://db/approvals").await.unwrap_err();
+    /// assert!(matches!(error, StoreError::UnsupportedUrl(_)));
+    ///
+    /// let dir = std::env::temp_dir().join(format!("crew-store-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap();
+    /// let store = Store::connect(&format!("sqlite://{}", dir.join("a.db").display())).await.unwrap();
+    /// assert!(store.pending().await.unwrap().is_empty());
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # }
+    /// ```
+    pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        let shown = without_password(url);
+        let unreachable = |error: sqlx::Error| StoreError::Unreachable {
+            url: shown.clone(),
+            reason: error.to_string(),
+        };
+        let malformed = |error: sqlx::Error| StoreError::MalformedUrl {
+            url: shown.clone(),
+            reason: error.to_string(),
+        };
+        let pool = if url.starts_with("sqlite:") {
+            let options = SqliteConnectOptions::from_str(url)
+                .map_err(malformed)?
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .busy_timeout(Duration::from_secs(10))
+                .foreign_keys(true);
+            let pool = SqlitePoolOptions::new()
+                .max_connections(4)
+                .connect_with(options)
+                .await
+                .map_err(unreachable)?;
+            Pool::Sqlite(pool)
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            let options = PgConnectOptions::from_str(url).map_err(malformed)?;
+            let pool = PgPoolOptions::new()
+                .max_connections(8)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect_with(options)
+                .await
+                .map_err(unreachable)?;
+            Pool::Postgres(pool)
+        } else {
+            return Err(StoreError::UnsupportedUrl(shown));
+        };
+        migrate(&pool).await?;
+        let (changes, _) = broadcast::channel(1024);
+        let watcher = tokio::spawn(watch_changes(pool.clone(), url.to_owned(), changes.clone()));
+        Ok(Store {
+            inner: Arc::new(StoreInner {
+                pool,
+                url: shown,
+                changes,
+                _watcher: watcher.abort_handle(),
+            }),
+        })
+    }
+
+    /// Which database the store is on.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), crew_runtime::store::StoreError> {
+    /// use crew_runtime::store::{Backend, Store};
+    /// let store = Store::connect("sqlite://approvals.db").await?;
+    /// assert_eq!(store.backend(), Backend::Sqlite);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn backend(&self) -> Backend {
+        match self.inner.pool {
+            Pool::Sqlite(_) => Backend::Sqlite,
+            Pool::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// The store's URL, without its password.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), crew_runtime::store::StoreError> {
+    /// let store = crew_runtime::store::Store::connect("postgres://ops:secret@db/approvals").await?;
+    /// assert_eq!(store.url(), "postgres://ops:***@db/approvals");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn url(&self) -> &str {
+        &self.inner.url
+    }
+
+    /// The ids of questions as they change (asked, answered, expired), in
+    /// this process or any other on the store: what an inbox listens to.
+    /// On PostgreSQL each change is announced with `NOTIFY`; on SQLite a
+    /// change made by another process is seen within 200 ms and announced
+    /// with an empty id ("something changed").
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) {
+    /// let mut changes = store.changes();
+    /// while let Ok(id) = changes.recv().await {
+    ///     println!("question {id} changed");
+    /// }
+    /// # }
+    /// ```
+    pub fn changes(&self) -> broadcast::Receiver<String> {
+        self.inner.changes.subscribe()
+    }
+
+    /// Announces that question `id` changed, to this process and, on
+    /// PostgreSQL, to every other.
+    pub(crate) async fn announce(&self, id: &str) {
+        let _ = self.inner.changes.send(id.to_owned());
+        if let Pool::Postgres(pool) = &self.inner.pool {
+            // Others fall back to polling if this is lost.
+            let _ = sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(CHANNEL)
+                .bind(id)
+                .execute(pool)
+                .await;
+        }
+    }
+}
+
+/// Brings the schema up to date, refusing a database newer than the program.
+async fn migrate(pool: &Pool) -> Result<(), StoreError> {
+    let migrator = Migrator::new(Embedded)
+        .await
+        .map_err(|error| StoreError::Migration(error.to_string()))?;
+    let ran = match pool {
+        Pool::Sqlite(pool) => migrator.run(pool).await,
+        Pool::Postgres(pool) => migrator.run(pool).await,
+    };
+    ran.map_err(|error| match error {
+        sqlx::migrate::MigrateError::VersionMissing(found) => StoreError::SchemaTooNew {
+            found,
+            known: SCHEMA_VERSION,
+        },
+        other => StoreError::Migration(other.to_string()),
+    })
+}
+
+/// The migrations compiled into the program.
+#[derive(Debug)]
+struct Embedded;
+
+impl MigrationSource<'static> for Embedded {
+    fn resolve(
+        self,
+    ) -> futures_util::future::BoxFuture<
+        'static,
+        Result<Vec<Migration>, Box<dyn std::error::Error + Send + Sync>>,
+    > {
+        Box::pin(async {
+            Ok(MIGRATIONS
+                .iter()
+                .map(|&(version, description, sql)| {
+                    Migration::new(
+                        version,
+                        Cow::Borrowed(description),
+                        MigrationType::Simple,
+                        Cow::Borrowed(sql),
+                        false,
+                    )
+                })
+                .collect())
+        })
+    }
+}
+
+/// Announces the changes other processes make: PostgreSQL's `NOTIFY`, or
+/// SQLite's data version read every [`SQLITE_POLL`].
+async fn watch_changes(pool: Pool, url: String, changes: broadcast::Sender<String>) {
+    match pool {
+        Pool::Postgres(pool) => loop {
+            let listener = async {
+                let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await?;
+                listener.listen(CHANNEL).await?;
+                loop {
+                    let notification = listener.recv().await?;
+                    let _ = changes.send(notification.payload().to_owned());
+                }
+                #[allow(unreachable_code)]
+                Ok::<(), sqlx::Error>(())
+            };
+            if let Err(error) = listener.await {
+                tracing::warn!(store = %without_password(&url), %error, "listening for approvals failed; retrying");
+                // Waiters poll meanwhile; say something may have changed.
+                let _ = changes.send(String::new());
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        },
+        Pool::Sqlite(pool) => {
+            let mut seen: Option<i64> = None;
+            let mut connection = None;
+            loop {
+                tokio::time::sleep(SQLITE_POLL).await;
+                // `data_version` is per connection: keep one.
+                if connection.is_none() {
+                    connection = pool.acquire().await.ok();
+                }
+                let Some(conn) = connection.as_mut() else {
+                    continue;
+                };
+                match sqlx::query_scalar::<_, i64>("PRAGMA data_version")
+                    .fetch_one(&mut **conn)
+                    .await
+                {
+                    Ok(version) => {
+                        if seen.is_some_and(|seen| seen != version) {
+                            let _ = changes.send(String::new());
+                        }
+                        seen = Some(version);
+                    }
+                    Err(_) => connection = None,
+                }
+            }
+        }
+    }
+}
+
+/// `url` with its password, if any, replaced by `***`.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((credentials, host)) => match credentials.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{path}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+/// Milliseconds since the Unix epoch, as stored.
+pub(crate) fn millis(time: SystemTime) -> i64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |since| {
+        i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+    })
+}
+
+/// The time stored as `millis`.
+pub(crate) fn time_of(millis: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(u64::try_from(millis).unwrap_or(0))
+}
+
+/// Now, as stored.
+pub(crate) fn now_millis() -> i64 {
+    millis(SystemTime::now())
+}
+
+/// A new unguessable id: a UUID v4 (122 random bits).
+pub(crate) fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_show_in_urls() {
+        assert_eq!(
+            without_password("postgres://ops:s3cret@db:5432/approvals?sslmode=disable"),
+            "postgres://ops:***@db:5432/approvals?sslmode=disable"
+        );
+        assert_eq!(
+            without_password("postgres://ops@db/approvals"),
+            "postgres://ops@db/approvals"
+        );
+        assert_eq!(without_password("sqlite://a.db"), "sqlite://a.db");
+        assert_eq!(without_password("postgres://a:b@c"), "postgres://a:***@c");
+    }
+
+    #[test]
+    fn times_round_trip_in_milliseconds() {
+        let now = now_millis();
+        assert_eq!(millis(time_of(now)), now);
+    }
+}
