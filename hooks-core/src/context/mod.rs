@@ -342,8 +342,13 @@ mod tests {
             .with_call_id("call_2")
             .with_tool("send_email", input)
             .with_agent_role("Assistant");
-        let expected_model =
+        // Each question carries its timeout, and what the tool declares (a
+        // call without a tool: the undeclared default).
+        expected_tool.timeout = Some(crate::DEFAULT_HUMAN_INPUT_TIMEOUT);
+        expected_tool.tool_capabilities = Some(crate::ToolAnnotations::new().capabilities());
+        let mut expected_model =
             HumanInputRequest::new("Call the model?", "yes/no").with_agent_role("Assistant");
+        expected_model.timeout = Some(crate::DEFAULT_HUMAN_INPUT_TIMEOUT);
         assert_eq!(script.requests(), [expected_tool.clone(), expected_model]);
         // Without an id or an agent, those stay empty.
         let bare = Arc::new(ScriptedInput::new(["yes"]));
