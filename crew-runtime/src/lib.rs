@@ -147,6 +147,8 @@ mod executor;
 pub mod guards;
 mod join;
 pub mod llm;
+#[cfg(feature = "inbox")]
+pub mod inbox;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 /// A client for OpenAI-compatible chat-completions servers (OpenAI, Ollama,

@@ -33,6 +33,9 @@
 //! # }
 //! ```
 
+// Accounts hash passwords with argon2: only the inbox needs them.
+#[cfg(feature = "inbox")]
+mod accounts;
 mod approvals;
 
 use std::borrow::Cow;
@@ -46,6 +49,10 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use tokio::sync::broadcast;
 
+#[cfg(feature = "inbox")]
+pub(crate) use accounts::same_secret;
+#[cfg(feature = "inbox")]
+pub use accounts::{Approver, ApproverScope};
 pub use approvals::{
     Answer, Decision, DecisionError, MAX_EDIT_BYTES, Question, QuestionStatus, RecordedAnswer,
     Refusal, StoreApprovals,
@@ -126,6 +133,11 @@ pub enum StoreError {
     /// A query failed.
     #[error("the store failed: {0}")]
     Query(String),
+    /// An approver account or its secrets cannot be made, changed or
+    /// found as asked (a bad or taken name, a short password, no such
+    /// approver).
+    #[error("{0}")]
+    Account(String),
     /// A row holds something this program cannot read.
     #[error("the store holds a row this program cannot read: {0}")]
     Corrupt(String),

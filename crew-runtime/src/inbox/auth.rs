@@ -1,0 +1,286 @@
+//! Who is asking: session cookies, bearer tokens, CSRF tokens and the
+//! origin of state changes.
+
+use axum::extract::{FromRequestParts, OriginalUri, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use base64::Engine as _;
+
+use super::{State, view};
+use crate::store::{Approver, same_secret};
+
+/// The path the inbox is mounted under ("" at the root, "/approvals"
+/// under `nest("/approvals", …)`): links and redirects start with it.
+#[derive(Debug, Clone)]
+pub(crate) struct Base(pub(crate) String);
+
+impl<S: Send + Sync> FromRequestParts<S> for Base {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Base(base_of(parts)))
+    }
+}
+
+fn base_of(parts: &Parts) -> String {
+    let inner = parts.uri.path();
+    let Some(OriginalUri(original)) = parts.extensions.get::<OriginalUri>() else {
+        return String::new();
+    };
+    let full = original.path();
+    let base = full
+        .strip_suffix(inner)
+        .or_else(|| (inner == "/").then(|| full.trim_end_matches('/')))
+        .unwrap_or("");
+    base.to_owned()
+}
+
+/// The session cookie's name: with `Secure`, the `__Host-` prefix makes
+/// browsers refuse the cookie from anywhere but this host over TLS.
+pub(crate) fn session_cookie_name(state: &State) -> &'static str {
+    if state.secure_cookies {
+        "__Host-crew_inbox_session"
+    } else {
+        "crew_inbox_session"
+    }
+}
+
+/// The cookie holding the sign-in form's CSRF token (double submit: the
+/// form must carry the same value, which another site cannot read).
+pub(crate) fn login_cookie_name(state: &State) -> &'static str {
+    if state.secure_cookies {
+        "__Host-crew_inbox_login"
+    } else {
+        "crew_inbox_login"
+    }
+}
+
+/// A `Set-Cookie` value: `HttpOnly; SameSite=Strict; Path=/`, `Secure`
+/// when asked; `max_age` zero deletes it.
+pub(crate) fn set_cookie(state: &State, name: &str, value: &str, max_age: u64) -> HeaderValue {
+    let secure = if state.secure_cookies { "; Secure" } else { "" };
+    let text = format!("{name}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}{secure}");
+    // Names are ours and values base64url: always a valid header.
+    HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// The value of cookie `name`, from every `Cookie` header.
+pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.trim_matches('"'))
+}
+
+/// A fresh random token (256 bits, base64url).
+pub(crate) fn random_token() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// A signed-in approver, from the session cookie.
+#[derive(Debug, Clone)]
+pub(crate) struct SignedIn {
+    pub(crate) approver: Approver,
+    /// The session's CSRF token: every form carries it.
+    pub(crate) csrf: String,
+    /// The session token (the cookie's value), to end it.
+    pub(crate) token: String,
+    pub(crate) base: String,
+}
+
+impl SignedIn {
+    /// Whether a form's CSRF token is this session's.
+    pub(crate) fn csrf_matches(&self, sent: Option<&str>) -> bool {
+        sent.is_some_and(|sent| same_secret(sent, &self.csrf))
+    }
+}
+
+/// The signed-in approver, if the session cookie names an open session.
+async fn signed_in(parts: &Parts, state: &State) -> Result<Option<SignedIn>, Response> {
+    let base = base_of(parts);
+    let Some(token) = cookie(&parts.headers, session_cookie_name(state)) else {
+        return Ok(None);
+    };
+    match state.store.session(token).await {
+        Ok(Some((approver, csrf))) => Ok(Some(SignedIn {
+            approver,
+            csrf,
+            token: token.to_owned(),
+            base,
+        })),
+        Ok(None) => Ok(None),
+        Err(error) => Err(view::store_failed_page(state, &base, &error)),
+    }
+}
+
+/// A page for a signed-in approver: anyone else is sent to sign in (303).
+#[derive(Debug, Clone)]
+pub(crate) struct Page(pub(crate) SignedIn);
+
+impl FromRequestParts<State> for Page {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &State) -> Result<Self, Response> {
+        match signed_in(parts, state).await? {
+            Some(user) => Ok(Page(user)),
+            None => Err(Redirect::to(&format!("{}/login", base_of(parts))).into_response()),
+        }
+    }
+}
+
+/// What the page's script fetches (fragments, events): anyone not
+/// signed in gets 401, which the script answers by going to sign in.
+#[derive(Debug, Clone)]
+pub(crate) struct Script(pub(crate) SignedIn);
+
+impl FromRequestParts<State> for Script {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &State) -> Result<Self, Response> {
+        match signed_in(parts, state).await? {
+            Some(user) => Ok(Script(user)),
+            None => Err((
+                StatusCode::UNAUTHORIZED,
+                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                "not signed in: sign in at /login first",
+            )
+                .into_response()),
+        }
+    }
+}
+
+/// A bot of the JSON API, from `Authorization: Bearer <token>`; anyone
+/// else gets 401 JSON.
+#[derive(Debug, Clone)]
+pub(crate) struct Bot(pub(crate) Approver);
+
+impl FromRequestParts<State> for Bot {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &State) -> Result<Self, Response> {
+        let unauthorized = |message: &str| {
+            let mut response = view::api_error(StatusCode::UNAUTHORIZED, message);
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"crew-inbox\""),
+            );
+            response
+        };
+        let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
+            return Err(unauthorized(
+                "this API needs `Authorization: Bearer <token>` (issue one with `crew-inbox api-token`)",
+            ));
+        };
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|value| value.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
+        let Some(token) = token.filter(|token| !token.is_empty()) else {
+            return Err(unauthorized(
+                "the Authorization header must be `Bearer <token>`",
+            ));
+        };
+        match state.store.api_token_approver(token).await {
+            Ok(Some(approver)) => Ok(Bot(approver)),
+            Ok(None) => Err(unauthorized("the bearer token is unknown or revoked")),
+            Err(error) => Err(view::store_failed_api(&error)),
+        }
+    }
+}
+
+/// The origin state changes must come from.
+fn expected_origin(state: &State, headers: &HeaderMap) -> Option<String> {
+    if let Some(origin) = &state.public_origin {
+        return Some(origin.clone());
+    }
+    let host = headers.get(header::HOST)?.to_str().ok()?;
+    let scheme = if state.secure_cookies { "https" } else { "http" };
+    Some(format!("{scheme}://{host}"))
+}
+
+/// Refuses (403) a state change whose `Origin` is missing or another
+/// site's, before anything else of it is read: with the `SameSite`
+/// cookie and the CSRF token, a third wall against cross-site forgery.
+pub(crate) async fn same_origin_only(
+    axum::extract::State(state): axum::extract::State<State>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    ) {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let base = base_of(&parts);
+    let expected = expected_origin(&state, &parts.headers);
+    let sent = parts
+        .headers
+        .get(header::ORIGIN)
+        .and_then(|value| value.to_str().ok());
+    let message = match (sent, expected.as_deref()) {
+        (Some(sent), Some(expected)) if sent.eq_ignore_ascii_case(expected) => {
+            return next.run(Request::from_parts(parts, body)).await;
+        }
+        (None, _) => "this request carries no Origin header: the inbox takes changes only from its own pages (is something stripping the header?)".to_owned(),
+        (Some(sent), Some(expected)) => format!(
+            "this request comes from {sent}, not from the inbox ({expected}): it was refused (if the inbox is behind a proxy, start it with its public origin)"
+        ),
+        (Some(sent), None) => format!(
+            "this request comes from {sent}, and the inbox cannot tell its own origin (no Host header): it was refused"
+        ),
+    };
+    view::error_page(&state, &base, StatusCode::FORBIDDEN, &message)
+}
+
+/// Headers on every answer: no framing, no sniffing, no referrer, only
+/// the inbox's own script and styles, and pages never cached.
+pub(crate) async fn security_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; \
+             frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+        ),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookies_are_found_among_others() {
+        let mut headers = HeaderMap::new();
+        headers.append(header::COOKIE, HeaderValue::from_static("a=1; crew_inbox_session=xyz"));
+        headers.append(header::COOKIE, HeaderValue::from_static("b=2"));
+        assert_eq!(cookie(&headers, "crew_inbox_session"), Some("xyz"));
+        assert_eq!(cookie(&headers, "b"), Some("2"));
+        assert_eq!(cookie(&headers, "c"), None);
+    }
+}

@@ -1,0 +1,427 @@
+//! The pages approvers use in a browser.
+
+use std::convert::Infallible;
+use std::time::SystemTime;
+
+use axum::Form;
+use axum::extract::rejection::FormRejection;
+use axum::extract::{Path, Query, State as Extract};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Redirect, Response};
+use futures_util::Stream;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::auth::{self, Base, Page, Script, SignedIn};
+use super::view::{self, Row};
+use super::{MAX_BODY_BYTES, State};
+use crate::store::{Answer, Decision};
+
+/// How many answered questions the history shows.
+const HISTORY_LIMIT: usize = 200;
+
+/// The login form's fields.
+#[derive(Debug, Deserialize)]
+pub(crate) struct LoginForm {
+    csrf: Option<String>,
+    name: Option<String>,
+    password: Option<String>,
+    token: Option<String>,
+}
+
+/// A decision from the page: one form per question, whose pressed button
+/// names the decision.
+#[derive(Debug, Deserialize)]
+pub(crate) struct DecisionForm {
+    csrf: Option<String>,
+    decision: Option<String>,
+    arguments: Option<String>,
+    comment: Option<String>,
+}
+
+/// The form of the sign-out button.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CsrfForm {
+    csrf: Option<String>,
+}
+
+/// What the page says after a decision.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Notice {
+    done: Option<String>,
+}
+
+/// `GET /login`: the sign-in form, with a fresh CSRF token in a cookie
+/// and in the form (double submit: another site can read neither).
+pub(crate) async fn login_form(
+    Extract(state): Extract<State>,
+    Base(base): Base,
+    headers: HeaderMap,
+) -> Response {
+    // Someone signed in already has nothing to do here.
+    if let Some(token) = auth::cookie(&headers, auth::session_cookie_name(&state))
+        && let Ok(Some(_)) = state.store.session(token).await
+    {
+        return Redirect::to(&format!("{base}/")).into_response();
+    }
+    login_page(&state, &base, StatusCode::OK, None)
+}
+
+/// The sign-in page with a new login CSRF token and, maybe, what went wrong.
+fn login_page(state: &State, base: &str, status: StatusCode, error: Option<&str>) -> Response {
+    let csrf = match auth::random_token() {
+        Ok(csrf) => csrf,
+        Err(error) => {
+            tracing::error!(%error, "no random bytes for a sign-in form");
+            return view::error_page(
+                state,
+                base,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the operating system gave no random bytes: the inbox cannot sign anyone in now",
+            );
+        }
+    };
+    let mut response = view::render(
+        state,
+        status,
+        "login.html",
+        minijinja::context! { base, csrf => csrf.clone(), error },
+    );
+    let cookie = auth::set_cookie(state, auth::login_cookie_name(state), &csrf, 3600);
+    response.headers_mut().append(header::SET_COOKIE, cookie);
+    response
+}
+
+/// `POST /login`: a name and password, or a one-time token.
+pub(crate) async fn login(
+    Extract(state): Extract<State>,
+    Base(base): Base,
+    headers: HeaderMap,
+    form: Result<Form<LoginForm>, FormRejection>,
+) -> Response {
+    let form = match form {
+        Ok(Form(form)) => form,
+        Err(rejection) => return form_refused(&state, &base, &rejection),
+    };
+    let expected = auth::cookie(&headers, auth::login_cookie_name(&state));
+    let csrf_ok = match (form.csrf.as_deref(), expected) {
+        (Some(sent), Some(expected)) => crate::store::same_secret(sent, expected),
+        _ => false,
+    };
+    if !csrf_ok {
+        return view::error_page(
+            &state,
+            &base,
+            StatusCode::FORBIDDEN,
+            "the sign-in form is out of date or did not come from this inbox (its CSRF token does not match): open the sign-in page again",
+        );
+    }
+    let token = form.token.as_deref().map(str::trim).unwrap_or_default();
+    let signed_in = if token.is_empty() {
+        let name = form.name.as_deref().unwrap_or_default();
+        let password = form.password.as_deref().unwrap_or_default();
+        if name.is_empty() || password.is_empty() {
+            return login_page(
+                &state,
+                &base,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                Some("Give your name and password, or a one-time sign-in token."),
+            );
+        }
+        state.store.check_password(name, password).await
+    } else {
+        state.store.redeem_sign_in_token(token).await
+    };
+    let approver = match signed_in {
+        Ok(Some(approver)) => approver,
+        Ok(None) => {
+            let message = if token.is_empty() {
+                "Wrong name or password."
+            } else {
+                "This sign-in token is unknown, used already, or expired: ask for a new one."
+            };
+            return login_page(&state, &base, StatusCode::UNAUTHORIZED, Some(message));
+        }
+        Err(error) => return view::store_failed_page(&state, &base, &error),
+    };
+    let (session, _csrf) = match state
+        .store
+        .create_session(&approver.name, state.session_ttl)
+        .await
+    {
+        Ok(opened) => opened,
+        Err(error) => return view::store_failed_page(&state, &base, &error),
+    };
+    let mut response = Redirect::to(&format!("{base}/")).into_response();
+    let cookies = response.headers_mut();
+    cookies.append(
+        header::SET_COOKIE,
+        auth::set_cookie(
+            &state,
+            auth::session_cookie_name(&state),
+            &session,
+            state.session_ttl.as_secs(),
+        ),
+    );
+    cookies.append(
+        header::SET_COOKIE,
+        auth::set_cookie(&state, auth::login_cookie_name(&state), "", 0),
+    );
+    response
+}
+
+/// `POST /logout`: ends the session.
+pub(crate) async fn logout(
+    Extract(state): Extract<State>,
+    Page(user): Page,
+    form: Result<Form<CsrfForm>, FormRejection>,
+) -> Response {
+    let form = match form {
+        Ok(Form(form)) => form,
+        Err(rejection) => return form_refused(&state, &user.base, &rejection),
+    };
+    if !user.csrf_matches(form.csrf.as_deref()) {
+        return csrf_refused(&state, &user);
+    }
+    if let Err(error) = state.store.end_session(&user.token).await {
+        return view::store_failed_page(&state, &user.base, &error);
+    }
+    let mut response = Redirect::to(&format!("{}/login", user.base)).into_response();
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        auth::set_cookie(&state, auth::session_cookie_name(&state), "", 0),
+    );
+    response
+}
+
+/// The rows of the pending questions `user` may answer (their own
+/// requests included, without buttons).
+async fn pending_rows(state: &State, user: &SignedIn) -> Result<Vec<Row>, Response> {
+    let pending = state
+        .store
+        .pending()
+        .await
+        .map_err(|error| view::store_failed_page(state, &user.base, &error))?;
+    let now = SystemTime::now();
+    Ok(pending
+        .iter()
+        .filter(|question| user.approver.may_answer(question))
+        .map(|question| Row::of(question, &user.approver, now))
+        .collect())
+}
+
+/// `GET /`: the pending calls, live.
+pub(crate) async fn pending(
+    Extract(state): Extract<State>,
+    Page(user): Page,
+    Query(notice): Query<Notice>,
+) -> Response {
+    let rows = match pending_rows(&state, &user).await {
+        Ok(rows) => rows,
+        Err(response) => return response,
+    };
+    let notice = match notice.done.as_deref() {
+        Some("approve") => Some("Approved."),
+        Some("deny") => Some("Denied."),
+        Some("edit") => Some("Approved with your edit."),
+        _ => None,
+    };
+    view::render(
+        &state,
+        StatusCode::OK,
+        "pending.html",
+        minijinja::context! {
+            base => user.base,
+            csrf => user.csrf,
+            scope => user.approver.scope_description(),
+            approver => user.approver.name,
+            questions => minijinja::Value::from(minijinja::value::Serde(&rows)),
+            now_ms => crate::store::now_millis(),
+            notice,
+        },
+    )
+}
+
+/// `GET /fragments/pending`: the list alone, which the script swaps in.
+pub(crate) async fn pending_fragment(
+    Extract(state): Extract<State>,
+    Script(user): Script,
+) -> Response {
+    let rows = match pending_rows(&state, &user).await {
+        Ok(rows) => rows,
+        Err(response) => return response,
+    };
+    view::render(
+        &state,
+        StatusCode::OK,
+        "pending_list.html",
+        minijinja::context! {
+            base => user.base,
+            csrf => user.csrf,
+            questions => minijinja::Value::from(minijinja::value::Serde(&rows)),
+            now_ms => crate::store::now_millis(),
+        },
+    )
+}
+
+/// `GET /history`: what was answered or closed, most recent first.
+pub(crate) async fn history(Extract(state): Extract<State>, Page(user): Page) -> Response {
+    let closed = match state.store.history(HISTORY_LIMIT).await {
+        Ok(closed) => closed,
+        Err(error) => return view::store_failed_page(&state, &user.base, &error),
+    };
+    let now = SystemTime::now();
+    let rows: Vec<Row> = closed
+        .iter()
+        .filter(|question| user.approver.may_answer(question))
+        .map(|question| Row::of(question, &user.approver, now))
+        .collect();
+    view::render(
+        &state,
+        StatusCode::OK,
+        "history.html",
+        minijinja::context! {
+            base => user.base,
+            csrf => user.csrf,
+            approver => user.approver.name,
+            questions => minijinja::Value::from(minijinja::value::Serde(&rows)),
+            limit => HISTORY_LIMIT,
+        },
+    )
+}
+
+/// `POST /questions/{id}/decision`: approve, deny or edit from the page.
+pub(crate) async fn decide(
+    Extract(state): Extract<State>,
+    Page(user): Page,
+    Path(id): Path<String>,
+    form: Result<Form<DecisionForm>, FormRejection>,
+) -> Response {
+    let base = user.base.clone();
+    let fail = |status: StatusCode, message: &str| view::error_page(&state, &base, status, message);
+    let form = match form {
+        Ok(Form(form)) => form,
+        Err(rejection) => return form_refused(&state, &base, &rejection),
+    };
+    if !user.csrf_matches(form.csrf.as_deref()) {
+        return csrf_refused(&state, &user);
+    }
+    let decision = match form.decision.as_deref() {
+        Some("approve") => Decision::Approve,
+        Some("deny") => Decision::Deny,
+        Some("edit") => match parse_edit(form.arguments.as_deref().unwrap_or_default()) {
+            Ok(edit) => Decision::ApproveWithEdit(edit),
+            Err(message) => return fail(StatusCode::UNPROCESSABLE_ENTITY, &message),
+        },
+        Some(other) => {
+            return fail(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &format!("unknown decision {other:?}: use approve, deny or edit"),
+            );
+        }
+        None => {
+            return fail(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "the form names no decision: press approve, deny or edit",
+            );
+        }
+    };
+    let question = match state.store.question(&id).await {
+        Ok(Some(question)) => question,
+        Ok(None) => return fail(StatusCode::NOT_FOUND, "no question has this id"),
+        Err(error) => return view::store_failed_page(&state, &base, &error),
+    };
+    if !user.approver.may_answer(&question) {
+        return fail(
+            StatusCode::FORBIDDEN,
+            &view::out_of_scope(&user.approver, &question),
+        );
+    }
+    let done = decision.as_str();
+    let mut answer = Answer::new(user.approver.name.clone(), decision);
+    if let Some(comment) = form.comment.as_deref().map(str::trim)
+        && !comment.is_empty()
+    {
+        answer = answer.with_comment(comment);
+    }
+    match state.store.decide(&id, answer).await {
+        Ok(_) => Redirect::to(&format!("{base}/?done={done}")).into_response(),
+        Err(error) => fail(
+            view::decision_status(&error),
+            &view::decision_message(&error),
+        ),
+    }
+}
+
+/// The edited arguments from the textarea: a JSON object.
+pub(crate) fn parse_edit(text: &str) -> Result<Map<String, Value>, String> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(edit)) => Ok(edit),
+        Ok(_) => Err("the edited arguments must be a JSON object ({ … })".to_owned()),
+        Err(error) => Err(format!("the edited arguments are not JSON: {error}")),
+    }
+}
+
+/// `GET /events`: a server-sent event `change` (its data the id of the
+/// question, or `*` for "something changed") whenever a question is
+/// asked, answered or closed, and a keep-alive comment in between.
+pub(crate) async fn events(
+    Extract(state): Extract<State>,
+    Script(_user): Script,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let changes = state.store.changes();
+    let stream = futures_util::stream::unfold(changes, |mut changes| async move {
+        let id = match changes.recv().await {
+            Ok(id) if !id.is_empty() => id,
+            // Unknown or too many to name: the page reloads its list anyway.
+            Ok(_) | Err(RecvError::Lagged(_)) => "*".to_owned(),
+            Err(RecvError::Closed) => return None,
+        };
+        Some((Ok(Event::default().event("change").data(id)), changes))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// `GET /static/inbox.js`: the page's script (no build step, no CDN).
+pub(crate) async fn script() -> Response {
+    view::asset(
+        "text/javascript; charset=utf-8",
+        include_str!("static/inbox.js"),
+    )
+}
+
+/// `GET /static/inbox.css`.
+pub(crate) async fn stylesheet() -> Response {
+    view::asset("text/css; charset=utf-8", include_str!("static/inbox.css"))
+}
+
+/// The page for a form that could not be read: too large (413), of the
+/// wrong type, or malformed.
+fn form_refused(state: &State, base: &str, rejection: &FormRejection) -> Response {
+    let status = rejection.status();
+    let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+        format!(
+            "the form is larger than the {} bytes the inbox takes: shorten the edit",
+            MAX_BODY_BYTES
+        )
+    } else {
+        format!("the form could not be read: {}", rejection.body_text())
+    };
+    view::error_page(state, base, status, &message)
+}
+
+/// The page for a form whose CSRF token is not the session's.
+fn csrf_refused(state: &State, user: &SignedIn) -> Response {
+    let mut response = view::error_page(
+        state,
+        &user.base,
+        StatusCode::FORBIDDEN,
+        "the form's CSRF token is missing or not this session's: reload the page and try again",
+    );
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}

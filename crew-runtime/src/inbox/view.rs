@@ -1,0 +1,332 @@
+//! What approvers and bots see: questions as shown, pages rendered from
+//! the embedded templates, and errors that say what happened.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use minijinja::Environment;
+use serde::Serialize;
+
+use super::State;
+use crate::store::{Approver, DecisionError, Question, StoreError};
+
+/// The templates, embedded. Their names end in `.html`, which turns on
+/// minijinja's HTML escaping of every value they show.
+const TEMPLATES: &[(&str, &str)] = &[
+    ("base.html", include_str!("templates/base.html")),
+    ("login.html", include_str!("templates/login.html")),
+    ("pending.html", include_str!("templates/pending.html")),
+    ("pending_list.html", include_str!("templates/pending_list.html")),
+    ("history.html", include_str!("templates/history.html")),
+    ("error.html", include_str!("templates/error.html")),
+];
+
+/// The template environment. A template that does not parse is a bug of
+/// this program (the tests render each): it is logged, and its pages
+/// answer 500 with a message rather than bringing the inbox down.
+pub(crate) fn templates() -> Environment<'static> {
+    let mut environment = Environment::new();
+    for &(name, source) in TEMPLATES {
+        if let Err(error) = environment.add_template(name, source) {
+            tracing::error!(template = name, %error, "an inbox template does not parse");
+        }
+    }
+    environment
+}
+
+/// Renders `template` with `context`, or a plain 500 saying what failed.
+pub(crate) fn render(
+    state: &State,
+    status: StatusCode,
+    template: &str,
+    context: minijinja::Value,
+) -> Response {
+    let rendered = state
+        .templates
+        .get_template(template)
+        .and_then(|template| template.render(context));
+    match rendered {
+        Ok(html) => (status, Html(html)).into_response(),
+        Err(error) => {
+            tracing::error!(template, %error, "rendering an inbox page failed");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                format!("the inbox could not render the page {template}: {error}"),
+            )
+                .into_response()
+        }
+    }
+}
+
+/// An error page saying what happened, with the status that says it.
+pub(crate) fn error_page(state: &State, base: &str, status: StatusCode, message: &str) -> Response {
+    render(
+        state,
+        status,
+        "error.html",
+        minijinja::context! {
+            base,
+            status => status.as_u16(),
+            reason => status.canonical_reason().unwrap_or("Error"),
+            message,
+        },
+    )
+}
+
+/// The page for a store that failed: the details go to the log only.
+pub(crate) fn store_failed_page(state: &State, base: &str, error: &StoreError) -> Response {
+    tracing::error!(%error, "the approvals store failed");
+    error_page(
+        state,
+        base,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the approvals store failed; try again in a moment (the server's log has the details)",
+    )
+}
+
+/// A JSON error: `{"error": "…"}`.
+pub(crate) fn api_error(status: StatusCode, message: &str) -> Response {
+    (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
+}
+
+/// The JSON error for a store that failed.
+pub(crate) fn store_failed_api(error: &StoreError) -> Response {
+    tracing::error!(%error, "the approvals store failed");
+    api_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the approvals store failed; try again in a moment",
+    )
+}
+
+/// The status of an answer the store did not take.
+pub(crate) fn decision_status(error: &DecisionError) -> StatusCode {
+    match error {
+        DecisionError::UnknownQuestion => StatusCode::NOT_FOUND,
+        DecisionError::OwnRequest(_) => StatusCode::FORBIDDEN,
+        DecisionError::Closed(_) | DecisionError::Expired | DecisionError::Abandoned => {
+            StatusCode::CONFLICT
+        }
+        DecisionError::EditTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+        DecisionError::InvalidEdit(_) | DecisionError::CommentTooLong(_) => {
+            StatusCode::UNPROCESSABLE_ENTITY
+        }
+        DecisionError::NoApprover => StatusCode::BAD_REQUEST,
+        DecisionError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}
+
+/// The message of an answer the store did not take (a store failure is
+/// logged, not shown).
+pub(crate) fn decision_message(error: &DecisionError) -> String {
+    match error {
+        DecisionError::Store(store) => {
+            tracing::error!(error = %store, "the approvals store failed");
+            "the approvals store failed; try again in a moment".to_owned()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Why an approver may not answer a question outside their scope.
+pub(crate) fn out_of_scope(approver: &Approver, question: &Question) -> String {
+    format!(
+        "{} may answer only {}: this question is about the tool {}",
+        approver.name,
+        approver.scope_description(),
+        question.tool
+    )
+}
+
+/// A question as the inbox shows it (and as the API returns it).
+#[derive(Debug, Serialize)]
+pub(crate) struct QuestionView {
+    pub(crate) id: String,
+    pub(crate) tool: String,
+    pub(crate) arguments: serde_json::Value,
+    pub(crate) capabilities: Vec<&'static str>,
+    pub(crate) agent: Option<String>,
+    pub(crate) task: Option<String>,
+    pub(crate) crew: Option<String>,
+    pub(crate) requester: Option<String>,
+    pub(crate) prompt: String,
+    pub(crate) created_at: String,
+    pub(crate) deadline: String,
+    pub(crate) seconds_left: u64,
+    pub(crate) status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) answer: Option<AnswerView>,
+}
+
+/// An answer as shown.
+#[derive(Debug, Serialize)]
+pub(crate) struct AnswerView {
+    pub(crate) approver: String,
+    pub(crate) decision: String,
+    pub(crate) edited_arguments: Option<serde_json::Value>,
+    pub(crate) comment: Option<String>,
+    pub(crate) answered_at: String,
+}
+
+impl QuestionView {
+    pub(crate) fn of(question: &Question, now: SystemTime) -> Self {
+        QuestionView {
+            id: question.id.clone(),
+            tool: question.tool.clone(),
+            arguments: question.arguments.clone(),
+            capabilities: question.capabilities.iter().map(|c| c.name()).collect(),
+            agent: question.agent.clone(),
+            task: question.task.clone(),
+            crew: question.crew.clone(),
+            requester: question.requester.clone(),
+            prompt: question.prompt.clone(),
+            created_at: rfc3339(question.created_at),
+            deadline: rfc3339(question.deadline),
+            seconds_left: question.time_left(now).as_secs(),
+            status: question.status.as_str(),
+            answer: question.answer.as_ref().map(|answer| AnswerView {
+                approver: answer.approver.clone(),
+                decision: answer.decision.clone(),
+                edited_arguments: answer.edited_arguments.clone(),
+                comment: answer.comment.clone(),
+                answered_at: rfc3339(answer.answered_at),
+            }),
+        }
+    }
+}
+
+/// A question as a row of the pages: what the API has, and what the
+/// template needs besides (pretty JSON, the time left in words, whether
+/// the approver may press the buttons).
+#[derive(Debug, Serialize)]
+pub(crate) struct Row {
+    #[serde(flatten)]
+    pub(crate) question: QuestionView,
+    pub(crate) arguments_pretty: String,
+    pub(crate) edited_pretty: Option<String>,
+    pub(crate) deadline_ms: i64,
+    pub(crate) time_left: String,
+    /// Why the approver cannot answer it, when they cannot.
+    pub(crate) cannot_answer: Option<String>,
+}
+
+impl Row {
+    pub(crate) fn of(question: &Question, approver: &Approver, now: SystemTime) -> Self {
+        let cannot_answer = question
+            .requester
+            .as_deref()
+            .filter(|requester| *requester == approver.name)
+            .map(|_| {
+                "You asked for this call yourself: another approver must answer it.".to_owned()
+            });
+        let view = QuestionView::of(question, now);
+        let pretty = |value: &serde_json::Value| {
+            serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+        };
+        Row {
+            arguments_pretty: pretty(&question.arguments),
+            edited_pretty: question
+                .answer
+                .as_ref()
+                .and_then(|answer| answer.edited_arguments.as_ref())
+                .map(pretty),
+            deadline_ms: crate::store::millis(question.deadline),
+            time_left: time_left_words(question.time_left(now)),
+            cannot_answer,
+            question: view,
+        }
+    }
+}
+
+/// "4 min 05 s", "1 h 02 min", "expired".
+pub(crate) fn time_left_words(left: Duration) -> String {
+    let seconds = left.as_secs();
+    if seconds == 0 {
+        return "expired".to_owned();
+    }
+    let (hours, minutes, seconds) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    if hours > 0 {
+        format!("{hours} h {minutes:02} min")
+    } else if minutes > 0 {
+        format!("{minutes} min {seconds:02} s")
+    } else {
+        format!("{seconds} s")
+    }
+}
+
+/// A time as RFC 3339 in UTC, to the second: `2025-01-31T09:05:00Z`.
+pub(crate) fn rfc3339(time: SystemTime) -> String {
+    let seconds = time
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    let days = i64::try_from(seconds / 86_400).unwrap_or(0);
+    let of_day = seconds % 86_400;
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        of_day / 3600,
+        of_day / 60 % 60,
+        of_day % 60
+    )
+}
+
+/// A static asset with its type, cached briefly.
+pub(crate) fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
+            (header::CACHE_CONTROL, HeaderValue::from_static("max-age=300")),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_read_as_rfc3339() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00Z"
+        );
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::from_secs(1_735_689_599)),
+            "2024-12-31T23:59:59Z"
+        );
+    }
+
+    #[test]
+    fn time_left_reads_in_words() {
+        assert_eq!(time_left_words(Duration::ZERO), "expired");
+        assert_eq!(time_left_words(Duration::from_secs(42)), "42 s");
+        assert_eq!(time_left_words(Duration::from_secs(299)), "4 min 59 s");
+        assert_eq!(time_left_words(Duration::from_secs(3720)), "1 h 02 min");
+    }
+
+    #[test]
+    fn every_template_parses() {
+        let environment = templates();
+        for &(name, _) in TEMPLATES {
+            assert!(environment.get_template(name).is_ok(), "{name}");
+        }
+    }
+}

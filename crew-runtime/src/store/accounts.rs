@@ -1,0 +1,1010 @@
+//! Approver accounts of the inbox, their secrets and sessions.
+//!
+//! Nothing secret is stored as given: a password as its argon2id hash (a
+//! PHC string), a token or session as the SHA-256 of its text. A leaked
+//! database therefore signs nobody in.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use argon2::Argon2;
+use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+use base64::Engine as _;
+use hooks_core::{Capability, normalize_tool_name};
+use sha2::{Digest, Sha256};
+
+use super::{Question, Store, StoreError, now_millis, on_pool};
+
+/// The longest approver name accepted, in bytes.
+const MAX_NAME_BYTES: usize = 128;
+
+/// The shortest password accepted, in characters.
+const MIN_PASSWORD_CHARS: usize = 8;
+
+/// The longest password accepted, in bytes: longer ones are refused rather
+/// than hashed, so that nobody can make the server hash megabytes.
+const MAX_PASSWORD_BYTES: usize = 1024;
+
+/// Which questions an approver may answer. Unlimited by default; each
+/// limit that is set must be met.
+///
+/// ```
+/// use crew_runtime::Capability;
+/// use crew_runtime::store::ApproverScope;
+///
+/// let payments = ApproverScope::everything().tools(["send_payment", "refund"]);
+/// let cleaners = ApproverScope::everything().capabilities([Capability::Destructive]);
+/// assert_eq!(payments.tools, Some(vec!["send_payment".to_owned(), "refund".to_owned()]));
+/// assert!(cleaners.tools.is_none());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ApproverScope {
+    /// Only calls of these tools (names are normalized); `None`: any tool.
+    pub tools: Option<Vec<String>>,
+    /// Only calls of tools that declare at least one of these
+    /// capabilities; `None`: any tool.
+    pub capabilities: Option<Vec<Capability>>,
+}
+
+impl ApproverScope {
+    /// No limit: every question.
+    ///
+    /// ```
+    /// let scope = crew_runtime::store::ApproverScope::everything();
+    /// assert!(scope.tools.is_none() && scope.capabilities.is_none());
+    /// ```
+    pub fn everything() -> Self {
+        ApproverScope::default()
+    }
+
+    /// Limits the approver to calls of these tools.
+    ///
+    /// ```
+    /// let scope = crew_runtime::store::ApproverScope::everything().tools(["Send Email"]);
+    /// assert_eq!(scope.tools, Some(vec!["send_email".to_owned()]));
+    /// ```
+    pub fn tools<I, S>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.tools = Some(
+            tools
+                .into_iter()
+                .map(|tool| normalize_tool_name(tool.as_ref()))
+                .collect(),
+        );
+        self
+    }
+
+    /// Limits the approver to calls of tools declaring any of these
+    /// capabilities (a tool that declares nothing counts as destructive
+    /// and open-world).
+    ///
+    /// ```
+    /// use crew_runtime::Capability;
+    /// let scope = crew_runtime::store::ApproverScope::everything().capabilities([Capability::OpenWorld]);
+    /// assert_eq!(scope.capabilities, Some(vec![Capability::OpenWorld]));
+    /// ```
+    pub fn capabilities(mut self, capabilities: impl IntoIterator<Item = Capability>) -> Self {
+        self.capabilities = Some(capabilities.into_iter().collect());
+        self
+    }
+}
+
+/// An approver account: who may answer questions, and which.
+///
+/// ```
+/// use crew_runtime::store::{Approver, ApproverScope};
+///
+/// let alice = Approver::new("alice", ApproverScope::everything().tools(["send_payment"]));
+/// assert_eq!(alice.name, "alice");
+/// assert_eq!(alice.tools.as_deref(), Some(&["send_payment".to_owned()][..]));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Approver {
+    /// The account name: an answer is recorded under it, and a question
+    /// whose requester has this name cannot be answered by it.
+    pub name: String,
+    /// Only calls of these tools (normalized names); `None`: any.
+    pub tools: Option<Vec<String>>,
+    /// Only calls of tools declaring one of these; `None`: any.
+    pub capabilities: Option<Vec<Capability>>,
+}
+
+impl Approver {
+    /// An approver named `name` limited to `scope` (not stored: see
+    /// [`Store::add_approver`]).
+    ///
+    /// ```
+    /// use crew_runtime::store::{Approver, ApproverScope};
+    /// assert!(Approver::new("bob", ApproverScope::everything()).tools.is_none());
+    /// ```
+    pub fn new(name: impl Into<String>, scope: ApproverScope) -> Self {
+        Approver {
+            name: name.into(),
+            tools: scope.tools,
+            capabilities: scope.capabilities,
+        }
+    }
+
+    /// The limits of this approver.
+    ///
+    /// ```
+    /// use crew_runtime::store::{Approver, ApproverScope};
+    /// let scope = ApproverScope::everything().tools(["refund"]);
+    /// assert_eq!(Approver::new("bob", scope.clone()).scope(), scope);
+    /// ```
+    pub fn scope(&self) -> ApproverScope {
+        ApproverScope {
+            tools: self.tools.clone(),
+            capabilities: self.capabilities.clone(),
+        }
+    }
+
+    /// Whether the question is within this approver's scope: its tool is
+    /// one of theirs (when limited to tools) and declares one of their
+    /// capabilities (when limited to capabilities). Whether they are its
+    /// requester is a different matter, which [`Store::decide`] checks.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// let Some(alice) = store.approver("alice").await? else { return Ok(()) };
+    /// let mine: Vec<_> = store.pending().await?.into_iter().filter(|q| alice.may_answer(q)).collect();
+    /// println!("alice may answer {} questions", mine.len());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn may_answer(&self, question: &Question) -> bool {
+        if let Some(tools) = &self.tools {
+            let tool = normalize_tool_name(&question.tool);
+            if !tools.iter().any(|allowed| normalize_tool_name(allowed) == tool) {
+                return false;
+            }
+        }
+        if let Some(capabilities) = &self.capabilities
+            && !capabilities
+                .iter()
+                .any(|&capability| question.capabilities.contains(capability))
+        {
+            return false;
+        }
+        true
+    }
+
+    /// The scope in words, for messages: "any tool", "the tools
+    /// send_payment, refund", ….
+    ///
+    /// ```
+    /// use crew_runtime::Capability;
+    /// use crew_runtime::store::{Approver, ApproverScope};
+    /// let bob = Approver::new("bob", ApproverScope::everything().capabilities([Capability::Destructive]));
+    /// assert_eq!(bob.scope_description(), "tools declared destructive");
+    /// ```
+    pub fn scope_description(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(tools) = &self.tools {
+            parts.push(if tools.is_empty() {
+                "no tool".to_owned()
+            } else {
+                format!("the tools {}", tools.join(", "))
+            });
+        }
+        if let Some(capabilities) = &self.capabilities {
+            let names: Vec<&str> = capabilities.iter().map(|c| c.name()).collect();
+            parts.push(if names.is_empty() {
+                "no capability".to_owned()
+            } else {
+                format!("tools declared {}", names.join(" or "))
+            });
+        }
+        if parts.is_empty() {
+            "any tool".to_owned()
+        } else {
+            parts.join(", and only ")
+        }
+    }
+}
+
+/// The text of a new secret: 256 random bits from the operating system,
+/// base64url without padding (43 characters).
+fn new_secret() -> Result<String, StoreError> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|error| {
+        StoreError::Account(format!(
+            "the operating system gave no random bytes: {error}"
+        ))
+    })?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// What is stored of a secret: the hex SHA-256 of its text.
+fn secret_hash(secret: &str) -> String {
+    Sha256::digest(secret.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// Whether two secrets are equal, in time that depends only on their
+/// lengths (which are not secret): a byte-by-byte early exit would tell
+/// an attacker how much of a guess was right.
+pub(crate) fn same_secret(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let difference = a
+        .iter()
+        .zip(b)
+        .fold(0u8, |acc, (x, y)| acc | std::hint::black_box(x ^ y));
+    std::hint::black_box(difference) == 0
+}
+
+/// Checks an account name: non-empty, no control characters, no spaces
+/// around it (the name is compared with a kickoff's requester as is).
+fn check_name(name: &str) -> Result<(), StoreError> {
+    let problem = if name.is_empty() {
+        "it is empty"
+    } else if name.len() > MAX_NAME_BYTES {
+        "it is longer than 128 bytes"
+    } else if name.chars().any(char::is_control) {
+        "it contains a control character"
+    } else if name.trim() != name {
+        "it starts or ends with a space"
+    } else {
+        return Ok(());
+    };
+    Err(StoreError::Account(format!(
+        "the approver name {name:?} cannot be used: {problem}"
+    )))
+}
+
+/// Checks a new password's length.
+fn check_password_text(password: &str) -> Result<(), StoreError> {
+    if password.chars().count() < MIN_PASSWORD_CHARS {
+        return Err(StoreError::Account(format!(
+            "the password is too short: use at least {MIN_PASSWORD_CHARS} characters"
+        )));
+    }
+    if password.len() > MAX_PASSWORD_BYTES {
+        return Err(StoreError::Account(format!(
+            "the password is too long: use at most {MAX_PASSWORD_BYTES} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// The argon2id PHC string of `password`, computed off the async threads
+/// (it takes tens of milliseconds by design).
+async fn hash_password(password: &str) -> Result<String, StoreError> {
+    let mut salt = [0u8; 16];
+    getrandom::fill(&mut salt).map_err(|error| {
+        StoreError::Account(format!(
+            "the operating system gave no random bytes: {error}"
+        ))
+    })?;
+    let password = password.to_owned();
+    tokio::task::spawn_blocking(move || {
+        Argon2::default()
+            .hash_password_with_salt(password.as_bytes(), &salt)
+            .map(|hash| hash.to_string())
+            .map_err(|error| StoreError::Account(format!("cannot hash the password: {error}")))
+    })
+    .await
+    .map_err(|error| StoreError::Account(format!("hashing the password stopped: {error}")))?
+}
+
+/// A hash that no password matches in practice, verified when a name is
+/// unknown or has no password, so that the answer takes as long as for a
+/// real account (nobody learns which names exist by timing sign-ins).
+fn dummy_hash() -> &'static str {
+    static DUMMY: OnceLock<String> = OnceLock::new();
+    DUMMY.get_or_init(|| {
+        let mut bytes = [0u8; 32];
+        // Without randomness the dummy password is zeros: still no
+        // account's, since real passwords need a real hash to match.
+        let _ = getrandom::fill(&mut bytes);
+        Argon2::default()
+            .hash_password_with_salt(&bytes, b"crew-inbox-dummy")
+            .map(|hash| hash.to_string())
+            .unwrap_or_default()
+    })
+}
+
+/// Verifies `password` against `hash` (a PHC string) off the async threads.
+async fn verify_password(password: &str, hash: Option<String>) -> Result<bool, StoreError> {
+    let password = password.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let real = hash.is_some();
+        let hash = hash.unwrap_or_else(|| dummy_hash().to_owned());
+        let matches = Argon2::default()
+            .verify_password(password.as_bytes(), hash.as_str())
+            .is_ok();
+        real && matches
+    })
+    .await
+    .map_err(|error| StoreError::Account(format!("checking the password stopped: {error}")))
+}
+
+/// An approver from its stored columns.
+fn approver_of(
+    name: String,
+    tools: Option<String>,
+    capabilities: Option<String>,
+) -> Result<Approver, StoreError> {
+    let corrupt =
+        |error: serde_json::Error| StoreError::Corrupt(format!("approver {name:?}: {error}"));
+    let tools: Option<Vec<String>> = tools
+        .map(|text| serde_json::from_str(&text))
+        .transpose()
+        .map_err(corrupt)?;
+    let capabilities: Option<Vec<String>> = capabilities
+        .map(|text| serde_json::from_str(&text))
+        .transpose()
+        .map_err(corrupt)?;
+    let capabilities = capabilities
+        .map(|names| {
+            names
+                .iter()
+                .map(|name| {
+                    Capability::from_name(name).ok_or_else(|| {
+                        StoreError::Corrupt(format!("unknown capability {name:?} of an approver"))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?;
+    Ok(Approver {
+        name,
+        tools,
+        capabilities,
+    })
+}
+
+/// Milliseconds in `duration`, saturated.
+fn millis_in(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+type ApproverRow = (String, Option<String>, Option<String>);
+
+impl Store {
+    /// Creates an approver account: `name` (non-empty, no control
+    /// characters, no surrounding spaces), an optional password (at least
+    /// 8 characters; stored as an argon2id hash; without one the approver
+    /// signs in with one-time tokens only) and the questions they may
+    /// answer.
+    ///
+    /// Errors: a bad name or password, a name taken already
+    /// ([`StoreError::Account`] says which), the store failing.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// use crew_runtime::store::ApproverScope;
+    /// let alice = store
+    ///     .add_approver("alice", Some("correct horse battery"), ApproverScope::everything().tools(["send_payment"]))
+    ///     .await?;
+    /// assert_eq!(alice.name, "alice");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn add_approver(
+        &self,
+        name: &str,
+        password: Option<&str>,
+        scope: ApproverScope,
+    ) -> Result<Approver, StoreError> {
+        check_name(name)?;
+        let hash = match password {
+            Some(password) => {
+                check_password_text(password)?;
+                Some(hash_password(password).await?)
+            }
+            None => None,
+        };
+        let approver = Approver::new(name, scope);
+        // JSON arrays of plain strings: printing them cannot fail.
+        let tools = approver
+            .tools
+            .as_ref()
+            .map(|tools| serde_json::Value::from(tools.clone()).to_string());
+        let capabilities = approver.capabilities.as_ref().map(|capabilities| {
+            let names: Vec<&str> = capabilities.iter().map(|c| c.name()).collect();
+            serde_json::Value::from(names).to_string()
+        });
+        let sql = "INSERT INTO crew_approvers (name, password_hash, tools, capabilities, created_at) \
+                   VALUES ($1, $2, $3, $4, $5)";
+        let inserted = on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(name)
+                .bind(hash.as_deref())
+                .bind(tools.as_deref())
+                .bind(capabilities.as_deref())
+                .bind(now_millis())
+                .execute(pool)
+                .await
+                .map(|_| ())
+        });
+        match inserted {
+            Ok(()) => Ok(approver),
+            Err(sqlx::Error::Database(error)) if error.is_unique_violation() => {
+                Err(StoreError::Account(format!(
+                    "an approver named {name:?} exists already"
+                )))
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Sets (or, with `None`, removes) an approver's password.
+    ///
+    /// Errors: no such approver, a password too short or too long, the
+    /// store failing.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// store.set_password("alice", Some("a much better passphrase")).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn set_password(&self, name: &str, password: Option<&str>) -> Result<(), StoreError> {
+        let hash = match password {
+            Some(password) => {
+                check_password_text(password)?;
+                Some(hash_password(password).await?)
+            }
+            None => None,
+        };
+        let sql = "UPDATE crew_approvers SET password_hash = $2 WHERE name = $1";
+        let updated = on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(name)
+                .bind(hash.as_deref())
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        if updated == 0 {
+            return Err(unknown_approver(name));
+        }
+        Ok(())
+    }
+
+    /// The approver named `name`, if there is one.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// assert!(store.approver("nobody").await?.is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn approver(&self, name: &str) -> Result<Option<Approver>, StoreError> {
+        let sql = "SELECT name, tools, capabilities FROM crew_approvers \
+                   WHERE name = $1 AND disabled_at IS NULL";
+        let row: Option<ApproverRow> = on_pool!(self, |pool| {
+            sqlx::query_as(sql).bind(name).fetch_optional(pool).await?
+        });
+        row.map(|(name, tools, capabilities)| approver_of(name, tools, capabilities))
+            .transpose()
+    }
+
+    /// The approver, when `password` is theirs; `None` for a wrong
+    /// password, an unknown name or an account without a password. Takes
+    /// the same time in every case (an argon2 verification), so that
+    /// nobody learns which names exist.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// match store.check_password("alice", "correct horse battery").await? {
+    ///     Some(alice) => println!("signed in as {}", alice.name),
+    ///     None => println!("wrong name or password"),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn check_password(
+        &self,
+        name: &str,
+        password: &str,
+    ) -> Result<Option<Approver>, StoreError> {
+        let sql = "SELECT name, tools, capabilities, password_hash FROM crew_approvers \
+                   WHERE name = $1 AND disabled_at IS NULL";
+        let row: Option<(String, Option<String>, Option<String>, Option<String>)> =
+            on_pool!(self, |pool| {
+                sqlx::query_as(sql).bind(name).fetch_optional(pool).await?
+            });
+        let (account, hash) = match row {
+            Some((name, tools, capabilities, hash)) => (Some((name, tools, capabilities)), hash),
+            None => (None, None),
+        };
+        // An over-long password is checked against the dummy hash (but
+        // never matches), so that it costs the same as any other.
+        let (password, hash) = if password.len() > MAX_PASSWORD_BYTES {
+            ("", None)
+        } else {
+            (password, hash)
+        };
+        if !verify_password(password, hash).await? {
+            return Ok(None);
+        }
+        account
+            .map(|(name, tools, capabilities)| approver_of(name, tools, capabilities))
+            .transpose()
+    }
+
+    /// A one-time sign-in token for `name`, valid for `ttl`: give it to
+    /// the approver by a channel you trust. Only its SHA-256 is stored.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// use std::time::Duration;
+    /// let token = store.issue_sign_in_token("alice", Duration::from_secs(15 * 60)).await?;
+    /// println!("sign in with {token}");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn issue_sign_in_token(&self, name: &str, ttl: Duration) -> Result<String, StoreError> {
+        self.issue_token(name, "sign-in", Some(ttl)).await
+    }
+
+    /// The approver a sign-in token was issued for, marking it used: a
+    /// token signs in once, before it expires. `None` for an unknown,
+    /// used or expired token.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store, token: &str) -> Result<(), crew_runtime::store::StoreError> {
+    /// if let Some(approver) = store.redeem_sign_in_token(token).await? {
+    ///     println!("welcome, {}", approver.name);
+    /// }
+    /// assert!(store.redeem_sign_in_token(token).await?.is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn redeem_sign_in_token(&self, token: &str) -> Result<Option<Approver>, StoreError> {
+        // One statement marks it used only if it was not: of two requests
+        // racing with the same token, one gets the row.
+        let sql = "UPDATE crew_approver_tokens SET used_at = $2 \
+                   WHERE token_hash = $1 AND kind = 'sign-in' AND used_at IS NULL AND expires_at > $2 \
+                   RETURNING approver";
+        let hash = secret_hash(token);
+        let name: Option<String> = on_pool!(self, |pool| {
+            sqlx::query_scalar(sql)
+                .bind(&hash)
+                .bind(now_millis())
+                .fetch_optional(pool)
+                .await?
+        });
+        match name {
+            Some(name) => self.approver(&name).await,
+            None => Ok(None),
+        }
+    }
+
+    /// A bearer token for `name` (for a chat bot using the inbox's JSON
+    /// API): valid until revoked ([`Store::revoke_api_tokens`]). Only its
+    /// SHA-256 is stored.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// let token = store.issue_api_token("payments-bot").await?;
+    /// println!("Authorization: Bearer {token}");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn issue_api_token(&self, name: &str) -> Result<String, StoreError> {
+        self.issue_token(name, "api", None).await
+    }
+
+    /// The approver a bearer token was issued for, if it is one.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store, token: &str) -> Result<(), crew_runtime::store::StoreError> {
+    /// let bot = store.api_token_approver(token).await?;
+    /// # let _ = bot;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn api_token_approver(&self, token: &str) -> Result<Option<Approver>, StoreError> {
+        let sql = "SELECT a.name, a.tools, a.capabilities FROM crew_approver_tokens t \
+                   JOIN crew_approvers a ON a.name = t.approver \
+                   WHERE t.token_hash = $1 AND t.kind = 'api' AND t.used_at IS NULL \
+                   AND a.disabled_at IS NULL";
+        let hash = secret_hash(token);
+        let row: Option<ApproverRow> = on_pool!(self, |pool| {
+            sqlx::query_as(sql).bind(&hash).fetch_optional(pool).await?
+        });
+        row.map(|(name, tools, capabilities)| approver_of(name, tools, capabilities))
+            .transpose()
+    }
+
+    /// Revokes every bearer token of `name`; returns how many there were.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// let revoked = store.revoke_api_tokens("payments-bot").await?;
+    /// println!("{revoked} tokens revoked");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn revoke_api_tokens(&self, name: &str) -> Result<u64, StoreError> {
+        let sql = "UPDATE crew_approver_tokens SET used_at = $2 \
+                   WHERE approver = $1 AND kind = 'api' AND used_at IS NULL";
+        Ok(on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(name)
+                .bind(now_millis())
+                .execute(pool)
+                .await?
+                .rows_affected()
+        }))
+    }
+
+    /// Stores the hash of a new token of `kind` for `name`.
+    async fn issue_token(
+        &self,
+        name: &str,
+        kind: &str,
+        ttl: Option<Duration>,
+    ) -> Result<String, StoreError> {
+        if self.approver(name).await?.is_none() {
+            return Err(unknown_approver(name));
+        }
+        let token = new_secret()?;
+        let now = now_millis();
+        let expires = ttl.map(|ttl| now.saturating_add(millis_in(ttl)));
+        let sql = "INSERT INTO crew_approver_tokens (token_hash, approver, kind, created_at, expires_at) \
+                   VALUES ($1, $2, $3, $4, $5)";
+        on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(secret_hash(&token))
+                .bind(name)
+                .bind(kind)
+                .bind(now)
+                .bind(expires)
+                .execute(pool)
+                .await?;
+        });
+        Ok(token)
+    }
+
+    /// Opens a session of `name` for `ttl`: returns the session token (the
+    /// cookie's value; only its SHA-256 is stored) and the session's CSRF
+    /// token (put in every form).
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// use std::time::Duration;
+    /// let (session, csrf) = store.create_session("alice", Duration::from_secs(8 * 3600)).await?;
+    /// assert_ne!(session, csrf);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn create_session(
+        &self,
+        name: &str,
+        ttl: Duration,
+    ) -> Result<(String, String), StoreError> {
+        if self.approver(name).await?.is_none() {
+            return Err(unknown_approver(name));
+        }
+        let token = new_secret()?;
+        let csrf = new_secret()?;
+        let now = now_millis();
+        let insert = "INSERT INTO crew_sessions (id_hash, approver, csrf_token, created_at, expires_at) \
+                      VALUES ($1, $2, $3, $4, $5)";
+        // Expired sessions are of no use to anyone: drop them on the way.
+        let sweep = "DELETE FROM crew_sessions WHERE expires_at <= $1";
+        on_pool!(self, |pool| {
+            sqlx::query(sweep).bind(now).execute(pool).await?;
+            sqlx::query(insert)
+                .bind(secret_hash(&token))
+                .bind(name)
+                .bind(&csrf)
+                .bind(now)
+                .bind(now.saturating_add(millis_in(ttl)))
+                .execute(pool)
+                .await?;
+        });
+        Ok((token, csrf))
+    }
+
+    /// The approver and CSRF token of an open session; `None` for an
+    /// unknown, ended or expired one.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store, cookie: &str) -> Result<(), crew_runtime::store::StoreError> {
+    /// if let Some((approver, _csrf)) = store.session(cookie).await? {
+    ///     println!("{} is signed in", approver.name);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn session(&self, token: &str) -> Result<Option<(Approver, String)>, StoreError> {
+        let sql = "SELECT a.name, a.tools, a.capabilities, s.csrf_token FROM crew_sessions s \
+                   JOIN crew_approvers a ON a.name = s.approver \
+                   WHERE s.id_hash = $1 AND s.expires_at > $2 AND a.disabled_at IS NULL";
+        let hash = secret_hash(token);
+        let row: Option<(String, Option<String>, Option<String>, String)> =
+            on_pool!(self, |pool| {
+                sqlx::query_as(sql)
+                    .bind(&hash)
+                    .bind(now_millis())
+                    .fetch_optional(pool)
+                    .await?
+            });
+        row.map(|(name, tools, capabilities, csrf)| {
+            approver_of(name, tools, capabilities).map(|approver| (approver, csrf))
+        })
+        .transpose()
+    }
+
+    /// Ends a session (signing out); ending an unknown one does nothing.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store, cookie: &str) -> Result<(), crew_runtime::store::StoreError> {
+    /// store.end_session(cookie).await?;
+    /// assert!(store.session(cookie).await?.is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn end_session(&self, token: &str) -> Result<(), StoreError> {
+        let sql = "DELETE FROM crew_sessions WHERE id_hash = $1";
+        let hash = secret_hash(token);
+        on_pool!(self, |pool| {
+            sqlx::query(sql).bind(&hash).execute(pool).await?;
+        });
+        Ok(())
+    }
+}
+
+fn unknown_approver(name: &str) -> StoreError {
+    StoreError::Account(format!("no approver is named {name:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn store() -> (Store, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let url = format!("sqlite://{}", dir.path().join("accounts.db").display());
+        let store = Store::connect(&url).await.expect("the store opens");
+        (store, dir)
+    }
+
+    #[tokio::test]
+    async fn passwords_are_stored_as_argon2id_hashes_and_checked() {
+        let (store, _dir) = store().await;
+        store
+            .add_approver("alice", Some("correct horse"), ApproverScope::everything())
+            .await
+            .expect("alice is added");
+        let stored: Option<String> = on_pool!(store, |pool| {
+            sqlx::query_scalar("SELECT password_hash FROM crew_approvers WHERE name = 'alice'")
+                .fetch_one(pool)
+                .await
+                .expect("the row")
+        });
+        let stored = stored.expect("a hash");
+        assert!(stored.starts_with("$argon2id$"), "{stored}");
+        assert!(!stored.contains("correct horse"));
+        let alice = store
+            .check_password("alice", "correct horse")
+            .await
+            .expect("checked");
+        assert_eq!(alice.map(|a| a.name), Some("alice".to_owned()));
+        assert!(
+            store
+                .check_password("alice", "wrong horse")
+                .await
+                .expect("checked")
+                .is_none()
+        );
+        assert!(
+            store
+                .check_password("mallory", "correct horse")
+                .await
+                .expect("checked")
+                .is_none()
+        );
+        store
+            .set_password("alice", Some("another passphrase"))
+            .await
+            .expect("changed");
+        assert!(
+            store
+                .check_password("alice", "correct horse")
+                .await
+                .expect("checked")
+                .is_none()
+        );
+        store.set_password("alice", None).await.expect("removed");
+        assert!(
+            store
+                .check_password("alice", "another passphrase")
+                .await
+                .expect("checked")
+                .is_none()
+        );
+    }
+
+    #[tokio::test]
+    async fn bad_names_passwords_and_duplicates_are_refused_clearly() {
+        let (store, _dir) = store().await;
+        for bad in ["", " alice", "al\nice", "al\u{7}ice"] {
+            let error = store
+                .add_approver(bad, None, ApproverScope::everything())
+                .await
+                .expect_err("refused");
+            assert!(error.to_string().contains("cannot be used"), "{error}");
+        }
+        let error = store
+            .add_approver("bob", Some("short"), ApproverScope::everything())
+            .await
+            .expect_err("refused");
+        assert!(error.to_string().contains("too short"), "{error}");
+        store
+            .add_approver("bob", None, ApproverScope::everything())
+            .await
+            .expect("added");
+        let error = store
+            .add_approver("bob", None, ApproverScope::everything())
+            .await
+            .expect_err("refused");
+        assert!(error.to_string().contains("exists already"), "{error}");
+        let error = store
+            .set_password("carol", Some("long enough"))
+            .await
+            .expect_err("refused");
+        assert!(error.to_string().contains("no approver"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_sign_in_token_is_redeemed_once_and_not_after_it_expires() {
+        let (store, _dir) = store().await;
+        store
+            .add_approver("alice", None, ApproverScope::everything().tools(["Send Email"]))
+            .await
+            .expect("added");
+        let token = store
+            .issue_sign_in_token("alice", Duration::from_secs(60))
+            .await
+            .expect("issued");
+        assert!(token.len() >= 43, "256 bits: {token}");
+        let stored: Vec<String> = on_pool!(store, |pool| {
+            sqlx::query_scalar("SELECT token_hash FROM crew_approver_tokens")
+                .fetch_all(pool)
+                .await
+                .expect("rows")
+        });
+        assert_eq!(stored, vec![secret_hash(&token)]);
+        let alice = store
+            .redeem_sign_in_token(&token)
+            .await
+            .expect("redeemed")
+            .expect("alice");
+        assert_eq!(alice.tools, Some(vec!["send_email".to_owned()]));
+        assert!(
+            store
+                .redeem_sign_in_token(&token)
+                .await
+                .expect("checked")
+                .is_none(),
+            "a second use is refused"
+        );
+        let short = store
+            .issue_sign_in_token("alice", Duration::from_millis(1))
+            .await
+            .expect("issued");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(
+            store
+                .redeem_sign_in_token(&short)
+                .await
+                .expect("checked")
+                .is_none(),
+            "an expired token is refused"
+        );
+        assert!(
+            store
+                .issue_sign_in_token("mallory", Duration::from_secs(60))
+                .await
+                .is_err()
+        );
+        // A sign-in token is no bearer token, nor the reverse.
+        let api = store.issue_api_token("alice").await.expect("issued");
+        assert!(store.redeem_sign_in_token(&api).await.expect("ok").is_none());
+        let again = store
+            .issue_sign_in_token("alice", Duration::from_secs(60))
+            .await
+            .expect("issued");
+        assert!(store.api_token_approver(&again).await.expect("ok").is_none());
+        assert_eq!(
+            store
+                .api_token_approver(&api)
+                .await
+                .expect("ok")
+                .map(|a| a.name),
+            Some("alice".to_owned())
+        );
+        assert_eq!(store.revoke_api_tokens("alice").await.expect("ok"), 1);
+        assert!(store.api_token_approver(&api).await.expect("ok").is_none());
+    }
+
+    #[tokio::test]
+    async fn sessions_expire_and_end() {
+        let (store, _dir) = store().await;
+        store
+            .add_approver("alice", None, ApproverScope::everything())
+            .await
+            .expect("added");
+        let (token, csrf) = store
+            .create_session("alice", Duration::from_secs(60))
+            .await
+            .expect("opened");
+        let (alice, stored_csrf) = store
+            .session(&token)
+            .await
+            .expect("read")
+            .expect("open");
+        assert_eq!((alice.name.as_str(), stored_csrf), ("alice", csrf));
+        store.end_session(&token).await.expect("ended");
+        assert!(store.session(&token).await.expect("read").is_none());
+        let (short, _) = store
+            .create_session("alice", Duration::from_millis(1))
+            .await
+            .expect("opened");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(store.session(&short).await.expect("read").is_none());
+        assert!(store.session("made-up").await.expect("read").is_none());
+    }
+
+    #[test]
+    fn scope_limits_tools_and_capabilities() {
+        use hooks_core::Capabilities;
+        let question = |tool: &str, capabilities: Capabilities| Question {
+            id: "q".into(),
+            call_id: None,
+            tool: tool.into(),
+            arguments: serde_json::Value::Null,
+            tool_schema: None,
+            capabilities,
+            agent: None,
+            task: None,
+            crew: None,
+            kickoff_id: None,
+            requester: None,
+            prompt: String::new(),
+            created_at: std::time::SystemTime::UNIX_EPOCH,
+            deadline: std::time::SystemTime::UNIX_EPOCH,
+            lease_until: std::time::SystemTime::UNIX_EPOCH,
+            status: super::super::QuestionStatus::Pending,
+            answer: None,
+        };
+        let destructive = Capabilities::NONE.with(Capability::Destructive);
+        let reader = Capabilities::NONE.with(Capability::ReadOnly);
+        let payments = Approver::new("p", ApproverScope::everything().tools(["SendPayment"]));
+        assert!(payments.may_answer(&question("send_payment", reader)));
+        assert!(!payments.may_answer(&question("delete_file", destructive)));
+        let cleaner = Approver::new(
+            "c",
+            ApproverScope::everything().capabilities([Capability::Destructive]),
+        );
+        assert!(cleaner.may_answer(&question("delete_file", destructive)));
+        assert!(!cleaner.may_answer(&question("read_file", reader)));
+        let anyone = Approver::new("a", ApproverScope::everything());
+        assert!(anyone.may_answer(&question("read_file", reader)));
+        assert_eq!(anyone.scope_description(), "any tool");
+    }
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret("abc", "abc"));
+        assert!(!same_secret("abc", "abd"));
+        assert!(!same_secret("abc", "abcd"));
+        assert_eq!(secret_hash("abc").len(), 64);
+    }
+}
