@@ -13,11 +13,11 @@ use std::time::{Duration, SystemTime};
 use common::*;
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;
-use crew_runtime::{Capabilities, HumanAnswer};
 use crew_runtime::store::{
-    Answer, Decision, DecisionError, Question, QuestionStatus, SCHEMA_VERSION, Store, StoreApprovals,
-    StoreError,
+    Answer, Decision, DecisionError, Question, QuestionStatus, SCHEMA_VERSION, Store,
+    StoreApprovals, StoreError,
 };
+use crew_runtime::{Capabilities, HumanAnswer};
 use serde_json::{Map, Value};
 
 /// How long a test waits for what must happen.
@@ -198,8 +198,14 @@ async fn an_approval_reaches_the_waiting_call_with_who_approved(store: Store, _k
 async fn a_question_is_a_row_with_the_call_and_an_unguessable_id(store: Store, _keep: Keep) {
     let approvals = StoreApprovals::new(store.clone());
     let before = SystemTime::now();
-    let first = ask(&approvals, refund_request("carol", Duration::from_secs(600)));
-    let second = ask(&approvals, refund_request("carol", Duration::from_secs(600)));
+    let first = ask(
+        &approvals,
+        refund_request("carol", Duration::from_secs(600)),
+    );
+    let second = ask(
+        &approvals,
+        refund_request("carol", Duration::from_secs(600)),
+    );
     let questions = pending(&store, 2).await;
     let question = &questions[0];
 
@@ -248,7 +254,11 @@ async fn a_denial_reaches_the_waiting_call_with_its_comment(store: Store, _keep:
     let answer = finish(waiting).await.expect("an answer");
     assert_eq!(answer.text, "no");
     assert_eq!(answer.comment.as_deref(), Some("wrong order"));
-    let question = store.question(&question.id).await.expect("reads").expect("kept");
+    let question = store
+        .question(&question.id)
+        .await
+        .expect("reads")
+        .expect("kept");
     assert_eq!(question.status, QuestionStatus::Denied);
 }
 
@@ -294,7 +304,11 @@ async fn an_edit_is_checked_against_the_tools_schema_and_reaches_the_call(
     assert_eq!(answer.text, "yes");
     assert_eq!(answer.edited_input, Some(edit.clone()));
     // The trail keeps both: what was asked and what was approved.
-    let question = store.question(&question.id).await.expect("reads").expect("kept");
+    let question = store
+        .question(&question.id)
+        .await
+        .expect("reads")
+        .expect("kept");
     assert_eq!(question.arguments, json!({"order": "A-17", "amount": 120}));
     let recorded = question.answer.expect("recorded");
     assert_eq!(recorded.decision, "edit");
@@ -307,7 +321,10 @@ async fn an_edit_too_large_is_refused_and_changes_nothing(store: Store, _keep: K
     let question = pending(&store, 1).await.remove(0);
     let huge = object(json!({"order": "x".repeat(10 * 1024 * 1024), "amount": 1}));
     let refused = store
-        .decide(&question.id, Answer::new("alice", Decision::ApproveWithEdit(huge)))
+        .decide(
+            &question.id,
+            Answer::new("alice", Decision::ApproveWithEdit(huge)),
+        )
         .await;
     assert!(
         matches!(refused, Err(DecisionError::EditTooLarge { bytes, .. }) if bytes > 10 * 1024 * 1024),
@@ -363,7 +380,11 @@ async fn an_answer_after_the_deadline_is_refused_and_recorded(store: Store, _kee
         .decide(&question.id, Answer::new("alice", Decision::Approve))
         .await;
     assert!(matches!(late, Err(DecisionError::Expired)), "{late:?}");
-    let question = store.question(&question.id).await.expect("reads").expect("kept");
+    let question = store
+        .question(&question.id)
+        .await
+        .expect("reads")
+        .expect("kept");
     assert_eq!(question.status, QuestionStatus::Expired);
     assert!(question.answer.is_none(), "nothing approved");
     let refusals = store.refusals(&question.id).await.expect("reads");
@@ -384,7 +405,9 @@ async fn child_asks_and_waits() {
     let Ok(url) = std::env::var("CREW_STORE_CHILD_URL") else {
         return;
     };
-    let store = Store::connect(&url).await.expect("the child opens the store");
+    let store = Store::connect(&url)
+        .await
+        .expect("the child opens the store");
     let approvals = StoreApprovals::new(store).lease(Duration::from_secs(1));
     let _ = approvals.answer(refund_request("carol", PATIENCE)).await;
 }
@@ -394,7 +417,12 @@ async fn a_question_whose_process_is_gone_is_abandoned_and_refuses_answers(
     keep: Keep,
 ) {
     let mut child = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-        .args(["--exact", "child_asks_and_waits", "--ignored", "--nocapture"])
+        .args([
+            "--exact",
+            "child_asks_and_waits",
+            "--ignored",
+            "--nocapture",
+        ])
         .env("CREW_STORE_CHILD_URL", keep.url())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -411,8 +439,15 @@ async fn a_question_whose_process_is_gone_is_abandoned_and_refuses_answers(
     let refused = store
         .decide(&question.id, Answer::new("alice", Decision::Approve))
         .await;
-    assert!(matches!(refused, Err(DecisionError::Abandoned)), "{refused:?}");
-    let question = store.question(&question.id).await.expect("reads").expect("kept");
+    assert!(
+        matches!(refused, Err(DecisionError::Abandoned)),
+        "{refused:?}"
+    );
+    let question = store
+        .question(&question.id)
+        .await
+        .expect("reads")
+        .expect("kept");
     assert_eq!(question.status, QuestionStatus::Abandoned);
     assert_eq!(store.refusals(&question.id).await.expect("reads").len(), 1);
 }
@@ -450,7 +485,13 @@ async fn an_unknown_id_is_refused(store: Store, _keep: Keep) {
     }
     let nameless = store.decide("x", Answer::new(" ", Decision::Approve)).await;
     assert!(matches!(nameless, Err(DecisionError::NoApprover)));
-    assert!(store.pending().await.expect("the table is still there").is_empty());
+    assert!(
+        store
+            .pending()
+            .await
+            .expect("the table is still there")
+            .is_empty()
+    );
 }
 
 async fn a_question_nobody_waits_for_is_withdrawn(store: Store, _keep: Keep) {
@@ -459,13 +500,20 @@ async fn a_question_nobody_waits_for_is_withdrawn(store: Store, _keep: Keep) {
     let question = pending(&store, 1).await.remove(0);
     waiting.abort();
     pending(&store, 0).await;
-    let question = store.question(&question.id).await.expect("reads").expect("kept");
+    let question = store
+        .question(&question.id)
+        .await
+        .expect("reads")
+        .expect("kept");
     assert_eq!(question.status, QuestionStatus::Withdrawn);
     let refused = store
         .decide(&question.id, Answer::new("alice", Decision::Approve))
         .await;
     assert!(
-        matches!(refused, Err(DecisionError::Closed(QuestionStatus::Withdrawn))),
+        matches!(
+            refused,
+            Err(DecisionError::Closed(QuestionStatus::Withdrawn))
+        ),
         "{refused:?}"
     );
 }
@@ -551,10 +599,7 @@ async fn a_denied_call_never_runs_in_a_crew(store: Store, _keep: Keep) {
     );
 }
 
-async fn answers_from_another_store_handle_reach_the_right_waiting_calls(
-    store: Store,
-    keep: Keep,
-) {
+async fn answers_from_another_store_handle_reach_the_right_waiting_calls(store: Store, keep: Keep) {
     // Two asking "processes" and one answering, each with its own pool.
     let other = Store::connect(&keep.url()).await.expect("a second handle");
     let inbox = Store::connect(&keep.url()).await.expect("a third handle");
@@ -639,16 +684,27 @@ async fn a_schema_newer_than_the_program_is_refused(store: Store, keep: Keep) {
 
 #[tokio::test]
 async fn a_malformed_or_unknown_store_url_is_a_clear_error() {
-    for url in ["mysql://db/approvals", "approvals.db", "", "http://example.com"] {
+    for url in [
+        "mysql://db/approvals",
+        "approvals.db",
+        "",
+        "http://example.com",
+    ] {
         let error = Store::connect(url).await.expect_err(url);
-        assert!(matches!(error, StoreError::UnsupportedUrl(_)), "{url}: {error}");
+        assert!(
+            matches!(error, StoreError::UnsupportedUrl(_)),
+            "{url}: {error}"
+        );
         assert!(error.to_string().contains("sqlite://"), "{error}");
     }
     let error = Store::connect("postgres://user:pw@host:notaport/db")
         .await
         .expect_err("a bad port");
     assert!(matches!(error, StoreError::MalformedUrl { .. }), "{error}");
-    assert!(!error.to_string().contains("pw@"), "the password never shows: {error}");
+    assert!(
+        !error.to_string().contains("pw@"),
+        "the password never shows: {error}"
+    );
 }
 
 #[tokio::test]
@@ -658,13 +714,17 @@ async fn an_unreachable_store_is_a_clear_error() {
         "postgres://postgres:secret@localhost/approvals?host={}&connect_timeout=2",
         dir.path().display()
     );
-    let error = Store::connect(&url).await.expect_err("nobody listens there");
+    let error = Store::connect(&url)
+        .await
+        .expect_err("nobody listens there");
     assert!(matches!(error, StoreError::Unreachable { .. }), "{error}");
     assert!(error.to_string().contains("cannot connect"), "{error}");
     assert!(!error.to_string().contains("secret"), "{error}");
 
     let missing = format!("sqlite://{}", dir.path().join("no/such/dir/a.db").display());
-    let error = Store::connect(&missing).await.expect_err("no such directory");
+    let error = Store::connect(&missing)
+        .await
+        .expect_err("no such directory");
     assert!(matches!(error, StoreError::Unreachable { .. }), "{error}");
 }
 
