@@ -145,10 +145,10 @@ mod executor;
 /// Ready-made guard hooks: a secret redactor for tool results and a
 /// sliding-window rate limiter for tool calls.
 pub mod guards;
-mod join;
-pub mod llm;
 #[cfg(feature = "inbox")]
 pub mod inbox;
+mod join;
+pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 /// A client for OpenAI-compatible chat-completions servers (OpenAI, Ollama,

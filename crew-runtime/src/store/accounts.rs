@@ -160,7 +160,10 @@ impl Approver {
     pub fn may_answer(&self, question: &Question) -> bool {
         if let Some(tools) = &self.tools {
             let tool = normalize_tool_name(&question.tool);
-            if !tools.iter().any(|allowed| normalize_tool_name(allowed) == tool) {
+            if !tools
+                .iter()
+                .any(|allowed| normalize_tool_name(allowed) == tool)
+            {
                 return false;
             }
         }
@@ -430,11 +433,9 @@ impl Store {
         });
         match inserted {
             Ok(()) => Ok(approver),
-            Err(sqlx::Error::Database(error)) if error.is_unique_violation() => {
-                Err(StoreError::Account(format!(
-                    "an approver named {name:?} exists already"
-                )))
-            }
+            Err(sqlx::Error::Database(error)) if error.is_unique_violation() => Err(
+                StoreError::Account(format!("an approver named {name:?} exists already")),
+            ),
             Err(error) => Err(error.into()),
         }
     }
@@ -546,7 +547,11 @@ impl Store {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn issue_sign_in_token(&self, name: &str, ttl: Duration) -> Result<String, StoreError> {
+    pub async fn issue_sign_in_token(
+        &self,
+        name: &str,
+        ttl: Duration,
+    ) -> Result<String, StoreError> {
         self.issue_token(name, "sign-in", Some(ttl)).await
     }
 
@@ -866,7 +871,11 @@ mod tests {
     async fn a_sign_in_token_is_redeemed_once_and_not_after_it_expires() {
         let (store, _dir) = store().await;
         store
-            .add_approver("alice", None, ApproverScope::everything().tools(["Send Email"]))
+            .add_approver(
+                "alice",
+                None,
+                ApproverScope::everything().tools(["Send Email"]),
+            )
             .await
             .expect("added");
         let token = store
@@ -916,12 +925,24 @@ mod tests {
         );
         // A sign-in token is no bearer token, nor the reverse.
         let api = store.issue_api_token("alice").await.expect("issued");
-        assert!(store.redeem_sign_in_token(&api).await.expect("ok").is_none());
+        assert!(
+            store
+                .redeem_sign_in_token(&api)
+                .await
+                .expect("ok")
+                .is_none()
+        );
         let again = store
             .issue_sign_in_token("alice", Duration::from_secs(60))
             .await
             .expect("issued");
-        assert!(store.api_token_approver(&again).await.expect("ok").is_none());
+        assert!(
+            store
+                .api_token_approver(&again)
+                .await
+                .expect("ok")
+                .is_none()
+        );
         assert_eq!(
             store
                 .api_token_approver(&api)
@@ -945,11 +966,7 @@ mod tests {
             .create_session("alice", Duration::from_secs(60))
             .await
             .expect("opened");
-        let (alice, stored_csrf) = store
-            .session(&token)
-            .await
-            .expect("read")
-            .expect("open");
+        let (alice, stored_csrf) = store.session(&token).await.expect("read").expect("open");
         assert_eq!((alice.name.as_str(), stored_csrf), ("alice", csrf));
         store.end_session(&token).await.expect("ended");
         assert!(store.session(&token).await.expect("read").is_none());
