@@ -372,7 +372,11 @@ fn millis_in(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// An approver's name, tools and capabilities, as stored.
 type ApproverRow = (String, Option<String>, Option<String>);
+
+/// An approver's row with one more column (a password hash, a CSRF token).
+type ApproverRowWith<T> = (String, Option<String>, Option<String>, T);
 
 impl Store {
     /// Creates an approver account: `name` (non-empty, no control
@@ -513,10 +517,9 @@ impl Store {
     ) -> Result<Option<Approver>, StoreError> {
         let sql = "SELECT name, tools, capabilities, password_hash FROM crew_approvers \
                    WHERE name = $1 AND disabled_at IS NULL";
-        let row: Option<(String, Option<String>, Option<String>, Option<String>)> =
-            on_pool!(self, |pool| {
-                sqlx::query_as(sql).bind(name).fetch_optional(pool).await?
-            });
+        let row: Option<ApproverRowWith<Option<String>>> = on_pool!(self, |pool| {
+            sqlx::query_as(sql).bind(name).fetch_optional(pool).await?
+        });
         let (account, hash) = match row {
             Some((name, tools, capabilities, hash)) => (Some((name, tools, capabilities)), hash),
             None => (None, None),
@@ -732,14 +735,13 @@ impl Store {
                    JOIN crew_approvers a ON a.name = s.approver \
                    WHERE s.id_hash = $1 AND s.expires_at > $2 AND a.disabled_at IS NULL";
         let hash = secret_hash(token);
-        let row: Option<(String, Option<String>, Option<String>, String)> =
-            on_pool!(self, |pool| {
-                sqlx::query_as(sql)
-                    .bind(&hash)
-                    .bind(now_millis())
-                    .fetch_optional(pool)
-                    .await?
-            });
+        let row: Option<ApproverRowWith<String>> = on_pool!(self, |pool| {
+            sqlx::query_as(sql)
+                .bind(&hash)
+                .bind(now_millis())
+                .fetch_optional(pool)
+                .await?
+        });
         row.map(|(name, tools, capabilities, csrf)| {
             approver_of(name, tools, capabilities).map(|approver| (approver, csrf))
         })
