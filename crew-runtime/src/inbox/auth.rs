@@ -320,14 +320,15 @@ fn refuse(state: &State, parts: &Parts, status: StatusCode, message: &str) -> Re
     }
 }
 
-/// Headers on every answer: no framing, no sniffing, no referrer, only
+/// Headers on every answer: no framing, no sniffing, no referrer to
+/// other sites, only
 /// the inbox's own script and styles, and pages never cached.
 pub(crate) async fn security_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
-            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; \
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
              frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
         ),
     );
@@ -336,9 +337,11 @@ pub(crate) async fn security_headers(mut response: Response) -> Response {
         HeaderValue::from_static("nosniff"),
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // Not `no-referrer`: under it browsers send `Origin: null` with a
+    // form's POST, which the origin check must refuse.
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     if !headers.contains_key(header::CACHE_CONTROL) {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
