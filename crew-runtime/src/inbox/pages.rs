@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use axum::Form;
 use axum::extract::rejection::FormRejection;
 use axum::extract::{Path, Query, State as Extract};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use futures_util::Stream;
@@ -414,14 +414,10 @@ fn form_refused(state: &State, base: &str, rejection: &FormRejection) -> Respons
 
 /// The page for a form whose CSRF token is not the session's.
 fn csrf_refused(state: &State, user: &SignedIn) -> Response {
-    let mut response = view::error_page(
+    view::error_page(
         state,
         &user.base,
         StatusCode::FORBIDDEN,
         "the form's CSRF token is missing or not this session's: reload the page and try again",
-    );
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    )
 }
