@@ -8,7 +8,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use base64::Engine as _;
 
-use super::{State, view};
+use axum::body::Body;
+use futures_util::StreamExt as _;
+
+use super::{DRAIN_BODY_BYTES, MAX_BODY_BYTES, State, view};
 use crate::store::{Approver, same_secret};
 
 /// The path the inbox is mounted under ("" at the root, "/approvals"
@@ -21,6 +24,16 @@ impl<S: Send + Sync> FromRequestParts<S> for Base {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         Ok(Base(base_of(parts)))
+    }
+}
+
+/// The inbox's home page: `/` at the root, the mount path itself when
+/// nested (axum routes `/approvals`, not `/approvals/`, to the nested `/`).
+pub(crate) fn home(base: &str) -> String {
+    if base.is_empty() {
+        "/".to_owned()
+    } else {
+        base.to_owned()
     }
 }
 
@@ -61,7 +74,8 @@ pub(crate) fn login_cookie_name(state: &State) -> &'static str {
 /// when asked; `max_age` zero deletes it.
 pub(crate) fn set_cookie(state: &State, name: &str, value: &str, max_age: u64) -> HeaderValue {
     let secure = if state.secure_cookies { "; Secure" } else { "" };
-    let text = format!("{name}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}{secure}");
+    let text =
+        format!("{name}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}{secure}");
     // Names are ours and values base64url: always a valid header.
     HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
@@ -204,7 +218,11 @@ fn expected_origin(state: &State, headers: &HeaderMap) -> Option<String> {
         return Some(origin.clone());
     }
     let host = headers.get(header::HOST)?.to_str().ok()?;
-    let scheme = if state.secure_cookies { "https" } else { "http" };
+    let scheme = if state.secure_cookies {
+        "https"
+    } else {
+        "http"
+    };
     Some(format!("{scheme}://{host}"))
 }
 
@@ -244,14 +262,73 @@ pub(crate) async fn same_origin_only(
     view::error_page(&state, &base, StatusCode::FORBIDDEN, &message)
 }
 
-/// Headers on every answer: no framing, no sniffing, no referrer, only
+/// Reads the body of a state change before anything else, keeping at
+/// most [`MAX_BODY_BYTES`]. A larger body is read on to
+/// [`DRAIN_BODY_BYTES`] and thrown away, then refused with 413: a client
+/// still sending when the server hangs up would see a broken connection
+/// instead of the answer saying why.
+pub(crate) async fn limit_body(
+    axum::extract::State(state): axum::extract::State<State>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    ) {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let mut chunks = body.into_data_stream();
+    let mut kept: Vec<u8> = Vec::new();
+    let mut total = 0usize;
+    while let Some(chunk) = chunks.next().await {
+        let chunk = match chunk {
+            Ok(chunk) => chunk,
+            Err(error) => {
+                let message = format!("the request's body could not be read: {error}");
+                return refuse(&state, &parts, StatusCode::BAD_REQUEST, &message);
+            }
+        };
+        total = total.saturating_add(chunk.len());
+        if total <= MAX_BODY_BYTES {
+            kept.extend_from_slice(&chunk);
+        } else if total > DRAIN_BODY_BYTES {
+            break;
+        }
+    }
+    if total > MAX_BODY_BYTES {
+        let message = format!(
+            "the request is larger than the {MAX_BODY_BYTES} bytes (1 MiB) the inbox takes: shorten the edit"
+        );
+        let mut response = refuse(&state, &parts, StatusCode::PAYLOAD_TOO_LARGE, &message);
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return response;
+    }
+    next.run(Request::from_parts(parts, Body::from(kept))).await
+}
+
+/// A refusal in the form the caller reads: JSON for the API, a page
+/// otherwise.
+fn refuse(state: &State, parts: &Parts, status: StatusCode, message: &str) -> Response {
+    if parts.uri.path().starts_with("/api/") {
+        view::api_error(status, message)
+    } else {
+        view::error_page(state, &base_of(parts), status, message)
+    }
+}
+
+/// Headers on every answer: no framing, no sniffing, no referrer to
+/// other sites, only
 /// the inbox's own script and styles, and pages never cached.
 pub(crate) async fn security_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
-            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; \
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
              frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
         ),
     );
@@ -260,9 +337,11 @@ pub(crate) async fn security_headers(mut response: Response) -> Response {
         HeaderValue::from_static("nosniff"),
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // Not `no-referrer`: under it browsers send `Origin: null` with a
+    // form's POST, which the origin check must refuse.
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     if !headers.contains_key(header::CACHE_CONTROL) {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -277,7 +356,10 @@ mod tests {
     #[test]
     fn cookies_are_found_among_others() {
         let mut headers = HeaderMap::new();
-        headers.append(header::COOKIE, HeaderValue::from_static("a=1; crew_inbox_session=xyz"));
+        headers.append(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; crew_inbox_session=xyz"),
+        );
         headers.append(header::COOKIE, HeaderValue::from_static("b=2"));
         assert_eq!(cookie(&headers, "crew_inbox_session"), Some("xyz"));
         assert_eq!(cookie(&headers, "b"), Some("2"));

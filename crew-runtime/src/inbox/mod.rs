@@ -56,6 +56,11 @@ use crate::store::Store;
 /// answered 413 before it is read whole.
 const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// How much of a too-large body is read (and thrown away) so that the
+/// client hears the 413 rather than a reset connection: 16 MiB. Beyond
+/// it the connection is cut.
+const DRAIN_BODY_BYTES: usize = 16 * 1024 * 1024;
+
 /// How long a session lasts unless told otherwise: a working day.
 const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(8 * 60 * 60);
 
@@ -208,6 +213,10 @@ impl Inbox {
         browser
             .merge(bots)
             .merge(assets)
+            .layer(axum::middleware::from_fn_with_state(
+                shared.clone(),
+                auth::limit_body,
+            ))
             .layer(axum::middleware::map_response(auth::security_headers))
             .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
             .with_state(shared)

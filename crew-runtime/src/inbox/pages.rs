@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use axum::Form;
 use axum::extract::rejection::FormRejection;
 use axum::extract::{Path, Query, State as Extract};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use futures_util::Stream;
@@ -64,7 +64,7 @@ pub(crate) async fn login_form(
     if let Some(token) = auth::cookie(&headers, auth::session_cookie_name(&state))
         && let Ok(Some(_)) = state.store.session(token).await
     {
-        return Redirect::to(&format!("{base}/")).into_response();
+        return Redirect::to(&auth::home(&base)).into_response();
     }
     login_page(&state, &base, StatusCode::OK, None)
 }
@@ -154,7 +154,7 @@ pub(crate) async fn login(
         Ok(opened) => opened,
         Err(error) => return view::store_failed_page(&state, &base, &error),
     };
-    let mut response = Redirect::to(&format!("{base}/")).into_response();
+    let mut response = Redirect::to(&auth::home(&base)).into_response();
     let cookies = response.headers_mut();
     cookies.append(
         header::SET_COOKIE,
@@ -347,7 +347,7 @@ pub(crate) async fn decide(
         answer = answer.with_comment(comment);
     }
     match state.store.decide(&id, answer).await {
-        Ok(_) => Redirect::to(&format!("{base}/?done={done}")).into_response(),
+        Ok(_) => Redirect::to(&format!("{}?done={done}", auth::home(&base))).into_response(),
         Err(error) => fail(
             view::decision_status(&error),
             &view::decision_message(&error),
@@ -414,14 +414,10 @@ fn form_refused(state: &State, base: &str, rejection: &FormRejection) -> Respons
 
 /// The page for a form whose CSRF token is not the session's.
 fn csrf_refused(state: &State, user: &SignedIn) -> Response {
-    let mut response = view::error_page(
+    view::error_page(
         state,
         &user.base,
         StatusCode::FORBIDDEN,
         "the form's CSRF token is missing or not this session's: reload the page and try again",
-    );
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    )
 }

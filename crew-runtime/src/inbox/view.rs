@@ -17,7 +17,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("base.html", include_str!("templates/base.html")),
     ("login.html", include_str!("templates/login.html")),
     ("pending.html", include_str!("templates/pending.html")),
-    ("pending_list.html", include_str!("templates/pending_list.html")),
+    (
+        "pending_list.html",
+        include_str!("templates/pending_list.html"),
+    ),
     ("history.html", include_str!("templates/history.html")),
     ("error.html", include_str!("templates/error.html")),
 ];
@@ -290,7 +293,10 @@ pub(crate) fn asset(content_type: &'static str, body: &'static str) -> Response 
     (
         [
             (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
-            (header::CACHE_CONTROL, HeaderValue::from_static("max-age=300")),
+            (
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("max-age=300"),
+            ),
         ],
         body,
     )

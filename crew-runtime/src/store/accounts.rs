@@ -160,7 +160,10 @@ impl Approver {
     pub fn may_answer(&self, question: &Question) -> bool {
         if let Some(tools) = &self.tools {
             let tool = normalize_tool_name(&question.tool);
-            if !tools.iter().any(|allowed| normalize_tool_name(allowed) == tool) {
+            if !tools
+                .iter()
+                .any(|allowed| normalize_tool_name(allowed) == tool)
+            {
                 return false;
             }
         }
@@ -369,7 +372,11 @@ fn millis_in(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// An approver's name, tools and capabilities, as stored.
 type ApproverRow = (String, Option<String>, Option<String>);
+
+/// An approver's row with one more column (a password hash, a CSRF token).
+type ApproverRowWith<T> = (String, Option<String>, Option<String>, T);
 
 impl Store {
     /// Creates an approver account: `name` (non-empty, no control
@@ -430,11 +437,9 @@ impl Store {
         });
         match inserted {
             Ok(()) => Ok(approver),
-            Err(sqlx::Error::Database(error)) if error.is_unique_violation() => {
-                Err(StoreError::Account(format!(
-                    "an approver named {name:?} exists already"
-                )))
-            }
+            Err(sqlx::Error::Database(error)) if error.is_unique_violation() => Err(
+                StoreError::Account(format!("an approver named {name:?} exists already")),
+            ),
             Err(error) => Err(error.into()),
         }
     }
@@ -512,10 +517,9 @@ impl Store {
     ) -> Result<Option<Approver>, StoreError> {
         let sql = "SELECT name, tools, capabilities, password_hash FROM crew_approvers \
                    WHERE name = $1 AND disabled_at IS NULL";
-        let row: Option<(String, Option<String>, Option<String>, Option<String>)> =
-            on_pool!(self, |pool| {
-                sqlx::query_as(sql).bind(name).fetch_optional(pool).await?
-            });
+        let row: Option<ApproverRowWith<Option<String>>> = on_pool!(self, |pool| {
+            sqlx::query_as(sql).bind(name).fetch_optional(pool).await?
+        });
         let (account, hash) = match row {
             Some((name, tools, capabilities, hash)) => (Some((name, tools, capabilities)), hash),
             None => (None, None),
@@ -546,7 +550,11 @@ impl Store {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn issue_sign_in_token(&self, name: &str, ttl: Duration) -> Result<String, StoreError> {
+    pub async fn issue_sign_in_token(
+        &self,
+        name: &str,
+        ttl: Duration,
+    ) -> Result<String, StoreError> {
         self.issue_token(name, "sign-in", Some(ttl)).await
     }
 
@@ -727,14 +735,13 @@ impl Store {
                    JOIN crew_approvers a ON a.name = s.approver \
                    WHERE s.id_hash = $1 AND s.expires_at > $2 AND a.disabled_at IS NULL";
         let hash = secret_hash(token);
-        let row: Option<(String, Option<String>, Option<String>, String)> =
-            on_pool!(self, |pool| {
-                sqlx::query_as(sql)
-                    .bind(&hash)
-                    .bind(now_millis())
-                    .fetch_optional(pool)
-                    .await?
-            });
+        let row: Option<ApproverRowWith<String>> = on_pool!(self, |pool| {
+            sqlx::query_as(sql)
+                .bind(&hash)
+                .bind(now_millis())
+                .fetch_optional(pool)
+                .await?
+        });
         row.map(|(name, tools, capabilities, csrf)| {
             approver_of(name, tools, capabilities).map(|approver| (approver, csrf))
         })
@@ -866,7 +873,11 @@ mod tests {
     async fn a_sign_in_token_is_redeemed_once_and_not_after_it_expires() {
         let (store, _dir) = store().await;
         store
-            .add_approver("alice", None, ApproverScope::everything().tools(["Send Email"]))
+            .add_approver(
+                "alice",
+                None,
+                ApproverScope::everything().tools(["Send Email"]),
+            )
             .await
             .expect("added");
         let token = store
@@ -916,12 +927,24 @@ mod tests {
         );
         // A sign-in token is no bearer token, nor the reverse.
         let api = store.issue_api_token("alice").await.expect("issued");
-        assert!(store.redeem_sign_in_token(&api).await.expect("ok").is_none());
+        assert!(
+            store
+                .redeem_sign_in_token(&api)
+                .await
+                .expect("ok")
+                .is_none()
+        );
         let again = store
             .issue_sign_in_token("alice", Duration::from_secs(60))
             .await
             .expect("issued");
-        assert!(store.api_token_approver(&again).await.expect("ok").is_none());
+        assert!(
+            store
+                .api_token_approver(&again)
+                .await
+                .expect("ok")
+                .is_none()
+        );
         assert_eq!(
             store
                 .api_token_approver(&api)
@@ -945,11 +968,7 @@ mod tests {
             .create_session("alice", Duration::from_secs(60))
             .await
             .expect("opened");
-        let (alice, stored_csrf) = store
-            .session(&token)
-            .await
-            .expect("read")
-            .expect("open");
+        let (alice, stored_csrf) = store.session(&token).await.expect("read").expect("open");
         assert_eq!((alice.name.as_str(), stored_csrf), ("alice", csrf));
         store.end_session(&token).await.expect("ended");
         assert!(store.session(&token).await.expect("read").is_none());

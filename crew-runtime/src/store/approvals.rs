@@ -972,15 +972,24 @@ impl StoreApprovals {
                 }
                 renewed = tokio::time::Instant::now();
             }
-            let wake = renew_every.min(FALLBACK_POLL);
-            tokio::select! {
-                change = changes.recv() => match change {
-                    Ok(changed) if changed.is_empty() || changed == id => {}
-                    Ok(_) => continue,
-                    Err(RecvError::Lagged(_)) => {}
-                    Err(RecvError::Closed) => tokio::time::sleep(wake).await,
-                },
-                () = tokio::time::sleep(wake) => {}
+            let wake = tokio::time::sleep(renew_every.min(FALLBACK_POLL));
+            tokio::pin!(wake);
+            // Another question's change is no reason to read this one's
+            // row: with many questions waiting, every change would make
+            // each of them read the store.
+            loop {
+                tokio::select! {
+                    change = changes.recv() => match change {
+                        Ok(changed) if changed.is_empty() || changed == id => break,
+                        Ok(_) => {}
+                        Err(RecvError::Lagged(_)) => break,
+                        Err(RecvError::Closed) => {
+                            (&mut wake).await;
+                            break;
+                        }
+                    },
+                    () = &mut wake => break,
+                }
             }
         }
     }

@@ -1,0 +1,358 @@
+//! `crew-inbox`: serves the approval inbox and manages its approvers.
+//!
+//! ```text
+//! crew-inbox serve --store URL [--listen 127.0.0.1:8080] [--public-origin URL] [--secure-cookies]
+//! crew-inbox add-approver --store URL NAME [--tools a,b] [--capabilities destructive,open_world] [--no-password]
+//! crew-inbox sign-in-token --store URL NAME [--ttl-minutes 15]
+//! crew-inbox api-token --store URL NAME
+//! ```
+//!
+//! A password is read from standard input (one line), never from the
+//! command line, where other users of the machine could see it.
+
+use std::io::BufRead as _;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crew_runtime::Capability;
+use crew_runtime::inbox::Inbox;
+use crew_runtime::store::{ApproverScope, Store};
+
+const USAGE: &str = "\
+crew-inbox: the approval inbox of a crew's approvals store
+
+USAGE:
+  crew-inbox serve --store URL [--listen ADDRESS] [--public-origin URL] [--secure-cookies]
+  crew-inbox add-approver --store URL NAME [--tools a,b] [--capabilities c,d] [--no-password]
+  crew-inbox sign-in-token --store URL NAME [--ttl-minutes N]
+  crew-inbox api-token --store URL NAME
+
+  --store URL          sqlite://PATH or postgres://USER@HOST/DATABASE
+                       (or the environment variable CREW_INBOX_STORE)
+  --listen ADDRESS     where to serve (default 127.0.0.1:8080)
+  --public-origin URL  the origin approvers' browsers use, e.g.
+                       https://approvals.example.com (behind a proxy)
+  --secure-cookies     mark cookies Secure: set it when served over TLS
+  --tools a,b          the approver answers only calls of these tools
+  --capabilities c,d   only calls of tools declaring one of these:
+                       read_only, destructive, idempotent, open_world
+  --no-password        no password: the approver signs in with one-time
+                       tokens only (otherwise one line is read from stdin)
+  --ttl-minutes N      how long a sign-in token is valid (default 15)
+
+sign-in-token and api-token print the token on standard output.";
+
+/// What went wrong, and whether it was the command line (exit 2) or the
+/// work (exit 1).
+enum Failure {
+    Usage(String),
+    Failed(String),
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    // Another subscriber may be set already (never here); then it logs.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .try_init();
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    match run(arguments).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(message)) => {
+            eprintln!("crew-inbox: {message} (see `crew-inbox help`)");
+            ExitCode::from(2)
+        }
+        Err(Failure::Failed(message)) => {
+            eprintln!("crew-inbox: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The options and names of a command line.
+#[derive(Default)]
+struct Parsed {
+    store: Option<String>,
+    listen: Option<String>,
+    public_origin: Option<String>,
+    secure_cookies: bool,
+    tools: Option<String>,
+    capabilities: Option<String>,
+    no_password: bool,
+    ttl_minutes: Option<String>,
+    names: Vec<String>,
+}
+
+/// Reads `arguments` (after the command), taking only the options in
+/// `allowed`.
+fn parse(arguments: &[String], allowed: &[&str]) -> Result<Parsed, Failure> {
+    let mut parsed = Parsed::default();
+    let mut rest = arguments.iter();
+    while let Some(argument) = rest.next() {
+        let (option, inline) = match argument.split_once('=') {
+            Some((option, value)) if option.starts_with("--") => (option, Some(value.to_owned())),
+            _ => (argument.as_str(), None),
+        };
+        if !option.starts_with("--") {
+            parsed.names.push(argument.clone());
+            continue;
+        }
+        if !allowed.contains(&option) {
+            return Err(Failure::Usage(format!(
+                "unknown option {option} for this command"
+            )));
+        }
+        let mut value = || -> Result<String, Failure> {
+            match inline.clone().or_else(|| rest.next().cloned()) {
+                Some(value) => Ok(value),
+                None => Err(Failure::Usage(format!("{option} needs a value"))),
+            }
+        };
+        match option {
+            "--store" => parsed.store = Some(value()?),
+            "--listen" => parsed.listen = Some(value()?),
+            "--public-origin" => parsed.public_origin = Some(value()?),
+            "--tools" => parsed.tools = Some(value()?),
+            "--capabilities" => parsed.capabilities = Some(value()?),
+            "--ttl-minutes" => parsed.ttl_minutes = Some(value()?),
+            "--secure-cookies" => parsed.secure_cookies = true,
+            "--no-password" => parsed.no_password = true,
+            _ => return Err(Failure::Usage(format!("unknown option {option}"))),
+        }
+    }
+    Ok(parsed)
+}
+
+impl Parsed {
+    /// The store URL, from `--store` or `CREW_INBOX_STORE`.
+    fn store_url(&self) -> Result<String, Failure> {
+        self.store
+            .clone()
+            .or_else(|| std::env::var("CREW_INBOX_STORE").ok())
+            .filter(|url| !url.is_empty())
+            .ok_or_else(|| {
+                Failure::Usage(
+                    "which store? give --store sqlite://PATH or postgres://… (or set CREW_INBOX_STORE)"
+                        .into(),
+                )
+            })
+    }
+
+    /// The one approver name the command takes.
+    fn name(&self) -> Result<&str, Failure> {
+        match self.names.as_slice() {
+            [name] => Ok(name),
+            [] => Err(Failure::Usage("give the approver's name".into())),
+            more => Err(Failure::Usage(format!(
+                "give one approver name, not {} ({})",
+                more.len(),
+                more.join(" ")
+            ))),
+        }
+    }
+
+    /// Refuses names where the command takes none.
+    fn no_names(&self) -> Result<(), Failure> {
+        match self.names.first() {
+            Some(extra) => Err(Failure::Usage(format!("unexpected argument {extra:?}"))),
+            None => Ok(()),
+        }
+    }
+}
+
+async fn run(arguments: Vec<String>) -> Result<(), Failure> {
+    let Some((command, rest)) = arguments.split_first() else {
+        eprintln!("{USAGE}");
+        return Err(Failure::Usage("give a command".into()));
+    };
+    match command.as_str() {
+        "serve" => {
+            let parsed = parse(
+                rest,
+                &["--store", "--listen", "--public-origin", "--secure-cookies"],
+            )?;
+            parsed.no_names()?;
+            serve(&parsed).await
+        }
+        "add-approver" => {
+            let parsed = parse(
+                rest,
+                &["--store", "--tools", "--capabilities", "--no-password"],
+            )?;
+            add_approver(&parsed).await
+        }
+        "sign-in-token" => {
+            let parsed = parse(rest, &["--store", "--ttl-minutes"])?;
+            let minutes = match parsed.ttl_minutes.as_deref() {
+                None => 15,
+                Some(text) => text
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|minutes| (1..=60 * 24 * 30).contains(minutes))
+                    .ok_or_else(|| {
+                        Failure::Usage(format!(
+                            "--ttl-minutes takes a whole number of minutes from 1 to 43200, not {text:?}"
+                        ))
+                    })?,
+            };
+            let store = open(&parsed).await?;
+            let token = store
+                .issue_sign_in_token(parsed.name()?, Duration::from_secs(minutes * 60))
+                .await
+                .map_err(|error| Failure::Failed(error.to_string()))?;
+            println!("{token}");
+            eprintln!(
+                "crew-inbox: a one-time sign-in token for {}, valid for {minutes} minutes",
+                parsed.name()?
+            );
+            Ok(())
+        }
+        "api-token" => {
+            let parsed = parse(rest, &["--store"])?;
+            let store = open(&parsed).await?;
+            let token = store
+                .issue_api_token(parsed.name()?)
+                .await
+                .map_err(|error| Failure::Failed(error.to_string()))?;
+            println!("{token}");
+            eprintln!(
+                "crew-inbox: a bearer token for {} (send it as `Authorization: Bearer <token>`)",
+                parsed.name()?
+            );
+            Ok(())
+        }
+        "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        other => Err(Failure::Usage(format!("unknown command {other:?}"))),
+    }
+}
+
+async fn open(parsed: &Parsed) -> Result<Store, Failure> {
+    Store::connect(&parsed.store_url()?)
+        .await
+        .map_err(|error| Failure::Failed(error.to_string()))
+}
+
+async fn serve(parsed: &Parsed) -> Result<(), Failure> {
+    let address = parsed.listen.as_deref().unwrap_or("127.0.0.1:8080");
+    let origin = parsed
+        .public_origin
+        .as_deref()
+        .map(check_origin)
+        .transpose()?;
+    let store = open(parsed).await?;
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|error| Failure::Failed(format!("cannot listen on {address}: {error}")))?;
+    let bound = listener
+        .local_addr()
+        .map_or_else(|_| address.to_owned(), |bound| bound.to_string());
+    let mut inbox = Inbox::new(store.clone()).secure_cookies(parsed.secure_cookies);
+    if let Some(origin) = &origin {
+        inbox = inbox.public_origin(origin.clone());
+    }
+    eprintln!(
+        "crew-inbox: serving the approvals of {} on http://{bound}{}",
+        store.url(),
+        origin
+            .map(|origin| format!(" (public origin {origin})"))
+            .unwrap_or_default()
+    );
+    inbox
+        .serve(listener)
+        .await
+        .map_err(|error| Failure::Failed(format!("the server stopped: {error}")))
+}
+
+/// An origin: `http://` or `https://`, a host and maybe a port, nothing
+/// after (an origin with a path would match no browser's `Origin`).
+fn check_origin(origin: &str) -> Result<String, Failure> {
+    let trimmed = origin.trim_end_matches('/');
+    let host = trimmed
+        .strip_prefix("https://")
+        .or_else(|| trimmed.strip_prefix("http://"));
+    match host {
+        Some(host) if !host.is_empty() && !host.contains(['/', '?', '#', '@', ' ']) => {
+            Ok(trimmed.to_owned())
+        }
+        _ => Err(Failure::Usage(format!(
+            "--public-origin must be like https://approvals.example.com (a scheme and a host, maybe a port, no path), not {origin:?}"
+        ))),
+    }
+}
+
+async fn add_approver(parsed: &Parsed) -> Result<(), Failure> {
+    let name = parsed.name()?.to_owned();
+    let mut scope = ApproverScope::everything();
+    if let Some(tools) = &parsed.tools {
+        let tools = list(tools);
+        if tools.is_empty() {
+            return Err(Failure::Usage("--tools names no tool".into()));
+        }
+        scope = scope.tools(tools);
+    }
+    if let Some(capabilities) = &parsed.capabilities {
+        let names = list(capabilities);
+        if names.is_empty() {
+            return Err(Failure::Usage("--capabilities names no capability".into()));
+        }
+        let capabilities = names
+            .iter()
+            .map(|name| {
+                Capability::from_name(name).ok_or_else(|| {
+                    Failure::Usage(format!(
+                        "unknown capability {name:?}: use read_only, destructive, idempotent or open_world"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        scope = scope.capabilities(capabilities);
+    }
+    let password = if parsed.no_password {
+        None
+    } else {
+        Some(read_password(&name)?)
+    };
+    let store = open(parsed).await?;
+    let approver = store
+        .add_approver(&name, password.as_deref(), scope)
+        .await
+        .map_err(|error| Failure::Failed(error.to_string()))?;
+    eprintln!(
+        "crew-inbox: added the approver {}, who may answer {}",
+        approver.name,
+        approver.scope_description()
+    );
+    Ok(())
+}
+
+/// Comma-separated names, trimmed, empty ones dropped.
+fn list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// One line of standard input, without its line ending.
+fn read_password(name: &str) -> Result<String, Failure> {
+    eprintln!("crew-inbox: the password of {name}, one line on standard input:");
+    let mut line = String::new();
+    let read = std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|error| Failure::Failed(format!("cannot read the password: {error}")))?;
+    if read == 0 {
+        return Err(Failure::Failed(
+            "no password on standard input (give --no-password for an account that signs in with tokens only)".into(),
+        ));
+    }
+    let password = line.trim_end_matches(['\n', '\r']).to_owned();
+    if password.is_empty() {
+        return Err(Failure::Failed("the password is empty".into()));
+    }
+    Ok(password)
+}
