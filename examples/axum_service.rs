@@ -1,40 +1,51 @@
-//! An HTTP service that runs a crew per request, where a person approves
-//! each risky tool call through a second endpoint.
+//! An HTTP service that runs a crew per request, whose risky tool calls
+//! wait for a person who answers them in the approval inbox, mounted in
+//! the same axum app.
 //!
-//! - `POST /research {"topic": "Rust"}` runs a research crew on the topic
-//!   and answers `{"topic": .., "output": ..}` when the crew is done.
-//! - The crew's `publish_report` tool is risky: an `async` `PRE_TOOL_CALL`
-//!   hook parks each of its calls as a pending approval and awaits a
-//!   person's answer. No answer in time, a refusal, or an approval dropped
-//!   unanswered all block the call: the gate fails closed.
-//! - `GET /approvals` lists the pending approvals: id, tool, input, agent.
-//! - `POST /approvals/{id} {"approve": true}` answers one.
+//! - `POST /research {"topic": "Rust", "requester": "carol"}` runs a
+//!   research crew on the topic for `requester` and answers
+//!   `{"topic": .., "output": ..}` when the crew is done.
+//! - The crew's `publish_report` tool is risky: the approval gate (an
+//!   `async` `PRE_TOOL_CALL` hook) asks a person through `StoreApprovals`,
+//!   which records the question in the store and awaits its answer. A
+//!   refusal, no answer in time, or a request that goes away all block the
+//!   call: the gate fails closed.
+//! - `/inbox/` is the approval inbox (`crew_runtime::inbox`): approvers
+//!   sign in with a password, and only they see and answer the questions,
+//!   never their own requests. Its state changes must come from the
+//!   service's own origin; its JSON API (`/inbox/api/approvals`) takes a
+//!   bearer token instead.
+//!
+//! The questions live in the store, not in the process: a temporary
+//! SQLite file unless `--store URL` names another (`sqlite://PATH` kept
+//! across restarts, or `postgres://…` shared by several replicas).
 //!
 //! `cargo run --example axum_service` serves on 127.0.0.1:3000 (`--port N`
-//! or the `PORT` variable for another port) and prints how to drive it with
-//! curl. `cargo run --example axum_service -- --demo` serves on a free port
-//! and drives itself: one report approved, one refused. Every crew runs on
-//! the embedded scripted model, offline.
+//! or the `PORT` variable for another port), creates the approver `demo`
+//! with a fresh password, and prints how to sign in and how to ask for a
+//! report with curl. `cargo run --example axum_service -- --demo` serves on
+//! a free port and drives itself through the inbox's JSON API: one report
+//! approved, one refused. Every crew runs on the embedded scripted model,
+//! offline.
 
-use std::collections::BTreeMap;
 use std::error::Error;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
 use axum::{Json, Router};
-use crew_examples::Transcript;
+use crew_runtime::Role;
+use crew_runtime::guards::ApprovalGate;
+use crew_runtime::inbox::Inbox;
 use crew_runtime::prelude::*;
 use crew_runtime::serde::{Deserialize, Serialize};
-use crew_runtime::{AsyncHookFn, Role, console};
+use crew_runtime::store::{ApproverScope, QuestionStatus, Store, StoreApprovals};
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 /// The tool a person must approve.
@@ -43,28 +54,22 @@ const RISKY_TOOL: &str = "publish_report";
 /// How long a call waits for a person when the service runs for real.
 const APPROVAL_WAIT: Duration = Duration::from_secs(5 * 60);
 
-/// A tool call waiting for a person, as `GET /approvals` lists it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(crate = "crew_runtime::serde")]
-struct PendingApproval {
-    id: u64,
-    tool: String,
-    input: Value,
-    agent_role: Option<String>,
-}
+/// Who answers the questions: created (or given a fresh password) on start.
+const APPROVER: &str = "demo";
 
-/// The body of `POST /approvals/{id}`.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(crate = "crew_runtime::serde")]
-struct ApprovalAnswer {
-    approve: bool,
-}
+/// Where the inbox is mounted in the service's app.
+const INBOX_PATH: &str = "/inbox";
 
 /// The body of `POST /research`.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(crate = "crew_runtime::serde")]
 struct ResearchRequest {
     topic: String,
+    /// Who the crew runs for; they may never approve its calls. This
+    /// example takes the client's word for it: a real service names the
+    /// user its own authentication found.
+    #[serde(default)]
+    requester: Option<String>,
 }
 
 /// What `POST /research` answers.
@@ -75,132 +80,37 @@ struct ResearchResponse {
     output: String,
 }
 
-/// A pending approval and the way to answer the call waiting on it.
-struct Waiting {
-    approval: PendingApproval,
-    answer: oneshot::Sender<bool>,
-}
-
-/// The approvals waiting for a person, shared by the hook (which opens
-/// them) and the endpoints (which list and answer them).
-#[derive(Default)]
-struct Approvals {
-    next_id: AtomicU64,
-    waiting: Mutex<BTreeMap<u64, Waiting>>,
-}
-
-/// Why an answer could not be delivered.
-#[derive(Debug, PartialEq)]
-enum AnswerError {
-    /// No approval has this id (never opened, or already answered).
-    NotFound,
-    /// The call stopped waiting (timed out, or its request went away).
-    NoLongerWaiting,
-}
-
-impl Approvals {
-    /// Opens an approval; the call waits on the receiver. The ticket
-    /// takes the approval off the list when the call stops waiting, for
-    /// whatever reason (answered, timed out, or its kickoff dropped because
-    /// the client went away).
-    fn open(
-        self: &Arc<Self>,
-        tool: &str,
-        input: Value,
-        agent_role: Option<&str>,
-    ) -> (Ticket, oneshot::Receiver<bool>) {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-        let (answer, answered) = oneshot::channel();
-        let approval = PendingApproval {
-            id,
-            tool: tool.to_owned(),
-            input,
-            agent_role: agent_role.map(str::to_owned),
-        };
-        self.lock().insert(id, Waiting { approval, answer });
-        let ticket = Ticket {
-            approvals: Arc::clone(self),
-            id,
-        };
-        (ticket, answered)
-    }
-
-    /// The pending approvals, oldest first.
-    fn pending(&self) -> Vec<PendingApproval> {
-        self.lock()
-            .values()
-            .map(|waiting| waiting.approval.clone())
-            .collect()
-    }
-
-    /// Delivers a person's answer to the call waiting on approval `id`.
-    fn answer(&self, id: u64, approve: bool) -> Result<PendingApproval, AnswerError> {
-        let waiting = self.lock().remove(&id).ok_or(AnswerError::NotFound)?;
-        waiting
-            .answer
-            .send(approve)
-            .map_err(|_| AnswerError::NoLongerWaiting)?;
-        Ok(waiting.approval)
-    }
-
-    fn lock(&self) -> MutexGuard<'_, BTreeMap<u64, Waiting>> {
-        // Entries are inserted and removed whole: a panic elsewhere cannot
-        // leave the map half-written.
-        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// Takes an approval off the list when dropped.
-struct Ticket {
-    approvals: Arc<Approvals>,
-    id: u64,
-}
-
-impl Drop for Ticket {
-    fn drop(&mut self) {
-        // Dropping the sender here, if it is still there, is harmless: the
-        // receiver is gone or about to be.
-        self.approvals.lock().remove(&self.id);
-    }
-}
-
 /// What the service shares between requests.
 #[derive(Clone)]
 struct Service {
-    approvals: Arc<Approvals>,
-    /// The hooks of every crew the service runs: the approval gate.
-    hooks: Arc<HookRegistry>,
+    /// Where the questions are asked and answered.
+    store: Store,
+    /// How long a risky call waits for a person.
+    wait: Duration,
     /// The titles `publish_report` really published, in order.
     published: Arc<Mutex<Vec<String>>>,
-    /// What happens, line by line (printed as it happens when echoing).
-    log: Transcript,
 }
 
 impl Service {
-    /// A service whose risky calls wait at most `wait` for a person.
-    fn new(wait: Duration, log: Transcript) -> Result<Self, RegisterError> {
-        let approvals = Arc::new(Approvals::default());
-        let hooks = Arc::new(HookRegistry::new());
-        hooks.register_async_hook_with(
-            PRE_TOOL_CALL,
-            // Fail-closed: should the hook panic, the call is blocked too.
-            HookOptions::new()
-                .tools([RISKY_TOOL])
-                .name("http-approval")
-                .fail_closed(),
-            approval_gate(Arc::clone(&approvals), wait, log.clone()),
-        )?;
-        Ok(Service {
-            approvals,
-            hooks,
+    fn new(store: Store, wait: Duration) -> Self {
+        Service {
+            store,
+            wait,
             published: Arc::default(),
-            log,
-        })
+        }
+    }
+
+    /// The titles published so far.
+    fn published(&self) -> Vec<String> {
+        self.published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// A research crew for one request: it searches (an async tool),
-    /// publishes a report (the risky tool), and answers with what both
-    /// calls told it.
+    /// publishes a report (the risky tool, asked about first), and answers
+    /// with what both calls told it.
     fn research_crew(&self, topic: &str) -> Result<Crew, BuildError> {
         let query = json!({"type": "object", "properties": {"query": {"type": "string"}}});
         let web_search = Tool::dynamic(
@@ -261,51 +171,25 @@ impl Service {
             .agent(&researcher)
             .build();
         Crew::builder()
+            .name("research-desk")
             .agent(researcher)
             .task(task)
-            .global_registry(Arc::clone(&self.hooks))
+            // This crew's hooks only: the program's `#[on]` hooks stay out.
+            .global_registry(Arc::new(HookRegistry::new()))
+            // The questions go to the store, where the inbox shows them; a
+            // question the kickoff stops waiting for is withdrawn.
+            .human_input(Arc::new(StoreApprovals::new(self.store.clone())))
+            .human_input_timeout(self.wait)
+            .async_hook_with(
+                PRE_TOOL_CALL,
+                HookOptions::new().name("approval-gate"),
+                ApprovalGate::for_tools([RISKY_TOOL]).pre_hook(),
+            )
             .build()
     }
 }
 
-/// The `async` `PRE_TOOL_CALL` hook: opens an approval, awaits a person's
-/// answer for at most `wait`, and lets the call through only on a yes.
-fn approval_gate(
-    approvals: Arc<Approvals>,
-    wait: Duration,
-    log: Transcript,
-) -> impl for<'c> AsyncHookFn<'c, ToolCallHookContext, Result<(), HookAborted>> {
-    async_hook(move |ctx: &mut ToolCallHookContext| {
-        let approvals = Arc::clone(&approvals);
-        let log = log.clone();
-        Box::pin(async move {
-            let input = Value::Object(ctx.tool_input.clone());
-            let shown = format!(
-                "{} {input} for {}",
-                ctx.tool_name(),
-                ctx.agent_role().unwrap_or("no agent")
-            );
-            let (ticket, answered) = approvals.open(ctx.tool_name(), input, ctx.agent_role());
-            let id = ticket.id;
-            log.line(format!("service: approval {id} pending: {shown}"));
-            let answer = tokio::time::timeout(wait, answered).await;
-            drop(ticket);
-            let refusal = match answer {
-                Ok(Ok(true)) => {
-                    log.line(format!("service: approval {id} approved, the call runs"));
-                    return Ok(());
-                }
-                Ok(Ok(false)) => format!("approval {id} refused by a reviewer"),
-                Ok(Err(_dropped)) => format!("approval {id} was dropped unanswered"),
-                Err(_elapsed) => format!("no answer to approval {id} within {wait:?}"),
-            };
-            log.line(format!("service: {refusal}, the call is blocked"));
-            Err(HookAborted::new(refusal, "http-approval"))
-        })
-    })
-}
-
-/// An error as the endpoints answer it: a status and `{"error": ..}`.
+/// An error as `POST /research` answers it: a status and `{"error": ..}`.
 struct ApiError {
     status: StatusCode,
     message: String,
@@ -338,25 +222,30 @@ impl From<CrewError> for ApiError {
     }
 }
 
-/// `POST /research`: runs a crew on the topic, and answers when it is
-/// done (after any approval it waited for). Should the client go away,
-/// axum drops this future, which cancels the kickoff and withdraws its
-/// pending approval.
+/// Checks a short field of a request: trimmed, 1 to 100 characters.
+fn short_field<'a>(name: &str, value: &'a str) -> Result<&'a str, ApiError> {
+    let value = value.trim();
+    if value.is_empty() || value.chars().count() > 100 {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("{name} must be 1 to 100 characters"),
+        ));
+    }
+    Ok(value)
+}
+
+/// `POST /research`: runs a crew on the topic for its requester, and
+/// answers when it is done (after any approval it waited for). Should the
+/// client go away, axum drops this future, which cancels the kickoff and
+/// withdraws its pending question.
 async fn research(
     State(service): State<Service>,
     Json(request): Json<ResearchRequest>,
 ) -> Result<Json<ResearchResponse>, ApiError> {
-    let topic = request.topic.trim();
-    if topic.is_empty() || topic.chars().count() > 100 {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "topic must be 1 to 100 characters",
-        ));
-    }
-    service
-        .log
-        .line(format!("service: a crew starts researching {topic:?}"));
-    let crew = service.research_crew(topic)?;
+    let topic = short_field("topic", &request.topic)?;
+    let requester = short_field("requester", request.requester.as_deref().unwrap_or("web"))?;
+    println!("service: a crew starts researching {topic:?} for {requester}");
+    let crew = service.research_crew(topic)?.for_user(requester);
     let output = crew.kickoff([("topic", topic)]).await?;
     Ok(Json(ResearchResponse {
         topic: topic.to_owned(),
@@ -364,40 +253,13 @@ async fn research(
     }))
 }
 
-/// `GET /approvals`: the pending approvals, oldest first.
-async fn pending_approvals(State(service): State<Service>) -> Json<Vec<PendingApproval>> {
-    Json(service.approvals.pending())
-}
-
-/// `POST /approvals/{id}`: a person's answer.
-async fn answer_approval(
-    State(service): State<Service>,
-    Path(id): Path<u64>,
-    Json(answer): Json<ApprovalAnswer>,
-) -> Result<Json<Value>, ApiError> {
-    match service.approvals.answer(id, answer.approve) {
-        Ok(approval) => Ok(Json(json!({
-            "id": approval.id,
-            "tool": approval.tool,
-            "approved": answer.approve,
-        }))),
-        Err(AnswerError::NotFound) => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!("no pending approval {id}"),
-        )),
-        Err(AnswerError::NoLongerWaiting) => Err(ApiError::new(
-            StatusCode::GONE,
-            format!("approval {id} is no longer waiting"),
-        )),
-    }
-}
-
-fn router(service: Service) -> Router {
+/// The service's app: its own endpoint, and the inbox under `/inbox`.
+fn app(service: Service, origin: &str) -> Router {
+    let inbox = Inbox::new(service.store.clone()).public_origin(origin);
     Router::new()
         .route("/research", post(research))
-        .route("/approvals", get(pending_approvals))
-        .route("/approvals/{id}", post(answer_approval))
         .with_state(service)
+        .nest(INBOX_PATH, inbox.router())
 }
 
 /// Serves on 127.0.0.1:`port` (0: any free port) in a task of its own;
@@ -408,8 +270,25 @@ async fn start(
 ) -> std::io::Result<(SocketAddr, JoinHandle<std::io::Result<()>>)> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port)).await?;
     let address = listener.local_addr()?;
-    let server = tokio::spawn(async move { axum::serve(listener, router(service)).await });
+    // The origin the approvers' browsers use: the inbox refuses a state
+    // change that names another.
+    let app = app(service, &format!("http://{address}"));
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
     Ok((address, server))
+}
+
+/// Gives the approver a fresh password, creating them on first start (a
+/// store kept across restarts has them already); returns the password.
+async fn approver_with_fresh_password(store: &Store) -> Result<String, Box<dyn Error>> {
+    let password = uuid::Uuid::new_v4().simple().to_string();
+    if store.approver(APPROVER).await?.is_some() {
+        store.set_password(APPROVER, Some(&password)).await?;
+    } else {
+        store
+            .add_approver(APPROVER, Some(&password), ApproverScope::everything())
+            .await?;
+    }
+    Ok(password)
 }
 
 /// An HTTP client for this machine's loopback: no proxy, every request
@@ -432,22 +311,32 @@ async fn within<T>(
         .map_err(|_| format!("{what}: nothing after {limit:?}").into())
 }
 
-/// Polls `GET /approvals` until an approval for `tool` is pending.
-async fn next_approval(
+/// Polls the inbox's `GET /api/approvals` until a question about the
+/// report titled `title` is pending; returns it as listed.
+async fn question_about(
     client: &reqwest::Client,
     base: &str,
-) -> Result<PendingApproval, Box<dyn Error>> {
-    within(Duration::from_secs(5), "waiting for an approval", async {
+    token: &str,
+    title: &str,
+) -> Result<Value, Box<dyn Error>> {
+    within(Duration::from_secs(10), "waiting for a question", async {
         loop {
-            let pending: Vec<PendingApproval> = client
-                .get(format!("{base}/approvals"))
+            let listed: Value = client
+                .get(format!("{base}{INBOX_PATH}/api/approvals"))
+                .bearer_auth(token)
                 .send()
                 .await?
                 .error_for_status()?
                 .json()
                 .await?;
-            if let Some(approval) = pending.into_iter().next() {
-                return Ok::<_, Box<dyn Error>>(approval);
+            let found = listed["approvals"].as_array().and_then(|approvals| {
+                approvals
+                    .iter()
+                    .find(|question| question["arguments"]["title"] == title)
+                    .cloned()
+            });
+            if let Some(question) = found {
+                return Ok::<_, Box<dyn Error>>(question);
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -455,66 +344,149 @@ async fn next_approval(
     .await?
 }
 
-/// Asks for a report on `topic` and answers its approval with `approve`,
-/// as a person at the second endpoint would; returns the crew's output.
+/// Asks for a report on `topic` for carol and answers its question with
+/// `decision`, as an approver's chat bot would; returns the crew's output
+/// and the question's id.
 async fn research_with_answer(
     client: &reqwest::Client,
     base: &str,
+    token: &str,
     topic: &str,
-    approve: bool,
-    log: &Transcript,
-) -> Result<String, Box<dyn Error>> {
-    log.line(format!(
-        "client: POST /research {}",
-        json!({"topic": topic})
-    ));
-    let request = client
-        .post(format!("{base}/research"))
-        .json(&json!({"topic": topic}))
-        .send();
-    // The request waits on the approval: it runs while the reviewer looks.
-    let request = tokio::spawn(request);
+    decision: Value,
+) -> Result<(String, String), Box<dyn Error>> {
+    let body = json!({"topic": topic, "requester": "carol"});
+    println!("client: POST /research {body}");
+    // The request waits on the approval: it runs while the approver looks.
+    let request = tokio::spawn(client.post(format!("{base}/research")).json(&body).send());
 
-    let approval = next_approval(client, base).await?;
-    log.line(format!(
-        "reviewer: GET /approvals lists approval {} ({} {})",
-        approval.id, approval.tool, approval.input
-    ));
-    let answer = json!({"approve": approve});
-    log.line(format!(
-        "reviewer: POST /approvals/{} {answer}",
-        approval.id
-    ));
+    let question = question_about(client, base, token, &format!("{topic} this week")).await?;
+    let id = question["id"]
+        .as_str()
+        .ok_or("a question without an id")?
+        .to_owned();
+    println!(
+        "approver: {} asks to call {} with {}",
+        question["agent"].as_str().unwrap_or("?"),
+        question["tool"].as_str().unwrap_or("?"),
+        question["arguments"]
+    );
+    println!("approver: POST {INBOX_PATH}/api/approvals/{id}/decision {decision}");
     client
-        .post(format!("{base}/approvals/{}", approval.id))
-        .json(&answer)
+        .post(format!("{base}{INBOX_PATH}/api/approvals/{id}/decision"))
+        .bearer_auth(token)
+        .json(&decision)
         .send()
         .await?
         .error_for_status()?;
 
-    let response = within(Duration::from_secs(5), "the research", request).await?;
+    let response = within(Duration::from_secs(10), "the research", request).await?;
     let response: ResearchResponse = response??.error_for_status()?.json().await?;
-    log.line(format!("client: the crew answered: {}", response.output));
-    Ok(response.output)
+    println!("client: the crew answered: {}", response.output);
+    Ok((response.output, id))
 }
 
-/// Drives the service at `address` through both endpoints: a report
-/// approved, then one refused.
-async fn demo(address: SocketAddr, log: &Transcript) -> Result<Vec<String>, Box<dyn Error>> {
+/// What the demo saw.
+#[derive(Debug)]
+struct DemoOutcome {
+    /// What the inbox's API answered a request without a token.
+    without_token: reqwest::StatusCode,
+    /// The crews' outputs: the approved report's, then the refused one's.
+    outputs: Vec<String>,
+    /// The titles `publish_report` really published.
+    published: Vec<String>,
+    /// The questions' statuses as the store recorded them, oldest first.
+    statuses: Vec<QuestionStatus>,
+}
+
+impl DemoOutcome {
+    /// Whether the service did what it promises: the API refused a
+    /// stranger, the approved report was published and the refused one was
+    /// not, and the store recorded both answers. A demo that saw otherwise
+    /// exits with a failure rather than print a story that is not true.
+    fn check(&self) -> Result<(), String> {
+        let statuses: Vec<&str> = self.statuses.iter().map(|status| status.as_str()).collect();
+        let refused_ran = self
+            .outputs
+            .iter()
+            .any(|output| output.contains("published \"Cobol"));
+        if self.without_token != reqwest::StatusCode::UNAUTHORIZED
+            || self.published != ["Rust this week"]
+            || refused_ran
+            || statuses != ["approved", "denied"]
+        {
+            return Err(format!(
+                "the demo went wrong: without a token {}, published {:?}, questions {statuses:?}",
+                self.without_token, self.published
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Drives the service at `address` through the inbox's JSON API with a
+/// bearer token: a report approved, then one refused.
+async fn demo(address: SocketAddr, service: &Service) -> Result<DemoOutcome, Box<dyn Error>> {
+    let store = &service.store;
     let client = client()?;
     let base = format!("http://{address}");
-    let approved = research_with_answer(&client, &base, "Rust", true, log).await?;
-    let refused = research_with_answer(&client, &base, "Cobol", false, log).await?;
-    Ok(vec![approved, refused])
+    let without_token = client
+        .get(format!("{base}{INBOX_PATH}/api/approvals"))
+        .send()
+        .await?
+        .status();
+    println!("stranger: GET {INBOX_PATH}/api/approvals without a token: {without_token}");
+
+    let token = store.issue_api_token(APPROVER).await?;
+    let (approved, approved_id) = research_with_answer(
+        &client,
+        &base,
+        &token,
+        "Rust",
+        json!({"decision": "approve"}),
+    )
+    .await?;
+    let (refused, refused_id) = research_with_answer(
+        &client,
+        &base,
+        &token,
+        "Cobol",
+        json!({"decision": "deny", "comment": "not this week"}),
+    )
+    .await?;
+    // The demo's own questions only (a store given with `--store` may hold
+    // older ones), oldest first.
+    let mut history = store.history(100).await?;
+    history.retain(|question| question.id == approved_id || question.id == refused_id);
+    history.sort_by_key(|question| question.created_at);
+    for question in &history {
+        if let Some(answer) = &question.answer {
+            println!(
+                "history: {} {:?} for {} {} by {}",
+                question.tool,
+                question.arguments["title"].as_str().unwrap_or("?"),
+                question.requester.as_deref().unwrap_or("?"),
+                answer.decision,
+                answer.approver
+            );
+        }
+    }
+    Ok(DemoOutcome {
+        without_token,
+        outputs: vec![approved, refused],
+        published: service.published(),
+        statuses: history.iter().map(|question| question.status).collect(),
+    })
 }
 
 /// How the example was asked to run.
 struct Options {
     demo: bool,
     port: u16,
+    /// The store's URL; `None`: a temporary SQLite file.
+    store: Option<String>,
 }
 
-fn options() -> Result<Options, Box<dyn Error>> {
+fn options() -> Result<Options, String> {
     let mut options = Options {
         demo: false,
         port: match std::env::var("PORT") {
@@ -523,6 +495,7 @@ fn options() -> Result<Options, Box<dyn Error>> {
                 .map_err(|_| format!("PORT={port:?} is no port"))?,
             Err(_) => 3000,
         },
+        store: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -534,55 +507,84 @@ fn options() -> Result<Options, Box<dyn Error>> {
                     .parse()
                     .map_err(|_| format!("--port {port:?} is no port"))?;
             }
+            "--store" => {
+                options.store = Some(args.next().ok_or("--store needs a URL")?);
+            }
             other => {
-                return Err(format!("unknown argument {other:?} (try --demo or --port N)").into());
+                return Err(format!(
+                    "unknown argument {other:?} (try --demo, --port N or --store URL)"
+                ));
             }
         }
     }
     Ok(options)
 }
 
-async fn run() -> Result<Vec<String>, Box<dyn Error>> {
-    let options = options()?;
-    let log = Transcript::new().echo();
+/// Serves until Ctrl-C, or runs the demo and returns what it saw.
+async fn run(options: Options) -> Result<Option<DemoOutcome>, Box<dyn Error>> {
+    // Kept until the end: the temporary store is deleted with it.
+    let temporary = tempfile::tempdir()?;
+    let url = match options.store {
+        Some(url) => url,
+        None => format!(
+            "sqlite://{}",
+            temporary.path().join("approvals.db").display()
+        ),
+    };
+    let store = Store::connect(&url).await?;
+    let password = approver_with_fresh_password(&store).await?;
+
     if options.demo {
-        let service = Service::new(Duration::from_secs(10), log.clone())?;
-        let (address, server) = start(service, 0).await?;
-        log.line(format!(
-            "research service listening on http://{address} (demo)"
-        ));
-        demo(address, &log).await?;
+        let service = Service::new(store.clone(), Duration::from_secs(30));
+        let (address, server) = start(service.clone(), 0).await?;
+        println!("research service on http://{address} (demo, store {url})");
+        let outcome = demo(address, &service).await;
         server.abort();
-        return Ok(Vec::new());
+        let outcome = outcome?;
+        outcome.check()?;
+        println!(
+            "demo: {:?} published, the refused report not",
+            outcome.published
+        );
+        return Ok(Some(outcome));
     }
-    let service = Service::new(APPROVAL_WAIT, log.clone())?;
+
+    let service = Service::new(store, APPROVAL_WAIT);
     let (address, server) = start(service, options.port).await?;
     let base = format!("http://{address}");
-    for line in [
-        format!("research service listening on {base}"),
-        "Ask for a report (the request waits while the publication awaits approval):".to_owned(),
-        format!(
-            "  curl -s -X POST {base}/research -H 'content-type: application/json' -d '{{\"topic\": \"Rust\"}}'"
-        ),
-        "Then, from another terminal, list and answer the pending approvals:".to_owned(),
-        format!("  curl -s {base}/approvals"),
-        format!(
-            "  curl -s -X POST {base}/approvals/1 -H 'content-type: application/json' -d '{{\"approve\": true}}'"
-        ),
-        format!(
-            "A call nobody answers within {APPROVAL_WAIT:?} is blocked. Ctrl-C stops the service."
-        ),
-    ] {
-        console::print_line(&line);
+    println!("research service on {base} (store {url})");
+    println!("Sign in to the approval inbox at {base}{INBOX_PATH}/login");
+    println!("  as {APPROVER} with the password {password}");
+    println!("Ask for a report (the request waits while the publication awaits approval):");
+    println!(
+        "  curl -s -X POST {base}/research -H 'content-type: application/json' -d '{{\"topic\": \"Rust\", \"requester\": \"carol\"}}'"
+    );
+    println!(
+        "A call nobody answers within {APPROVAL_WAIT:?} is blocked. Ctrl-C stops the service."
+    );
+    tokio::select! {
+        served = server => served??,
+        stop = tokio::signal::ctrl_c() => stop?,
     }
-    server.await??;
-    Ok(Vec::new())
+    Ok(None)
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    // Lines are printed as things happen: nothing is left to print.
-    crew_examples::report(run().await)
+    let options = match options() {
+        Ok(options) => options,
+        Err(error) => {
+            eprintln!("axum_service: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(options).await {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("axum_service: {error}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(test)]
@@ -591,146 +593,172 @@ mod tests {
 
     const BLOCKED: &str = "Tool execution blocked by hook. Tool: publish_report";
 
-    fn published(service: &Service) -> Vec<String> {
-        service
-            .published
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+    /// A service on a temporary SQLite store, served on a free port, and
+    /// an API token for the approver.
+    struct Running {
+        service: Service,
+        address: SocketAddr,
+        token: String,
+        server: JoinHandle<std::io::Result<()>>,
+        _dir: tempfile::TempDir,
     }
 
-    #[tokio::test]
-    async fn an_approved_call_runs_and_a_refused_one_is_blocked() {
-        let log = Transcript::new();
-        let service =
-            Service::new(Duration::from_secs(5), log.clone()).expect("the gate registers");
+    async fn running(wait: Duration) -> Running {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let url = format!("sqlite://{}", dir.path().join("approvals.db").display());
+        let store = Store::connect(&url).await.expect("the store opens");
+        approver_with_fresh_password(&store)
+            .await
+            .expect("the approver is created");
+        let token = store.issue_api_token(APPROVER).await.expect("a token");
+        let service = Service::new(store, wait);
         let (address, server) = start(service.clone(), 0).await.expect("the server starts");
+        Running {
+            service,
+            address,
+            token,
+            server,
+            _dir: dir,
+        }
+    }
 
-        let outputs = demo(address, &log).await.expect("the demo runs");
+    /// The statuses of the questions asked, oldest first.
+    async fn statuses(store: &Store) -> Vec<QuestionStatus> {
+        let mut history = store.history(10).await.expect("the history");
+        history.sort_by_key(|question| question.created_at);
+        history.iter().map(|question| question.status).collect()
+    }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_demo_publishes_the_approved_report_only() {
+        let outcome = run(Options {
+            demo: true,
+            port: 0,
+            store: None,
+        })
+        .await
+        .expect("the demo runs")
+        .expect("the demo's outcome");
+
+        assert_eq!(outcome.without_token, reqwest::StatusCode::UNAUTHORIZED);
         // The approved call ran, and its observation reached the model,
         // which built its answer from it.
         assert_eq!(
-            outputs[0],
+            outcome.outputs[0],
             "Found: 3 recent articles about Rust. Publishing: published \"Rust this week\" as post #1"
         );
         // The refused one never ran: the model was told it was blocked.
         assert_eq!(
-            outputs[1],
+            outcome.outputs[1],
             format!("Found: 3 recent articles about Cobol. Publishing: {BLOCKED}")
         );
-        assert_eq!(published(&service), ["Rust this week"]);
-        crew_examples::assert_lines_in_order(
-            &log.lines(),
-            &[
-                "service: approval 1 pending: publish_report {\"body\":\"Three articles, summed up.\",\"title\":\"Rust this week\"} for Researcher",
-                "reviewer: POST /approvals/1 {\"approve\":true}",
-                "service: approval 1 approved, the call runs",
-                "service: approval 2 pending: publish_report {\"body\":\"Three articles, summed up.\",\"title\":\"Cobol this week\"} for Researcher",
-                "reviewer: POST /approvals/2 {\"approve\":false}",
-                "service: approval 2 refused by a reviewer, the call is blocked",
-            ],
-        );
-        assert!(service.approvals.pending().is_empty());
-
-        // An approval answered once, or never opened, cannot be answered.
-        let client = client().expect("a client");
-        let again = within(
-            Duration::from_secs(5),
-            "answering again",
-            client
-                .post(format!("http://{address}/approvals/1"))
-                .json(&json!({"approve": true}))
-                .send(),
-        )
-        .await
-        .expect("an answer in time")
-        .expect("a response");
-        assert_eq!(again.status(), reqwest::StatusCode::NOT_FOUND);
-        server.abort();
-    }
-
-    #[tokio::test]
-    async fn an_unanswered_approval_blocks_the_call() {
-        let log = Transcript::new();
-        let service =
-            Service::new(Duration::from_millis(100), log.clone()).expect("the gate registers");
-        let (address, server) = start(service.clone(), 0).await.expect("the server starts");
-
-        let client = client().expect("a client");
-        let response: ResearchResponse = within(Duration::from_secs(5), "the research", async {
-            client
-                .post(format!("http://{address}/research"))
-                .json(&json!({"topic": "Rust"}))
-                .send()
-                .await?
-                .error_for_status()?
-                .json()
-                .await
-        })
-        .await
-        .expect("an answer in time")
-        .expect("a response");
-
+        assert_eq!(outcome.published, ["Rust this week"]);
         assert_eq!(
-            response.output,
-            format!("Found: 3 recent articles about Rust. Publishing: {BLOCKED}")
+            outcome.statuses,
+            [QuestionStatus::Approved, QuestionStatus::Denied]
         );
-        assert!(published(&service).is_empty());
-        assert!(service.approvals.pending().is_empty(), "withdrawn");
-        crew_examples::assert_has_lines(
-            &log.lines(),
-            &["service: no answer to approval 1 within 100ms, the call is blocked"],
-        );
-        server.abort();
     }
 
-    #[tokio::test]
-    async fn a_client_that_goes_away_withdraws_its_approval() {
-        let service =
-            Service::new(Duration::from_secs(30), Transcript::new()).expect("the gate registers");
-        let (address, server) = start(service.clone(), 0).await.expect("the server starts");
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_requester_cannot_approve_their_own_call() {
+        let running = running(Duration::from_millis(500)).await;
         let client = client().expect("a client");
-        let base = format!("http://{address}");
+        let base = format!("http://{}", running.address);
         let request = tokio::spawn(
             client
                 .post(format!("{base}/research"))
-                .json(&json!({"topic": "Rust"}))
+                .json(&json!({"topic": "Rust", "requester": APPROVER}))
                 .send(),
         );
-        let approval = next_approval(&client, &base).await.expect("an approval");
-        assert_eq!(approval.agent_role.as_deref(), Some("Researcher"));
-
-        // The client hangs up: axum drops the handler's future, which
-        // drops the kickoff, which drops the hook's future and its ticket.
-        request.abort();
-        within(Duration::from_secs(5), "the withdrawal", async {
-            while !service.approvals.pending().is_empty() {
+        let store = &running.service.store;
+        let pending = within(Duration::from_secs(5), "the question", async {
+            loop {
+                let pending = store.pending().await.expect("the pending questions");
+                if let Some(question) = pending.into_iter().next() {
+                    return question;
+                }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })
         .await
-        .expect("the approval is withdrawn");
+        .expect("a question in time");
+        assert_eq!(pending.requester.as_deref(), Some(APPROVER));
+
+        // Not listed to its requester, and their answer is refused.
+        let listed: Value = client
+            .get(format!("{base}{INBOX_PATH}/api/approvals"))
+            .bearer_auth(&running.token)
+            .send()
+            .await
+            .expect("a response")
+            .json()
+            .await
+            .expect("JSON");
+        assert_eq!(listed, json!({"approvals": []}));
+        let answer = client
+            .post(format!(
+                "{base}{INBOX_PATH}/api/approvals/{}/decision",
+                pending.id
+            ))
+            .bearer_auth(&running.token)
+            .json(&json!({"decision": "approve"}))
+            .send()
+            .await
+            .expect("a response");
+        assert!(answer.status().is_client_error(), "{}", answer.status());
+
+        // Nobody else answers in time: the call is blocked.
+        let response: ResearchResponse = within(Duration::from_secs(10), "the research", request)
+            .await
+            .expect("an answer in time")
+            .expect("the request task")
+            .expect("a response")
+            .json()
+            .await
+            .expect("JSON");
         assert_eq!(
-            service.approvals.answer(approval.id, true),
-            Err(AnswerError::NotFound)
+            response.output,
+            format!("Found: 3 recent articles about Rust. Publishing: {BLOCKED}")
         );
-        assert!(published(&service).is_empty());
-        server.abort();
+        assert!(running.service.published().is_empty());
+        assert_eq!(statuses(store).await, [QuestionStatus::Expired]);
+        running.server.abort();
     }
 
-    #[test]
-    fn an_approval_whose_call_stopped_waiting_cannot_be_answered() {
-        let approvals = Arc::new(Approvals::default());
-        let (ticket, answered) = approvals.open(RISKY_TOOL, json!({}), Some("Researcher"));
-        drop(answered);
-        assert_eq!(
-            approvals.answer(ticket.id, true),
-            Err(AnswerError::NoLongerWaiting)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_client_that_goes_away_withdraws_its_question() {
+        let running = running(Duration::from_secs(30)).await;
+        let client = client().expect("a client");
+        let base = format!("http://{}", running.address);
+        let request = tokio::spawn(
+            client
+                .post(format!("{base}/research"))
+                .json(&json!({"topic": "Rust", "requester": "carol"}))
+                .send(),
         );
-        let (ticket, _answered) = approvals.open(RISKY_TOOL, json!({}), None);
-        let id = ticket.id;
-        drop(ticket);
-        assert_eq!(approvals.answer(id, true), Err(AnswerError::NotFound));
+        let question = question_about(&client, &base, &running.token, "Rust this week")
+            .await
+            .expect("a question");
+        assert_eq!(question["agent"], "Researcher");
+
+        // The client hangs up: axum drops the handler's future, which
+        // drops the kickoff, which withdraws its question.
+        request.abort();
+        let store = &running.service.store;
+        within(Duration::from_secs(5), "the withdrawal", async {
+            while !store
+                .pending()
+                .await
+                .expect("the pending questions")
+                .is_empty()
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the question is withdrawn");
+        assert_eq!(statuses(store).await, [QuestionStatus::Withdrawn]);
+        assert!(running.service.published().is_empty());
+        running.server.abort();
     }
 }
