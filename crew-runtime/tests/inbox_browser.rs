@@ -100,7 +100,10 @@ async fn wait_for(client: &Client, css: &str) -> fantoccini::elements::Element {
 fn refund_kickoff(
     store: &Store,
     amount: u64,
-) -> (tokio::task::JoinHandle<Result<CrewOutput, CrewError>>, Log<Value>) {
+) -> (
+    tokio::task::JoinHandle<Result<CrewOutput, CrewError>>,
+    Log<Value>,
+) {
     let ran: Log<Value> = log();
     let sink = ran.clone();
     let refund = Tool::dynamic(
@@ -160,9 +163,7 @@ async fn row_of(client: &Client, id: &str) -> fantoccini::elements::Element {
     wait_for(client, &format!("li.question[data-question-id=\"{id}\"]")).await
 }
 
-async fn finished(
-    kickoff: tokio::task::JoinHandle<Result<CrewOutput, CrewError>>,
-) -> CrewOutput {
+async fn finished(kickoff: tokio::task::JoinHandle<Result<CrewOutput, CrewError>>) -> CrewOutput {
     tokio::time::timeout(PATIENCE, kickoff)
         .await
         .expect("the crew goes on once answered")
@@ -355,8 +356,8 @@ async fn a_forged_cross_site_post_approves_nothing() {
     );
     let site = std::thread::spawn(move || {
         if let Ok(request) = attacker.recv() {
-            let header = tiny_http::Header::from_bytes("Content-Type", "text/html")
-                .expect("a header");
+            let header =
+                tiny_http::Header::from_bytes("Content-Type", "text/html").expect("a header");
             let _ = request.respond(tiny_http::Response::from_string(page).with_header(header));
         }
     });
@@ -385,7 +386,11 @@ async fn a_forged_cross_site_post_approves_nothing() {
         .await
         .expect("reads")
         .expect("kept");
-    assert_eq!(still.status, QuestionStatus::Pending, "a forged POST answered");
+    assert_eq!(
+        still.status,
+        QuestionStatus::Pending,
+        "a forged POST answered"
+    );
     assert!(take(&ran).is_empty());
     kickoff.abort();
 }

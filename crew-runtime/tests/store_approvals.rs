@@ -617,7 +617,7 @@ async fn answers_from_another_store_handle_reach_the_right_waiting_calls(store: 
             .and_then(|id| id.strip_prefix("call_"))
             .and_then(|n| n.parse().ok())
             .expect("a call id");
-        let decision = if n % 2 == 0 {
+        let decision = if n.is_multiple_of(2) {
             Decision::Approve
         } else {
             Decision::Deny
@@ -630,7 +630,7 @@ async fn answers_from_another_store_handle_reach_the_right_waiting_calls(store: 
     for (n, task) in waiting {
         let answer = finish(task).await.expect("an answer");
         assert_eq!(answer.answered_by, Some(format!("approver-{n}")));
-        assert_eq!(answer.text, if n % 2 == 0 { "yes" } else { "no" });
+        assert_eq!(answer.text, if n.is_multiple_of(2) { "yes" } else { "no" });
     }
 }
 

@@ -26,8 +26,11 @@ mod postgres;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-#[allow(unused_imports)] // a test file that never names the type
+// Each test file uses a part: the store tests no browser, the browser
+// tests no database of their own.
+#[allow(unused_imports)]
 pub(crate) use browser::{Browser, browser};
+#[allow(unused_imports)]
 pub(crate) use postgres::postgres_database;
 
 /// The environment variable that turns a missing service into a failure.
