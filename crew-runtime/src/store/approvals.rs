@@ -845,7 +845,7 @@ fn check_edit(edit: &Map<String, Value>, schema: Option<&Value>) -> Result<Strin
 ///         ApprovalGate::for_capabilities([Capability::Destructive]).pre_hook(),
 ///     )
 ///     .build()?;
-/// let output = crew.for_user("carol").kickoff().await?;
+/// let output = crew.for_user("carol").kickoff(()).await?;
 /// # let _ = output;
 /// # Ok(())
 /// # }

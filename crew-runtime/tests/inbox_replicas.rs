@@ -1,0 +1,224 @@
+//! Several replicas on one PostgreSQL (SPEC §11): two `crew-inbox`
+//! processes (the real binary) and two asking store handles, each with its
+//! own connection pool and `LISTEN` connection, share one database; each
+//! answer, given at either inbox, reaches the call that waits for it.
+//! The approver and the bot's token are made with the binary's own
+//! commands.
+//!
+//! Where PostgreSQL is missing the test says so loudly and checks nothing;
+//! CI installs it and sets `CREW_REQUIRE_SERVICES=1`, so there it fails
+//! instead.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crew_runtime::store::{Store, StoreApprovals};
+use crew_runtime::{HumanAnswer, HumanInputError, HumanInputRequest, HumanInputSource};
+use serde_json::{Value, json};
+
+/// How long a test waits for what must happen.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+fn crew_inbox() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_crew-inbox"))
+}
+
+/// A running `crew-inbox serve`, stopped when dropped.
+struct Replica {
+    child: Child,
+    origin: String,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `crew-inbox serve` on a free port of 127.0.0.1.
+fn start_replica(url: &str) -> Replica {
+    let mut child = crew_inbox()
+        .args(["serve", "--store", url, "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("crew-inbox starts");
+    let stderr = child.stderr.take().expect("its standard error");
+    let mut lines = BufReader::new(stderr).lines();
+    let origin = loop {
+        let line = lines
+            .next()
+            .expect("crew-inbox says where it serves")
+            .expect("a line");
+        if let Some(at) = line.find("http://") {
+            break line[at..]
+                .split_whitespace()
+                .next()
+                .expect("an address")
+                .to_owned();
+        }
+    };
+    // Keep reading its log, so that it never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    Replica { child, origin }
+}
+
+fn question(call_id: &str) -> HumanInputRequest {
+    let mut request = HumanInputRequest::new("Refund this order?", "yes/no")
+        .with_call_id(call_id)
+        .with_tool("refund", json!({"order": call_id, "amount": 10}))
+        .with_agent_role("Support");
+    request.requester = Some("carol".into());
+    request.timeout = Some(PATIENCE);
+    request
+}
+
+fn ask(
+    store: Store,
+    call_id: &str,
+) -> tokio::task::JoinHandle<Result<HumanAnswer, HumanInputError>> {
+    let request = question(call_id);
+    tokio::spawn(async move { StoreApprovals::new(store).answer(request).await })
+}
+
+/// The questions `replica` lists to the bot, once there are `count`.
+async fn listed(
+    client: &reqwest::Client,
+    replica: &Replica,
+    token: &str,
+    count: usize,
+) -> Vec<Value> {
+    let started = std::time::Instant::now();
+    loop {
+        let listed = client
+            .get(format!("{}/api/approvals", replica.origin))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("the replica answers")
+            .text()
+            .await
+            .expect("a body");
+        let listed: Value = serde_json::from_str(&listed).expect("JSON");
+        let approvals = listed["approvals"].as_array().cloned().unwrap_or_default();
+        if approvals.len() == count {
+            return approvals;
+        }
+        assert!(started.elapsed() < PATIENCE, "{listed}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn id_of(approvals: &[Value], call_order: &str) -> String {
+    approvals
+        .iter()
+        .find(|question| question["arguments"]["order"] == call_order)
+        .and_then(|question| question["id"].as_str())
+        .expect("the question is listed")
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_crew_handles_and_two_inbox_processes_on_one_postgres_route_each_answer_to_its_call() {
+    let Some(url) = support::postgres_database().await else {
+        return;
+    };
+    // The approver and its token, made with the binary's own commands.
+    let mut add = crew_inbox()
+        .args(["add-approver", "--store", &url, "bot"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("add-approver starts");
+    add.stdin
+        .take()
+        .expect("its standard input")
+        .write_all(b"correct horse battery\n")
+        .expect("the password goes in");
+    let added = add.wait_with_output().expect("add-approver ends");
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let issued = crew_inbox()
+        .args(["api-token", "--store", &url, "bot"])
+        .output()
+        .expect("api-token runs");
+    assert!(issued.status.success());
+    let token = String::from_utf8(issued.stdout)
+        .expect("a text token")
+        .trim()
+        .to_owned();
+
+    let first = start_replica(&url);
+    let second = start_replica(&url);
+    let asking_a = Store::connect(&url).await.expect("a crew's handle");
+    let asking_b = Store::connect(&url).await.expect("another crew's handle");
+    let waiting_a = ask(asking_a, "A-1");
+    let waiting_b = ask(asking_b, "B-2");
+
+    let client = reqwest::Client::new();
+    let at_first = listed(&client, &first, &token, 2).await;
+    let at_second = listed(&client, &second, &token, 2).await;
+    assert_eq!(id_of(&at_first, "A-1"), id_of(&at_second, "A-1"));
+
+    let decide = |replica: &Replica, id: &str, body: Value| {
+        client
+            .post(format!("{}/api/approvals/{id}/decision", replica.origin))
+            .bearer_auth(&token)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_string())
+            .send()
+    };
+    let answered = decide(
+        &first,
+        &id_of(&at_first, "A-1"),
+        json!({"decision": "approve"}),
+    )
+    .await
+    .expect("the first replica answers");
+    assert!(answered.status().is_success(), "{answered:?}");
+    let answered = decide(
+        &second,
+        &id_of(&at_second, "B-2"),
+        json!({"decision": "deny", "comment": "wrong order"}),
+    )
+    .await
+    .expect("the second replica answers");
+    assert!(answered.status().is_success(), "{answered:?}");
+
+    let a = tokio::time::timeout(PATIENCE, waiting_a)
+        .await
+        .expect("A hears of its answer")
+        .expect("no panic")
+        .expect("an answer");
+    let b = tokio::time::timeout(PATIENCE, waiting_b)
+        .await
+        .expect("B hears of its answer")
+        .expect("no panic")
+        .expect("an answer");
+    assert_eq!(
+        (a.text.as_str(), a.answered_by.as_deref()),
+        ("yes", Some("bot"))
+    );
+    assert_eq!(
+        (b.text.as_str(), b.comment.as_deref()),
+        ("no", Some("wrong order"))
+    );
+
+    // The other replica knows it is answered.
+    let again = decide(
+        &second,
+        &id_of(&at_first, "A-1"),
+        json!({"decision": "deny"}),
+    )
+    .await
+    .expect("the second replica answers");
+    assert_eq!(again.status(), reqwest::StatusCode::CONFLICT);
+}
