@@ -3,10 +3,12 @@
 //! Two handles on one store, each with its own connection pool, as two
 //! processes would have: one asks ([`StoreApprovals`], as a crew's gate
 //! does), the other answers ([`Store::decide`], as the inbox does). For
-//! each of 100 questions: once the question is listed, the answer is
-//! given and the time until the waiting call has it is taken. Printed:
+//! each of 100 questions: once the question is listed and a person's
+//! moment has passed (0 to 197 ms, spread so that answers do not fall in
+//! step with SQLite's polling), the answer is given and the time until the
+//! waiting call has it is taken. Printed:
 //! the median and worst latency, on SQLite (the asking side polls every
-//! 200 ms) and on PostgreSQL (`LISTEN`/`NOTIFY`; a throw-away cluster
+//! 100 ms) and on PostgreSQL (`LISTEN`/`NOTIFY`; a throw-away cluster
 //! started here, skipped with a message where PostgreSQL is missing).
 //!
 //! `cargo bench -p crew-runtime --features store --bench approvals`
@@ -46,6 +48,9 @@ async fn latencies(asking: Store, answering: Store) -> Vec<Duration> {
                 Err(error) => fail("listing the questions failed", error),
             }
         };
+        // A person answers at no particular moment.
+        let thinking = (n as u64 * 37) % 199;
+        tokio::time::sleep(Duration::from_millis(thinking)).await;
         let answered = Instant::now();
         if let Err(error) = answering
             .decide(&id, Answer::new("bench", Decision::Approve))

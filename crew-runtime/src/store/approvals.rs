@@ -536,7 +536,7 @@ impl Store {
     /// who is not its requester; an edit must be a JSON object of at most
     /// [`MAX_EDIT_BYTES`] that the tool's schema accepts. The waiting call
     /// hears of it at once in this process, through `NOTIFY` on
-    /// PostgreSQL, within 200 ms on SQLite.
+    /// PostgreSQL, within about 100 ms on SQLite.
     ///
     /// A refused answer (too late, closed, abandoned, the requester's own)
     /// is recorded with its reason; an invalid edit changes nothing.

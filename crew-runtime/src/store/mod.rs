@@ -81,7 +81,7 @@ pub(crate) const CHANNEL: &str = "crew_approvals";
 
 /// How often a process on SQLite looks for answers (there is no
 /// notification between SQLite connections).
-pub(crate) const SQLITE_POLL: Duration = Duration::from_millis(200);
+pub(crate) const SQLITE_POLL: Duration = Duration::from_millis(100);
 
 /// Why the store cannot be used.
 ///
@@ -338,7 +338,7 @@ impl Store {
     /// The ids of questions as they change (asked, answered, expired), in
     /// this process or any other on the store: what an inbox listens to.
     /// On PostgreSQL each change is announced with `NOTIFY`; on SQLite a
-    /// change made by another process is seen within 200 ms and announced
+    /// change made by another process is seen within 100 ms and announced
     /// with an empty id ("something changed").
     ///
     /// ```no_run
@@ -415,7 +415,7 @@ impl MigrationSource<'static> for Embedded {
 }
 
 /// Announces the changes other processes make: PostgreSQL's `NOTIFY`, or
-/// SQLite's data version read every [`SQLITE_POLL`].
+/// SQLite's data version read every [`SQLITE_POLL`] (100 ms).
 async fn watch_changes(pool: Pool, url: String, changes: broadcast::Sender<String>) {
     match pool {
         Pool::Postgres(pool) => loop {
@@ -439,8 +439,14 @@ async fn watch_changes(pool: Pool, url: String, changes: broadcast::Sender<Strin
         Pool::Sqlite(pool) => {
             let mut seen: Option<i64> = None;
             let mut connection = None;
+            let mut first = true;
             loop {
-                tokio::time::sleep(SQLITE_POLL).await;
+                // The first look is at once: a change made before it (an
+                // answer given while the store was opening) is announced
+                // rather than taken as the starting point.
+                if !std::mem::take(&mut first) {
+                    tokio::time::sleep(SQLITE_POLL).await;
+                }
                 // `data_version` is per connection: keep one.
                 if connection.is_none() {
                     connection = pool.acquire().await.ok();
@@ -453,7 +459,9 @@ async fn watch_changes(pool: Pool, url: String, changes: broadcast::Sender<Strin
                     .await
                 {
                     Ok(version) => {
-                        if seen.is_some_and(|seen| seen != version) {
+                        // A first reading (of a new connection too) cannot
+                        // tell what changed before it: say something may have.
+                        if seen != Some(version) {
                             let _ = changes.send(String::new());
                         }
                         seen = Some(version);
