@@ -98,6 +98,7 @@ async fn kickoff_unredacted(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, C
     let result = run(crew, start.inputs, &crew_info, &mut cancelled.started).await;
     cancelled.armed = false;
     let started = cancelled.started;
+    let (user, kickoff_id) = who_and_which(&crew_info);
     let result = finish(
         &dispatcher,
         result,
@@ -116,10 +117,14 @@ async fn kickoff_unredacted(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, C
                 crew_name,
                 output: redaction.text(&output.raw).into_owned(),
                 token_usage: output.token_usage,
+                user,
+                kickoff_id,
             }),
             Err(error) => Event::CrewKickoffFailed(CrewKickoffFailedEvent {
                 crew_name,
                 error: redaction.owned(error.to_string()),
+                user,
+                kickoff_id,
             }),
         });
     }
@@ -149,11 +154,14 @@ impl Drop for EndIfCancelled {
         // The kickoff's redaction scope is not entered during a drop.
         let _scope = redaction.scope();
         if self.started && inner.hooks.listening() && !inner.settings.standalone {
+            let (user, kickoff_id) = who_and_which(&self.crew_info);
             inner
                 .hooks
                 .emit(&Event::CrewKickoffFailed(CrewKickoffFailedEvent {
                     crew_name: inner.settings.name.clone(),
                     error: "the kickoff was cancelled".to_owned(),
+                    user,
+                    kickoff_id,
                 }));
         }
         let dispatcher = inner.hooks.dispatcher();
@@ -322,6 +330,14 @@ async fn run(
             .emit(&Event::CrewKickoffStarted(CrewKickoffStartedEvent {
                 crew_name: inner.settings.name.clone(),
                 inputs,
+                user: crew_info
+                    .as_deref()
+                    .and_then(|crew| crew.user())
+                    .map(str::to_owned),
+                kickoff_id: crew_info
+                    .as_deref()
+                    .and_then(|crew| crew.kickoff_id())
+                    .map(str::to_owned),
             }));
     }
     let tasks = fill_inputs(inner, &input.inputs)?;
@@ -1072,5 +1088,16 @@ impl DeltaSink for StreamToBuses<'_> {
         if let Some(fresh) = fresh {
             self.send(fresh);
         }
+    }
+}
+
+/// Who a kickoff runs for and its id, for its events.
+fn who_and_which(crew_info: &Option<Arc<dyn CrewInfo>>) -> (Option<String>, Option<String>) {
+    match crew_info.as_deref() {
+        Some(crew) => (
+            crew.user().map(str::to_owned),
+            crew.kickoff_id().map(str::to_owned),
+        ),
+        None => (None, None),
     }
 }

@@ -137,6 +137,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 mod agent;
+#[cfg(feature = "audit")]
+pub mod audit;
 mod check;
 mod crew;
 mod direct;

@@ -157,6 +157,11 @@ pub struct CrewKickoffStartedEvent {
     /// The inputs as the boundary hooks left them (what `{placeholders}`
     /// are filled from).
     pub inputs: crate::Inputs,
+    /// Who the kickoff runs for, when it names someone
+    /// (`Crew::for_user`).
+    pub user: Option<String>,
+    /// The kickoff's id (see [`CrewInfo::kickoff_id`](crate::CrewInfo::kickoff_id)).
+    pub kickoff_id: Option<String>,
 }
 
 /// A kickoff completed.
@@ -168,6 +173,11 @@ pub struct CrewKickoffCompletedEvent {
     pub output: String,
     /// The tokens of the kickoff's model responses, summed.
     pub token_usage: crate::TokenUsage,
+    /// Who the kickoff runs for, when it names someone
+    /// (`Crew::for_user`).
+    pub user: Option<String>,
+    /// The kickoff's id (see [`CrewInfo::kickoff_id`](crate::CrewInfo::kickoff_id)).
+    pub kickoff_id: Option<String>,
 }
 
 /// A kickoff that had started failed (a hook aborted it, a model failed).
@@ -177,6 +187,11 @@ pub struct CrewKickoffFailedEvent {
     pub crew_name: String,
     /// What went wrong.
     pub error: String,
+    /// Who the kickoff runs for, when it names someone
+    /// (`Crew::for_user`).
+    pub user: Option<String>,
+    /// The kickoff's id (see [`CrewInfo::kickoff_id`](crate::CrewInfo::kickoff_id)).
+    pub kickoff_id: Option<String>,
 }
 
 /// A task began (before its `PRE_STEP` hooks).
@@ -390,6 +405,8 @@ impl Event {
     /// let failed = Event::CrewKickoffFailed(CrewKickoffFailedEvent {
     ///     crew_name: "crew".into(),
     ///     error: "the model server is down".into(),
+    ///     user: None,
+    ///     kickoff_id: None,
     /// });
     /// assert!(failed.is_lifecycle());
     /// ```

@@ -855,6 +855,8 @@ pub struct StoreApprovals {
     store: Store,
     owner: Arc<str>,
     lease: Duration,
+    #[cfg(feature = "audit")]
+    audit: Option<crate::audit::AuditTrail>,
 }
 
 impl fmt::Debug for StoreApprovals {
@@ -883,7 +885,84 @@ impl StoreApprovals {
             store,
             owner: Arc::from(new_id()),
             lease: DEFAULT_LEASE,
+            #[cfg(feature = "audit")]
+            audit: None,
         }
+    }
+
+    /// Records every question asked (`approval_asked`) and how it ended
+    /// (`approval_answered` with the approver, decision, edit and comment;
+    /// `approval_closed` when it expired, was abandoned or withdrawn) on
+    /// `trail`.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::audit::AuditError> {
+    /// use crew_runtime::audit::AuditTrail;
+    /// use crew_runtime::store::StoreApprovals;
+    /// let approvals = StoreApprovals::new(store.clone()).audit(AuditTrail::open(store)?);
+    /// # let _ = approvals;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "audit")]
+    pub fn audit(mut self, trail: crate::audit::AuditTrail) -> Self {
+        self.audit = Some(trail);
+        self
+    }
+
+    /// Records that question `id` was asked.
+    fn audit_asked(&self, id: &str, request: &HumanInputRequest, deadline: i64) {
+        #[cfg(feature = "audit")]
+        if let Some(trail) = &self.audit {
+            trail.record(
+                "approval_asked",
+                serde_json::json!({
+                    "question": id,
+                    "call_id": request.call_id,
+                    "tool": request.tool_name,
+                    "arguments": request.tool_input,
+                    "agent": request.agent_role,
+                    "task": request.task,
+                    "crew": request.crew,
+                    "kickoff_id": request.kickoff_id,
+                    "requester": request.requester,
+                    "prompt": request.prompt,
+                    "deadline": deadline,
+                }),
+            );
+        }
+        #[cfg(not(feature = "audit"))]
+        let _ = (id, request, deadline);
+    }
+
+    /// Records how question `question` ended.
+    fn audit_ended(&self, question: &Question) {
+        #[cfg(feature = "audit")]
+        if let Some(trail) = &self.audit {
+            match &question.answer {
+                Some(answer) => trail.record(
+                    "approval_answered",
+                    serde_json::json!({
+                        "question": question.id,
+                        "tool": question.tool,
+                        "approver": answer.approver,
+                        "decision": answer.decision,
+                        "edited_arguments": answer.edited_arguments,
+                        "comment": answer.comment,
+                    }),
+                ),
+                None => trail.record(
+                    "approval_closed",
+                    serde_json::json!({
+                        "question": question.id,
+                        "tool": question.tool,
+                        "status": question.status.as_str(),
+                    }),
+                ),
+            }
+        }
+        #[cfg(not(feature = "audit"))]
+        let _ = question;
     }
 
     /// How long a question stays open once this process stops renewing it
@@ -935,6 +1014,7 @@ impl StoreApprovals {
             .insert_question(&id, &self.owner, &request, deadline, now + self.lease_ms())
             .await
             .map_err(failed)?;
+        self.audit_asked(&id, &request, deadline);
         let mut open = OpenQuestion {
             store: self.store.clone(),
             id: id.clone(),
@@ -963,6 +1043,7 @@ impl StoreApprovals {
             };
             if let Some(answer) = answered(&question) {
                 open.answered = true;
+                self.audit_ended(&question);
                 return answer;
             }
             if renewed.elapsed() >= renew_every {

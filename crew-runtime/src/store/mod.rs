@@ -37,6 +37,8 @@
 #[cfg(feature = "inbox")]
 mod accounts;
 mod approvals;
+#[cfg(feature = "audit")]
+pub(crate) mod audit;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -66,6 +68,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("migrations/0001_approvals.sql"),
     ),
     (2, "accounts", include_str!("migrations/0002_accounts.sql")),
+    (3, "audit", include_str!("migrations/0003_audit.sql")),
 ];
 
 /// The newest schema version this program knows.

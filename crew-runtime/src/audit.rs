@@ -1,0 +1,854 @@
+//! An audit trail nobody can quietly edit: every decision recorded in the
+//! store, each record chained to the one before it by SHA-256.
+//!
+//! An [`AuditTrail`] attached to a crew ([`AuditTrail::attach`]) records,
+//! from the crew's events: kickoff start and end (status, who it ran for),
+//! every block at any point (point, source, reason), every policy decision
+//! (policy ids, mode), every tool start, finish, failure and cancellation
+//! (a tool that still ran after its kickoff was dropped included), every
+//! model call with its token usage; and, through
+//! [`StoreApprovals::audit`](crate::store::StoreApprovals::audit), every
+//! approval asked and answered (approver, decision, edit). Each record is
+//! cleaned by the crew's redaction before it is queued.
+//!
+//! Writing is off the call path: records go through a bounded buffer to a
+//! task that writes them in batches. A store that is slow or down never
+//! stalls or crashes the crew: the batch is kept and retried, records that
+//! do not fit in the buffer are counted as dropped (a warning, and a
+//! `records_dropped` record once the store is back).
+//!
+//! Each record holds the SHA-256 of the record before it in its trail, over
+//! a canonical JSON encoding ([`canonical`]): [`verify`] recomputes the
+//! chain and names the first record that was changed, removed, inserted or
+//! reordered. A chain cannot show records cut from its end, nor a chain
+//! rewritten whole: keep its [`head`] elsewhere and verify against it.
+//!
+//! ```no_run
+//! use crew_runtime::audit::{AuditTrail, head, verify};
+//! use crew_runtime::store::Store;
+//!
+//! # async fn run(crew: crew_runtime::Crew) -> Result<(), Box<dyn std::error::Error>> {
+//! let store = Store::connect("sqlite://audit.db").await?;
+//! let trail = AuditTrail::open(store.clone())?;
+//! trail.attach(&crew);
+//! crew.kickoff(()).await?;
+//! trail.flush().await?;
+//!
+//! let kept_elsewhere = head(&store, "default").await?;
+//! let verified = verify(&store, "default", Some(&kept_elsewhere)).await?;
+//! println!("{} records, intact", verified.head.count);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use hooks_core::Event;
+use hooks_core::events::ListenerId;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::store::audit::{Entry, GENESIS, Row};
+use crate::store::{Store, StoreError, now_millis};
+
+/// The trail records go to unless named otherwise.
+///
+/// ```
+/// assert_eq!(crew_runtime::audit::DEFAULT_TRAIL, "default");
+/// ```
+pub const DEFAULT_TRAIL: &str = "default";
+
+/// How many records wait for the writer at most before new ones are
+/// dropped (and counted), unless told otherwise.
+///
+/// ```
+/// assert_eq!(crew_runtime::audit::DEFAULT_BUFFER, 65_536);
+/// ```
+pub const DEFAULT_BUFFER: usize = 65_536;
+
+/// The most records written in one transaction.
+const BATCH: usize = 2_000;
+/// Rows read at a time by [`verify`] and [`export`].
+const PAGE: i64 = 10_000;
+
+/// Why the trail cannot be written, read or trusted.
+///
+/// ```
+/// use crew_runtime::audit::AuditError;
+/// let error = AuditError::Broken { trail: "default".into(), seq: 7, problem: "it was changed".into() };
+/// assert_eq!(error.to_string(), "the audit trail `default` is broken at record 7: it was changed");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuditError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The chain does not hold: `seq` is the first record that is wrong.
+    #[error("the audit trail `{trail}` is broken at record {seq}: {problem}")]
+    Broken {
+        /// The trail.
+        trail: String,
+        /// The first record that is wrong (or where one is missing).
+        seq: i64,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The chain holds, but not up to the head kept elsewhere.
+    #[error("the audit trail `{trail}` does not match the expected head {expected}: {problem}")]
+    HeadMismatch {
+        /// The trail.
+        trail: String,
+        /// The head given.
+        expected: Head,
+        /// What differs.
+        problem: String,
+    },
+    /// A head given as text cannot be read.
+    #[error("cannot read the head {0:?}: write it as COUNT:HASH (what `crew-audit head` prints)")]
+    MalformedHead(String),
+    /// Nothing to write with: no tokio runtime.
+    #[error("an audit trail needs a tokio runtime to write from")]
+    NoRuntime,
+    /// The writer is gone (the runtime it ran on shut down).
+    #[error("the audit trail's writer has stopped")]
+    WriterStopped,
+}
+
+/// The end of a trail: how many records it has and the hash of the last
+/// one. Printed by `crew-audit head` as `COUNT:HASH`; keep it elsewhere to
+/// catch records cut from the end or a chain rewritten whole.
+///
+/// ```
+/// use crew_runtime::audit::Head;
+/// let head: Head = "3:ab12".parse().unwrap();
+/// assert_eq!((head.count, head.hash.as_str()), (3, "ab12"));
+/// assert_eq!(head.to_string(), "3:ab12");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    /// The number of records (the last one's sequence number).
+    pub count: i64,
+    /// The last record's hash (hex), or 64 zeros for an empty trail.
+    pub hash: String,
+}
+
+impl fmt::Display for Head {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.count, self.hash)
+    }
+}
+
+impl std::str::FromStr for Head {
+    type Err = AuditError;
+
+    fn from_str(text: &str) -> Result<Head, AuditError> {
+        let malformed = || AuditError::MalformedHead(text.to_owned());
+        let (count, hash) = text.trim().split_once(':').ok_or_else(malformed)?;
+        let count: i64 = count.parse().map_err(|_| malformed())?;
+        if count < 0 || hash.is_empty() || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(malformed());
+        }
+        Ok(Head {
+            count,
+            hash: hash.to_ascii_lowercase(),
+        })
+    }
+}
+
+/// One record as read back.
+///
+/// ```no_run
+/// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::audit::AuditError> {
+/// for record in crew_runtime::audit::tail(&store, "default", 10).await? {
+///     println!("{} {} {}", record.seq, record.kind, record.data);
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Record {
+    /// The trail it belongs to.
+    pub trail: String,
+    /// Its place in the trail, from 1.
+    pub seq: i64,
+    /// When it was recorded, in milliseconds since the Unix epoch.
+    pub at: i64,
+    /// What it records: `kickoff_started`, `tool_finished`, `blocked`, …
+    pub kind: String,
+    /// Its data (after the crew's redaction).
+    pub data: Value,
+    /// The hash of the record before it (64 zeros for the first).
+    pub prev_hash: String,
+    /// Its own hash.
+    pub hash: String,
+}
+
+impl Record {
+    /// The record as one line of JSON (what `crew-audit export --format
+    /// jsonl` writes).
+    ///
+    /// ```no_run
+    /// # fn show(record: crew_runtime::audit::Record) {
+    /// println!("{}", record.to_json());
+    /// # }
+    /// ```
+    pub fn to_json(&self) -> Value {
+        json!({
+            "trail": self.trail,
+            "seq": self.seq,
+            "at": self.at,
+            "kind": self.kind,
+            "data": self.data,
+            "prev_hash": self.prev_hash,
+            "hash": self.hash,
+        })
+    }
+
+    fn from_row(row: Row) -> Record {
+        let data = serde_json::from_str(&row.data).unwrap_or(Value::String(row.data));
+        Record {
+            trail: row.trail,
+            seq: row.seq,
+            at: row.at,
+            kind: row.kind,
+            data,
+            prev_hash: row.prev_hash,
+            hash: row.hash,
+        }
+    }
+}
+
+/// The canonical JSON of `value`: object keys sorted at every level, no
+/// whitespace, serde_json's escaping and number forms. The hash of a
+/// record is taken over it.
+///
+/// ```
+/// use serde_json::json;
+/// assert_eq!(crew_runtime::audit::canonical(&json!({"b": 1, "a": [true, {"d": null, "c": "x"}]})),
+///            r#"{"a":[true,{"c":"x","d":null}],"b":1}"#);
+/// ```
+pub fn canonical(value: &Value) -> String {
+    let mut value = value.clone();
+    value.sort_all_objects();
+    value.to_string()
+}
+
+/// The hash of a record: SHA-256, in lower-case hex, of the canonical JSON
+/// of `{"at", "data", "kind", "prev", "seq", "trail"}` (`data` being the
+/// record's canonical JSON text).
+///
+/// ```
+/// let hash = crew_runtime::audit::record_hash("default", 1, 0, "kickoff_started", "{}", &"0".repeat(64));
+/// assert_eq!(hash.len(), 64);
+/// ```
+pub fn record_hash(trail: &str, seq: i64, at: i64, kind: &str, data: &str, prev: &str) -> String {
+    let preimage = canonical(&json!({
+        "at": at,
+        "data": data,
+        "kind": kind,
+        "prev": prev,
+        "seq": seq,
+        "trail": trail,
+    }));
+    let digest = Sha256::digest(preimage.as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+enum Message {
+    Record(Entry),
+    Flush(oneshot::Sender<Result<(), String>>),
+}
+
+struct Shared {
+    name: String,
+    sender: mpsc::Sender<Message>,
+    dropped: AtomicU64,
+    /// Dropped records not yet reported on the trail.
+    unreported: AtomicU64,
+    written: AtomicU64,
+    failing: AtomicBool,
+}
+
+/// Records written to a store's audit trail, from a crew's events and from
+/// approvals; cheap to clone (clones share one writer).
+///
+/// ```no_run
+/// use crew_runtime::audit::AuditTrail;
+/// use crew_runtime::store::Store;
+///
+/// # async fn run(crew: crew_runtime::Crew) -> Result<(), Box<dyn std::error::Error>> {
+/// let trail = AuditTrail::open(Store::connect("sqlite://audit.db").await?)?;
+/// trail.attach(&crew);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct AuditTrail {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for AuditTrail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuditTrail")
+            .field("trail", &self.shared.name)
+            .field("written", &self.written())
+            .field("dropped", &self.dropped())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AuditTrail {
+    /// A writer to the trail [`DEFAULT_TRAIL`] of `store`, with a buffer of
+    /// [`DEFAULT_BUFFER`] records. Must be called inside a tokio runtime
+    /// (the writer is a task of it).
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::audit::AuditError> {
+    /// let trail = crew_runtime::audit::AuditTrail::open(store)?;
+    /// # let _ = trail;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn open(store: Store) -> Result<AuditTrail, AuditError> {
+        AuditTrail::open_with(store, DEFAULT_TRAIL, DEFAULT_BUFFER)
+    }
+
+    /// A writer to trail `name` of `store`, whose buffer holds `buffer`
+    /// records (at least one).
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::audit::AuditError> {
+    /// let trail = crew_runtime::audit::AuditTrail::open_with(store, "payments", 10_000)?;
+    /// # let _ = trail;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn open_with(store: Store, name: &str, buffer: usize) -> Result<AuditTrail, AuditError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| AuditError::NoRuntime)?;
+        let (sender, receiver) = mpsc::channel(buffer.max(1));
+        let shared = Arc::new(Shared {
+            name: name.to_owned(),
+            sender,
+            dropped: AtomicU64::new(0),
+            unreported: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+            failing: AtomicBool::new(false),
+        });
+        runtime.spawn(write(store, Arc::downgrade(&shared), receiver));
+        Ok(AuditTrail { shared })
+    }
+
+    /// The trail's name.
+    ///
+    /// ```no_run
+    /// # fn run(trail: crew_runtime::audit::AuditTrail) {
+    /// assert_eq!(trail.name(), "default");
+    /// # }
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// Queues a record of `kind` with `data`, without waiting: when the
+    /// buffer is full it is dropped and counted ([`dropped`](Self::dropped)).
+    /// The data is cleaned by the redaction in scope (a crew's, when
+    /// called from its hooks).
+    ///
+    /// ```no_run
+    /// # fn run(trail: crew_runtime::audit::AuditTrail) {
+    /// trail.record("deploy_started", serde_json::json!({"service": "web"}));
+    /// # }
+    /// ```
+    pub fn record(&self, kind: &str, data: Value) {
+        let text = data.to_string();
+        let data = match crate::runtime::redact_in_scope(&text) {
+            std::borrow::Cow::Borrowed(_) => data,
+            std::borrow::Cow::Owned(cleaned) => {
+                serde_json::from_str(&cleaned).unwrap_or(Value::String(cleaned))
+            }
+        };
+        let entry = Entry {
+            at: now_millis(),
+            kind: kind.to_owned(),
+            data,
+        };
+        if self.shared.sender.try_send(Message::Record(entry)).is_err() {
+            let dropped = self.shared.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            self.shared.unreported.fetch_add(1, Ordering::Relaxed);
+            if dropped.is_power_of_two() {
+                tracing::warn!(
+                    trail = %self.shared.name,
+                    dropped,
+                    "the audit trail's buffer is full: records are dropped (the store is slow or down)"
+                );
+            }
+        }
+    }
+
+    /// Waits until every record queued before the call is written; an
+    /// error when the store cannot take them now (they stay queued).
+    ///
+    /// ```no_run
+    /// # async fn run(trail: crew_runtime::audit::AuditTrail) -> Result<(), crew_runtime::audit::AuditError> {
+    /// trail.flush().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn flush(&self) -> Result<(), AuditError> {
+        let (done, written) = oneshot::channel();
+        self.shared
+            .sender
+            .send(Message::Flush(done))
+            .await
+            .map_err(|_| AuditError::WriterStopped)?;
+        match written.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) => Err(AuditError::Store(StoreError::Query(error))),
+            Err(_) => Err(AuditError::WriterStopped),
+        }
+    }
+
+    /// How many records were dropped because the buffer was full.
+    ///
+    /// ```no_run
+    /// # fn run(trail: crew_runtime::audit::AuditTrail) {
+    /// assert_eq!(trail.dropped(), 0);
+    /// # }
+    /// ```
+    pub fn dropped(&self) -> u64 {
+        self.shared.dropped.load(Ordering::Relaxed)
+    }
+
+    /// How many records were written.
+    ///
+    /// ```no_run
+    /// # fn run(trail: crew_runtime::audit::AuditTrail) {
+    /// println!("{} records written", trail.written());
+    /// # }
+    /// ```
+    pub fn written(&self) -> u64 {
+        self.shared.written.load(Ordering::Relaxed)
+    }
+
+    /// Whether the last write failed (the store is down or read-only).
+    ///
+    /// ```no_run
+    /// # fn run(trail: crew_runtime::audit::AuditTrail) {
+    /// if trail.is_failing() { eprintln!("the audit trail cannot be written"); }
+    /// # }
+    /// ```
+    pub fn is_failing(&self) -> bool {
+        self.shared.failing.load(Ordering::Relaxed)
+    }
+
+    /// Records the events of `crew` (every kickoff of it, and of the values
+    /// [`Crew::for_user`](crate::Crew::for_user) makes of it) from now on;
+    /// returns the listener's id on [`crew.events()`](crate::Crew::events).
+    ///
+    /// ```no_run
+    /// # fn run(trail: crew_runtime::audit::AuditTrail, crew: crew_runtime::Crew) {
+    /// let listener = trail.attach(&crew);
+    /// // … later, to stop recording:
+    /// crew.events().unsubscribe(listener);
+    /// # }
+    /// ```
+    pub fn attach(&self, crew: &crate::Crew) -> ListenerId {
+        let trail = self.clone();
+        crew.events().subscribe(move |event| {
+            if let Some((kind, data)) = record_of(event) {
+                trail.record(kind, data);
+            }
+        })
+    }
+}
+
+/// What an event records, if anything.
+fn record_of(event: &Event) -> Option<(&'static str, Value)> {
+    Some(match event {
+        Event::CrewKickoffStarted(e) => (
+            "kickoff_started",
+            json!({"crew": e.crew_name, "user": e.user, "kickoff_id": e.kickoff_id,
+                   "inputs": e.inputs.iter().collect::<std::collections::BTreeMap<_, _>>()}),
+        ),
+        Event::CrewKickoffCompleted(e) => (
+            "kickoff_ended",
+            json!({"crew": e.crew_name, "user": e.user, "kickoff_id": e.kickoff_id,
+                   "status": "completed", "tokens": usage(&e.token_usage)}),
+        ),
+        Event::CrewKickoffFailed(e) => (
+            "kickoff_ended",
+            json!({"crew": e.crew_name, "user": e.user, "kickoff_id": e.kickoff_id,
+                   "status": if e.error.contains("cancelled") { "cancelled" } else { "failed" },
+                   "error": e.error}),
+        ),
+        Event::HookDispatched(e) if e.abort_reason.is_some() || e.outcome == "aborted" => (
+            "blocked",
+            json!({"point": e.point.to_string(), "source": e.abort_source, "reason": e.abort_reason,
+                   "tool": e.tool_name.as_deref(), "agent": e.agent_role.as_deref()}),
+        ),
+        Event::PolicyDecided(e) => (
+            "policy_decided",
+            json!({"tool": e.tool_name, "agent": e.agent_role, "decision": e.decision,
+                   "mode": if e.shadow { "shadow" } else { "enforced" },
+                   "policies": e.policies, "reason": e.reason}),
+        ),
+        Event::ToolUsageStarted(e) => (
+            "tool_started",
+            json!({"tool": e.tool_name, "input": e.tool_input, "agent": e.agent_role,
+                   "task": e.task, "crew": e.crew}),
+        ),
+        Event::ToolUsageFinished(e) => (
+            "tool_finished",
+            json!({"tool": e.tool_name, "result": e.result, "blocked": e.blocked,
+                   "duration_ms": u64::try_from(e.duration.as_millis()).unwrap_or(u64::MAX),
+                   "agent": e.agent_role, "task": e.task, "crew": e.crew}),
+        ),
+        Event::ToolUsageError(e) => (
+            "tool_failed",
+            json!({"tool": e.tool_name, "error": e.error, "agent": e.agent_role,
+                   "task": e.task, "crew": e.crew}),
+        ),
+        Event::ToolUsageAbandoned(e) => (
+            "tool_cancelled",
+            json!({"tool": e.tool_name, "ran_to_completion": e.completed, "result": e.result,
+                   "agent": e.agent_role, "task": e.task, "crew": e.crew}),
+        ),
+        Event::LlmCallCompleted(e) => (
+            "model_call",
+            json!({"model": e.model, "tool_calls": e.tool_calls,
+                   "tokens": e.usage.as_ref().map(usage), "agent": e.agent_role,
+                   "task": e.task_name, "crew": e.crew}),
+        ),
+        Event::LlmCallFailed(e) => ("model_call_failed", json!({"error": e.error})),
+        _ => return None,
+    })
+}
+
+fn usage(usage: &hooks_core::TokenUsage) -> Value {
+    json!({
+        "prompt": usage.prompt_tokens,
+        "completion": usage.completion_tokens,
+        "total": usage.total_tokens,
+    })
+}
+
+/// The writer: batches what is queued, writes it, keeps and retries a
+/// batch the store refused, reports drops once the store takes records
+/// again. Ends when every handle is gone and the queue is written.
+async fn write(store: Store, shared: std::sync::Weak<Shared>, mut queue: mpsc::Receiver<Message>) {
+    let mut batch: Vec<Entry> = Vec::new();
+    let mut waiting: Vec<oneshot::Sender<Result<(), String>>> = Vec::new();
+    let mut backoff = Duration::from_millis(50);
+    let name = match shared.upgrade() {
+        Some(shared) => shared.name.clone(),
+        None => return,
+    };
+    loop {
+        if batch.is_empty() && waiting.is_empty() {
+            match queue.recv().await {
+                Some(Message::Record(entry)) => batch.push(entry),
+                Some(Message::Flush(done)) => waiting.push(done),
+                None => return,
+            }
+        }
+        while batch.len() < BATCH {
+            match queue.try_recv() {
+                Ok(Message::Record(entry)) => batch.push(entry),
+                Ok(Message::Flush(done)) => {
+                    waiting.push(done);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        if let Some(shared) = shared.upgrade() {
+            let dropped = shared.unreported.swap(0, Ordering::Relaxed);
+            if dropped > 0 {
+                batch.insert(
+                    0,
+                    Entry {
+                        at: now_millis(),
+                        kind: "records_dropped".into(),
+                        data: json!({"count": dropped, "total": shared.dropped.load(Ordering::Relaxed)}),
+                    },
+                );
+            }
+        }
+        if batch.is_empty() {
+            for done in waiting.drain(..) {
+                let _ = done.send(Ok(()));
+            }
+            continue;
+        }
+        match store.append_audit(&name, &batch).await {
+            Ok(_) => {
+                if let Some(shared) = shared.upgrade() {
+                    shared
+                        .written
+                        .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    shared.failing.store(false, Ordering::Relaxed);
+                }
+                batch.clear();
+                backoff = Duration::from_millis(50);
+                for done in waiting.drain(..) {
+                    let _ = done.send(Ok(()));
+                }
+            }
+            Err(error) => {
+                if let Some(shared) = shared.upgrade() {
+                    if !shared.failing.swap(true, Ordering::Relaxed) {
+                        tracing::warn!(trail = %name, %error, "the audit trail cannot be written; retrying");
+                    }
+                }
+                for done in waiting.drain(..) {
+                    let _ = done.send(Err(error.to_string()));
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+                if shared.strong_count() == 0 && queue.is_closed() {
+                    tracing::warn!(trail = %name, lost = batch.len(), "the audit trail was dropped while its store failed");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// What [`verify`] found: the trail's head, and where its clock went back
+/// (not a break: the chain's order is its sequence, not its times).
+///
+/// ```no_run
+/// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::audit::AuditError> {
+/// let verified = crew_runtime::audit::verify(&store, "default", None).await?;
+/// println!("intact up to {}", verified.head);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Verified {
+    /// The trail.
+    pub trail: String,
+    /// Its head: count and last hash.
+    pub head: Head,
+    /// Records whose time is earlier than the record before them.
+    pub clock_went_back_at: Vec<i64>,
+}
+
+/// Checks trail `trail` of `store` from its first record to its last:
+/// every record's hash is recomputed from its content, and must name the
+/// record before it; sequence numbers run from 1 without gaps. With
+/// `expect` (a head kept elsewhere), the trail must also reach that
+/// record with that hash: what catches records cut from the end or a
+/// chain rewritten whole. Reads the trail a page at a time: linear in its
+/// records, bounded memory.
+///
+/// ```no_run
+/// # async fn run(store: crew_runtime::store::Store) {
+/// match crew_runtime::audit::verify(&store, "default", None).await {
+///     Ok(verified) => println!("intact: {}", verified.head),
+///     Err(error) => eprintln!("{error}"),
+/// }
+/// # }
+/// ```
+pub async fn verify(
+    store: &Store,
+    trail: &str,
+    expect: Option<&Head>,
+) -> Result<Verified, AuditError> {
+    let broken = |seq: i64, problem: String| AuditError::Broken {
+        trail: trail.to_owned(),
+        seq,
+        problem,
+    };
+    let mut prev_seq = 0i64;
+    let mut prev_hash = GENESIS.to_owned();
+    let mut prev_at = i64::MIN;
+    let mut clock_went_back_at = Vec::new();
+    let mut expected_seen = false;
+    loop {
+        let rows = store.audit_rows(trail, prev_seq, PAGE).await?;
+        if rows.is_empty() {
+            break;
+        }
+        for row in rows {
+            if row.seq != prev_seq + 1 {
+                let problem = if prev_seq == 0 {
+                    format!(
+                        "the trail starts at record {} (record 1 was removed)",
+                        row.seq
+                    )
+                } else {
+                    format!(
+                        "records {} to {} were removed (record {prev_seq} is followed by record {})",
+                        prev_seq + 1,
+                        row.seq - 1,
+                        row.seq
+                    )
+                };
+                return Err(broken(prev_seq + 1, problem));
+            }
+            let data: Value = serde_json::from_str(&row.data).map_err(|error| {
+                broken(
+                    row.seq,
+                    format!("its data is not JSON any more ({error}): it was changed"),
+                )
+            })?;
+            let recomputed = record_hash(
+                trail,
+                row.seq,
+                row.at,
+                &row.kind,
+                &canonical(&data),
+                &row.prev_hash,
+            );
+            if recomputed != row.hash {
+                return Err(broken(
+                    row.seq,
+                    "its content does not match its hash: it was changed".into(),
+                ));
+            }
+            if row.prev_hash != prev_hash {
+                return Err(broken(
+                    row.seq,
+                    format!(
+                        "it does not follow record {prev_seq}: a record was inserted, removed or reordered before it"
+                    ),
+                ));
+            }
+            if row.at < prev_at {
+                clock_went_back_at.push(row.seq);
+            }
+            if let Some(expect) = expect
+                && row.seq == expect.count
+            {
+                if row.hash != expect.hash {
+                    return Err(AuditError::HeadMismatch {
+                        trail: trail.to_owned(),
+                        expected: expect.clone(),
+                        problem: format!(
+                            "record {} has hash {}: the chain was rewritten",
+                            row.seq, row.hash
+                        ),
+                    });
+                }
+                expected_seen = true;
+            }
+            prev_at = row.at;
+            prev_seq = row.seq;
+            prev_hash = row.hash;
+        }
+    }
+    if let Some(expect) = expect
+        && !expected_seen
+        && !(expect.count == 0 && expect.hash == GENESIS)
+    {
+        return Err(AuditError::HeadMismatch {
+            trail: trail.to_owned(),
+            expected: expect.clone(),
+            problem: format!(
+                "the trail ends at record {prev_seq}: records after it were cut from the end"
+            ),
+        });
+    }
+    Ok(Verified {
+        trail: trail.to_owned(),
+        head: Head {
+            count: prev_seq,
+            hash: prev_hash,
+        },
+        clock_went_back_at,
+    })
+}
+
+/// The head of trail `trail`: its record count and last hash, as the
+/// records say (not checked: [`verify`] checks).
+///
+/// ```no_run
+/// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::audit::AuditError> {
+/// println!("{}", crew_runtime::audit::head(&store, "default").await?);
+/// # Ok(())
+/// # }
+/// ```
+pub async fn head(store: &Store, trail: &str) -> Result<Head, AuditError> {
+    let last = store.audit_tail_rows(trail, 1).await?;
+    Ok(match last.into_iter().next() {
+        Some(row) => Head {
+            count: row.seq,
+            hash: row.hash,
+        },
+        None => Head {
+            count: 0,
+            hash: GENESIS.to_owned(),
+        },
+    })
+}
+
+/// The last `count` records of trail `trail`, oldest first.
+///
+/// ```no_run
+/// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::audit::AuditError> {
+/// let last = crew_runtime::audit::tail(&store, "default", 20).await?;
+/// # let _ = last;
+/// # Ok(())
+/// # }
+/// ```
+pub async fn tail(store: &Store, trail: &str, count: usize) -> Result<Vec<Record>, AuditError> {
+    let count = i64::try_from(count).unwrap_or(i64::MAX);
+    Ok(store
+        .audit_tail_rows(trail, count)
+        .await?
+        .into_iter()
+        .map(Record::from_row)
+        .collect())
+}
+
+/// The trails of `store` that have records.
+///
+/// ```no_run
+/// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::audit::AuditError> {
+/// for trail in crew_runtime::audit::trails(&store).await? {
+///     println!("{trail}");
+/// }
+/// # Ok(())
+/// # }
+/// ```
+pub async fn trails(store: &Store) -> Result<Vec<String>, AuditError> {
+    Ok(store.audit_trail_names().await?)
+}
+
+/// Writes every record of trail `trail` to `out`, one JSON object per line
+/// ([`Record::to_json`]), a page at a time; returns how many.
+///
+/// ```no_run
+/// # async fn run(store: crew_runtime::store::Store) -> Result<(), Box<dyn std::error::Error>> {
+/// let written = crew_runtime::audit::export(&store, "default", &mut std::io::stdout().lock()).await?;
+/// eprintln!("{written} records");
+/// # Ok(())
+/// # }
+/// ```
+pub async fn export(
+    store: &Store,
+    trail: &str,
+    out: &mut impl std::io::Write,
+) -> Result<u64, Box<dyn std::error::Error + Send + Sync>> {
+    let mut after = 0i64;
+    let mut written = 0u64;
+    loop {
+        let rows = store.audit_rows(trail, after, PAGE).await?;
+        if rows.is_empty() {
+            return Ok(written);
+        }
+        for row in rows {
+            after = row.seq;
+            writeln!(out, "{}", Record::from_row(row).to_json())?;
+            written += 1;
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The audit trail's rows: appending a batch to a trail's hash chain, and
+//! reading it back (see [`crate::audit`]).
+
+use serde_json::Value;
+use sqlx::Row as _;
+
+use super::{Store, StoreError, on_pool};
+
+/// The hash a trail's first record points back to.
+pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// One record as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Row {
+    pub(crate) trail: String,
+    pub(crate) seq: i64,
+    pub(crate) at: i64,
+    pub(crate) kind: String,
+    /// The stored text of the record's data.
+    pub(crate) data: String,
+    pub(crate) prev_hash: String,
+    pub(crate) hash: String,
+}
+
+/// A record to append: when, what kind, its data.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub(crate) at: i64,
+    pub(crate) kind: String,
+    pub(crate) data: Value,
+}
+
+macro_rules! read_row {
+    ($row:expr) => {{
+        let row = $row;
+        let corrupt = |error: sqlx::Error| StoreError::Corrupt(error.to_string());
+        Ok::<Row, StoreError>(Row {
+            trail: row.try_get("trail").map_err(corrupt)?,
+            seq: row.try_get("seq").map_err(corrupt)?,
+            at: row.try_get("at").map_err(corrupt)?,
+            kind: row.try_get("kind").map_err(corrupt)?,
+            data: row.try_get("data").map_err(corrupt)?,
+            prev_hash: row.try_get("prev_hash").map_err(corrupt)?,
+            hash: row.try_get("hash").map_err(corrupt)?,
+        })
+    }};
+}
+
+impl Store {
+    /// Appends `entries` to `trail` in one transaction, chained after its
+    /// head; returns the new head (sequence number and hash). Writers of
+    /// several processes on one database take turns on the head's row, so
+    /// the chain stays one.
+    pub(crate) async fn append_audit(
+        &self,
+        trail: &str,
+        entries: &[Entry],
+    ) -> Result<(i64, String), StoreError> {
+        on_pool!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            // A write first: on SQLite it takes the database's write lock,
+            // on PostgreSQL the head's row lock (with the update below), so
+            // no other writer reads the same head.
+            sqlx::query(
+                "INSERT INTO crew_audit_heads (trail, seq, hash) VALUES ($1, 0, $2) \
+                 ON CONFLICT (trail) DO NOTHING",
+            )
+            .bind(trail)
+            .bind(GENESIS)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query("UPDATE crew_audit_heads SET seq = seq WHERE trail = $1")
+                .bind(trail)
+                .execute(&mut *tx)
+                .await?;
+            let head = sqlx::query("SELECT seq, hash FROM crew_audit_heads WHERE trail = $1")
+                .bind(trail)
+                .fetch_one(&mut *tx)
+                .await?;
+            let mut seq: i64 = head.try_get("seq")?;
+            let mut prev: String = head.try_get("hash")?;
+            for entry in entries {
+                seq += 1;
+                let data = crate::audit::canonical(&entry.data);
+                let hash =
+                    crate::audit::record_hash(trail, seq, entry.at, &entry.kind, &data, &prev);
+                sqlx::query(
+                    "INSERT INTO crew_audit (trail, seq, at, kind, data, prev_hash, hash) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind(trail)
+                .bind(seq)
+                .bind(entry.at)
+                .bind(&entry.kind)
+                .bind(&data)
+                .bind(&prev)
+                .bind(&hash)
+                .execute(&mut *tx)
+                .await?;
+                prev = hash;
+            }
+            sqlx::query("UPDATE crew_audit_heads SET seq = $2, hash = $3 WHERE trail = $1")
+                .bind(trail)
+                .bind(seq)
+                .bind(&prev)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok((seq, prev))
+        })
+    }
+
+    /// Up to `limit` records of `trail` after `after` (a sequence number),
+    /// in order.
+    pub(crate) async fn audit_rows(
+        &self,
+        trail: &str,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<Row>, StoreError> {
+        let sql = "SELECT trail, seq, at, kind, data, prev_hash, hash FROM crew_audit \
+                   WHERE trail = $1 AND seq > $2 ORDER BY seq LIMIT $3";
+        on_pool!(self, |pool| {
+            let rows = sqlx::query(sql)
+                .bind(trail)
+                .bind(after)
+                .bind(limit)
+                .fetch_all(pool)
+                .await?;
+            rows.iter().map(|row| read_row!(row)).collect()
+        })
+    }
+
+    /// The last `count` records of `trail`, in order.
+    pub(crate) async fn audit_tail_rows(
+        &self,
+        trail: &str,
+        count: i64,
+    ) -> Result<Vec<Row>, StoreError> {
+        let sql = "SELECT trail, seq, at, kind, data, prev_hash, hash FROM crew_audit \
+                   WHERE trail = $1 ORDER BY seq DESC LIMIT $2";
+        let mut rows: Vec<Row> = on_pool!(self, |pool| {
+            let rows = sqlx::query(sql)
+                .bind(trail)
+                .bind(count)
+                .fetch_all(pool)
+                .await?;
+            rows.iter()
+                .map(|row| read_row!(row))
+                .collect::<Result<Vec<Row>, StoreError>>()
+        })?;
+        rows.reverse();
+        Ok(rows)
+    }
+
+    /// The trails that have records.
+    pub(crate) async fn audit_trail_names(&self) -> Result<Vec<String>, StoreError> {
+        let sql = "SELECT DISTINCT trail FROM crew_audit ORDER BY trail";
+        on_pool!(self, |pool| {
+            Ok(sqlx::query_scalar(sql).fetch_all(pool).await?)
+        })
+    }
+}
