@@ -601,10 +601,10 @@ async fn write(store: Store, shared: std::sync::Weak<Shared>, mut queue: mpsc::R
                 }
             }
             Err(error) => {
-                if let Some(shared) = shared.upgrade() {
-                    if !shared.failing.swap(true, Ordering::Relaxed) {
-                        tracing::warn!(trail = %name, %error, "the audit trail cannot be written; retrying");
-                    }
+                if let Some(shared) = shared.upgrade()
+                    && !shared.failing.swap(true, Ordering::Relaxed)
+                {
+                    tracing::warn!(trail = %name, %error, "the audit trail cannot be written; retrying");
                 }
                 for done in waiting.drain(..) {
                     let _ = done.send(Err(error.to_string()));
@@ -669,6 +669,9 @@ pub async fn verify(
     };
     let mut prev_seq = 0i64;
     let mut prev_hash = GENESIS.to_owned();
+    // The hash of the record before the previous one: tells an inserted
+    // record from other breaks.
+    let mut prev2_hash = String::new();
     let mut prev_at = i64::MIN;
     let mut clock_went_back_at = Vec::new();
     let mut expected_seen = false;
@@ -694,6 +697,21 @@ pub async fn verify(
                 };
                 return Err(broken(prev_seq + 1, problem));
             }
+            // The link first: a record out of place names the place.
+            if row.prev_hash != prev_hash {
+                let problem = if prev_seq >= 2 && row.prev_hash == prev2_hash {
+                    format!(
+                        "record {prev_seq} was inserted: record {} follows record {} in the chain",
+                        row.seq,
+                        prev_seq - 1
+                    )
+                } else {
+                    format!(
+                        "it does not follow record {prev_seq}: a record was inserted, removed or reordered before it, or record {prev_seq} was changed"
+                    )
+                };
+                return Err(broken(row.seq, problem));
+            }
             let data: Value = serde_json::from_str(&row.data).map_err(|error| {
                 broken(
                     row.seq,
@@ -712,14 +730,6 @@ pub async fn verify(
                 return Err(broken(
                     row.seq,
                     "its content does not match its hash: it was changed".into(),
-                ));
-            }
-            if row.prev_hash != prev_hash {
-                return Err(broken(
-                    row.seq,
-                    format!(
-                        "it does not follow record {prev_seq}: a record was inserted, removed or reordered before it"
-                    ),
                 ));
             }
             if row.at < prev_at {
@@ -742,7 +752,7 @@ pub async fn verify(
             }
             prev_at = row.at;
             prev_seq = row.seq;
-            prev_hash = row.hash;
+            prev2_hash = std::mem::replace(&mut prev_hash, row.hash);
         }
     }
     if let Some(expect) = expect

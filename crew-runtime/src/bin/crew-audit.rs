@@ -113,7 +113,21 @@ async fn run(arguments: &[String]) -> Result<(), Failure> {
         println!("{USAGE}");
         return Ok(());
     }
+    if !matches!(command.as_str(), "verify" | "head" | "tail" | "export") {
+        return Err(Failure::Usage(format!("unknown command {command:?}")));
+    }
     let parsed = parse(rest)?;
+    if command == "export" {
+        match parsed.format.as_deref() {
+            Some("jsonl") => {}
+            Some(other) => {
+                return Err(Failure::Usage(format!(
+                    "unknown format {other:?}: use --format jsonl"
+                )));
+            }
+            None => return Err(Failure::Usage("export needs --format jsonl".into())),
+        }
+    }
     let url = parsed
         .url
         .as_deref()
@@ -184,15 +198,6 @@ async fn run(arguments: &[String]) -> Result<(), Failure> {
             Ok(())
         }
         "export" => {
-            match parsed.format.as_deref() {
-                Some("jsonl") => {}
-                Some(other) => {
-                    return Err(Failure::Usage(format!(
-                        "unknown format {other:?}: use --format jsonl"
-                    )));
-                }
-                None => return Err(Failure::Usage("export needs --format jsonl".into())),
-            }
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             for trail in &trails {

@@ -73,12 +73,19 @@ impl Store {
                 .bind(trail)
                 .execute(&mut *tx)
                 .await?;
-            let head = sqlx::query("SELECT seq, hash FROM crew_audit_heads WHERE trail = $1")
-                .bind(trail)
-                .fetch_one(&mut *tx)
-                .await?;
-            let mut seq: i64 = head.try_get("seq")?;
-            let mut prev: String = head.try_get("hash")?;
+            // The chain's end as the records say (the head's row is only
+            // the writers' lock): a stale or missing row cannot make two
+            // records share a place.
+            let last = sqlx::query(
+                "SELECT seq, hash FROM crew_audit WHERE trail = $1 ORDER BY seq DESC LIMIT 1",
+            )
+            .bind(trail)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let (mut seq, mut prev): (i64, String) = match last {
+                Some(row) => (row.try_get("seq")?, row.try_get("hash")?),
+                None => (0, GENESIS.to_owned()),
+            };
             for entry in entries {
                 seq += 1;
                 let data = crate::audit::canonical(&entry.data);

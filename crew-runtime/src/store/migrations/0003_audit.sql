@@ -1,7 +1,8 @@
 -- The audit trail: append-only records, each holding the SHA-256 of the
 -- record before it in its trail (a hash chain). `data` is the record's
--- canonical JSON. The heads are the writers' cursor only: `verify` never
--- trusts them, it recomputes the chain.
+-- canonical JSON. A head's row is what the writers of a trail lock to take
+-- turns; the chain's end is read from the records, and `verify` trusts
+-- nothing but the records.
 CREATE TABLE crew_audit (
     trail TEXT NOT NULL,
     seq BIGINT NOT NULL,
