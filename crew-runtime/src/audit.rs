@@ -468,6 +468,62 @@ impl AuditTrail {
     }
 }
 
+impl AuditTrail {
+    /// Makes the audit a condition of `crew`'s tool calls: while the trail
+    /// cannot be written (the store is down or read-only) or its buffer is
+    /// full, every tool call of the crew is refused with a message that
+    /// says so (a fail-closed `PRE_TOOL_CALL` hook of the crew named
+    /// `audit-required`, source `audit-required`). Without it, a store
+    /// that is down never stops a crew: records are kept, then dropped and
+    /// counted.
+    ///
+    /// ```no_run
+    /// # fn run(trail: crew_runtime::audit::AuditTrail, crew: crew_runtime::Crew) -> Result<(), crew_runtime::RegisterError> {
+    /// trail.attach(&crew);
+    /// trail.require(&crew)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn require(
+        &self,
+        crew: &crate::Crew,
+    ) -> Result<hooks_core::HookId, hooks_core::RegisterError> {
+        let trail = self.clone();
+        crew.hooks().register_hook_with(
+            hooks_core::PRE_TOOL_CALL,
+            hooks_core::HookOptions::new()
+                .name("audit-required")
+                .fail_closed(),
+            move |_ctx: &mut hooks_core::ToolCallHookContext| -> Result<(), hooks_core::HookAborted> {
+                if trail.can_take_records() {
+                    Ok(())
+                } else {
+                    Err(hooks_core::HookAborted::new(
+                        format!(
+                            "the audit trail `{}` cannot be written now, and this crew requires its audit: \
+                             the call is refused until the store takes records again",
+                            trail.name()
+                        ),
+                        "audit-required",
+                    ))
+                }
+            },
+        )
+    }
+
+    /// Whether records are being written: the last write succeeded and the
+    /// buffer has room.
+    ///
+    /// ```no_run
+    /// # fn run(trail: crew_runtime::audit::AuditTrail) {
+    /// assert!(trail.can_take_records());
+    /// # }
+    /// ```
+    pub fn can_take_records(&self) -> bool {
+        !self.is_failing() && self.shared.sender.capacity() > 0
+    }
+}
+
 /// What an event records, if anything.
 fn record_of(event: &Event) -> Option<(&'static str, Value)> {
     Some(match event {

@@ -92,6 +92,7 @@ on_both_stores!(
     a_clock_that_went_back_is_noted_not_taken_for_a_break,
     a_store_that_stalls_never_stalls_the_crew_and_drops_are_recorded_once_it_is_back,
     two_writers_on_one_trail_keep_one_chain,
+    a_crew_that_requires_its_audit_refuses_calls_while_the_trail_cannot_be_written,
 );
 
 /// Writes `count` records to trail `name` and returns the trail's head.
@@ -541,35 +542,9 @@ async fn a_store_that_stalls_never_stalls_the_crew_and_drops_are_recorded_once_i
     trail.record("note", json!({"n": "before"}));
     trail.flush().await.expect("written");
     // Another session holds the trail's table: the writer waits.
-    let (hold, release) = tokio::sync::oneshot::channel::<()>();
     let (held, is_held) = tokio::sync::oneshot::channel::<()>();
-    let locker_url = url.clone();
-    let locker = tokio::spawn(async move {
-        if locker_url.starts_with("sqlite:") {
-            let pool = sqlx::SqlitePool::connect(&locker_url).await.expect("opens");
-            let mut conn = pool.acquire().await.expect("a connection");
-            sqlx::query("BEGIN IMMEDIATE")
-                .execute(&mut *conn)
-                .await
-                .expect("locks");
-            let _ = held.send(());
-            let _ = release.await;
-            sqlx::query("COMMIT")
-                .execute(&mut *conn)
-                .await
-                .expect("unlocks");
-        } else {
-            let pool = sqlx::PgPool::connect(&locker_url).await.expect("opens");
-            let mut tx = pool.begin().await.expect("a transaction");
-            sqlx::query("LOCK TABLE crew_audit_heads IN ACCESS EXCLUSIVE MODE")
-                .execute(&mut *tx)
-                .await
-                .expect("locks");
-            let _ = held.send(());
-            let _ = release.await;
-            tx.commit().await.expect("unlocks");
-        }
-    });
+    let (hold, release) = tokio::sync::oneshot::channel::<()>();
+    let locker = hold_the_trail(url.clone(), held, release);
     is_held.await.expect("the table is held");
     // Calls go on: recording never waits for the store.
     for n in 0..200 {
@@ -599,6 +574,98 @@ async fn a_store_that_stalls_never_stalls_the_crew_and_drops_are_recorded_once_i
     audit::verify(&store, "default", None)
         .await
         .expect("the chain holds");
+}
+
+/// Holds the store's audit tables from another session until `release`
+/// fires; resolves `held` once they are held.
+fn hold_the_trail(
+    url: String,
+    held: tokio::sync::oneshot::Sender<()>,
+    release: tokio::sync::oneshot::Receiver<()>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        if url.starts_with("sqlite:") {
+            let pool = sqlx::SqlitePool::connect(&url).await.expect("opens");
+            let mut conn = pool.acquire().await.expect("a connection");
+            sqlx::query("BEGIN IMMEDIATE")
+                .execute(&mut *conn)
+                .await
+                .expect("locks");
+            let _ = held.send(());
+            let _ = release.await;
+            sqlx::query("COMMIT")
+                .execute(&mut *conn)
+                .await
+                .expect("unlocks");
+        } else {
+            let pool = sqlx::PgPool::connect(&url).await.expect("opens");
+            let mut tx = pool.begin().await.expect("a transaction");
+            sqlx::query("LOCK TABLE crew_audit_heads IN ACCESS EXCLUSIVE MODE")
+                .execute(&mut *tx)
+                .await
+                .expect("locks");
+            let _ = held.send(());
+            let _ = release.await;
+            tx.commit().await.expect("unlocks");
+        }
+    })
+}
+
+async fn a_crew_that_requires_its_audit_refuses_calls_while_the_trail_cannot_be_written(
+    store: Store,
+    url: String,
+) {
+    let trail = AuditTrail::open_with(store.clone(), "default", 4).expect("a writer");
+    let ran = log();
+    let crew_with = |llm: &Arc<ScriptedLlm>| {
+        let sink = ran.clone();
+        let lookup = Tool::dynamic("lookup", "Looks up", json!({"type": "object"}), move |_| {
+            push(&sink, "ran".to_owned());
+            Ok::<_, String>(json!("found"))
+        });
+        let support = agent("Support", vec![lookup], llm);
+        Crew::builder()
+            .agent(support.clone())
+            .task(Task::builder("Look it up").agent(&support).build())
+            .global_registry(fresh_registry())
+            .build()
+            .expect("builds")
+    };
+    let llm = Arc::new(ScriptedLlm::new().call("lookup", json!({})).answer("done"));
+    let crew = crew_with(&llm);
+    trail.require(&crew).expect("the hook registers");
+
+    let (held, is_held) = tokio::sync::oneshot::channel();
+    let (release, released) = tokio::sync::oneshot::channel();
+    let locker = hold_the_trail(url.clone(), held, released);
+    is_held.await.expect("the trail is held");
+    // The writer is stuck on the store; the buffer fills up.
+    for n in 0..16 {
+        trail.record("note", json!({"n": n}));
+    }
+    assert!(!trail.can_take_records());
+    crew.kickoff(()).await.expect("the kickoff runs");
+    assert!(take(&ran).is_empty(), "a call ran without its audit");
+    let observation = llm.requests()[1].observations().join("\n");
+    assert!(
+        observation.contains("Tool execution blocked by hook"),
+        "{observation}"
+    );
+
+    release.send(()).expect("releases");
+    locker.await.expect("the locker ends");
+    tokio::time::timeout(PATIENCE, async {
+        while trail.flush().await.is_err() || !trail.can_take_records() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the trail takes records again");
+    let llm = Arc::new(ScriptedLlm::new().call("lookup", json!({})).answer("done"));
+    let crew = crew_with(&llm);
+    trail.require(&crew).expect("the hook registers");
+    crew.kickoff(()).await.expect("the kickoff runs");
+    assert_eq!(take(&ran), ["ran"]);
 }
 
 async fn two_writers_on_one_trail_keep_one_chain(store: Store, url: String) {
