@@ -373,6 +373,18 @@ impl AuditTrail {
                 serde_json::from_str(&cleaned).unwrap_or(Value::String(cleaned))
             }
         };
+        // Also an event of the span it was recorded in (`crew.kickoff`,
+        // `execute_tool`, …), so that a trace exported with the `otel`
+        // feature carries the decisions next to the calls. The data is the
+        // redacted one, and it is only formatted when a subscriber takes
+        // the event: without one, this costs a check of the callsite. Its
+        // target is this module's path, `crew_runtime::audit`, to filter by.
+        tracing::info!(
+            audit.trail = %self.shared.name,
+            audit.kind = kind,
+            audit.data = %data,
+            "audit record"
+        );
         let entry = Entry {
             at: now_millis(),
             kind: kind.to_owned(),

@@ -156,6 +156,8 @@ pub mod mcp;
 /// A client for OpenAI-compatible chat-completions servers (OpenAI, Ollama,
 /// vLLM, llama.cpp) with native tool calling.
 pub mod openai;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod placement;
 #[cfg(feature = "policy")]
 pub mod policy;
