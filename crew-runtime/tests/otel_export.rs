@@ -11,7 +11,7 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -22,10 +22,10 @@ use crew_runtime::prelude::*;
 use crew_runtime::store::Store;
 use tracing_subscriber::layer::SubscriberExt;
 
-/// A collector stand-in: what it received, per request, as (path, body).
+/// A collector stand-in: the body of every export it took.
 struct Collector {
     url: String,
-    received: Arc<Mutex<Vec<(String, Vec<u8>)>>>,
+    received: Log<Vec<u8>>,
     server: Arc<tiny_http::Server>,
     thread: Option<JoinHandle<()>>,
 }
@@ -34,7 +34,7 @@ impl Collector {
     fn start() -> Collector {
         let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("a local port"));
         let port = server.server_addr().to_ip().expect("an IP address").port();
-        let received = Arc::new(Mutex::new(Vec::new()));
+        let received = log();
         let thread = {
             let server = server.clone();
             let received = received.clone();
@@ -42,15 +42,11 @@ impl Collector {
                 for mut request in server.incoming_requests() {
                     let mut body = Vec::new();
                     let read = request.as_reader().read_to_end(&mut body);
-                    let path = request.url().to_owned();
                     let status = if request.method() == &tiny_http::Method::Post
-                        && path == "/v1/traces"
+                        && request.url() == "/v1/traces"
                         && read.is_ok()
                     {
-                        received
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .push((path, body));
+                        push(&received, body);
                         200
                     } else {
                         404
@@ -69,12 +65,7 @@ impl Collector {
 
     /// Every body received so far, one after the other.
     fn bodies(&self) -> Vec<u8> {
-        self.received
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .flat_map(|(_, body)| body.iter().copied())
-            .collect()
+        take(&self.received).concat()
     }
 }
 
