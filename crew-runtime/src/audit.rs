@@ -17,6 +17,11 @@
 //! do not fit in the buffer are counted as dropped (a warning, and a
 //! `records_dropped` record once the store is back).
 //!
+//! Each record is also a `tracing` event (level `INFO`, target
+//! `crew_runtime::audit`, fields `audit.trail`, `audit.kind`, `audit.data`)
+//! in the span it was recorded in: exported with the feature `otel`
+//! (`crew_runtime::otel`), the decisions travel with the trace as span events.
+//!
 //! Each record holds the SHA-256 of the record before it in its trail, over
 //! a canonical JSON encoding ([`canonical`]): [`verify`] recomputes the
 //! chain and names the first record that was changed, removed, inserted or
