@@ -601,10 +601,10 @@ async fn write(store: Store, shared: std::sync::Weak<Shared>, mut queue: mpsc::R
                 }
             }
             Err(error) => {
-                if let Some(shared) = shared.upgrade() {
-                    if !shared.failing.swap(true, Ordering::Relaxed) {
-                        tracing::warn!(trail = %name, %error, "the audit trail cannot be written; retrying");
-                    }
+                if let Some(shared) = shared.upgrade()
+                    && !shared.failing.swap(true, Ordering::Relaxed)
+                {
+                    tracing::warn!(trail = %name, %error, "the audit trail cannot be written; retrying");
                 }
                 for done in waiting.drain(..) {
                     let _ = done.send(Err(error.to_string()));
