@@ -77,6 +77,8 @@ pub const DEFAULT_BUFFER: usize = 65_536;
 
 /// The most records written in one transaction.
 const BATCH: usize = 2_000;
+/// How long the writer waits to gather a small batch.
+const GATHER: Duration = Duration::from_millis(5);
 /// Rows read at a time by [`verify`] and [`export`].
 const PAGE: i64 = 10_000;
 
@@ -262,7 +264,13 @@ pub fn record_hash(trail: &str, seq: i64, at: i64, kind: &str, data: &str, prev:
         "trail": trail,
     }));
     let digest = Sha256::digest(preimage.as_bytes());
-    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        hex.push(char::from(HEX[usize::from(byte >> 4)]));
+        hex.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    }
+    hex
 }
 
 enum Message {
@@ -371,12 +379,18 @@ impl AuditTrail {
     /// # }
     /// ```
     pub fn record(&self, kind: &str, data: Value) {
-        let text = data.to_string();
-        let data = match crate::runtime::redact_in_scope(&text) {
-            std::borrow::Cow::Borrowed(_) => data,
-            std::borrow::Cow::Owned(cleaned) => {
-                serde_json::from_str(&cleaned).unwrap_or(Value::String(cleaned))
+        // The whole document as text, so that key/value rules see the
+        // keys; built only when a redactor would read it.
+        let data = if crate::runtime::redaction_in_scope() {
+            let text = data.to_string();
+            match crate::runtime::redact_in_scope(&text) {
+                std::borrow::Cow::Borrowed(_) => data,
+                std::borrow::Cow::Owned(cleaned) => {
+                    serde_json::from_str(&cleaned).unwrap_or(Value::String(cleaned))
+                }
             }
+        } else {
+            data
         };
         // Also an event of the span it was recorded in (`crew.kickoff`,
         // `execute_tool`, …), so that a trace exported with the `otel`
@@ -630,15 +644,13 @@ async fn write(store: Store, shared: std::sync::Weak<Shared>, mut queue: mpsc::R
                 None => return,
             }
         }
-        while batch.len() < BATCH {
-            match queue.try_recv() {
-                Ok(Message::Record(entry)) => batch.push(entry),
-                Ok(Message::Flush(done)) => {
-                    waiting.push(done);
-                    break;
-                }
-                Err(_) => break,
-            }
+        drain(&mut queue, &mut batch, &mut waiting);
+        // Records trickle in one call at a time: a moment's wait gathers
+        // them into one transaction instead of one each (nobody waits on
+        // it unless a flush asked, and then it is not taken).
+        if batch.len() < BATCH / 8 && waiting.is_empty() {
+            tokio::time::sleep(GATHER).await;
+            drain(&mut queue, &mut batch, &mut waiting);
         }
         if let Some(shared) = shared.upgrade() {
             let dropped = shared.unreported.swap(0, Ordering::Relaxed);
@@ -689,6 +701,25 @@ async fn write(store: Store, shared: std::sync::Weak<Shared>, mut queue: mpsc::R
                     return;
                 }
             }
+        }
+    }
+}
+
+/// Moves what is queued into `batch` (up to [`BATCH`]), stopping after a
+/// flush request.
+fn drain(
+    queue: &mut mpsc::Receiver<Message>,
+    batch: &mut Vec<Entry>,
+    waiting: &mut Vec<oneshot::Sender<Result<(), String>>>,
+) {
+    while batch.len() < BATCH {
+        match queue.try_recv() {
+            Ok(Message::Record(entry)) => batch.push(entry),
+            Ok(Message::Flush(done)) => {
+                waiting.push(done);
+                break;
+            }
+            Err(_) => break,
         }
     }
 }

@@ -724,8 +724,15 @@ thread_local! {
     static REDACTION: Cell<Option<ScopeStack>> = const { Cell::new(None) };
 }
 
-/// Whether a redactor is in scope on this thread (no reference count).
-pub(crate) fn redaction_in_scope() -> bool {
+/// Whether a redactor is in scope on this thread (no reference count): a
+/// caller with a costly text to build for [`redact_in_scope`] can skip
+/// building it when nothing would clean it.
+///
+/// ```
+/// use hooks_core::runtime::redaction_in_scope;
+/// assert!(!redaction_in_scope());
+/// ```
+pub fn redaction_in_scope() -> bool {
     let stack = REDACTION.take();
     let set = stack.is_some();
     REDACTION.set(stack);

@@ -115,6 +115,7 @@ pub mod runtime {
     };
     pub use crate::events::{
         InRedactionScope, REDACTION_FAILED, RedactionScope, redact_contained, redact_in_scope,
+        redaction_in_scope,
     };
     pub use crate::panic::{ContainedPanic, contain_panic, contain_panic_async};
 

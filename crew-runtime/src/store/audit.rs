@@ -9,6 +9,10 @@ use super::{Store, StoreError, on_pool};
 /// The hash a trail's first record points back to.
 pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
+/// Records per `INSERT`: 7 parameters each, well under SQLite's limit of
+/// 32,766 and PostgreSQL's of 65,535.
+const ROWS_PER_INSERT: usize = 200;
+
 /// One record as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Row {
@@ -86,25 +90,54 @@ impl Store {
                 Some(row) => (row.try_get("seq")?, row.try_get("hash")?),
                 None => (0, GENESIS.to_owned()),
             };
+            // Hash the chain first, then insert it many rows per statement:
+            // one round trip per chunk, not per record.
+            let mut rows = Vec::with_capacity(entries.len());
             for entry in entries {
                 seq += 1;
                 let data = crate::audit::canonical(&entry.data);
                 let hash =
                     crate::audit::record_hash(trail, seq, entry.at, &entry.kind, &data, &prev);
-                sqlx::query(
-                    "INSERT INTO crew_audit (trail, seq, at, kind, data, prev_hash, hash) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                )
-                .bind(trail)
-                .bind(seq)
-                .bind(entry.at)
-                .bind(&entry.kind)
-                .bind(&data)
-                .bind(&prev)
-                .bind(&hash)
-                .execute(&mut *tx)
-                .await?;
-                prev = hash;
+                rows.push((
+                    seq,
+                    entry,
+                    data,
+                    std::mem::replace(&mut prev, hash.clone()),
+                    hash,
+                ));
+            }
+            for chunk in rows.chunks(ROWS_PER_INSERT) {
+                let mut sql = String::from(
+                    "INSERT INTO crew_audit (trail, seq, at, kind, data, prev_hash, hash) VALUES ",
+                );
+                for n in 0..chunk.len() {
+                    let at = n * 7;
+                    if n > 0 {
+                        sql.push_str(", ");
+                    }
+                    sql.push_str(&format!(
+                        "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                        at + 1,
+                        at + 2,
+                        at + 3,
+                        at + 4,
+                        at + 5,
+                        at + 6,
+                        at + 7
+                    ));
+                }
+                let mut query = sqlx::query(&sql);
+                for (seq, entry, data, prev_hash, hash) in chunk {
+                    query = query
+                        .bind(trail)
+                        .bind(*seq)
+                        .bind(entry.at)
+                        .bind(entry.kind.as_str())
+                        .bind(data.as_str())
+                        .bind(prev_hash.as_str())
+                        .bind(hash.as_str());
+                }
+                query.execute(&mut *tx).await?;
             }
             sqlx::query("UPDATE crew_audit_heads SET seq = $2, hash = $3 WHERE trail = $1")
                 .bind(trail)
