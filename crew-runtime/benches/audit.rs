@@ -96,10 +96,16 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 /// One kickoff, with a trail attached when `trail` is given: the time
 /// until its records are written, the part of it spent waiting for the
 /// flush once the kickoff had returned, and how many records it wrote.
-async fn kickoff(trail: Option<&AuditTrail>) -> (Duration, Duration, u64) {
+async fn kickoff(trail: Option<&AuditTrail>, listen: bool) -> (Duration, Duration, u64) {
     let crew = crew();
     if let Some(trail) = trail {
         trail.attach(&crew);
+    }
+    if listen {
+        // A listener that keeps nothing: the cost of the events alone.
+        crew.events().subscribe(|event| {
+            std::hint::black_box(event);
+        });
     }
     let before = trail.map_or(0, AuditTrail::written);
     let started = Instant::now();
@@ -128,16 +134,18 @@ async fn crew_cost(store: &Store) {
     let trail = AuditTrail::open_with(store.clone(), "crew", audit::DEFAULT_BUFFER)
         .unwrap_or_else(|error| fail("the trail does not open", error));
     // Warm up both ways once.
-    let _ = kickoff(None).await;
-    let _ = kickoff(Some(&trail)).await;
+    let _ = kickoff(None, false).await;
+    let _ = kickoff(Some(&trail), false).await;
     let mut off = Vec::new();
+    let mut listened = Vec::new();
     let mut on = Vec::new();
     let mut flush_waits = Vec::new();
     let mut records = 0;
     // Interleaved: a neighbour's load falls on both alike.
     for _ in 0..RUNS {
-        off.push(kickoff(None).await.0);
-        let (elapsed, flush_wait, written) = kickoff(Some(&trail)).await;
+        off.push(kickoff(None, false).await.0);
+        listened.push(kickoff(None, true).await.0);
+        let (elapsed, flush_wait, written) = kickoff(Some(&trail), false).await;
         on.push(elapsed);
         flush_waits.push(flush_wait);
         records = written;
@@ -149,10 +157,14 @@ async fn crew_cost(store: &Store) {
         );
     }
     let per_call = |total: Duration| total.as_secs_f64() * 1e6 / TURNS as f64;
-    let (off, on) = (median(off), median(on));
+    let (off, listened, on) = (median(off), median(listened), median(on));
     println!(
         "crew audit_off {:.1} µs per call ({TURNS} turns of one call, 200 µs tool body)",
         per_call(off)
+    );
+    println!(
+        "crew listener  {:.1} µs per call (audit off, a listener that keeps nothing: the events' own cost)",
+        per_call(listened)
     );
     println!(
         "crew audit_on  {:.1} µs per call, timed until flush() returned ({records} records per kickoff, 0 dropped)",

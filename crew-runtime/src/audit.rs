@@ -75,6 +75,15 @@ pub const DEFAULT_TRAIL: &str = "default";
 /// ```
 pub const DEFAULT_BUFFER: usize = 65_536;
 
+/// The largest record data kept, as JSON: 1 MiB. Larger data is replaced
+/// by a note of its size (the record itself is kept, so the trail shows
+/// that something happened).
+///
+/// ```
+/// assert_eq!(crew_runtime::audit::MAX_RECORD_BYTES, 1024 * 1024);
+/// ```
+pub const MAX_RECORD_BYTES: usize = 1024 * 1024;
+
 /// The most records written in one transaction.
 const BATCH: usize = 2_000;
 /// How long the writer waits to gather a small batch.
@@ -404,6 +413,7 @@ impl AuditTrail {
             audit.data = %data,
             "audit record"
         );
+        let data = within_record_limit(data);
         let entry = Entry {
             at: now_millis(),
             kind: kind.to_owned(),
@@ -703,6 +713,22 @@ async fn write(store: Store, shared: std::sync::Weak<Shared>, mut queue: mpsc::R
             }
         }
     }
+}
+
+/// `data`, or in its place a note of its size when its JSON is larger than
+/// [`MAX_RECORD_BYTES`]: a record the store would refuse (or choke on)
+/// must not stop the trail.
+fn within_record_limit(data: Value) -> Value {
+    // Most records are small: measure only what could be large.
+    let bytes = serde_json::to_vec(&data).map_or(usize::MAX, |text| text.len());
+    if bytes <= MAX_RECORD_BYTES {
+        return data;
+    }
+    json!({
+        "omitted": "the record's data was larger than the trail takes",
+        "bytes": bytes,
+        "limit": MAX_RECORD_BYTES,
+    })
 }
 
 /// Moves what is queued into `batch` (up to [`BATCH`]), stopping after a

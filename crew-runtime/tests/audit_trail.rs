@@ -93,7 +93,49 @@ on_both_stores!(
     a_store_that_stalls_never_stalls_the_crew_and_drops_are_recorded_once_it_is_back,
     two_writers_on_one_trail_keep_one_chain,
     a_crew_that_requires_its_audit_refuses_calls_while_the_trail_cannot_be_written,
+    a_record_too_large_is_kept_as_a_note_of_its_size,
 );
+
+async fn a_record_too_large_is_kept_as_a_note_of_its_size(store: Store, _url: String) {
+    let trail = AuditTrail::open(store.clone()).expect("a writer");
+    trail.record(
+        "tool_finished",
+        json!({"result": "x".repeat(20 * 1024 * 1024)}),
+    );
+    trail.record("note", json!({"after": true}));
+    trail.flush().await.expect("the trail goes on");
+    let records = audit::tail(&store, "default", 10).await.expect("reads");
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0].kind, "tool_finished");
+    assert!(
+        records[0].data["bytes"]
+            .as_u64()
+            .is_some_and(|bytes| bytes > 20 * 1024 * 1024)
+    );
+    assert_eq!(records[1].data["after"], true);
+    audit::verify(&store, "default", None)
+        .await
+        .expect("intact");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_store_fails_the_flush_clearly_and_keeps_the_crew_going() {
+    let (store, url, _keep) = store("sqlite").await.expect("SQLite");
+    drop(store);
+    let read_only = Store::connect(&format!("{url}?mode=ro"))
+        .await
+        .expect("a read-only handle opens an up-to-date store");
+    let trail = AuditTrail::open(read_only).expect("a writer");
+    trail.record("note", json!({"n": 1}));
+    match trail.flush().await {
+        Err(AuditError::Store(error)) => {
+            assert!(error.to_string().contains("readonly"), "{error}")
+        }
+        other => panic!("a read-only store took records: {other:?}"),
+    }
+    assert!(trail.is_failing());
+    assert!(!trail.can_take_records());
+}
 
 /// Writes `count` records to trail `name` and returns the trail's head.
 async fn write_records(store: &Store, name: &str, count: usize) -> Head {
