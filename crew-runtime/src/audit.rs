@@ -86,6 +86,9 @@ pub const MAX_RECORD_BYTES: usize = 1024 * 1024;
 
 /// The most records written in one transaction.
 const BATCH: usize = 2_000;
+/// How long a write may be under way before the trail counts as not
+/// taking records (for [`AuditTrail::require`]).
+const STUCK: Duration = Duration::from_secs(1);
 /// How long the writer waits to gather a small batch.
 const GATHER: Duration = Duration::from_millis(5);
 /// Rows read at a time by [`verify`] and [`export`].
@@ -295,6 +298,14 @@ struct Shared {
     unreported: AtomicU64,
     written: AtomicU64,
     failing: AtomicBool,
+    /// When the write under way began (milliseconds since the epoch), 0
+    /// when none is.
+    writing_since: std::sync::atomic::AtomicI64,
+    /// Records queued and not written yet (in the buffer or the writer's
+    /// batch).
+    pending: AtomicU64,
+    /// The buffer's size.
+    buffer: u64,
 }
 
 /// Records written to a store's audit trail, from a crew's events and from
@@ -361,6 +372,9 @@ impl AuditTrail {
             unreported: AtomicU64::new(0),
             written: AtomicU64::new(0),
             failing: AtomicBool::new(false),
+            writing_since: std::sync::atomic::AtomicI64::new(0),
+            pending: AtomicU64::new(0),
+            buffer: buffer.max(1) as u64,
         });
         runtime.spawn(write(store, Arc::downgrade(&shared), receiver));
         Ok(AuditTrail { shared })
@@ -419,7 +433,9 @@ impl AuditTrail {
             kind: kind.to_owned(),
             data,
         };
-        if self.shared.sender.try_send(Message::Record(entry)).is_err() {
+        if self.shared.sender.try_send(Message::Record(entry)).is_ok() {
+            self.shared.pending.fetch_add(1, Ordering::Relaxed);
+        } else {
             let dropped = self.shared.dropped.fetch_add(1, Ordering::Relaxed) + 1;
             self.shared.unreported.fetch_add(1, Ordering::Relaxed);
             if dropped.is_power_of_two() {
@@ -443,11 +459,23 @@ impl AuditTrail {
     /// ```
     pub async fn flush(&self) -> Result<(), AuditError> {
         let (done, written) = oneshot::channel();
-        self.shared
-            .sender
-            .send(Message::Flush(done))
-            .await
-            .map_err(|_| AuditError::WriterStopped)?;
+        match self.shared.sender.try_send(Message::Flush(done)) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Closed(_)) => return Err(AuditError::WriterStopped),
+            // A full buffer behind a store that refuses writes would hold
+            // the flush until the store is back: say so instead.
+            Err(mpsc::error::TrySendError::Full(_)) if self.is_failing() => {
+                return Err(AuditError::Store(StoreError::Query(
+                    "the trail cannot be written now and its buffer is full".into(),
+                )));
+            }
+            Err(mpsc::error::TrySendError::Full(message)) => self
+                .shared
+                .sender
+                .send(message)
+                .await
+                .map_err(|_| AuditError::WriterStopped)?,
+        }
         match written.await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(error)) => Err(AuditError::Store(StoreError::Query(error))),
@@ -511,8 +539,8 @@ impl AuditTrail {
 
 impl AuditTrail {
     /// Makes the audit a condition of `crew`'s tool calls: while the trail
-    /// cannot be written (the store is down or read-only) or its buffer is
-    /// full, every tool call of the crew is refused with a message that
+    /// cannot be written (the store is down, read-only, or a write has
+    /// hung for more than a second) or its buffer is full, every tool call of the crew is refused with a message that
     /// says so (a fail-closed `PRE_TOOL_CALL` hook of the crew named
     /// `audit-required`, source `audit-required`). Without it, a store
     /// that is down never stops a crew: records are kept, then dropped and
@@ -552,8 +580,9 @@ impl AuditTrail {
         )
     }
 
-    /// Whether records are being written: the last write succeeded and the
-    /// buffer has room.
+    /// Whether records are being written: the last write succeeded, none
+    /// has been under way for more than a second (a store that is locked
+    /// or unreachable holds it), and the buffer has room.
     ///
     /// ```no_run
     /// # fn run(trail: crew_runtime::audit::AuditTrail) {
@@ -561,7 +590,10 @@ impl AuditTrail {
     /// # }
     /// ```
     pub fn can_take_records(&self) -> bool {
-        !self.is_failing() && self.shared.sender.capacity() > 0
+        let since = self.shared.writing_since.load(Ordering::Relaxed);
+        let stuck = since != 0 && now_millis().saturating_sub(since) > STUCK.as_millis() as i64;
+        let full = self.shared.pending.load(Ordering::Relaxed) >= self.shared.buffer;
+        !self.is_failing() && !stuck && !full
     }
 }
 
@@ -642,6 +674,8 @@ async fn write(store: Store, shared: std::sync::Weak<Shared>, mut queue: mpsc::R
     let mut batch: Vec<Entry> = Vec::new();
     let mut waiting: Vec<oneshot::Sender<Result<(), String>>> = Vec::new();
     let mut backoff = Duration::from_millis(50);
+    // Drop notices in `batch` (written, never queued).
+    let mut notices = 0usize;
     let name = match shared.upgrade() {
         Some(shared) => shared.name.clone(),
         None => return,
@@ -665,6 +699,7 @@ async fn write(store: Store, shared: std::sync::Weak<Shared>, mut queue: mpsc::R
         if let Some(shared) = shared.upgrade() {
             let dropped = shared.unreported.swap(0, Ordering::Relaxed);
             if dropped > 0 {
+                notices += 1;
                 batch.insert(
                     0,
                     Entry {
@@ -681,15 +716,26 @@ async fn write(store: Store, shared: std::sync::Weak<Shared>, mut queue: mpsc::R
             }
             continue;
         }
-        match store.append_audit(&name, &batch).await {
+        if let Some(shared) = shared.upgrade() {
+            shared.writing_since.store(now_millis(), Ordering::Relaxed);
+        }
+        let appended = store.append_audit(&name, &batch).await;
+        if let Some(shared) = shared.upgrade() {
+            shared.writing_since.store(0, Ordering::Relaxed);
+        }
+        match appended {
             Ok(_) => {
                 if let Some(shared) = shared.upgrade() {
                     shared
                         .written
                         .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    // Drop notices were never queued: not counted.
+                    let queued = (batch.len() - notices) as u64;
+                    shared.pending.fetch_sub(queued, Ordering::Relaxed);
                     shared.failing.store(false, Ordering::Relaxed);
                 }
                 batch.clear();
+                notices = 0;
                 backoff = Duration::from_millis(50);
                 for done in waiting.drain(..) {
                     let _ = done.send(Ok(()));

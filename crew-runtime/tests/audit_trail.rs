@@ -685,7 +685,15 @@ async fn a_crew_that_requires_its_audit_refuses_calls_while_the_trail_cannot_be_
     for n in 0..16 {
         trail.record("note", json!({"n": n}));
     }
-    assert!(!trail.can_take_records());
+    // The writer is held: within a moment (its buffer full, or its write
+    // hung past a second) the trail says it takes no records.
+    tokio::time::timeout(PATIENCE, async {
+        while trail.can_take_records() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("a held trail stops taking records");
     crew.kickoff(()).await.expect("the kickoff runs");
     assert!(take(&ran).is_empty(), "a call ran without its audit");
     let observation = llm.requests()[1].observations().join("\n");
