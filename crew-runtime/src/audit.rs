@@ -136,6 +136,9 @@ pub enum AuditError {
     /// The writer is gone (the runtime it ran on shut down).
     #[error("the audit trail's writer has stopped")]
     WriterStopped,
+    /// Writing an export failed.
+    #[error("writing the export failed: {0}")]
+    Write(#[from] std::io::Error),
 }
 
 /// The end of a trail: how many records it has and the hash of the last
@@ -1023,7 +1026,7 @@ pub async fn export(
     store: &Store,
     trail: &str,
     out: &mut impl std::io::Write,
-) -> Result<u64, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<u64, AuditError> {
     let mut after = 0i64;
     let mut written = 0u64;
     loop {
