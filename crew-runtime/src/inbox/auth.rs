@@ -234,10 +234,7 @@ pub(crate) async fn same_origin_only(
     request: Request,
     next: Next,
 ) -> Response {
-    if matches!(
-        *request.method(),
-        Method::GET | Method::HEAD | Method::OPTIONS
-    ) {
+    if changes_nothing(request.method()) {
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
@@ -272,10 +269,7 @@ pub(crate) async fn limit_body(
     request: Request,
     next: Next,
 ) -> Response {
-    if matches!(
-        *request.method(),
-        Method::GET | Method::HEAD | Method::OPTIONS
-    ) {
+    if changes_nothing(request.method()) {
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
@@ -347,6 +341,12 @@ pub(crate) async fn security_headers(mut response: Response) -> Response {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     }
     response
+}
+
+/// Whether a request of `method` changes nothing (a read), so that the
+/// guards of state changes let it through.
+fn changes_nothing(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
 #[cfg(test)]
