@@ -14,7 +14,8 @@
 //! Writing is off the call path: records go through a bounded buffer to a
 //! task that writes them in batches. A store that is slow or down never
 //! stalls or crashes the crew: the batch is kept and retried, records that
-//! do not fit in the buffer are counted as dropped (a warning, and a
+//! do not fit in the buffer are counted as dropped (a warning, an
+//! [`Event::AuditRecordsDropped`] on the attached crews' buses, and a
 //! `records_dropped` record once the store is back).
 //!
 //! Each record is also a `tracing` event (level `INFO`, target
@@ -309,7 +310,16 @@ struct Shared {
     pending: AtomicU64,
     /// The buffer's size.
     buffer: u64,
+    /// The scoped registries of the crews the trail is attached to, whose
+    /// buses hear of dropped records.
+    crews: std::sync::Mutex<Vec<std::sync::Weak<hooks_core::HookRegistry>>>,
+    /// When the last [`Event::AuditRecordsDropped`] went out
+    /// (milliseconds since the epoch), 0 before the first.
+    drop_reported_at: std::sync::atomic::AtomicI64,
 }
+
+/// At most one [`Event::AuditRecordsDropped`] per trail within this long.
+const DROP_EVENT_EVERY: i64 = 1_000;
 
 /// Records written to a store's audit trail, from a crew's events and from
 /// approvals; cheap to clone (clones share one writer).
@@ -378,6 +388,8 @@ impl AuditTrail {
             writing_since: std::sync::atomic::AtomicI64::new(0),
             pending: AtomicU64::new(0),
             buffer: buffer.max(1) as u64,
+            crews: std::sync::Mutex::new(Vec::new()),
+            drop_reported_at: std::sync::atomic::AtomicI64::new(0),
         });
         runtime.spawn(write(store, Arc::downgrade(&shared), receiver));
         Ok(AuditTrail { shared })
@@ -448,6 +460,42 @@ impl AuditTrail {
                     "the audit trail's buffer is full: records are dropped (the store is slow or down)"
                 );
             }
+            self.report_drops(dropped);
+        }
+    }
+
+    /// Tells the attached crews' listeners that records were dropped, at
+    /// the first drop and then at most once a [`DROP_EVENT_EVERY`].
+    fn report_drops(&self, dropped: u64) {
+        let now = now_millis();
+        let last = self.shared.drop_reported_at.load(Ordering::Relaxed);
+        if last != 0 && now.saturating_sub(last) < DROP_EVENT_EVERY {
+            return;
+        }
+        // One thread reports; the others racing it skip.
+        if self
+            .shared
+            .drop_reported_at
+            .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        let crews: Vec<_> = self
+            .shared
+            .crews
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .collect();
+        let event = Event::AuditRecordsDropped(hooks_core::events::AuditRecordsDroppedEvent {
+            trail: self.shared.name.clone(),
+            dropped,
+        });
+        // Emitted with no lock held: a listener may record, or attach.
+        for registry in crews {
+            registry.events().emit(&event);
         }
     }
 
@@ -531,6 +579,21 @@ impl AuditTrail {
     /// # }
     /// ```
     pub fn attach(&self, crew: &crate::Crew) -> ListenerId {
+        {
+            let mut crews = self
+                .shared
+                .crews
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            crews.retain(|registry| registry.strong_count() > 0);
+            let registry = crew.scoped_registry();
+            if !crews
+                .iter()
+                .any(|known| std::ptr::eq(known.as_ptr(), Arc::as_ptr(registry)))
+            {
+                crews.push(Arc::downgrade(registry));
+            }
+        }
         let trail = self.clone();
         crew.events().subscribe(move |event| {
             if let Some((kind, data)) = record_of(event) {

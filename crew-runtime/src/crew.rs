@@ -467,6 +467,12 @@ impl Crew {
         &self.inner.hooks.scoped
     }
 
+    /// The crew's own registry, shared (what [`Crew::hooks`] borrows).
+    #[cfg_attr(not(feature = "audit"), allow(dead_code))]
+    pub(crate) fn scoped_registry(&self) -> &Arc<HookRegistry> {
+        &self.inner.hooks.scoped
+    }
+
     /// The bus on which this crew reports: hook dispatches (`HookDispatched`,
     /// `HookPanicked`) and tool usage (`ToolUsageStarted`, `ToolUsageFinished`,
     /// `ToolUsageError`) of its own calls.

@@ -705,13 +705,18 @@ impl AgentRun {
             hooks.hold();
             let model = self.agent().agent.llm().name().to_owned();
             if self.listening() {
+                // Lend the conversation to the listeners rather than copy it
+                // (a copy per turn would make a long run quadratic); it is
+                // copied back only if a listener kept it.
+                let messages = Arc::new(std::mem::take(&mut call.messages));
                 self.emit(Event::LlmCallStarted(LlmCallStartedEvent {
                     model: model.clone(),
-                    messages: call.messages.clone(),
+                    messages: Arc::clone(&messages),
                     agent_role: self.role().to_owned(),
                     task_name: self.task_name(),
                     crew: self.settings().crew_name(),
                 }));
+                call.messages = Arc::try_unwrap(messages).unwrap_or_else(|kept| (*kept).clone());
             }
             let answer = match self.complete(&call.messages, &call.tools, turn).await {
                 Ok((answer, usage)) => {

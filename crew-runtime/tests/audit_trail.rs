@@ -581,6 +581,26 @@ async fn a_store_that_stalls_never_stalls_the_crew_and_drops_are_recorded_once_i
     url: String,
 ) {
     let trail = AuditTrail::open_with(store.clone(), "default", 8).expect("a writer");
+    // A crew the trail is attached to hears of the drops on its bus.
+    let idle = agent(
+        "Idle",
+        Vec::new(),
+        &Arc::new(ScriptedLlm::new().answer("done")),
+    );
+    let crew = Crew::builder()
+        .agent(idle.clone())
+        .task(Task::builder("Nothing").agent(&idle).build())
+        .global_registry(fresh_registry())
+        .build()
+        .expect("builds");
+    trail.attach(&crew);
+    let heard = log();
+    let sink = heard.clone();
+    crew.events().subscribe(move |event| {
+        if let Event::AuditRecordsDropped(dropped) = event {
+            push(&sink, format!("{} {}", dropped.trail, dropped.dropped));
+        }
+    });
     trail.record("note", json!({"n": "before"}));
     trail.flush().await.expect("written");
     // Another session holds the trail's table: the writer waits.
@@ -594,6 +614,15 @@ async fn a_store_that_stalls_never_stalls_the_crew_and_drops_are_recorded_once_i
     }
     assert!(trail.dropped() > 0, "a buffer of 8 took 200 records");
     let dropped = trail.dropped();
+    // The first drop is told at once; later ones at most once a second
+    // (a slow machine may see a second event, never more than the drops).
+    let heard = take(&heard);
+    assert_eq!(
+        heard.first().map(String::as_str),
+        Some("default 1"),
+        "{heard:?}"
+    );
+    assert!(heard.len() <= 2, "{heard:?}");
     hold.send(()).expect("releases");
     locker.await.expect("the locker ends");
     tokio::time::timeout(PATIENCE, async {

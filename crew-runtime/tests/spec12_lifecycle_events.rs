@@ -301,3 +301,41 @@ fn lifecycle_payloads_pass_the_crews_redaction() {
         assert!(!text.contains(secret), "leaked in {text}");
     }
 }
+
+/// The conversation is lent to `LLMCallStarted` rather than copied: a
+/// listener that keeps every event still sees each call's messages as the
+/// model received them, and keeping them changes nothing for the next turn.
+#[test]
+fn llm_call_started_carries_the_messages_the_model_received_even_when_kept() {
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("web_search", json!({"query": "rust"}))
+            .call("web_search", json!({"query": "hooks"}))
+            .answer("facts"),
+    );
+    let researcher = agent("Researcher", vec![search_tool(&log())], &llm);
+    let crew = Crew::builder()
+        .agent(researcher.clone())
+        .task(Task::builder("Research").agent(&researcher).build())
+        .global_registry(fresh_registry())
+        .build()
+        .expect("builds");
+    let kept = log();
+    let sink = kept.clone();
+    crew.events().subscribe(move |event| {
+        if let Event::LlmCallStarted(e) = event {
+            push(&sink, Arc::clone(&e.messages));
+        }
+    });
+    crew.kickoff_blocking(()).expect("the kickoff runs");
+    let kept = take(&kept);
+    let received: Vec<Vec<ChatMessage>> = llm.requests().into_iter().map(|r| r.messages).collect();
+    assert_eq!(received.len(), 3);
+    assert_eq!(
+        kept.iter().map(|m| m.as_ref().clone()).collect::<Vec<_>>(),
+        received
+    );
+    // Each turn adds the model's call and its observation.
+    assert_eq!(kept[1].len(), kept[0].len() + 2);
+    assert_eq!(kept[2].len(), kept[1].len() + 2);
+}

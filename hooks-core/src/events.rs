@@ -274,8 +274,12 @@ pub struct AgentExecutionCompletedEvent {
 pub struct LlmCallStartedEvent {
     /// The model's name.
     pub model: String,
-    /// The messages it receives.
-    pub messages: Vec<crate::ChatMessage>,
+    /// The messages it receives, shared: the event lends the conversation
+    /// instead of copying it, so a listener costs the same at the first
+    /// turn and the thousandth. A listener that keeps the event (or this
+    /// `Arc`) past its call makes the next turn copy the conversation
+    /// once; one that only reads it costs nothing.
+    pub messages: std::sync::Arc<Vec<crate::ChatMessage>>,
     /// The agent's role.
     pub agent_role: String,
     /// The task's name.
@@ -391,6 +395,9 @@ pub enum Event {
     /// A policy set (or a reload of one) was refused; the running set, if
     /// any, stays.
     PolicySetRejected(PolicySetRejectedEvent),
+    /// An audit trail's buffer was full and records were dropped (the
+    /// store is slow or down).
+    AuditRecordsDropped(AuditRecordsDroppedEvent),
 }
 
 impl Event {
@@ -481,6 +488,26 @@ pub struct PolicySetRejectedEvent {
     pub origin: String,
     /// Every problem found, as one message.
     pub error: String,
+}
+
+/// An audit trail could not keep up: its buffer was full, and records were
+/// dropped. Sent on the buses of the crews the trail is attached to, at the
+/// first drop and then at most once a second while drops go on; the trail
+/// itself gets a `records_dropped` record with the count once its store
+/// takes records again.
+///
+/// ```
+/// use hooks_core::events::AuditRecordsDroppedEvent;
+///
+/// let event = AuditRecordsDroppedEvent { trail: "payments".into(), dropped: 3 };
+/// assert_eq!(event.dropped, 3);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRecordsDroppedEvent {
+    /// The trail's name.
+    pub trail: String,
+    /// How many of its records were dropped so far, in all.
+    pub dropped: u64,
 }
 
 /// A piece of a streamed model answer, as it arrives (before the
