@@ -134,6 +134,10 @@ pub enum AuditError {
     /// Nothing to write with: no tokio runtime.
     #[error("an audit trail needs a tokio runtime to write from")]
     NoRuntime,
+    /// The trail cannot be written now: what its store said (the records
+    /// stay queued, and are retried).
+    #[error("the audit trail cannot be written now: {0}")]
+    Unwritten(String),
     /// The writer is gone (the runtime it ran on shut down).
     #[error("the audit trail's writer has stopped")]
     WriterStopped,
@@ -516,9 +520,9 @@ impl AuditTrail {
             // A full buffer behind a store that refuses writes would hold
             // the flush until the store is back: say so instead.
             Err(mpsc::error::TrySendError::Full(_)) if self.is_failing() => {
-                return Err(AuditError::Store(StoreError::Query(
-                    "the trail cannot be written now and its buffer is full".into(),
-                )));
+                return Err(AuditError::Unwritten(
+                    "the store refuses writes and the buffer is full".into(),
+                ));
             }
             Err(mpsc::error::TrySendError::Full(message)) => self
                 .shared
@@ -529,7 +533,7 @@ impl AuditTrail {
         }
         match written.await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(error)) => Err(AuditError::Store(StoreError::Query(error))),
+            Ok(Err(error)) => Err(AuditError::Unwritten(error)),
             Err(_) => Err(AuditError::WriterStopped),
         }
     }

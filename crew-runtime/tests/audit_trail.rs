@@ -128,7 +128,7 @@ async fn a_read_only_store_fails_the_flush_clearly_and_keeps_the_crew_going() {
     let trail = AuditTrail::open(read_only).expect("a writer");
     trail.record("note", json!({"n": 1}));
     match trail.flush().await {
-        Err(AuditError::Store(error)) => {
+        Err(AuditError::Unwritten(error)) => {
             assert!(error.to_string().contains("readonly"), "{error}")
         }
         other => panic!("a read-only store took records: {other:?}"),
@@ -786,4 +786,227 @@ async fn a_malformed_head_or_command_line_is_a_clear_error() {
         "csv",
     ]);
     assert_ne!(status, 0, "{text}");
+}
+
+/// An SQLite file removed under an open store still takes writes, into a
+/// file that no longer has a name: the trail must see it and fail, not
+/// report records as written that nobody can read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_file_removed_mid_run_makes_a_failing_trail_not_a_silent_one() {
+    let (store, url, _keep) = store("sqlite").await.expect("SQLite");
+    let trail = AuditTrail::open(store.clone()).expect("a writer");
+    trail.record("note", json!({"n": 1}));
+    trail.flush().await.expect("written");
+    let path = url.trim_start_matches("sqlite://").to_owned();
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{path}{suffix}"));
+    }
+    // The crew goes on; its records wait.
+    let llm = Arc::new(ScriptedLlm::new().call("lookup", json!({})).answer("done"));
+    let lookup = Tool::dynamic("lookup", "Looks up", json!({"type": "object"}), |_| {
+        Ok::<_, String>(json!("found"))
+    });
+    let support = agent("Support", vec![lookup], &llm);
+    let crew = Crew::builder()
+        .agent(support.clone())
+        .task(Task::builder("Look it up").agent(&support).build())
+        .global_registry(fresh_registry())
+        .build()
+        .expect("builds");
+    trail.attach(&crew);
+    let output = crew.kickoff(()).await.expect("the kickoff runs");
+    assert_eq!(output.raw, "done");
+    match trail.flush().await {
+        Err(error) => assert!(
+            error
+                .to_string()
+                .contains("was removed or replaced while it was open"),
+            "{error}"
+        ),
+        Ok(()) => panic!("records were taken as written into a removed file"),
+    }
+    assert!(trail.is_failing());
+    assert!(!trail.can_take_records());
+    assert_eq!(trail.written(), 1, "only the record before the removal");
+}
+
+/// A PostgreSQL server that goes away mid-run (every connection cut, new
+/// ones refused) and comes back: the crew never waits on it, the trail says
+/// it is failing, and once the server is back every record is written into
+/// one unbroken chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_server_that_goes_away_mid_run_loses_no_record_once_it_is_back() {
+    let Some((store, url, _keep)) = store("postgres").await else {
+        return;
+    };
+    let trail = AuditTrail::open(store.clone()).expect("a writer");
+    trail.record("note", json!({"n": "before"}));
+    trail.flush().await.expect("written");
+    // The database's name, and a session on another database to cut it off.
+    let name = url
+        .split_once("localhost/")
+        .and_then(|(_, rest)| rest.split_once('?'))
+        .map(|(name, _)| name.to_owned())
+        .expect("the test URL names its database");
+    let admin = sqlx::PgPool::connect(&url.replace(&format!("/{name}?"), "/postgres?"))
+        .await
+        .expect("an admin session");
+    let away = [
+        format!("ALTER DATABASE \"{name}\" ALLOW_CONNECTIONS false"),
+        format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"),
+    ];
+    for sql in &away {
+        sqlx::query(sql).execute(&admin).await.expect(sql);
+    }
+
+    let llm = Arc::new(ScriptedLlm::new().call("lookup", json!({})).answer("done"));
+    let lookup = Tool::dynamic("lookup", "Looks up", json!({"type": "object"}), |_| {
+        Ok::<_, String>(json!("found"))
+    });
+    let support = agent("Support", vec![lookup], &llm);
+    let crew = Crew::builder()
+        .agent(support.clone())
+        .task(Task::builder("Look it up").agent(&support).build())
+        .global_registry(fresh_registry())
+        .build()
+        .expect("builds");
+    trail.attach(&crew);
+    let output = tokio::time::timeout(PATIENCE, crew.kickoff(()))
+        .await
+        .expect("the crew never waits on the store")
+        .expect("the kickoff runs");
+    assert_eq!(output.raw, "done");
+    let failed = trail.flush().await;
+    assert!(
+        failed.is_err(),
+        "records written to a server that is away: {failed:?}"
+    );
+    assert!(trail.is_failing());
+
+    sqlx::query(&format!("ALTER DATABASE \"{name}\" ALLOW_CONNECTIONS true"))
+        .execute(&admin)
+        .await
+        .expect("the server is back");
+    tokio::time::timeout(PATIENCE, async {
+        while trail.flush().await.is_err() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the store takes records again");
+    assert_eq!(trail.dropped(), 0);
+    let records = audit::tail(&store, "default", 1000).await.expect("reads");
+    assert_eq!(records.first().map(|r| r.kind.as_str()), Some("note"));
+    assert_eq!(
+        records.last().map(|r| r.kind.as_str()),
+        Some("kickoff_ended")
+    );
+    let verified = audit::verify(&store, "default", None)
+        .await
+        .expect("the chain holds");
+    assert_eq!(verified.head.count, records.len() as i64);
+}
+
+/// The child process of [`a_store_that_fills_up_fails_clearly_and_keeps_its_chain`]:
+/// runs under a file-size limit, records until the store is full, then runs
+/// a crew, and says on stdout what it saw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run by another test as a separate process"]
+async fn child_fills_the_store() {
+    let Ok(url) = std::env::var("CREW_AUDIT_CHILD_URL") else {
+        return;
+    };
+    let store = Store::connect(&url)
+        .await
+        .expect("the child opens the store");
+    let trail = AuditTrail::open(store).expect("a writer");
+    let page = "x".repeat(4096);
+    let mut full = None;
+    for n in 0..10_000 {
+        trail.record("note", json!({"n": n, "page": page}));
+        if n % 16 == 15
+            && let Err(error) = trail.flush().await
+        {
+            full = Some(error);
+            break;
+        }
+    }
+    let full = full.expect("a file-size limit stops the store");
+    println!("FLUSH-ERROR {full}");
+    println!("FAILING {}", trail.is_failing());
+    let llm = Arc::new(ScriptedLlm::new().call("lookup", json!({})).answer("done"));
+    let lookup = Tool::dynamic("lookup", "Looks up", json!({"type": "object"}), |_| {
+        Ok::<_, String>(json!("found"))
+    });
+    let support = agent("Support", vec![lookup], &llm);
+    let crew = Crew::builder()
+        .agent(support.clone())
+        .task(Task::builder("Look it up").agent(&support).build())
+        .global_registry(fresh_registry())
+        .build()
+        .expect("builds");
+    trail.attach(&crew);
+    let output = crew.kickoff(()).await.expect("the kickoff runs");
+    println!("KICKOFF {}", output.raw);
+    println!("WRITTEN {}", trail.written());
+}
+
+/// A store that fills up: the disk is played by a file-size limit on a
+/// child process (`ulimit -f`, with `SIGXFSZ` ignored, so a write past it
+/// fails as on a full disk). The flush fails with the store's own error,
+/// the crew still runs, and what was written verifies.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_fills_up_fails_clearly_and_keeps_its_chain() {
+    let (store, url, _keep) = store("sqlite").await.expect("SQLite");
+    drop(store);
+    let path = url.trim_start_matches("sqlite://").to_owned();
+    let size = std::fs::metadata(&path).expect("the store's file").len()
+        + std::fs::metadata(format!("{path}-wal")).map_or(0, |m| m.len());
+    // 512-byte blocks (a shell counting 1024-byte blocks only doubles it):
+    // room for the store as it is and about 256 KiB more.
+    let blocks = size / 512 + 512;
+    let child = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!("trap '' XFSZ; ulimit -f {blocks}; exec \"$0\" \"$@\""),
+        ])
+        .arg(std::env::current_exe().expect("the test binary"))
+        .args([
+            "--exact",
+            "child_fills_the_store",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("CREW_AUDIT_CHILD_URL", &url)
+        .output()
+        .expect("the child runs");
+    let stdout = String::from_utf8_lossy(&child.stdout);
+    assert!(
+        child.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&child.stderr)
+    );
+    let line = |tag: &str| {
+        stdout
+            .lines()
+            .find_map(|line| line.strip_prefix(tag))
+            .map(str::trim)
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("no {tag} line in {stdout}"))
+    };
+    let error = line("FLUSH-ERROR");
+    assert!(
+        error.contains("full") || error.contains("disk I/O error"),
+        "{error}"
+    );
+    assert_eq!(line("FAILING"), "true");
+    assert_eq!(line("KICKOFF"), "done");
+    let written: i64 = line("WRITTEN").parse().expect("a count");
+    assert!(written > 0);
+    let store = Store::connect(&url).await.expect("opens again");
+    let verified = audit::verify(&store, "default", None)
+        .await
+        .expect("what was written holds");
+    assert_eq!(verified.head.count, written);
 }

@@ -714,6 +714,8 @@ impl Store {
             prompt.push('\n');
             prompt.push_str(&request.default_message);
         }
+        // A question written to a removed file would wait unseen.
+        self.file_still_there()?;
         on_pool!(self, |pool| {
             sqlx::query(sql)
                 .bind(id)

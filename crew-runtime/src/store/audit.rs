@@ -60,6 +60,19 @@ impl Store {
         trail: &str,
         entries: &[Entry],
     ) -> Result<(i64, String), StoreError> {
+        self.file_still_there()?;
+        let appended = self.append_audit_rows(trail, entries).await?;
+        // Removed during the write: the batch went to a file without a
+        // name; it stays queued rather than be taken for written.
+        self.file_still_there()?;
+        Ok(appended)
+    }
+
+    async fn append_audit_rows(
+        &self,
+        trail: &str,
+        entries: &[Entry],
+    ) -> Result<(i64, String), StoreError> {
         on_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             // A write first: on SQLite it takes the database's write lock,

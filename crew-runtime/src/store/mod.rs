@@ -136,6 +136,16 @@ pub enum StoreError {
     /// A query failed.
     #[error("the store failed: {0}")]
     Query(String),
+    /// The SQLite file was removed or replaced while the store had it
+    /// open: what is written now would go to a file nobody can open
+    /// again, so nothing is written. Open the store again.
+    #[error(
+        "the store's SQLite file {path} was removed or replaced while it was open: nothing more is written to it; open the store again"
+    )]
+    FileGone {
+        /// The file's path.
+        path: String,
+    },
     /// An approver account or its secrets cannot be made, changed or
     /// found as asked (a bad or taken name, a short password, no such
     /// approver).
@@ -202,6 +212,44 @@ struct StoreInner {
     changes: broadcast::Sender<String>,
     /// Stops the watcher of changes with the last handle.
     _watcher: tokio::task::AbortHandle,
+    /// The SQLite file the pool opened (none for PostgreSQL or an
+    /// in-memory database).
+    file: Option<SqliteFile>,
+}
+
+/// An SQLite file as it was when the store opened it. A file removed (or
+/// replaced) under an open connection still takes writes, into a file that
+/// no longer has a name: the store checks around its writes that must not
+/// be lost, and fails them instead.
+struct SqliteFile {
+    path: std::path::PathBuf,
+    identity: (u64, u64),
+}
+
+impl SqliteFile {
+    fn identity(path: &std::path::Path) -> Option<(u64, u64)> {
+        let metadata = std::fs::metadata(path).ok()?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Some((metadata.dev(), metadata.ino()))
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = metadata;
+            Some((0, 0))
+        }
+    }
+
+    fn still_there(&self) -> Result<(), StoreError> {
+        if Self::identity(&self.path) == Some(self.identity) {
+            Ok(())
+        } else {
+            Err(StoreError::FileGone {
+                path: self.path.display().to_string(),
+            })
+        }
+    }
 }
 
 impl Drop for StoreInner {
@@ -237,6 +285,15 @@ impl fmt::Debug for Store {
 }
 
 impl Store {
+    /// An error when the SQLite file was removed or replaced since the
+    /// store opened it (always fine on PostgreSQL).
+    pub(crate) fn file_still_there(&self) -> Result<(), StoreError> {
+        self.inner
+            .file
+            .as_ref()
+            .map_or(Ok(()), SqliteFile::still_there)
+    }
+
     /// Opens the store at `url` and brings its schema up to date: an
     /// SQLite file is created when missing. Must be called inside a tokio
     /// runtime.
@@ -270,6 +327,7 @@ impl Store {
             url: shown.clone(),
             reason: error.to_string(),
         };
+        let mut file = None;
         let pool = if url.starts_with("sqlite:") {
             let options = SqliteConnectOptions::from_str(url)
                 .map_err(malformed)?
@@ -277,11 +335,21 @@ impl Store {
                 .journal_mode(SqliteJournalMode::Wal)
                 .busy_timeout(Duration::from_secs(10))
                 .foreign_keys(true);
+            // Absolute: the program may change its directory later.
+            let path = std::path::absolute(options.get_filename())
+                .unwrap_or_else(|_| options.get_filename().to_owned());
             let pool = SqlitePoolOptions::new()
                 .max_connections(4)
                 .connect_with(options)
                 .await
                 .map_err(unreachable)?;
+            // Only a file on disk is watched (an in-memory database has
+            // no path that exists).
+            let path = path.as_path();
+            file = SqliteFile::identity(path).map(|identity| SqliteFile {
+                path: path.to_owned(),
+                identity,
+            });
             Pool::Sqlite(pool)
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             let options = PgConnectOptions::from_str(url).map_err(malformed)?;
@@ -304,6 +372,7 @@ impl Store {
                 url: shown,
                 changes,
                 _watcher: watcher.abort_handle(),
+                file,
             }),
         })
     }
