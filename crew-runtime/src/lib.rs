@@ -65,7 +65,7 @@
 //! [`guards`](crate::guards#nothing-secret-leaves-a-crew)).
 //!
 //! The tools of an MCP server (stdio or streamable HTTP) become crew tools
-//! with [`mcp::McpServer`] (feature `mcp`, on by default): every call of
+//! with `mcp::McpServer` (feature `mcp`): every call of
 //! one goes through the same hooks, and hooks can guard by what a tool
 //! declares it does ([`Capability`]: read-only,
 //! destructive, idempotent, open-world), not only by its name.
@@ -154,7 +154,8 @@ pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 /// A client for OpenAI-compatible chat-completions servers (OpenAI, Ollama,
-/// vLLM, llama.cpp) with native tool calling.
+/// vLLM, llama.cpp) with native tool calling (feature `openai`).
+#[cfg(feature = "openai")]
 pub mod openai;
 #[cfg(feature = "otel")]
 pub mod otel;
