@@ -49,6 +49,26 @@ enum RegistryKind {
     Shared(Arc<HookRegistry>),
 }
 
+/// A crew given a registry of its own that is empty, in a program whose
+/// attribute hooks (`#[on]`, …) are only in the process-wide registry:
+/// those hooks will not run for the crew, which is rarely what was meant
+/// (a redaction hook that silently stops). Said once per process.
+fn warn_if_attribute_hooks_left_out(given: &SharedRegistry) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !given.is_empty()
+        || std::ptr::eq(&**given, global_registry())
+        || !HookRegistry::program_has_static_hooks()
+        || WARNED.swap(true, Ordering::Relaxed)
+    {
+        return;
+    }
+    let warning = "a crew was given an empty registry of its own (HookRegistry::new()): \
+                   the program's #[on] and legacy attribute hooks do not run for it; \
+                   give it HookRegistry::with_static_hooks() to keep them";
+    tracing::warn!("{warning}");
+    eprintln!("warning: {warning}");
+}
+
 impl SharedRegistry {
     /// Identifies the registry in the record of what crews built on it
     /// have.
@@ -1625,7 +1645,13 @@ impl CrewBuilder {
             roles: agents.iter().map(|a| a.agent.role().to_owned()).collect(),
         };
         let scoped = Arc::new(HookRegistry::new());
-        let global = self.global.unwrap_or_else(|| global_registry().into());
+        let global = match self.global {
+            Some(given) => {
+                warn_if_attribute_hooks_left_out(&given);
+                given
+            }
+            None => global_registry().into(),
+        };
         #[cfg(feature = "policy")]
         let mut policies;
         {

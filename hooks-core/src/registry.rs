@@ -331,9 +331,46 @@ impl HookRegistry {
         HookRegistry::from_set(ChainSet::default())
     }
 
-    /// A registry holding every link-time hook of the program, in order.
+    /// A registry holding every link-time hook of the program, in order:
+    /// the `#[on]` (and legacy attribute) hooks that [`HookRegistry::new`]
+    /// leaves out. Give it to a crew that needs a registry of its own and
+    /// must still run the program's attribute hooks (a redaction hook, a
+    /// safety block).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hooks_core::{HookRegistry, PRE_TOOL_CALL};
+    ///
+    /// let own = Arc::new(HookRegistry::with_static_hooks());
+    /// // The program's attribute hooks, and room for hooks of its own.
+    /// assert_eq!(
+    ///     own.get_hooks(PRE_TOOL_CALL).len(),
+    ///     hooks_core::global_registry().get_hooks(PRE_TOOL_CALL).len()
+    /// );
+    /// ```
     pub fn with_static_hooks() -> Self {
         HookRegistry::from_set(STATIC_HOOKS.clone())
+    }
+
+    /// Whether the program registered any hook at link time (with `#[on]`
+    /// or a legacy attribute), whatever any registry holds now.
+    ///
+    /// ```
+    /// // This doctest registers no attribute hook.
+    /// assert!(!hooks_core::HookRegistry::program_has_static_hooks());
+    /// ```
+    pub fn program_has_static_hooks() -> bool {
+        STATIC_HOOKS.nonempty_mask() != 0
+    }
+
+    /// Whether no point of this registry has a hook.
+    ///
+    /// ```
+    /// use hooks_core::HookRegistry;
+    /// assert!(HookRegistry::new().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.nonempty.load(Ordering::Relaxed) == 0
     }
 
     fn from_set(set: ChainSet) -> Self {
