@@ -161,6 +161,8 @@ pub(crate) struct RunSettings {
     pub(crate) name: String,
     pub(crate) human_input: Arc<dyn HumanInputSource>,
     pub(crate) human_input_timeout: Duration,
+    /// Whether a blocked call's observation carries the block's reason.
+    pub(crate) tell_model_why_blocked: bool,
     pub(crate) verbose: bool,
     pub(crate) max_concurrent_tool_calls: usize,
     pub(crate) max_tool_calls_per_turn: usize,
@@ -998,6 +1000,7 @@ pub struct CrewBuilder {
     global: Option<SharedRegistry>,
     human_input: Option<Arc<dyn HumanInputSource>>,
     human_input_timeout: Duration,
+    tell_model_why_blocked: bool,
     strict: bool,
     verbose: bool,
     max_concurrent_tool_calls: usize,
@@ -1022,6 +1025,7 @@ impl Default for CrewBuilder {
             global: None,
             human_input: None,
             human_input_timeout: DEFAULT_HUMAN_INPUT_TIMEOUT,
+            tell_model_why_blocked: false,
             strict: false,
             verbose: false,
             max_concurrent_tool_calls: DEFAULT_MAX_CONCURRENT_TOOL_CALLS,
@@ -1115,6 +1119,42 @@ impl CrewBuilder {
     /// ```
     pub fn human_input_timeout(mut self, timeout: Duration) -> Self {
         self.human_input_timeout = timeout;
+        self
+    }
+
+    /// Tells the agent why each of its blocked tool calls was blocked: the
+    /// observation becomes `Tool execution blocked by hook. Tool: NAME.
+    /// Reason: REASON` (the first blocking hook's reason, through the
+    /// crew's redaction), so that the model can choose another way. Off by
+    /// default: the agent then gets the guide's message alone, unless a
+    /// hook's own abort asks for it ([`HookAborted::tell_model`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let hooks = Arc::new(HookRegistry::new());
+    /// hooks.register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| -> Result<(), HookAborted> {
+    ///     Err(HookAborted::new("the archive is read-only: search it instead", "archive-policy"))
+    /// })?;
+    /// let model = Arc::new(ScriptedLlm::new().call("delete_file", json!({"path": "a"})).answer("ok"));
+    /// let delete = Tool::dynamic("delete_file", "Deletes", json!({"type": "object"}), |_| Ok::<_, String>(json!("gone")));
+    /// let clerk = Agent::builder("Clerk").tool(delete).llm(model.clone()).build();
+    /// let crew = Crew::builder()
+    ///     .agent(clerk.clone())
+    ///     .task(Task::builder("Tidy up").agent(&clerk).build())
+    ///     .global_registry(hooks)
+    ///     .tell_model_why_blocked(true)
+    ///     .build()?;
+    /// crew.kickoff_blocking(())?;
+    /// assert_eq!(
+    ///     model.requests()[1].observations(),
+    ///     ["Tool execution blocked by hook. Tool: delete_file. Reason: the archive is read-only: search it instead"]
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tell_model_why_blocked(mut self, tell: bool) -> Self {
+        self.tell_model_why_blocked = tell;
         self
     }
 
@@ -1693,6 +1733,7 @@ impl CrewBuilder {
                 .human_input
                 .unwrap_or_else(|| Arc::new(TerminalInput::new())),
             human_input_timeout: self.human_input_timeout,
+            tell_model_why_blocked: self.tell_model_why_blocked,
             verbose: self.verbose,
             max_concurrent_tool_calls: self.max_concurrent_tool_calls,
             max_tool_calls_per_turn: self.max_tool_calls_per_turn,

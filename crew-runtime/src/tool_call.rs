@@ -89,7 +89,8 @@ impl AgentRun {
             .with_task(Arc::clone(&self.task_info))
             .in_crew(&self.crew_info)
             .with_human_input(Arc::clone(&self.settings().human_input))
-            .with_human_input_timeout(self.settings().human_input_timeout);
+            .with_human_input_timeout(self.settings().human_input_timeout)
+            .with_block_reasons_shown(self.settings().tell_model_why_blocked);
         #[cfg(feature = "policy")]
         if let Some(policies) = &self.settings().global_policies {
             ctx.extensions.insert(policies.clone());

@@ -182,3 +182,115 @@ fn post_abort_ends_kickoff_with_reason_and_source() {
     assert_eq!(llm.asked(), 1, "the model is not asked again");
     assert_eq!(second_llm.asked(), 0, "later tasks do not start");
 }
+
+/// What a POST hook saw: the result and the raw result, as text.
+type PostSaw = (Option<String>, Option<String>);
+
+/// A crew whose one `delete_file` call is blocked by `hook`, built with
+/// `tell` for `tell_model_why_blocked` and an optional redaction: what
+/// the model was told, and what the POST hook saw (result, raw result).
+fn blocked_observation(
+    hook: impl Fn(&mut ToolCallHookContext) -> Result<(), HookAborted> + Send + Sync + 'static,
+    tell: bool,
+    redact: Option<crew_runtime::guards::SecretRedactor>,
+) -> (Vec<String>, Vec<PostSaw>) {
+    let global = fresh_registry();
+    global
+        .register_hook(PRE_TOOL_CALL, hook)
+        .expect("registers");
+    let post_saw = log();
+    let sink = post_saw.clone();
+    global
+        .register_hook(POST_TOOL_CALL, move |ctx: &mut ToolCallHookContext| {
+            let raw = ctx
+                .raw_tool_result
+                .as_ref()
+                .and_then(|r| r.as_str().map(str::to_owned));
+            push(&sink, (ctx.tool_result.clone(), raw));
+        })
+        .expect("registers");
+    let delete = Tool::dynamic(
+        "delete_file",
+        "Deletes a file",
+        json!({"type": "object"}),
+        |_| Ok::<_, String>(json!("deleted")),
+    );
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("delete_file", json!({"path": "/etc/passwd"}))
+            .answer("done"),
+    );
+    let admin = agent("Admin", vec![delete], &llm);
+    let mut builder = Crew::builder()
+        .agent(admin.clone())
+        .task(Task::builder("Tidy up").agent(&admin).build())
+        .global_registry(global)
+        .tell_model_why_blocked(tell);
+    if let Some(redactor) = redact {
+        builder = builder.redact_with(redactor);
+    }
+    builder
+        .build()
+        .expect("builds")
+        .kickoff_blocking(())
+        .expect("a blocked call does not end the run");
+    let told = llm.requests()[1]
+        .observations()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    (told, take(&post_saw))
+}
+
+#[test]
+fn rule_11_the_model_is_told_the_reason_only_when_the_block_or_the_crew_asks() {
+    let refuse = |_: &mut ToolCallHookContext| -> Result<(), HookAborted> {
+        Err(HookAborted::new("system files stay", "safety-policy"))
+    };
+    let told_why = "Tool execution blocked by hook. Tool: delete_file. Reason: system files stay";
+    let plain = "Tool execution blocked by hook. Tool: delete_file";
+
+    // Off by default: the guide's message, exactly.
+    let (told, post) = blocked_observation(refuse, false, None);
+    assert_eq!(told, [plain]);
+    assert_eq!(post, [(Some(plain.to_owned()), Some(plain.to_owned()))]);
+
+    // One hook's block asks for it.
+    let (told, post) = blocked_observation(
+        |_: &mut ToolCallHookContext| -> Result<(), HookAborted> {
+            Err(HookAborted::new("system files stay", "safety-policy").tell_model())
+        },
+        false,
+        None,
+    );
+    assert_eq!(told, [told_why]);
+    assert_eq!(
+        post,
+        [(Some(told_why.to_owned()), Some(told_why.to_owned()))]
+    );
+
+    // The crew asks for every block.
+    let (told, _) = blocked_observation(refuse, true, None);
+    assert_eq!(told, [told_why]);
+}
+
+#[test]
+fn rule_11_a_reason_told_to_the_model_passes_the_crews_redaction() {
+    let key = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0fGh3iJk6l";
+    let (told, _) = blocked_observation(
+        move |_: &mut ToolCallHookContext| -> Result<(), HookAborted> {
+            Err(HookAborted::new(
+                format!("the key {key} is revoked"),
+                "keys",
+            ))
+        },
+        true,
+        Some(crew_runtime::guards::SecretRedactor::new()),
+    );
+    assert_eq!(told.len(), 1);
+    assert!(!told[0].contains(key), "{told:?}");
+    assert!(
+        told[0].starts_with("Tool execution blocked by hook. Tool: delete_file. Reason: the key "),
+        "{told:?}"
+    );
+}

@@ -28,6 +28,19 @@ pub fn blocked_message(tool_name: &str) -> String {
     format!("Tool execution blocked by hook. Tool: {tool_name}")
 }
 
+/// The text the agent receives when a PRE hook blocks a call and the agent
+/// is told why ([`HookAborted::tell_model`]).
+///
+/// ```
+/// assert_eq!(
+///     hooks_core::runtime::blocked_message_with_reason("refund", "offer a voucher"),
+///     "Tool execution blocked by hook. Tool: refund. Reason: offer a voucher"
+/// );
+/// ```
+pub fn blocked_message_with_reason(tool_name: &str, reason: &str) -> String {
+    format!("Tool execution blocked by hook. Tool: {tool_name}. Reason: {reason}")
+}
+
 /// How the observation of a failed tool call starts (rule 15).
 pub const TOOL_ERROR_PREFIX: &str = "Error executing tool: ";
 
@@ -535,7 +548,11 @@ impl<'a> CallHooks<'a> {
     }
 
     fn block(ctx: &mut ToolCallHookContext, abort: &HookAborted) {
-        let message = blocked_message(ctx.tool_name());
+        let message = if abort.tells_model() || ctx.block_reasons_shown() {
+            blocked_message_with_reason(ctx.tool_name(), &abort.reason)
+        } else {
+            blocked_message(ctx.tool_name())
+        };
         ctx.raw_tool_result = Some(RawToolResult::text(message.clone()));
         ctx.tool_result = Some(message);
         ctx.set_status(ToolCallStatus::Blocked(abort.clone()));

@@ -110,8 +110,8 @@ pub mod __private;
 pub mod runtime {
     pub use crate::dispatch::{
         CallHooks, Dispatcher, MODEL_CALL_POINTS, TOOL_CALL_POINTS, TOOL_ERROR_PREFIX,
-        ToolCallReport, ToolOutput, blocked_message, drop_payload as drop_panic_payload,
-        panic_message, take_panic_message, withheld_message,
+        ToolCallReport, ToolOutput, blocked_message, blocked_message_with_reason,
+        drop_payload as drop_panic_payload, panic_message, take_panic_message, withheld_message,
     };
     pub use crate::events::{
         InRedactionScope, REDACTION_FAILED, RedactionScope, redact_contained, redact_in_scope,

@@ -36,6 +36,8 @@ pub struct HookAborted {
     pub reason: String,
     /// Who stopped it: a policy or component name.
     pub source: String,
+    /// Whether the agent is told the reason (see [`HookAborted::tell_model`]).
+    tells_model: bool,
 }
 
 impl HookAborted {
@@ -44,7 +46,48 @@ impl HookAborted {
         HookAborted {
             reason: reason.into(),
             source: source.into(),
+            tells_model: false,
         }
+    }
+
+    /// Also tells the agent why: a blocked tool call's observation becomes
+    /// `Tool execution blocked by hook. Tool: NAME. Reason: REASON`, so
+    /// that the model can choose another way. Without it (the default) the
+    /// agent gets the guide's message alone, and the reason stays with the
+    /// program (events, the call's status, logs). A crew can turn it on for
+    /// every block (`CrewBuilder::tell_model_why_blocked` in
+    /// `crew-runtime`). The reason passes the crew's redaction like every
+    /// message the model receives.
+    ///
+    /// ```
+    /// use hooks_core::{HookAborted, ToolCallHookContext};
+    ///
+    /// fn small_refunds(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+    ///     match ctx.tool_input.get("amount").and_then(|a| a.as_u64()) {
+    ///         Some(amount) if amount > 100 => Err(HookAborted::new(
+    ///             "refunds above 100 need a manager: offer a voucher instead",
+    ///             "refund-policy",
+    ///         )
+    ///         .tell_model()),
+    ///         _ => Ok(()),
+    ///     }
+    /// }
+    /// let mut ctx = ToolCallHookContext::new("refund", Default::default());
+    /// ctx.tool_input.insert("amount".into(), 250.into());
+    /// assert!(small_refunds(&mut ctx).is_err_and(|abort| abort.tells_model()));
+    /// ```
+    pub fn tell_model(mut self) -> Self {
+        self.tells_model = true;
+        self
+    }
+
+    /// Whether the agent is told the reason ([`HookAborted::tell_model`]).
+    ///
+    /// ```
+    /// assert!(!hooks_core::HookAborted::new("no", "policy").tells_model());
+    /// ```
+    pub fn tells_model(&self) -> bool {
+        self.tells_model
     }
 
     /// A stop with a reason only; the dispatcher reports the hook's name as

@@ -141,6 +141,7 @@ pub struct ToolCallHookContext {
     iteration: usize,
     human_input: Option<Arc<dyn HumanInputSource>>,
     human_input_timeout: Duration,
+    block_reasons_shown: bool,
 }
 
 impl ToolCallHookContext {
@@ -164,7 +165,34 @@ impl ToolCallHookContext {
             iteration: 0,
             human_input: None,
             human_input_timeout: DEFAULT_HUMAN_INPUT_TIMEOUT,
+            block_reasons_shown: false,
         }
+    }
+
+    /// Tells the agent the reason of any block of this call, as if every
+    /// hook's abort were [`HookAborted::tell_model`](crate::HookAborted::tell_model)
+    /// (a crew sets it for its calls when built with
+    /// `tell_model_why_blocked(true)`).
+    ///
+    /// ```
+    /// let ctx = hooks_core::ToolCallHookContext::new("send_email", Default::default())
+    ///     .with_block_reasons_shown(true);
+    /// assert!(ctx.block_reasons_shown());
+    /// ```
+    pub fn with_block_reasons_shown(mut self, shown: bool) -> Self {
+        self.block_reasons_shown = shown;
+        self
+    }
+
+    /// Whether the agent is told why this call was blocked, whatever hook
+    /// blocked it.
+    ///
+    /// ```
+    /// let ctx = hooks_core::ToolCallHookContext::new("send_email", Default::default());
+    /// assert!(!ctx.block_reasons_shown());
+    /// ```
+    pub fn block_reasons_shown(&self) -> bool {
+        self.block_reasons_shown
     }
 
     /// The tool's normalized name (see [`crate::normalize_tool_name`]).
