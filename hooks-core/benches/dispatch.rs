@@ -20,7 +20,7 @@
 //! A counting global allocator counts heap allocations per thread, over the
 //! sampled runs only.
 //!
-//! Run with `cargo bench -p hooks-core --bench dispatch`.
+//! Run with `cargo bench -p crew-hooks-core --bench dispatch`.
 
 // The counting allocator must implement `GlobalAlloc`, an unsafe trait, and
 // the thread CPU clock is only reachable through `libc`. This benchmark is

@@ -1,6 +1,6 @@
 """Side-by-side figure for SPEC §5: the reference system's tool-hook dispatch.
 
-Measures what `cargo bench -p hooks-core --bench dispatch` calls
+Measures what `cargo bench -p crew-hooks-core --bench dispatch` calls
 `one_pre_one_post`: one tool call's PRE + POST dispatch with one no-op hook
 at each point, on a prepared context, in crewai 1.15.30.
 

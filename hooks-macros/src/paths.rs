@@ -263,7 +263,7 @@ pub(crate) fn source_position() -> [TokenStream; 4] {
 
 /// The root as the calling package's manifest allows (see the module docs).
 fn default_root() -> TokenStream {
-    root_for(crate_name("hooks-core").ok(), || {
+    root_for(crate_name("crew-hooks-core").ok(), || {
         crate_name("crew-runtime").ok()
     })
 }
