@@ -144,6 +144,8 @@ mod crew;
 mod direct;
 mod error;
 mod executor;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+mod http_retry;
 /// Ready-made guard hooks: a secret redactor for tool results and a
 /// sliding-window rate limiter for tool calls.
 pub mod guards;
