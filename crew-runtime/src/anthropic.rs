@@ -390,7 +390,7 @@ impl Anthropic {
             return Err(LlmError::Config(format!(
                 "set {} to use Anthropic's Messages API (e.g. `{MODEL_VAR}=claude-sonnet-4-5`); \
                  {BASE_URL_VAR} defaults to {DEFAULT_BASE_URL}, and {API_KEY_VAR} may stay \
-                 unset for a gateway there that needs no key",
+                 unset when {BASE_URL_VAR} names a gateway that needs no key",
                 missing.join(" and ")
             )));
         };
