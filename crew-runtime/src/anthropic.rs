@@ -99,6 +99,12 @@
 //! `tls`; without it the client refuses them with [`LlmError::Config`]
 //! before opening any connection.
 //!
+//! [`Anthropic::stream`]: crate::anthropic::Anthropic::stream
+//! [`Anthropic::max_retries`]: crate::anthropic::Anthropic::max_retries
+//! [`Anthropic::retry_backoff`]: crate::anthropic::Anthropic::retry_backoff
+//! [`Anthropic::max_response_bytes`]: crate::anthropic::Anthropic::max_response_bytes
+//! [`MAX_RETRY_WAIT`]: crate::anthropic::MAX_RETRY_WAIT
+//! [`DEFAULT_MAX_RESPONSE_BYTES`]: crate::anthropic::DEFAULT_MAX_RESPONSE_BYTES
 //! [`Llm::complete_with_usage`]: crate::llm::Llm::complete_with_usage
 //! [`DeltaSink`]: crate::llm::DeltaSink
 //! [`LlmError::InvalidResponse`]: crate::llm::LlmError::InvalidResponse
