@@ -113,9 +113,6 @@
 //! [`LlmError::Config`]: crate::llm::LlmError::Config
 
 mod http;
-// The same scrubbing as the chat-completions client's, from the same file.
-#[path = "openai/secrets.rs"]
-mod secrets;
 mod stream;
 mod wire;
 
@@ -129,12 +126,12 @@ use sse_stream::SseByteStream;
 use tokio::time::Instant;
 
 use crate::http_retry as retry;
+use crate::http_secrets::{Secrets, mask_password};
 use crate::llm::{ChatMessage, DeltaSink, Llm, LlmError, LlmRequest, ModelTurn, ToolDefinition};
 use hooks_core::TokenUsage;
 use http::{
     Body, StreamReadError, build_http_client, error_chain, is_connection_failure, read_at_most,
 };
-use secrets::{Secrets, mask_password};
 use stream::{Progress, TurnAssembler};
 use wire::{RequestOptions, error_message, parse_response, wire_request};
 

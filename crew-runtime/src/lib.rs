@@ -153,6 +153,8 @@ mod executor;
 pub mod guards;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod http_retry;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+mod http_secrets;
 #[cfg(feature = "inbox")]
 pub mod inbox;
 mod join;

@@ -80,7 +80,6 @@
 //! [`LlmError::Timeout`]: crate::llm::LlmError::Timeout
 //! [`LlmError::Config`]: crate::llm::LlmError::Config
 
-mod secrets;
 mod stream;
 mod wire;
 
@@ -95,6 +94,7 @@ use sse_stream::SseByteStream;
 use tokio::time::Instant;
 
 use crate::http_retry as retry;
+use crate::http_secrets as secrets;
 use crate::llm::{ChatMessage, DeltaSink, Llm, LlmError, LlmRequest, ModelTurn, ToolDefinition};
 use hooks_core::TokenUsage;
 use secrets::{Secrets, mask_password};
