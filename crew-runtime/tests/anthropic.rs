@@ -433,6 +433,54 @@ async fn streamed_text_reaches_the_sink_in_order_with_usage() {
 }
 
 #[tokio::test]
+async fn deltas_arrive_before_the_stream_ends() {
+    // The server holds back the end of the answer until the test has seen
+    // the first piece at the sink.
+    let (seen, wait_for_seen) = std::sync::mpsc::channel::<()>();
+    let server = RawServer::start(vec![script(move |connection| {
+        let first = format!(
+            "{STREAM_HEAD}{}",
+            sse_text(&[message_start(1), text_start(0), text_delta(0, "Hel")])
+        );
+        if connection.write(first.as_bytes()) {
+            let held_back = wait_for_seen.recv_timeout(Duration::from_secs(3)).is_ok();
+            let rest = if held_back {
+                "lo"
+            } else {
+                " (sent without waiting)"
+            };
+            let rest = sse_text(&[
+                text_delta(0, rest),
+                block_stop(0),
+                message_delta("end_turn", 2),
+                message_stop(),
+            ]);
+            connection.write(rest.as_bytes());
+        }
+    })]);
+
+    struct Signal(Mutex<Option<std::sync::mpsc::Sender<()>>>, Collect);
+    impl DeltaSink for Signal {
+        fn delta(&self, text: &str) {
+            self.1.delta(text);
+            if let Some(seen) = self.0.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                let _ = seen.send(());
+            }
+        }
+    }
+    let sink = Signal(Mutex::new(Some(seen)), Collect::default());
+
+    let turn = client(&raw_base(&server))
+        .stream(true)
+        .complete_streaming(&[ChatMessage::user("hi")], &[], Some(&sink))
+        .await;
+
+    assert_eq!(turn, Ok(ModelTurn::FinalAnswer("Hello".to_owned())));
+    assert_eq!(sink.1.deltas(), ["Hel", "lo"]);
+    server.finish();
+}
+
+#[tokio::test]
 async fn streamed_tool_use_is_put_together_from_its_json_pieces() {
     let events = vec![
         message_start(50),
@@ -738,7 +786,7 @@ async fn retry_after_longer_than_the_cap_is_not_waited_for() {
 }
 
 #[tokio::test]
-async fn failed_connections_are_retried_then_reported() {
+async fn refused_connection_is_a_transport_error() {
     let client = client(&format!("http://127.0.0.1:{}", closed_port())).max_retries(1);
 
     match ask(&client, &[ChatMessage::user("hi")]).await {
@@ -747,6 +795,31 @@ async fn failed_connections_are_retried_then_reported() {
         }
         other => panic!("expected a transport error, got {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn connection_closed_before_any_answer_is_retried() {
+    let server = RawServer::start(vec![
+        // Reads the request, then hangs up without a byte.
+        script(|_| {}),
+        script(|connection| {
+            let body = text_message("Second connection.").to_string();
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            connection.write(answer.as_bytes());
+        }),
+    ]);
+
+    let turn = ask(&client(&raw_base(&server)), &[ChatMessage::user("hi")]).await;
+
+    assert_eq!(
+        turn,
+        Ok(ModelTurn::FinalAnswer("Second connection.".to_owned()))
+    );
+    assert_eq!(server.finish().len(), 2);
 }
 
 #[tokio::test]
