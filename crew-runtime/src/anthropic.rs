@@ -56,10 +56,15 @@
 //! not part of the turn. A tool's input is handed on as the server sent it
 //! (in a stream, as its `input_json_delta` pieces make it, valid JSON or
 //! not): the executor checks it and tells the model what was wrong, which a
-//! client that dropped it could not do. The tokens the answer used are
-//! reported with it (see [`Llm::complete_with_usage`]): every input token
-//! (those read from or written to the prompt cache included) as the prompt,
-//! the output tokens as the completion.
+//! client that dropped it could not do. When such a call goes back to the
+//! API as part of the conversation, its input is sent as an empty object
+//! (the API takes nothing else there); the call's result says what was
+//! wrong.
+//!
+//! The tokens the answer used are reported with it (see
+//! [`Llm::complete_with_usage`]): every input token (those read from or
+//! written to the prompt cache included) as the prompt, the output tokens
+//! as the completion, and their sum as the total.
 //!
 //! # Streaming
 //!
@@ -391,7 +396,8 @@ impl Anthropic {
         }
         let Some(model) = model.filter(|_| missing.is_empty()) else {
             return Err(LlmError::Config(format!(
-                "set {} to use Anthropic's Messages API (e.g. `{MODEL_VAR}=claude-sonnet-4-5`); \
+                "set {} to use Anthropic's Messages API (e.g. \
+                 `{MODEL_VAR}=claude-sonnet-4-5 {API_KEY_VAR}=sk-ant-…`); \
                  {BASE_URL_VAR} defaults to {DEFAULT_BASE_URL}, and {API_KEY_VAR} may stay \
                  unset when {BASE_URL_VAR} names a gateway that needs no key",
                 missing.join(" and ")

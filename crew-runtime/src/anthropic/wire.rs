@@ -48,9 +48,9 @@ enum Block<'a> {
     },
     ToolResult {
         tool_use_id: &'a str,
-        /// Left out when empty: the API refuses an empty text but takes a
-        /// result without content.
-        #[serde(skip_serializing_if = "str::is_empty")]
+        /// Left out when blank: the API refuses a text without anything
+        /// but white space, but takes a result without content.
+        #[serde(skip_serializing_if = "is_blank")]
         content: &'a str,
     },
 }
@@ -145,8 +145,12 @@ fn wire_messages(messages: &[ChatMessage]) -> Vec<WireMessage<'_>> {
     turns
 }
 
+fn is_blank(text: &str) -> bool {
+    text.trim().is_empty()
+}
+
 fn text_block(text: &str) -> Vec<Block<'_>> {
-    if text.trim().is_empty() {
+    if is_blank(text) {
         Vec::new()
     } else {
         vec![Block::Text { text }]
@@ -458,7 +462,7 @@ mod tests {
         let mut orphan = ChatMessage::tool("x", "orphan result");
         orphan.tool_call_id = None;
 
-        let sent = request_json(&[ChatMessage::tool("a", ""), orphan]);
+        let sent = request_json(&[ChatMessage::tool("a", " \n"), orphan]);
 
         assert_eq!(
             sent["messages"],
