@@ -137,6 +137,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 mod agent;
+/// A client for Anthropic's Messages API with native tool calling (feature
+/// `anthropic`).
+#[cfg(feature = "anthropic")]
+pub mod anthropic;
 #[cfg(feature = "audit")]
 pub mod audit;
 mod check;
@@ -147,6 +151,10 @@ mod executor;
 /// Ready-made guard hooks: a secret redactor for tool results and a
 /// sliding-window rate limiter for tool calls.
 pub mod guards;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+mod http_retry;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+mod http_secrets;
 #[cfg(feature = "inbox")]
 pub mod inbox;
 mod join;

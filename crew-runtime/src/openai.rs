@@ -80,8 +80,6 @@
 //! [`LlmError::Timeout`]: crate::llm::LlmError::Timeout
 //! [`LlmError::Config`]: crate::llm::LlmError::Config
 
-mod retry;
-mod secrets;
 mod stream;
 mod wire;
 
@@ -95,6 +93,8 @@ use reqwest::{Response, Url};
 use sse_stream::SseByteStream;
 use tokio::time::Instant;
 
+use crate::http_retry as retry;
+use crate::http_secrets as secrets;
 use crate::llm::{ChatMessage, DeltaSink, Llm, LlmError, LlmRequest, ModelTurn, ToolDefinition};
 use hooks_core::TokenUsage;
 use secrets::{Secrets, mask_password};

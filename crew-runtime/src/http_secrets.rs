@@ -1,5 +1,6 @@
 //! Keeping the API key and a base URL's password out of every error text
-//! and every `Debug` output of the client.
+//! and every `Debug` output of an HTTP model client: shared by the
+//! OpenAI-compatible and the Anthropic clients.
 
 use std::borrow::Cow;
 
@@ -15,7 +16,7 @@ const MIN_SCRUBBED_CHARS: usize = 4;
 /// `url` with the password of its userinfo (`user:password@`) replaced by
 /// `***`. Works on text that is not a valid URL too, since a URL that
 /// cannot be parsed is exactly the one an error message quotes.
-pub(super) fn mask_password(url: &str) -> Cow<'_, str> {
+pub(crate) fn mask_password(url: &str) -> Cow<'_, str> {
     let Some((start, end)) = password_span(url) else {
         return Cow::Borrowed(url);
     };
@@ -39,14 +40,14 @@ fn password_span(url: &str) -> Option<(usize, usize)> {
 
 /// The secrets one client holds, to be scrubbed from the texts of its
 /// errors.
-pub(super) struct Secrets {
+pub(crate) struct Secrets {
     values: Vec<String>,
 }
 
 impl Secrets {
     /// The key and the base URL's password, the latter both as written and
     /// percent-decoded (a server may echo either).
-    pub(super) fn new(api_key: Option<&str>, base_url: &str) -> Secrets {
+    pub(crate) fn new(api_key: Option<&str>, base_url: &str) -> Secrets {
         let mut values: Vec<String> = Vec::new();
         if let Some(key) = api_key {
             values.push(key.to_owned());
@@ -65,7 +66,7 @@ impl Secrets {
     }
 
     /// `text` with every secret replaced.
-    pub(super) fn scrub(&self, text: String) -> String {
+    pub(crate) fn scrub(&self, text: String) -> String {
         self.values.iter().fold(text, |text, secret| {
             if text.contains(secret.as_str()) {
                 text.replace(secret.as_str(), REDACTED)
@@ -76,7 +77,7 @@ impl Secrets {
     }
 
     /// `error` with every secret replaced in its texts.
-    pub(super) fn scrub_error(&self, error: LlmError) -> LlmError {
+    pub(crate) fn scrub_error(&self, error: LlmError) -> LlmError {
         match error {
             LlmError::Http { status, body } => LlmError::Http {
                 status,

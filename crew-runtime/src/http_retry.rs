@@ -1,4 +1,6 @@
-//! When a failed request is worth another try, and how long to wait first.
+//! When a failed request of an HTTP model client is worth another try, and
+//! how long to wait first: shared by the OpenAI-compatible and the Anthropic
+//! clients.
 
 use std::time::{Duration, SystemTime};
 
@@ -9,16 +11,16 @@ use reqwest::header::{HeaderMap, RETRY_AFTER};
 const RETRY_AFTER_MS: &str = "retry-after-ms";
 
 /// Whether a server that answered `status` may answer better later: rate
-/// limits and server errors. Every other status is the request's fault and
-/// would fail again.
-pub(super) fn is_retryable_status(status: StatusCode) -> bool {
+/// limits and server errors (Anthropic's 529, overloaded, among them).
+/// Every other status is the request's fault and would fail again.
+pub(crate) fn is_retryable_status(status: StatusCode) -> bool {
     status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
 }
 
 /// How long the server asks the client to wait, from `retry-after-ms` or
 /// `Retry-After` (seconds or an HTTP date, a date in the past meaning now).
 /// `None` when it does not say, or says it in a form that cannot be read.
-pub(super) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     let text = |name| {
         headers
             .get(name)
@@ -40,7 +42,7 @@ pub(super) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
 
 /// The wait before retry number `retry` (0 for the first): `base` doubled
 /// at each retry, never more than `cap`.
-pub(super) fn backoff(base: Duration, retry: u32, cap: Duration) -> Duration {
+pub(crate) fn backoff(base: Duration, retry: u32, cap: Duration) -> Duration {
     let factor = 1u32.checked_shl(retry).unwrap_or(u32::MAX);
     base.checked_mul(factor).unwrap_or(cap).min(cap)
 }
@@ -105,6 +107,7 @@ mod tests {
         assert!(retried(429));
         assert!(retried(500));
         assert!(retried(503));
+        assert!(retried(529), "Anthropic's overloaded");
         assert!(!retried(400));
         assert!(!retried(401));
         assert!(!retried(404));
