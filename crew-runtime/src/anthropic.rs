@@ -117,7 +117,6 @@
 //! [`LlmError::Http`]: crate::llm::LlmError::Http
 //! [`LlmError::Config`]: crate::llm::LlmError::Config
 
-mod http;
 mod stream;
 mod wire;
 
@@ -130,13 +129,13 @@ use reqwest::{Response, Url};
 use sse_stream::SseByteStream;
 use tokio::time::Instant;
 
+use crate::http_client::{
+    Body, StreamReadError, build_http_client, error_chain, is_connection_failure, read_at_most,
+};
 use crate::http_retry as retry;
 use crate::http_secrets::{Secrets, mask_password};
 use crate::llm::{ChatMessage, DeltaSink, Llm, LlmError, LlmRequest, ModelTurn, ToolDefinition};
 use hooks_core::TokenUsage;
-use http::{
-    Body, StreamReadError, build_http_client, error_chain, is_connection_failure, read_at_most,
-};
 use stream::{Progress, TurnAssembler};
 use wire::{RequestOptions, error_message, parse_response, wire_request};
 

@@ -152,6 +152,8 @@ mod executor;
 /// sliding-window rate limiter for tool calls.
 pub mod guards;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
+mod http_client;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
 mod http_retry;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod http_secrets;

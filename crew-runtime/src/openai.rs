@@ -88,11 +88,13 @@ use std::time::{Duration, SystemTime};
 
 use futures_util::StreamExt;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
-use reqwest::redirect::{Action, Attempt, Policy};
 use reqwest::{Response, Url};
 use sse_stream::SseByteStream;
 use tokio::time::Instant;
 
+use crate::http_client::{
+    Body, StreamReadError, build_http_client, error_chain, is_connection_failure, read_at_most,
+};
 use crate::http_retry as retry;
 use crate::http_secrets as secrets;
 use crate::llm::{ChatMessage, DeltaSink, Llm, LlmError, LlmRequest, ModelTurn, ToolDefinition};
@@ -198,8 +200,6 @@ pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
 /// ```
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 
-/// How many redirects within the base URL's origin are followed.
-const MAX_REDIRECTS: usize = 5;
 /// The most bytes of an error status's body that are read: its message is
 /// at the start, and [`LlmError::Http`] keeps only a few hundred characters.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
@@ -993,7 +993,7 @@ impl OpenAiCompatible {
             Some("https") => {
                 return Err(LlmError::Config(format!(
                     "the base URL {shown} uses https, which needs the `tls` feature of \
-                     crew-runtime (`crew-runtime = {{ version = \"…\", features = [\"tls\"] }}`); \
+                     crew-runtime (`crew-runtime = {{ version = \"…\", features = [\"openai\", \"tls\"] }}`); \
                      or use an http:// URL of a local server"
                 )));
             }
@@ -1062,121 +1062,5 @@ impl OpenAiCompatible {
                 "the stream could not be read as server-sent events: {other}"
             )),
         }
-    }
-}
-
-/// Why the bytes of a stream stopped coming.
-#[derive(Debug, thiserror::Error)]
-enum StreamReadError {
-    #[error("the stream is larger than {0} bytes")]
-    TooLarge(usize),
-    #[error("{0}")]
-    Transport(reqwest::Error),
-}
-
-/// A body read up to a limit.
-enum Body {
-    Whole(Vec<u8>),
-    /// The first bytes of a longer body, as many as the limit.
-    Cut(Vec<u8>),
-}
-
-/// Reads the body, but no more than `limit` bytes of it.
-async fn read_at_most(mut response: Response, limit: usize) -> Result<Body, reqwest::Error> {
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
-        let room = limit - body.len();
-        if chunk.len() > room {
-            body.extend_from_slice(&chunk[..room]);
-            return Ok(Body::Cut(body));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(Body::Whole(body))
-}
-
-/// Whether the request failed before any byte of an answer: no connection
-/// could be made, or the server closed or reset it without answering. Such
-/// a failure may pass; an answer that came but could not be read would
-/// only come again.
-fn is_connection_failure(error: &reqwest::Error) -> bool {
-    if error.is_connect() {
-        return true;
-    }
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        if cause
-            .downcast_ref::<hyper::Error>()
-            .is_some_and(hyper::Error::is_incomplete_message)
-        {
-            return true;
-        }
-        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
-            if matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe) {
-                return true;
-            }
-        }
-        source = cause.source();
-    }
-    false
-}
-
-/// The error and its causes on one line (`sending failed: connection
-/// refused`).
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        // Some errors repeat their cause in their own message.
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-/// The HTTP client every request of a client goes through.
-fn build_http_client() -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .redirect(Policy::custom(same_origin_redirects))
-        .user_agent(concat!("crew-runtime/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|error| error_chain(&error.without_url()))
-}
-
-/// Why a redirect was not followed.
-#[derive(Debug, thiserror::Error)]
-enum RedirectRefused {
-    #[error(
-        "refused a redirect to another origin ({to}): redirects are followed only \
-         within {from}, so that the request and its key go nowhere else"
-    )]
-    OtherOrigin { from: String, to: String },
-    #[error("the server redirected the request more than {0} times")]
-    TooMany(usize),
-}
-
-/// Follows a redirect only to the origin (scheme, host and port) of the
-/// first request.
-fn same_origin_redirects(attempt: Attempt<'_>) -> Action {
-    let first = attempt.previous().first().map(Url::origin);
-    let next = attempt.url().origin();
-    match first {
-        // An origin's serialization has no user, password or path.
-        Some(first) if first != next => {
-            let refused = RedirectRefused::OtherOrigin {
-                from: first.ascii_serialization(),
-                to: next.ascii_serialization(),
-            };
-            attempt.error(refused)
-        }
-        _ if attempt.previous().len() > MAX_REDIRECTS => {
-            attempt.error(RedirectRefused::TooMany(MAX_REDIRECTS))
-        }
-        _ => attempt.follow(),
     }
 }

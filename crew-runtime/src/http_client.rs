@@ -1,4 +1,5 @@
-//! The HTTP side of the client: a reqwest client that follows redirects
+//! The HTTP side of the model clients (OpenAI-compatible, Anthropic): a
+//! reqwest client that follows redirects
 //! only within the first request's origin, bodies read up to a limit, and
 //! failures told apart (worth a retry or not) and put on one line.
 
@@ -10,7 +11,7 @@ const MAX_REDIRECTS: usize = 5;
 
 /// Why the bytes of a stream stopped coming.
 #[derive(Debug, thiserror::Error)]
-pub(super) enum StreamReadError {
+pub(crate) enum StreamReadError {
     #[error("the stream is larger than {0} bytes")]
     TooLarge(usize),
     #[error("{0}")]
@@ -18,14 +19,14 @@ pub(super) enum StreamReadError {
 }
 
 /// A body read up to a limit.
-pub(super) enum Body {
+pub(crate) enum Body {
     Whole(Vec<u8>),
     /// The first bytes of a longer body, as many as the limit.
     Cut(Vec<u8>),
 }
 
 /// Reads the body, but no more than `limit` bytes of it.
-pub(super) async fn read_at_most(
+pub(crate) async fn read_at_most(
     mut response: Response,
     limit: usize,
 ) -> Result<Body, reqwest::Error> {
@@ -45,7 +46,7 @@ pub(super) async fn read_at_most(
 /// could be made, or the server closed or reset it without answering. Such
 /// a failure may pass; an answer that came but could not be read would
 /// only come again.
-pub(super) fn is_connection_failure(error: &reqwest::Error) -> bool {
+pub(crate) fn is_connection_failure(error: &reqwest::Error) -> bool {
     if error.is_connect() {
         return true;
     }
@@ -70,7 +71,7 @@ pub(super) fn is_connection_failure(error: &reqwest::Error) -> bool {
 
 /// The error and its causes on one line (`sending failed: connection
 /// refused`).
-pub(super) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
@@ -86,7 +87,7 @@ pub(super) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// The HTTP client every request of a client goes through.
-pub(super) fn build_http_client() -> Result<reqwest::Client, String> {
+pub(crate) fn build_http_client() -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
         .redirect(Policy::custom(same_origin_redirects))
         .user_agent(concat!("crew-runtime/", env!("CARGO_PKG_VERSION")))
