@@ -33,7 +33,8 @@
 //! ends a sentence is found too.
 
 use std::ops::Range;
-use std::sync::LazyLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{LazyLock, OnceLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use regex::{Regex, RegexBuilder};
@@ -56,7 +57,10 @@ const DISABLED: &[(&str, &str)] = &[(
      separate them from secrets; the key/value rules cover the real cases",
 )];
 
-/// The rule set, parsed and compiled on first use.
+/// The rule set, parsed on first use; each rule's patterns compile the
+/// first time a text holds one of its keywords (most texts name few of
+/// them, and compiling all of them takes most of a second in a debug
+/// build).
 pub(super) static RULES: LazyLock<RuleSet> = LazyLock::new(|| RuleSet::parse(CONFIG));
 
 /// The upstream release the rules come from (the `tag=` line of VERSION).
@@ -94,7 +98,7 @@ struct RuleConfig {
     allowlists: Vec<AllowlistConfig>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, Clone)]
 #[serde(rename_all = "camelCase")]
 struct AllowlistConfig {
     #[serde(default)]
@@ -142,14 +146,14 @@ struct Allowlist {
 }
 
 impl Allowlist {
-    fn compile(config: &AllowlistConfig, skipped_patterns: &mut usize) -> Allowlist {
+    fn compile(config: &AllowlistConfig, skipped_patterns: &AtomicUsize) -> Allowlist {
         let regexes: Vec<Regex> = config
             .regexes
             .iter()
             .filter_map(|pattern| {
                 let regex = compile(pattern);
                 if regex.is_none() {
-                    *skipped_patterns += 1;
+                    skipped_patterns.fetch_add(1, Ordering::Relaxed);
                 }
                 regex
             })
@@ -207,8 +211,20 @@ impl Allowlist {
 }
 
 struct Rule {
-    regex: Regex,
+    id: String,
+    /// The pattern as the file writes it.
+    pattern: String,
     secret_group: Option<usize>,
+    entropy: Option<f64>,
+    allowlist_configs: Vec<AllowlistConfig>,
+    /// The compiled patterns, made on first need; `None` inside when the
+    /// `regex` crate does not accept the pattern.
+    compiled: OnceLock<Option<Compiled>>,
+}
+
+/// A rule's patterns, compiled.
+struct Compiled {
+    regex: Regex,
     /// For each capture group, whether a quantifier repeats it: such a
     /// group (`([a-z0-9]{4}-){3}` in the Teams webhook rule) is part of
     /// the shape, not the secret, though gitleaks would report it.
@@ -216,7 +232,6 @@ struct Rule {
     /// A cheap pattern the text must match for the rule to match: see
     /// [`vendor_gate`].
     gate: Option<Regex>,
-    entropy: Option<f64>,
     allowlists: Vec<Allowlist>,
 }
 
@@ -232,7 +247,7 @@ pub(super) struct RuleSet {
     /// Rules without keywords: they look at every text.
     unconditional: Vec<usize>,
     skipped: Vec<(String, SkipReason)>,
-    skipped_allowlist_patterns: usize,
+    skipped_allowlist_patterns: AtomicUsize,
 }
 
 impl RuleSet {
@@ -241,12 +256,12 @@ impl RuleSet {
     /// this is not expected at run time), never a panic.
     fn parse(config: &str) -> RuleSet {
         let file: ConfigFile = toml::from_str(config).unwrap_or_default();
-        let mut skipped_allowlist_patterns = 0;
+        let skipped_allowlist_patterns = AtomicUsize::new(0);
         let global = file
             .allowlist
             .iter()
             .chain(&file.allowlists)
-            .map(|a| Allowlist::compile(a, &mut skipped_allowlist_patterns))
+            .map(|a| Allowlist::compile(a, &skipped_allowlist_patterns))
             .collect();
         let mut rules = Vec::new();
         let mut skipped = Vec::new();
@@ -258,17 +273,10 @@ impl RuleSet {
                 skipped.push((config.id, SkipReason::Disabled));
                 continue;
             }
-            let Some(pattern) = config.regex.as_deref() else {
+            let Some(pattern) = config.regex else {
                 skipped.push((config.id, SkipReason::NoPattern));
                 continue;
             };
-            let Some(regex) = compile(pattern) else {
-                skipped.push((config.id, SkipReason::DoesNotCompile));
-                continue;
-            };
-            let translated = translate(pattern);
-            let repeated = repeated_groups(&translated);
-            let gate = vendor_gate(&translated);
             let index = rules.len();
             if config.keywords.is_empty() {
                 unconditional.push(index);
@@ -284,16 +292,12 @@ impl RuleSet {
                 }
             }
             rules.push(Rule {
-                regex,
+                id: config.id,
+                pattern,
                 secret_group: config.secret_group.filter(|&group| group > 0),
-                repeated,
-                gate,
                 entropy: config.entropy.filter(|&entropy| entropy > 0.0),
-                allowlists: config
-                    .allowlists
-                    .iter()
-                    .map(|a| Allowlist::compile(a, &mut skipped_allowlist_patterns))
-                    .collect(),
+                allowlist_configs: config.allowlists,
+                compiled: OnceLock::new(),
             });
         }
         let keywords = AhoCorasickBuilder::new()
@@ -313,35 +317,54 @@ impl RuleSet {
         }
     }
 
-    /// How many rules run.
+    /// How many rules run (compiling every rule not compiled yet).
     pub(super) fn len(&self) -> usize {
-        self.rules.len()
+        self.rules
+            .iter()
+            .filter(|rule| rule.compiled(&self.skipped_allowlist_patterns).is_some())
+            .count()
     }
 
-    /// The rules of the file that do not run, and why.
+    /// The rules of the file that do not run, and why (compiling every
+    /// rule not compiled yet).
+    pub(super) fn skipped(&self) -> Vec<(String, SkipReason)> {
+        let mut skipped = self.skipped.clone();
+        skipped.extend(
+            self.rules
+                .iter()
+                .filter(|rule| rule.compiled(&self.skipped_allowlist_patterns).is_none())
+                .map(|rule| (rule.id.clone(), SkipReason::DoesNotCompile)),
+        );
+        skipped
+    }
+
+    /// How many rules have compiled so far.
     #[cfg(test)]
-    pub(super) fn skipped(&self) -> &[(String, SkipReason)] {
-        &self.skipped
+    fn compiled_so_far(&self) -> usize {
+        self.rules
+            .iter()
+            .filter(|rule| rule.compiled.get().is_some())
+            .count()
     }
 
     /// What a `Debug` form says of the set: the release, how many rules
     /// run, which do not and why.
     pub(super) fn summary(&self) -> String {
         let skipped: Vec<String> = self
-            .skipped
+            .skipped()
             .iter()
             .map(|(id, reason)| format!("{id}: {reason:?}"))
             .collect();
         let mut summary = format!(
             "gitleaks {} ({} rules; skipped {})",
             version(),
-            self.rules.len(),
+            self.len(),
             skipped.join(", ")
         );
-        if self.skipped_allowlist_patterns > 0 {
+        let skipped_allowlist_patterns = self.skipped_allowlist_patterns.load(Ordering::Relaxed);
+        if skipped_allowlist_patterns > 0 {
             summary.push_str(&format!(
-                "; {} allowlist patterns skipped",
-                self.skipped_allowlist_patterns
+                "; {skipped_allowlist_patterns} allowlist patterns skipped"
             ));
         }
         summary
@@ -353,7 +376,10 @@ impl RuleSet {
     pub(super) fn redact(&self, text: &str, out: &mut String) -> bool {
         let mut ranges = Vec::new();
         for index in self.candidates(text) {
-            self.rules[index].find(text, &self.global, &mut ranges);
+            let rule = &self.rules[index];
+            if let Some(compiled) = rule.compiled(&self.skipped_allowlist_patterns) {
+                rule.find(compiled, text, &self.global, &mut ranges);
+            }
         }
         replace_ranges(text, ranges, REDACTED, out)
     }
@@ -390,11 +416,41 @@ impl RuleSet {
 }
 
 impl Rule {
-    fn find(&self, text: &str, global: &[Allowlist], out: &mut Vec<Range<usize>>) {
-        if self.gate.as_ref().is_some_and(|gate| !gate.is_match(text)) {
+    /// The rule's patterns, compiled on the first call.
+    fn compiled(&self, skipped_allowlist_patterns: &AtomicUsize) -> Option<&Compiled> {
+        self.compiled
+            .get_or_init(|| {
+                let regex = compile(&self.pattern)?;
+                let translated = translate(&self.pattern);
+                Some(Compiled {
+                    regex,
+                    repeated: repeated_groups(&translated),
+                    gate: vendor_gate(&translated),
+                    allowlists: self
+                        .allowlist_configs
+                        .iter()
+                        .map(|a| Allowlist::compile(a, skipped_allowlist_patterns))
+                        .collect(),
+                })
+            })
+            .as_ref()
+    }
+
+    fn find(
+        &self,
+        compiled: &Compiled,
+        text: &str,
+        global: &[Allowlist],
+        out: &mut Vec<Range<usize>>,
+    ) {
+        if compiled
+            .gate
+            .as_ref()
+            .is_some_and(|gate| !gate.is_match(text))
+        {
             return;
         }
-        for captures in self.regex.captures_iter(text) {
+        for captures in compiled.regex.captures_iter(text) {
             let Some(whole) = captures.get(0) else {
                 continue;
             };
@@ -407,7 +463,7 @@ impl Rule {
                     .iter()
                     .enumerate()
                     .skip(1)
-                    .filter(|(index, _)| !self.repeated.get(*index).copied().unwrap_or(false))
+                    .filter(|(index, _)| !compiled.repeated.get(*index).copied().unwrap_or(false))
                     .find_map(|(_, group)| group.filter(|group| !group.is_empty()))
                     .unwrap_or(whole),
             };
@@ -428,7 +484,7 @@ impl Rule {
             let line = &text[line_start..line_end];
             let allowed = global
                 .iter()
-                .chain(&self.allowlists)
+                .chain(&compiled.allowlists)
                 .any(|list| list.allows(secret.as_str(), matched, line));
             if !allowed {
                 // Many patterns fix a token's length and end with no
@@ -734,6 +790,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_rule_compiles_only_once_a_text_names_one_of_its_keywords() {
+        let rules = RuleSet::parse(CONFIG);
+        assert_eq!(rules.compiled_so_far(), 0, "parsing compiles nothing");
+        let unconditional = rules.unconditional.len();
+        let mut out = String::new();
+        assert!(!rules.redact("an ordinary sentence about the weather", &mut out));
+        assert_eq!(rules.compiled_so_far(), unconditional);
+        let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+        assert!(rules.redact(&format!("token: {token}"), &mut out));
+        assert!(!out.contains(token), "{out}");
+        let after_one_token = rules.compiled_so_far();
+        assert!(
+            after_one_token > unconditional && after_one_token < unconditional + 10,
+            "{after_one_token} rules compiled for one GitHub token"
+        );
+        // Counting the rules that run compiles the rest.
+        assert_eq!(rules.len(), RULES.len());
+        assert_eq!(rules.compiled_so_far(), rules.rules.len());
+    }
+
+    #[test]
     fn the_vendored_file_parses_into_hundreds_of_rules() {
         let file: Result<ConfigFile, _> = toml::from_str(CONFIG);
         assert!(file.is_ok(), "{:?}", file.err());
@@ -745,8 +822,8 @@ mod tests {
     /// this list must say so here (and in the module's docs).
     #[test]
     fn the_rules_left_out_are_few_and_known() {
-        let skipped: Vec<(&str, SkipReason)> = RULES
-            .skipped()
+        let all_skipped = RULES.skipped();
+        let skipped: Vec<(&str, SkipReason)> = all_skipped
             .iter()
             .map(|(id, reason)| (id.as_str(), reason.clone()))
             .collect();
@@ -763,7 +840,7 @@ mod tests {
                 .any(|(_, reason)| *reason == SkipReason::DoesNotCompile),
             "every pattern compiles"
         );
-        assert_eq!(RULES.skipped_allowlist_patterns, 0);
+        assert_eq!(RULES.skipped_allowlist_patterns.load(Ordering::Relaxed), 0);
         assert_eq!(RULES.len() + skipped.len(), 222);
     }
 
@@ -822,7 +899,8 @@ mod tests {
         let gated = RULES
             .rules
             .iter()
-            .filter(|rule| rule.gate.is_some())
+            .filter_map(|rule| rule.compiled(&RULES.skipped_allowlist_patterns))
+            .filter(|compiled| compiled.gate.is_some())
             .count();
         assert!(gated > 80, "{gated} rules gated");
     }
