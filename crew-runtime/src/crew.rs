@@ -1127,7 +1127,7 @@ impl CrewBuilder {
     /// Reason: REASON` (the first blocking hook's reason, through the
     /// crew's redaction), so that the model can choose another way. Off by
     /// default: the agent then gets the guide's message alone, unless a
-    /// hook's own abort asks for it ([`HookAborted::tell_model`]).
+    /// hook's own abort asks for it ([`HookAborted::tell_model`](crate::HookAborted::tell_model)).
     ///
     /// ```
     /// use std::sync::Arc;
