@@ -1,8 +1,9 @@
 //! What the crew runtime adds to a call of an MCP tool.
 //!
-//! The workspace's MCP server runs in this process, on a pipe, so that the
+//! An MCP server with one tool, `echo`, runs in this process on a pipe
+//! (rmcp's server side, as any Rust MCP server is written), so that the
 //! figures are the protocol and the runtime, not a process or a network.
-//! Two ways to make 2,000 calls of its `echo` tool:
+//! Two ways to make 2,000 calls of `echo`:
 //!
 //! - `direct`: an rmcp client calls the tool itself, one call after the
 //!   other (what an MCP round trip costs, with no crew and no hook);
@@ -13,36 +14,97 @@
 //!
 //! Each runs `RUNS` times on a multi-threaded runtime; the median per call
 //! is printed, and the crew's figure as a multiple of the direct one.
+//!
+//! `cargo bench -p crew-runtime --features mcp --bench mcp_call`
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crew_runtime::mcp::McpServer;
 use crew_runtime::prelude::*;
-use mcp_demo_server::DemoServer;
-use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use tokio::io::{DuplexStream, ReadHalf, WriteHalf};
 
 const CALLS: usize = 2_000;
 const PER_TURN: usize = 100;
 const RUNS: usize = 9;
 
-/// The demo server on a pipe: the client's ends, and the server (whose
-/// call log proves the calls were made).
-fn pipe_to_server(
-    root: &std::path::Path,
-) -> (ReadHalf<DuplexStream>, WriteHalf<DuplexStream>, DemoServer) {
-    let (client, server) = tokio::io::duplex(1 << 16);
-    let (reads, writes) = tokio::io::split(server);
-    let demo = DemoServer::new(root);
-    tokio::spawn(mcp_demo_server::serve_io(demo.clone(), reads, writes));
-    let (reads, writes) = tokio::io::split(client);
-    (reads, writes, demo)
+/// A server with one tool, `echo`, that counts its calls.
+#[derive(Clone, Default)]
+struct EchoServer {
+    calls: Arc<AtomicUsize>,
 }
 
-async fn direct(root: &std::path::Path) -> Duration {
-    let (reads, writes, demo) = pipe_to_server(root);
+impl EchoServer {
+    fn call_count(&self) -> usize {
+        self.calls.load(Ordering::Relaxed)
+    }
+}
+
+impl ServerHandler for EchoServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let schema = json!({
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+        });
+        let Value::Object(schema) = schema else {
+            return Err(ErrorData::internal_error("the schema is an object", None));
+        };
+        Ok(ListToolsResult::with_all_items(vec![
+            rmcp::model::Tool::new("echo", "Says the text back", schema),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let text = request
+            .arguments
+            .as_ref()
+            .and_then(|arguments| arguments.get("text"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+    }
+}
+
+/// The echo server on a pipe: the client's ends, and the server (whose
+/// call count proves the calls were made).
+fn pipe_to_server() -> (ReadHalf<DuplexStream>, WriteHalf<DuplexStream>, EchoServer) {
+    let (client, server) = tokio::io::duplex(1 << 16);
+    let (reads, writes) = tokio::io::split(server);
+    let echo = EchoServer::default();
+    let serving = echo.clone();
+    tokio::spawn(async move {
+        if let Ok(running) = serving.serve((reads, writes)).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let (reads, writes) = tokio::io::split(client);
+    (reads, writes, echo)
+}
+
+async fn direct() -> Duration {
+    let (reads, writes, demo) = pipe_to_server();
     let client = ().serve((reads, writes)).await.expect("connects");
     let arguments = json!({"text": "hi"});
     let Value::Object(arguments) = arguments else {
@@ -59,8 +121,8 @@ async fn direct(root: &std::path::Path) -> Duration {
     elapsed
 }
 
-async fn crew(root: &std::path::Path) -> Duration {
-    let (reads, writes, demo) = pipe_to_server(root);
+async fn crew() -> Duration {
+    let (reads, writes, demo) = pipe_to_server();
     let server = McpServer::io("demo", reads, writes)
         .only(["echo"])
         .connect()
@@ -107,12 +169,11 @@ fn main() {
         .enable_all()
         .build()
         .expect("a runtime");
-    let root = std::env::temp_dir();
     let per_call = |total: Duration| total / CALLS as u32;
     let (mut directs, mut crews) = (Vec::new(), Vec::new());
     for _ in 0..RUNS {
-        directs.push(per_call(runtime.block_on(direct(&root))));
-        crews.push(per_call(runtime.block_on(crew(&root))));
+        directs.push(per_call(runtime.block_on(direct())));
+        crews.push(per_call(runtime.block_on(crew())));
     }
     let (direct, crew) = (median(directs), median(crews));
     println!("mcp echo over an in-process pipe, {CALLS} calls, median of {RUNS} runs:");
