@@ -23,7 +23,6 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crew_examples::Transcript;
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
@@ -258,7 +257,7 @@ mod tests {
         let answers = ScriptedInput::new(["yes", "no"]);
         let lines =
             run_with(Gate::HandWritten, Arc::new(answers), Transcript::new()).expect("runs");
-        crew_examples::assert_has_lines(
+        assert_has_lines(
             &lines,
             &[
                 "    human asked \"Approve send_email?\" and answered \"yes\"",
@@ -279,7 +278,7 @@ mod tests {
         let closed =
             CallbackInput::new(|_: HumanInputRequest| async { Err(HumanInputError::Closed) });
         let lines = run_with(Gate::HandWritten, Arc::new(closed), Transcript::new()).expect("runs");
-        crew_examples::assert_has_lines(
+        assert_has_lines(
             &lines,
             &[
                 "    human asked \"Approve send_email?\": no answer (human input is closed: no answer can be read)",
@@ -299,7 +298,7 @@ mod tests {
     fn the_ready_made_gate_approves_y_and_denies_n() {
         let answers = ScriptedInput::new(["y", "n"]);
         let lines = run_with(Gate::ReadyMade, Arc::new(answers), Transcript::new()).expect("runs");
-        crew_examples::assert_lines_in_order(
+        assert_lines_in_order(
             &lines,
             &[
                 "    human asked \"Approve the call of send_email by Assistant?\" and answered \"y\"",
@@ -333,7 +332,7 @@ mod tests {
                 "Approve the call of make_purchase by Assistant?\nInput: {\n  \"amount_usd\": 24999.0,\n  \"item\": \"GPU server\"\n}\nAnswer y or yes to approve; anything else refuses the call.",
             ]
         );
-        crew_examples::assert_has_lines(
+        assert_has_lines(
             &lines,
             &[
                 "tools that really ran: e-mail to team@example.com: Release notes",
@@ -347,7 +346,7 @@ mod tests {
         let closed =
             CallbackInput::new(|_: HumanInputRequest| async { Err(HumanInputError::Closed) });
         let lines = run_with(Gate::ReadyMade, Arc::new(closed), Transcript::new()).expect("runs");
-        crew_examples::assert_has_lines(
+        assert_has_lines(
             &lines,
             &[
                 "    PRE_TOOL_CALL  blocked the call: no human approval: human input is closed: no answer can be read [source: approval-gate] (1 hook ran)",
@@ -365,7 +364,7 @@ mod tests {
             Transcript::new,
         )
         .expect("runs");
-        crew_examples::assert_lines_in_order(
+        assert_lines_in_order(
             &lines,
             &[
                 "== 1. the gate written by hand ==",
@@ -376,5 +375,30 @@ mod tests {
                 "tools that really ran: e-mail to team@example.com: Release notes",
             ],
         );
+    }
+
+    /// Panics unless every `expected` line is among `lines`, showing them
+    /// all.
+    #[track_caller]
+    fn assert_has_lines(lines: &[String], expected: &[&str]) {
+        for wanted in expected {
+            assert!(
+                lines.iter().any(|line| line == wanted),
+                "missing {wanted:?} in {lines:#?}"
+            );
+        }
+    }
+
+    /// Panics unless the `expected` lines appear among `lines` in this
+    /// order (others may stand between them), showing them all.
+    #[track_caller]
+    fn assert_lines_in_order(lines: &[String], expected: &[&str]) {
+        let mut rest = lines.iter();
+        for wanted in expected {
+            assert!(
+                rest.any(|line| line == wanted),
+                "missing (in order) {wanted:?} in {lines:#?}"
+            );
+        }
     }
 }

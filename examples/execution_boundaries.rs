@@ -25,8 +25,8 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crew_examples::{Transcript, note};
 use crew_runtime::prelude::*;
+use crew_runtime::transcript::note;
 
 /// The audience when a kickoff names none.
 const DEFAULT_AUDIENCE: &str = "beginners";
@@ -149,13 +149,27 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
 }
 
 fn main() -> ExitCode {
-    crew_examples::report(run())
+    match run() {
+        Ok(lines) => {
+            // Lines hold text the model and the tools chose: the console
+            // escapes control characters.
+            for line in lines {
+                crew_runtime::console::print_line(&line);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!(
+                "error: {}",
+                crew_runtime::console::escape_control(&error.to_string())
+            );
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use crew_examples::assert_lines_in_order;
-
     #[test]
     fn each_started_kickoff_ends_once_and_the_refused_one_never_starts() {
         let lines = super::run().expect("the example runs");
@@ -202,5 +216,18 @@ mod tests {
                 .any(|l| l.contains("INPUT") || l.contains("END") || l.contains("report_end")),
             "{refused:#?}"
         );
+    }
+
+    /// Panics unless the `expected` lines appear among `lines` in this
+    /// order (others may stand between them), showing them all.
+    #[track_caller]
+    fn assert_lines_in_order(lines: &[String], expected: &[&str]) {
+        let mut rest = lines.iter();
+        for wanted in expected {
+            assert!(
+                rest.any(|line| line == wanted),
+                "missing (in order) {wanted:?} in {lines:#?}"
+            );
+        }
     }
 }

@@ -13,10 +13,10 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crew_examples::{Transcript, describe_hook, note};
 use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
+use crew_runtime::transcript::{describe_hook, note};
 use crew_runtime::{explain, restore_static_hooks};
 
 /// Link time: in the chain before `main` starts.
@@ -210,7 +210,23 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
 }
 
 fn main() -> ExitCode {
-    crew_examples::report(run())
+    match run() {
+        Ok(lines) => {
+            // Lines hold text the model and the tools chose: the console
+            // escapes control characters.
+            for line in lines {
+                crew_runtime::console::print_line(&line);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!(
+                "error: {}",
+                crew_runtime::console::escape_control(&error.to_string())
+            );
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(test)]
@@ -255,7 +271,7 @@ mod tests {
             "clear_all_hooks() -> 2",
             "restore_static_hooks() -> 2",
         ];
-        crew_examples::assert_lines_in_order(&lines, &in_order);
+        assert_lines_in_order(&lines, &in_order);
         let refused = lines.iter().any(|l| {
             l.starts_with("register_hook_with(OUTPUT, tools = [web_search]) -> refused: ")
         });
@@ -265,5 +281,18 @@ mod tests {
             .filter(|l| l.starts_with("unregister_") && l.ends_with("-> true"))
             .count();
         assert_eq!(true_removals, 5, "{lines:#?}");
+    }
+
+    /// Panics unless the `expected` lines appear among `lines` in this
+    /// order (others may stand between them), showing them all.
+    #[track_caller]
+    fn assert_lines_in_order(lines: &[String], expected: &[&str]) {
+        let mut rest = lines.iter();
+        for wanted in expected {
+            assert!(
+                rest.any(|line| line == wanted),
+                "missing (in order) {wanted:?} in {lines:#?}"
+            );
+        }
     }
 }

@@ -14,7 +14,6 @@ use std::path::{Component, Path};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crew_examples::Transcript;
 use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
@@ -116,7 +115,23 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
 }
 
 fn main() -> ExitCode {
-    crew_examples::report(run())
+    match run() {
+        Ok(lines) => {
+            // Lines hold text the model and the tools chose: the console
+            // escapes control characters.
+            for line in lines {
+                crew_runtime::console::print_line(&line);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!(
+                "error: {}",
+                crew_runtime::console::escape_control(&error.to_string())
+            );
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(test)]
@@ -124,7 +139,7 @@ mod tests {
     #[test]
     fn bad_inputs_are_blocked_and_queries_cleaned() {
         let lines = super::run().expect("the example runs");
-        crew_examples::assert_has_lines(
+        assert_has_lines(
             &lines,
             &[
                 "[Researcher] model asks: web_search {\"query\":\"ab\"}",
@@ -141,5 +156,17 @@ mod tests {
         );
         let ran = lines.iter().filter(|l| l.contains(" runs with ")).count();
         assert_eq!(ran, 2, "{lines:#?}");
+    }
+
+    /// Panics unless every `expected` line is among `lines`, showing them
+    /// all.
+    #[track_caller]
+    fn assert_has_lines(lines: &[String], expected: &[&str]) {
+        for wanted in expected {
+            assert!(
+                lines.iter().any(|line| line == wanted),
+                "missing {wanted:?} in {lines:#?}"
+            );
+        }
     }
 }

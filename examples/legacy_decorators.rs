@@ -15,11 +15,11 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crew_examples::{Transcript, describe_hook, note};
 use crew_runtime::explain;
 use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
+use crew_runtime::transcript::{describe_hook, note};
 
 /// Legacy, bare: every tool. `None` lets the call go on.
 #[before_tool_call]
@@ -140,7 +140,23 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
 }
 
 fn main() -> ExitCode {
-    crew_examples::report(run())
+    match run() {
+        Ok(lines) => {
+            // Lines hold text the model and the tools chose: the console
+            // escapes control characters.
+            for line in lines {
+                crew_runtime::console::print_line(&line);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!(
+                "error: {}",
+                crew_runtime::console::escape_control(&error.to_string())
+            );
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(test)]
@@ -194,6 +210,19 @@ mod tests {
             "    PRE_TOOL_CALL  blocked the call: before_tool_call hook returned False [source: block_dangerous_tools] (2 hooks ran)",
             "[Researcher] agent saw: Tool execution blocked by hook. Tool: drop_table",
         ];
-        crew_examples::assert_lines_in_order(&lines, &in_order);
+        assert_lines_in_order(&lines, &in_order);
+    }
+
+    /// Panics unless the `expected` lines appear among `lines` in this
+    /// order (others may stand between them), showing them all.
+    #[track_caller]
+    fn assert_lines_in_order(lines: &[String], expected: &[&str]) {
+        let mut rest = lines.iter();
+        for wanted in expected {
+            assert!(
+                rest.any(|line| line == wanted),
+                "missing (in order) {wanted:?} in {lines:#?}"
+            );
+        }
     }
 }

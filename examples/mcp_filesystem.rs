@@ -23,9 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crew_examples::Transcript;
 use crew_runtime::guards::ApprovalGate;
-use crew_runtime::hooks_core::Capability;
 use crew_runtime::mcp::{McpServer, McpServerBuilder};
 use crew_runtime::prelude::*;
 
@@ -255,7 +253,23 @@ async fn main() -> ExitCode {
     };
     println!("MCP server: {server:?}");
     let connect = |root: &Path| Ok(McpServer::stdio("filesystem", command(server, root)?));
-    crew_examples::report(run(connect, input, Transcript::new()).await)
+    match run(connect, input, Transcript::new()).await {
+        Ok(lines) => {
+            // Lines hold text the model and the tools chose: the console
+            // escapes control characters.
+            for line in lines {
+                crew_runtime::console::print_line(&line);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!(
+                "error: {}",
+                crew_runtime::console::escape_control(&error.to_string())
+            );
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(test)]
@@ -287,7 +301,7 @@ mod tests {
     #[test]
     fn the_guard_keeps_writes_in_drafts_and_a_person_approves_the_destructive_ones() {
         let lines = lines();
-        crew_examples::assert_lines_in_order(
+        assert_lines_in_order(
             &lines,
             &[
                 // What the server declares, as hooks read it.
@@ -317,5 +331,18 @@ mod tests {
             !lines.iter().any(|l| l.contains("draft2.txt:")),
             "{lines:#?}"
         );
+    }
+
+    /// Panics unless the `expected` lines appear among `lines` in this
+    /// order (others may stand between them), showing them all.
+    #[track_caller]
+    fn assert_lines_in_order(lines: &[String], expected: &[&str]) {
+        let mut rest = lines.iter();
+        for wanted in expected {
+            assert!(
+                rest.any(|line| line == wanted),
+                "missing (in order) {wanted:?} in {lines:#?}"
+            );
+        }
     }
 }

@@ -25,10 +25,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crew_examples::{Transcript, note};
 use crew_runtime::llm::Role;
 use crew_runtime::normalize_tool_name;
 use crew_runtime::prelude::*;
+use crew_runtime::transcript::note;
 
 /// Model calls a task may make.
 const MAX_MODEL_CALLS: usize = 4;
@@ -189,13 +189,27 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
 }
 
 fn main() -> ExitCode {
-    crew_examples::report(run())
+    match run() {
+        Ok(lines) => {
+            // Lines hold text the model and the tools chose: the console
+            // escapes control characters.
+            for line in lines {
+                crew_runtime::console::print_line(&line);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!(
+                "error: {}",
+                crew_runtime::console::escape_control(&error.to_string())
+            );
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use crew_examples::{assert_has_lines, assert_lines_in_order};
-
     #[test]
     fn the_cap_ends_the_run_and_the_forbidden_call_never_runs() {
         let lines = super::run().expect("the example runs");
@@ -232,5 +246,30 @@ mod tests {
             !lines.iter().any(|l| l.contains("tool send_email runs")),
             "{lines:#?}"
         );
+    }
+
+    /// Panics unless every `expected` line is among `lines`, showing them
+    /// all.
+    #[track_caller]
+    fn assert_has_lines(lines: &[String], expected: &[&str]) {
+        for wanted in expected {
+            assert!(
+                lines.iter().any(|line| line == wanted),
+                "missing {wanted:?} in {lines:#?}"
+            );
+        }
+    }
+
+    /// Panics unless the `expected` lines appear among `lines` in this
+    /// order (others may stand between them), showing them all.
+    #[track_caller]
+    fn assert_lines_in_order(lines: &[String], expected: &[&str]) {
+        let mut rest = lines.iter();
+        for wanted in expected {
+            assert!(
+                rest.any(|line| line == wanted),
+                "missing (in order) {wanted:?} in {lines:#?}"
+            );
+        }
     }
 }

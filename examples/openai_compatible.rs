@@ -18,7 +18,6 @@
 use std::error::Error;
 use std::process::ExitCode;
 
-use crew_examples::Transcript;
 use crew_runtime::openai::{
     API_KEY_VAR, BASE_URL_VAR, MODEL_VAR, MissingEnv, OpenAiCompatible, OpenAiConfig,
 };
@@ -119,7 +118,23 @@ fn run(lookup: impl FnMut(&str) -> Option<String>) -> Result<Vec<String>, Box<dy
 }
 
 fn main() -> ExitCode {
-    crew_examples::report(run(|name| std::env::var(name).ok()))
+    match run(|name| std::env::var(name).ok()) {
+        Ok(lines) => {
+            // Lines hold text the model and the tools chose: the console
+            // escapes control characters.
+            for line in lines {
+                crew_runtime::console::print_line(&line);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!(
+                "error: {}",
+                crew_runtime::console::escape_control(&error.to_string())
+            );
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(test)]

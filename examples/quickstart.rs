@@ -7,8 +7,8 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crew_examples::{Transcript, describe_hook};
 use crew_runtime::prelude::*;
+use crew_runtime::transcript::describe_hook;
 
 // A PRE_TOOL_CALL hook runs before a tool. `Err` blocks the call: the tool
 // never runs and the agent is told "Tool execution blocked by hook". The
@@ -93,7 +93,23 @@ async fn run() -> Result<Vec<String>, Box<dyn Error>> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    crew_examples::report(run().await)
+    match run().await {
+        Ok(lines) => {
+            // Lines hold text the model and the tools chose: the console
+            // escapes control characters.
+            for line in lines {
+                crew_runtime::console::print_line(&line);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!(
+                "error: {}",
+                crew_runtime::console::escape_control(&error.to_string())
+            );
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(test)]
@@ -101,7 +117,7 @@ mod tests {
     #[tokio::test]
     async fn blocks_the_delete_and_redacts_the_read() {
         let lines = super::run().await.expect("the quickstart runs");
-        crew_examples::assert_has_lines(
+        assert_has_lines(
             &lines,
             &[
                 "[Assistant] task: Tidy up notes.txt",
@@ -117,5 +133,17 @@ mod tests {
             !lines.iter().any(|l| l.contains("tool delete_file runs")),
             "{lines:#?}"
         );
+    }
+
+    /// Panics unless every `expected` line is among `lines`, showing them
+    /// all.
+    #[track_caller]
+    fn assert_has_lines(lines: &[String], expected: &[&str]) {
+        for wanted in expected {
+            assert!(
+                lines.iter().any(|line| line == wanted),
+                "missing {wanted:?} in {lines:#?}"
+            );
+        }
     }
 }

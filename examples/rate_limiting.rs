@@ -15,7 +15,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crew_examples::Transcript;
 use crew_runtime::DEFAULT_MAX_CONCURRENT_TOOL_CALLS;
 use crew_runtime::prelude::*;
 use crew_runtime::runtime::blocked_message;
@@ -152,7 +151,23 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
 }
 
 fn main() -> ExitCode {
-    crew_examples::report(run())
+    match run() {
+        Ok(lines) => {
+            // Lines hold text the model and the tools chose: the console
+            // escapes control characters.
+            for line in lines {
+                crew_runtime::console::print_line(&line);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!(
+                "error: {}",
+                crew_runtime::console::escape_control(&error.to_string())
+            );
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(test)]
@@ -160,7 +175,7 @@ mod tests {
     #[test]
     fn exactly_ten_of_fifteen_concurrent_calls_run() {
         let lines = super::run().expect("the example runs");
-        crew_examples::assert_has_lines(
+        assert_has_lines(
             &lines,
             &[
                 "[Analyst] model asks for 15 tool calls in one turn (they run concurrently):",
@@ -175,5 +190,17 @@ mod tests {
             .filter(|l| l.starts_with("[Analyst] agent saw (call_") && l.ends_with(": 123.45 USD"))
             .count();
         assert_eq!(served, 10, "{lines:#?}");
+    }
+
+    /// Panics unless every `expected` line is among `lines`, showing them
+    /// all.
+    #[track_caller]
+    fn assert_has_lines(lines: &[String], expected: &[&str]) {
+        for wanted in expected {
+            assert!(
+                lines.iter().any(|line| line == wanted),
+                "missing {wanted:?} in {lines:#?}"
+            );
+        }
     }
 }

@@ -12,10 +12,10 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::sync::{Arc, LazyLock};
 
-use crew_examples::{Transcript, note};
 use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::{Deserialize, Serialize};
+use crew_runtime::transcript::note;
 use regex::Regex;
 
 /// `api_key=…`, `api-key: …`, `token=…` (any case), as the guide writes it.
@@ -128,7 +128,23 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
 }
 
 fn main() -> ExitCode {
-    crew_examples::report(run())
+    match run() {
+        Ok(lines) => {
+            // Lines hold text the model and the tools chose: the console
+            // escapes control characters.
+            for line in lines {
+                crew_runtime::console::print_line(&line);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!(
+                "error: {}",
+                crew_runtime::console::escape_control(&error.to_string())
+            );
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(test)]
@@ -150,7 +166,7 @@ mod tests {
     #[test]
     fn the_agent_sees_redacted_text_and_hooks_the_raw_value() {
         let lines = run().expect("the example runs");
-        crew_examples::assert_has_lines(
+        assert_has_lines(
             &lines,
             &[
                 "    POST_TOOL_CALL kept the result (2 hooks ran)",
@@ -166,5 +182,17 @@ mod tests {
                 .iter()
                 .any(|l| l.contains("agent saw") && l.contains("sk_live"))
         );
+    }
+
+    /// Panics unless every `expected` line is among `lines`, showing them
+    /// all.
+    #[track_caller]
+    fn assert_has_lines(lines: &[String], expected: &[&str]) {
+        for wanted in expected {
+            assert!(
+                lines.iter().any(|line| line == wanted),
+                "missing {wanted:?} in {lines:#?}"
+            );
+        }
     }
 }

@@ -13,11 +13,11 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crew_examples::{Transcript, note};
 use crew_runtime::global_registry;
 use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
+use crew_runtime::transcript::note;
 
 /// The guide's list. A filter rather than an `if` inside the hook: the
 /// hook is not even called for other tools, and `explain` can say why.
@@ -122,7 +122,23 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
 }
 
 fn main() -> ExitCode {
-    crew_examples::report(run())
+    match run() {
+        Ok(lines) => {
+            // Lines hold text the model and the tools chose: the console
+            // escapes control characters.
+            for line in lines {
+                crew_runtime::console::print_line(&line);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!(
+                "error: {}",
+                crew_runtime::console::escape_control(&error.to_string())
+            );
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(test)]
@@ -130,7 +146,7 @@ mod tests {
     #[test]
     fn destructive_tools_are_blocked_and_the_agent_is_told() {
         let lines = super::run().expect("the example runs");
-        crew_examples::assert_has_lines(
+        assert_has_lines(
             &lines,
             &[
                 "explain(drop_table): PRE_TOOL_CALL hooks that run: [\"safety_check\"]",
@@ -149,5 +165,17 @@ mod tests {
         );
         let ran: Vec<&String> = lines.iter().filter(|l| l.contains(" runs with ")).collect();
         assert_eq!(ran.len(), 1, "only read_file ran: {ran:?}");
+    }
+
+    /// Panics unless every `expected` line is among `lines`, showing them
+    /// all.
+    #[track_caller]
+    fn assert_has_lines(lines: &[String], expected: &[&str]) {
+        for wanted in expected {
+            assert!(
+                lines.iter().any(|line| line == wanted),
+                "missing {wanted:?} in {lines:#?}"
+            );
+        }
     }
 }

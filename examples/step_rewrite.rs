@@ -23,9 +23,9 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crew_examples::{Transcript, note};
 use crew_runtime::llm::Role;
 use crew_runtime::prelude::*;
+use crew_runtime::transcript::note;
 
 /// How many findings the Writer is given.
 const WRITER_FINDINGS: usize = 3;
@@ -183,13 +183,27 @@ fn run() -> Result<Vec<String>, Box<dyn Error>> {
 }
 
 fn main() -> ExitCode {
-    crew_examples::report(run())
+    match run() {
+        Ok(lines) => {
+            // Lines hold text the model and the tools chose: the console
+            // escapes control characters.
+            for line in lines {
+                crew_runtime::console::print_line(&line);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!(
+                "error: {}",
+                crew_runtime::console::escape_control(&error.to_string())
+            );
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use crew_examples::{assert_has_lines, assert_lines_in_order};
-
     #[test]
     fn outputs_lose_their_signature_and_only_the_writer_is_trimmed() {
         let lines = super::run().expect("the example runs");
@@ -241,5 +255,30 @@ mod tests {
                 .any(|l| l.starts_with("    | ") && l.contains("-- ")),
             "a signature reached a context: {lines:#?}"
         );
+    }
+
+    /// Panics unless every `expected` line is among `lines`, showing them
+    /// all.
+    #[track_caller]
+    fn assert_has_lines(lines: &[String], expected: &[&str]) {
+        for wanted in expected {
+            assert!(
+                lines.iter().any(|line| line == wanted),
+                "missing {wanted:?} in {lines:#?}"
+            );
+        }
+    }
+
+    /// Panics unless the `expected` lines appear among `lines` in this
+    /// order (others may stand between them), showing them all.
+    #[track_caller]
+    fn assert_lines_in_order(lines: &[String], expected: &[&str]) {
+        let mut rest = lines.iter();
+        for wanted in expected {
+            assert!(
+                rest.any(|line| line == wanted),
+                "missing (in order) {wanted:?} in {lines:#?}"
+            );
+        }
     }
 }

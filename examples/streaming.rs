@@ -163,7 +163,13 @@ async fn run(screen: &Screen) -> Result<String, Box<dyn Error>> {
 #[tokio::main]
 async fn main() -> ExitCode {
     // The lines were printed as they came: nothing is left to print.
-    crew_examples::report(run(&Screen::default()).await.map(|_| Vec::new()))
+    match run(&Screen::default()).await {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {}", console::escape_control(&error.to_string()));
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(test)]

@@ -181,6 +181,7 @@ pub mod store;
 mod task;
 mod tool;
 mod tool_call;
+pub mod transcript;
 
 // The hook engine, item by item: what a crew program writes hooks with.
 /// Cleans what leaves a crew: see [`CrewBuilder::redact_with`].
@@ -270,7 +271,7 @@ pub mod prelude {
     pub use crate::llm::{Llm, LlmError};
     pub use crate::{
         Agent, AgentOutput, BuildError, Crew, CrewError, CrewOutput, Inputs, Process, ScriptedCall,
-        ScriptedLlm, Task, TaskOutput, Tool,
+        ScriptedLlm, Task, TaskOutput, Tool, transcript::Transcript,
     };
     pub use hooks_core::{
         CallbackInput, Capability, ChannelInput, ChatMessage, EXECUTION_END, EXECUTION_START,

@@ -1,61 +1,106 @@
-//! Shared helpers for the examples: a [`Transcript`] that turns what really
-//! happened in a crew run into readable lines.
+//! A transcript of a crew run: what the model asked, what each hook decided
+//! and what the agent saw, as readable lines in the order it happened.
 //!
-//! Each example is a small program (`cargo run --example NAME`) that builds a
-//! crew on the offline [`ScriptedLlm`](crew_runtime::ScriptedLlm), runs it,
-//! and prints a transcript. Nothing in a transcript is written by hand: the
-//! lines come from
+//! A [`Transcript`] is a listener: attach one to a crew and run the crew as
+//! usual. Nothing in it is written by hand; its lines come from
 //!
-//! - the model itself, wrapped by [`Transcript::model`]: each task it is
-//!   given, each tool call it asks for, what it saw as the result of each
-//!   call (the observation the agent handed back), and its final answer;
+//! - the model, wrapped by [`Transcript::model`]: each task the agent is
+//!   given, each tool call the model asks for, what the agent saw as the
+//!   result of each call (the observation handed back to the model), and
+//!   the final answer;
 //! - the crew's event bus, listened to by [`Transcript::attach`]: every hook
 //!   dispatch with its outcome (and the reason and source of a block), every
 //!   tool that really ran with the arguments it received, tool failures and
 //!   contained hook panics;
-//! - hooks that have something to report, through [`note`] (at any of the
-//!   ten points).
+//! - hooks that have something to report, through [`note`], at any of the
+//!   ten points.
+//!
+//! The model's turns start at the left, with the agent's role in brackets;
+//! what hooks and tools did during a turn is indented under it. Print the
+//! lines once the run is over ([`Transcript::lines`]) or as they come
+//! ([`Transcript::echo`]), or keep them in a test to check what a run did.
+//! Lines hold text the model and the tools chose: print them through
+//! [`console::print_line`](crate::console::print_line), which escapes
+//! control characters.
 //!
 //! ```
 //! use std::sync::Arc;
-//! use crew_examples::Transcript;
 //! use crew_runtime::prelude::*;
+//! use crew_runtime::transcript::note;
+//!
+//! let path = json!({"type": "object", "properties": {"path": {"type": "string"}}});
+//! let read_file = Tool::dynamic("read_file", "Reads a file", path.clone(), |_| {
+//!     Ok::<_, String>(json!("the db password is hunter2"))
+//! });
+//! let delete_file = Tool::dynamic("delete_file", "Deletes a file", path, |_| {
+//!     Ok::<_, String>(json!("deleted"))
+//! });
+//! // The model follows a script: read the file, try to delete it, answer.
+//! let model = ScriptedLlm::new()
+//!     .call("read_file", json!({"path": "notes.txt"}))
+//!     .call("delete_file", json!({"path": "notes.txt"}))
+//!     .answer("I was not allowed to delete notes.txt.");
 //!
 //! let transcript = Transcript::new();
-//! let llm = transcript.model("Writer", Arc::new(ScriptedLlm::new().answer("Done.")));
-//! let writer = Agent::builder("Writer").llm(llm).build();
+//! let assistant = Agent::builder("Assistant")
+//!     .tool(read_file)
+//!     .tool(delete_file)
+//!     // Wrapped, so that the transcript reads each turn of the model.
+//!     .llm(transcript.model("Assistant", Arc::new(model)))
+//!     .build();
 //! let crew = Crew::builder()
-//!     .agent(writer.clone())
-//!     .task(Task::builder("Write a haiku").agent(&writer).build())
+//!     .agent(assistant.clone())
+//!     .task(Task::builder("Tidy up notes.txt").agent(&assistant).build())
 //!     .global_registry(Arc::new(HookRegistry::new()))
+//!     .hook(PRE_TOOL_CALL, |ctx: &mut ToolCallHookContext| {
+//!         if ctx.tool_name() != "delete_file" {
+//!             return Ok(());
+//!         }
+//!         note(ctx, "policy: files are never deleted");
+//!         Err(HookAborted::new("delete_file is not allowed", "policy"))
+//!     })
 //!     .build()?;
+//! // Listens to the crew's events: hook decisions, tools that ran.
 //! transcript.attach(&crew);
+//!
 //! crew.kickoff_blocking(())?;
+//! for line in transcript.lines() {
+//!     crew_runtime::console::print_line(&line);
+//! }
 //! assert_eq!(
 //!     transcript.lines(),
-//!     ["[Writer] task: Write a haiku", "[Writer] model answers: Done."]
+//!     [
+//!         "[Assistant] task: Tidy up notes.txt",
+//!         r#"[Assistant] model asks: read_file {"path":"notes.txt"}"#,
+//!         "    PRE_TOOL_CALL  let the call through (1 hook ran)",
+//!         r#"    tool read_file runs with {"path":"notes.txt"}"#,
+//!         "[Assistant] agent saw: the db password is hunter2",
+//!         r#"[Assistant] model asks: delete_file {"path":"notes.txt"}"#,
+//!         "    policy: files are never deleted",
+//!         "    PRE_TOOL_CALL  blocked the call: delete_file is not allowed [source: policy] (1 hook ran)",
+//!         "[Assistant] agent saw: Tool execution blocked by hook. Tool: delete_file",
+//!         "[Assistant] model answers: I was not allowed to delete notes.txt.",
+//!     ]
 //! );
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use std::any::Any;
-use std::error::Error;
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
-use crew_runtime::events::{
+use hooks_core::events::{
     HookDispatchedEvent, HookPanickedEvent, ToolUsageErrorEvent, ToolUsageStartedEvent,
 };
-use crew_runtime::llm::{Llm, LlmError, LlmRequest, ModelTurn, Role};
-use crew_runtime::{
-    Crew, CrewInfo, Event, ExecutionEndContext, ExecutionStartContext, HookInfo, HookOrigin,
-    HookStyle, InputContext, InterceptionPoint, LlmCallHookContext, OutputContext, StepContext,
+use hooks_core::{
+    CrewInfo, Event, ExecutionEndContext, ExecutionStartContext, HookInfo, HookOrigin, HookStyle,
+    InputContext, InterceptionPoint, LlmCallHookContext, OutputContext, StepContext,
     ToolCallHookContext,
 };
-// The examples depend on `crew-runtime` alone: its re-export is their
-// `serde_json`.
-use crew_runtime::serde_json::{Map, Value};
+use serde_json::{Map, Value};
+
+use crate::Crew;
+use crate::llm::{Llm, LlmError, LlmRequest, ModelTurn, Role};
 
 /// How far lines about hooks and tools are indented under the model's turn
 /// they belong to.
@@ -71,16 +116,47 @@ struct State {
     masked_keys: Vec<String>,
 }
 
-/// The lines of one crew run, gathered from the model, the crew's events
-/// and the hooks, in the order things happened. Cloning is cheap: clones
-/// write to the same transcript, from any thread.
+/// The lines of a crew run, gathered from the model, the crew's events and
+/// the hooks, in the order things happened (see the [module](self) for what
+/// the lines say).
+///
+/// Cloning is cheap: clones write to the same transcript, from any thread.
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::prelude::*;
+///
+/// let transcript = Transcript::new();
+/// let llm = transcript.model("Writer", Arc::new(ScriptedLlm::new().answer("Done.")));
+/// let writer = Agent::builder("Writer").llm(llm).build();
+/// let crew = Crew::builder()
+///     .agent(writer.clone())
+///     .task(Task::builder("Write a haiku").agent(&writer).build())
+///     .global_registry(Arc::new(HookRegistry::new()))
+///     .build()?;
+/// transcript.attach(&crew);
+/// crew.kickoff_blocking(())?;
+/// assert_eq!(
+///     transcript.lines(),
+///     ["[Writer] task: Write a haiku", "[Writer] model answers: Done."]
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Default)]
 pub struct Transcript {
     state: Arc<Mutex<State>>,
 }
 
 impl Transcript {
-    /// An empty transcript.
+    /// An empty transcript, which writes one line per event it receives and
+    /// prints nothing by itself.
+    ///
+    /// ```
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let transcript = Transcript::new();
+    /// assert!(transcript.lines().is_empty());
+    /// ```
     pub fn new() -> Self {
         Transcript::default()
     }
@@ -89,21 +165,83 @@ impl Transcript {
     /// each: for turns whose calls run concurrently, where events arrive in
     /// whatever order the threads finish and a line per event would read as
     /// noise. The model's lines are still written.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let transcript = Transcript::new().quiet_events();
+    /// let echo = Tool::dynamic("echo", "Echoes", json!({"type": "object"}), |args| {
+    ///     Ok::<_, String>(args)
+    /// });
+    /// let model = ScriptedLlm::new().call("echo", json!({"text": "hi"})).answer("done");
+    /// let agent = Agent::builder("Echoer")
+    ///     .tool(echo)
+    ///     .llm(transcript.model("Echoer", Arc::new(model)))
+    ///     .build();
+    /// let crew = Crew::builder()
+    ///     .agent(agent.clone())
+    ///     .task(Task::builder("Echo").agent(&agent).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .build()?;
+    /// transcript.attach(&crew);
+    /// crew.kickoff_blocking(())?;
+    /// // No indented lines: the events were kept, not written.
+    /// assert!(transcript.lines().iter().all(|line| line.starts_with('[')));
+    /// assert!(!transcript.events().is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn quiet_events(self) -> Self {
         self.lock().quiet_events = true;
         self
     }
 
-    /// Also prints each line as it is added, through the runtime's console
-    /// (which a terminal prompt pauses): for runs a person follows live.
+    /// Also prints each line as it is added, through the runtime's
+    /// [`console`](crate::console) (which a terminal prompt pauses, and
+    /// which escapes control characters): for runs a person follows live,
+    /// such as runs that ask a person to approve calls.
+    ///
+    /// ```
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let transcript = Transcript::new().echo();
+    /// transcript.line("printed now, and kept");
+    /// assert_eq!(transcript.lines(), ["printed now, and kept"]);
+    /// ```
     pub fn echo(self) -> Self {
         self.lock().echo = true;
         self
     }
 
     /// Shows `key` of tool arguments as `"…"`: for values that change on
-    /// every run (a start time a hook stashed), so a transcript stays the
-    /// same from run to run.
+    /// every run (a start time a hook stashed), so that a transcript stays
+    /// the same from run to run.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let transcript = Transcript::new().mask_input("started_at");
+    /// let echo = Tool::dynamic("echo", "Echoes", json!({"type": "object"}), |args| {
+    ///     Ok::<_, String>(args)
+    /// });
+    /// let model = ScriptedLlm::new()
+    ///     .call("echo", json!({"text": "hi", "started_at": 1234}))
+    ///     .answer("done");
+    /// let agent = Agent::builder("Echoer").tool(echo).llm(Arc::new(model)).build();
+    /// let crew = Crew::builder()
+    ///     .agent(agent.clone())
+    ///     .task(Task::builder("Echo").agent(&agent).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .build()?;
+    /// transcript.attach(&crew);
+    /// crew.kickoff_blocking(())?;
+    /// assert_eq!(
+    ///     transcript.lines(),
+    ///     [r#"    tool echo runs with {"started_at":"…","text":"hi"}"#]
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn mask_input(self, key: impl Into<String>) -> Self {
         self.lock().masked_keys.push(key.into());
         self
@@ -111,7 +249,40 @@ impl Transcript {
 
     /// Wraps `llm` so that each request and answer of the agent with this
     /// `role` is written down: the task, what the agent saw from its last
-    /// tool calls, the calls the model asks for, and its final answer.
+    /// tool calls, the calls the model asks for, and its final answer. Give
+    /// the agent the model this returns.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let transcript = Transcript::new();
+    /// let clock = Tool::dynamic("clock", "Tells the time", json!({"type": "object"}), |_| {
+    ///     Ok::<_, String>(json!("noon"))
+    /// });
+    /// let model = ScriptedLlm::new().call("clock", json!({})).answer("It is noon.");
+    /// let agent = Agent::builder("Clerk")
+    ///     .tool(clock)
+    ///     .llm(transcript.model("Clerk", Arc::new(model)))
+    ///     .build();
+    /// let crew = Crew::builder()
+    ///     .agent(agent.clone())
+    ///     .task(Task::builder("Tell the time").agent(&agent).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .build()?;
+    /// // Not attached: the model's side only.
+    /// crew.kickoff_blocking(())?;
+    /// assert_eq!(
+    ///     transcript.lines(),
+    ///     [
+    ///         "[Clerk] task: Tell the time",
+    ///         "[Clerk] model asks: clock {}",
+    ///         "[Clerk] agent saw: noon",
+    ///         "[Clerk] model answers: It is noon.",
+    ///     ]
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn model(&self, role: impl Into<String>, llm: Arc<dyn Llm>) -> Arc<dyn Llm> {
         Arc::new(NarratedModel {
             role: role.into(),
@@ -121,8 +292,36 @@ impl Transcript {
     }
 
     /// Listens to `crew`'s event bus (hook dispatches, tool usage), and
-    /// receives the [`note`]s of hooks running for this crew's calls.
-    /// Attach once per crew: each call adds a listener.
+    /// receives the [`note`]s of hooks running for this crew's calls, steps
+    /// and kickoffs. Attach once per crew: each call adds a listener. The
+    /// attachment goes with the crew.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let transcript = Transcript::new();
+    /// let wipe = Tool::dynamic("wipe", "Wipes the disk", json!({"type": "object"}), |_| {
+    ///     Ok::<_, String>(json!("wiped"))
+    /// });
+    /// let model = ScriptedLlm::new().call("wipe", json!({})).answer("I could not.");
+    /// let agent = Agent::builder("Janitor").tool(wipe).llm(Arc::new(model)).build();
+    /// let crew = Crew::builder()
+    ///     .agent(agent.clone())
+    ///     .task(Task::builder("Clean up").agent(&agent).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| {
+    ///         Err::<(), _>(HookAborted::new("never", "safety"))
+    ///     })
+    ///     .build()?;
+    /// transcript.attach(&crew);
+    /// crew.kickoff_blocking(())?;
+    /// assert_eq!(
+    ///     transcript.lines(),
+    ///     ["    PRE_TOOL_CALL  blocked the call: never [source: safety] (1 hook ran)"]
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn attach(&self, crew: &Crew) {
         let id = NEXT_ATTACHMENT.fetch_add(1, Ordering::Relaxed);
         attached_transcripts().push(Attachment {
@@ -139,7 +338,16 @@ impl Transcript {
         });
     }
 
-    /// Adds a line.
+    /// Adds a line of the program's own: a heading, a result, a blank line
+    /// between two runs.
+    ///
+    /// ```
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let transcript = Transcript::new();
+    /// transcript.line("First run:");
+    /// assert_eq!(transcript.lines(), ["First run:"]);
+    /// ```
     pub fn line(&self, line: impl Into<String>) {
         let line = line.into();
         let echo = {
@@ -148,21 +356,85 @@ impl Transcript {
             state.echo
         };
         if echo {
-            crew_runtime::console::print_line(&line);
+            hooks_core::console::print_line(&line);
         }
     }
 
-    /// The lines so far.
+    /// The lines so far, of this transcript and all its clones.
+    ///
+    /// ```
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let transcript = Transcript::new();
+    /// transcript.clone().line("written by a clone");
+    /// assert_eq!(transcript.lines(), ["written by a clone"]);
+    /// ```
     pub fn lines(&self) -> Vec<String> {
         self.lock().lines.clone()
     }
 
-    /// Every event received so far, in the order they arrived.
+    /// Every event received so far from the crews it is attached to, in the
+    /// order they arrived.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let transcript = Transcript::new();
+    /// let echo = Tool::dynamic("echo", "Echoes", json!({"type": "object"}), |args| {
+    ///     Ok::<_, String>(args)
+    /// });
+    /// let model = ScriptedLlm::new().call("echo", json!({"text": "hi"})).answer("done");
+    /// let agent = Agent::builder("Echoer").tool(echo).llm(Arc::new(model)).build();
+    /// let crew = Crew::builder()
+    ///     .agent(agent.clone())
+    ///     .task(Task::builder("Echo").agent(&agent).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .build()?;
+    /// transcript.attach(&crew);
+    /// crew.kickoff_blocking(())?;
+    /// let tools_run = transcript
+    ///     .events()
+    ///     .iter()
+    ///     .filter(|event| matches!(event, Event::ToolUsageStarted(_)))
+    ///     .count();
+    /// assert_eq!(tools_run, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn events(&self) -> Vec<Event> {
         self.lock().events.clone()
     }
 
-    /// The `HookDispatched` events received so far.
+    /// The [`HookDispatched`](Event::HookDispatched) events received so far:
+    /// what each point's chain decided, with the reason and source of a
+    /// block.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let transcript = Transcript::new();
+    /// let wipe = Tool::dynamic("wipe", "Wipes the disk", json!({"type": "object"}), |_| {
+    ///     Ok::<_, String>(json!("wiped"))
+    /// });
+    /// let model = ScriptedLlm::new().call("wipe", json!({})).answer("I could not.");
+    /// let agent = Agent::builder("Janitor").tool(wipe).llm(Arc::new(model)).build();
+    /// let crew = Crew::builder()
+    ///     .agent(agent.clone())
+    ///     .task(Task::builder("Clean up").agent(&agent).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| {
+    ///         Err::<(), _>(HookAborted::new("never", "safety"))
+    ///     })
+    ///     .build()?;
+    /// transcript.attach(&crew);
+    /// crew.kickoff_blocking(())?;
+    /// let dispatches = transcript.dispatches();
+    /// assert_eq!(dispatches.len(), 1);
+    /// assert_eq!(dispatches[0].outcome, "aborted");
+    /// assert_eq!(dispatches[0].abort_source.as_deref(), Some("safety"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn dispatches(&self) -> Vec<HookDispatchedEvent> {
         self.lock()
             .events
@@ -205,11 +477,41 @@ impl std::fmt::Debug for Transcript {
 }
 
 /// Lets a hook add a line to the transcript of the crew whose call, step or
-/// kickoff it is looking at (the way a real hook would log). Outside a crew,
-/// or for a crew no transcript is attached to, the line is dropped.
+/// kickoff it is looking at, the way it would write to a log. Outside a
+/// crew, or for a crew no transcript is [attached](Transcript::attach) to,
+/// the line is dropped.
 ///
 /// The line appears indented, before the dispatch line of the hook's point
 /// (a point's event is emitted once its whole chain has run).
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::prelude::*;
+/// use crew_runtime::transcript::note;
+///
+/// let transcript = Transcript::new();
+/// let writer = Agent::builder("Writer")
+///     .llm(Arc::new(ScriptedLlm::new().answer("A haiku.")))
+///     .build();
+/// let crew = Crew::builder()
+///     .agent(writer.clone())
+///     .task(Task::builder("Write a haiku").agent(&writer).build())
+///     .global_registry(Arc::new(HookRegistry::new()))
+///     .hook(OUTPUT, |ctx: &mut OutputContext| {
+///         note(ctx, format!("output hook: {} characters", ctx.output.raw.len()));
+///     })
+///     .build()?;
+/// transcript.attach(&crew);
+/// crew.kickoff_blocking(())?;
+/// assert_eq!(
+///     transcript.lines(),
+///     [
+///         "    output hook: 8 characters",
+///         "    OUTPUT         went on (1 hook ran)",
+///     ]
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn note(ctx: &impl HookCrew, line: impl AsRef<str>) {
     let Some(crew) = ctx.hook_crew() else {
         return;
@@ -226,9 +528,52 @@ pub fn note(ctx: &impl HookCrew, line: impl AsRef<str>) {
 }
 
 /// The context of a hook at any of the ten points, as [`note`] reads it:
-/// the crew the hook runs for.
+/// the crew the hook runs for. Implemented by every point's context; a
+/// helper that takes `&impl HookCrew` works at all of them.
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::prelude::*;
+/// use crew_runtime::transcript::{HookCrew, note};
+///
+/// /// Notes where a hook ran, for any point.
+/// fn ran_at(ctx: &impl HookCrew, point: &str) {
+///     if ctx.hook_crew().is_some() {
+///         note(ctx, format!("ran at {point}"));
+///     }
+/// }
+///
+/// let transcript = Transcript::new();
+/// let writer = Agent::builder("Writer")
+///     .llm(Arc::new(ScriptedLlm::new().answer("Done.")))
+///     .build();
+/// let crew = Crew::builder()
+///     .agent(writer.clone())
+///     .task(Task::builder("Write").agent(&writer).build())
+///     .global_registry(Arc::new(HookRegistry::new()))
+///     .hook(INPUT, |ctx: &mut InputContext| ran_at(ctx, "INPUT"))
+///     .hook(EXECUTION_END, |ctx: &mut ExecutionEndContext| {
+///         ran_at(ctx, "EXECUTION_END")
+///     })
+///     .build()?;
+/// transcript.attach(&crew);
+/// crew.kickoff_blocking(())?;
+/// let notes: Vec<String> =
+///     transcript.lines().into_iter().filter(|line| line.contains("ran at")).collect();
+/// assert_eq!(notes, ["    ran at INPUT", "    ran at EXECUTION_END"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait HookCrew {
     /// The crew running the call, step or kickoff, if it is a [`Crew`].
+    ///
+    /// ```
+    /// use crew_runtime::prelude::*;
+    /// use crew_runtime::transcript::HookCrew;
+    ///
+    /// // A context built outside any crew (as a unit test of a hook does).
+    /// let ctx = ToolCallHookContext::new("search", Default::default());
+    /// assert!(ctx.hook_crew().is_none());
+    /// ```
     fn hook_crew(&self) -> Option<&Crew>;
 }
 
@@ -340,7 +685,7 @@ fn describe_event(event: &Event, masked_keys: &[String]) -> Option<String> {
 /// In-place edits (of messages, tool calls, inputs) are not reported by
 /// dispatch events, only replacements: a chain that edited in place and
 /// replaced nothing "went on".
-pub fn describe_dispatch(dispatched: &HookDispatchedEvent) -> String {
+fn describe_dispatch(dispatched: &HookDispatchedEvent) -> String {
     use InterceptionPoint as P;
     let point = dispatched.point;
     let what = match (point, dispatched.outcome) {
@@ -474,7 +819,7 @@ impl NarratedModel {
     }
 }
 
-#[crew_runtime::async_trait]
+#[async_trait::async_trait]
 impl Llm for NarratedModel {
     fn name(&self) -> &str {
         self.inner.name()
@@ -488,9 +833,29 @@ impl Llm for NarratedModel {
     }
 }
 
-/// One line for a registered hook: its name, point, style, filters, order
-/// and where it came from (without source lines, which move as files are
-/// edited).
+/// One line for a registered hook: its name, its style of attribute, its
+/// filters, its order (when not 0) and where it came from (without source lines, which
+/// move as files are edited). For listing the hooks a program has, as
+/// [`get_hooks`](crate::get_hooks) and
+/// [`HookRegistry::get_hooks`](crate::HookRegistry::get_hooks) return them.
+///
+/// ```
+/// use crew_runtime::prelude::*;
+/// use crew_runtime::transcript::describe_hook;
+///
+/// let registry = HookRegistry::new();
+/// registry.register_hook_with(
+///     PRE_TOOL_CALL,
+///     HookOptions::new().name("no_deletes").tools(["delete_file"]),
+///     |_: &mut ToolCallHookContext| {},
+/// )?;
+/// let hooks = registry.get_hooks(PRE_TOOL_CALL);
+/// assert_eq!(
+///     describe_hook(&hooks[0]),
+///     r#"no_deletes #[on] tools=["delete_file"] (run time)"#
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn describe_hook(hook: &HookInfo) -> String {
     let style = match hook.style {
         HookStyle::On => "#[on]",
@@ -518,57 +883,11 @@ pub fn describe_hook(hook: &HookInfo) -> String {
     line
 }
 
-/// Prints an example's lines and exits 0, or prints its error to standard
-/// error and exits 1. Lines hold text the model and the tools chose, so
-/// they go through the console, which escapes control characters.
-pub fn report(result: Result<Vec<String>, Box<dyn Error>>) -> ExitCode {
-    match result {
-        Ok(lines) => {
-            for line in lines {
-                crew_runtime::console::print_line(&line);
-            }
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            eprintln!(
-                "error: {}",
-                crew_runtime::console::escape_control(&error.to_string())
-            );
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// Panics unless every `expected` line is among `lines` (for the
-/// examples' tests).
-#[track_caller]
-pub fn assert_has_lines(lines: &[String], expected: &[&str]) {
-    for wanted in expected {
-        assert!(
-            lines.iter().any(|l| l == wanted),
-            "missing {wanted:?} in {lines:#?}"
-        );
-    }
-}
-
-/// Panics unless the `expected` lines appear among `lines` in this order
-/// (others may stand between them).
-#[track_caller]
-pub fn assert_lines_in_order(lines: &[String], expected: &[&str]) {
-    let mut rest = lines.iter();
-    for wanted in expected {
-        assert!(
-            rest.any(|l| l == wanted),
-            "missing (in order) {wanted:?} in {lines:#?}"
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crew_runtime::serde_json::json;
-    use crew_runtime::{Agent, HookRegistry, PRE_TOOL_CALL, ScriptedLlm, Task, Tool};
+    use crate::{Agent, HookRegistry, PRE_TOOL_CALL, ScriptedLlm, Task, Tool};
+    use serde_json::json;
 
     /// A crew of one agent calling `echo` once, with a crew hook that notes
     /// `label`, on a registry of its own (no global state).
