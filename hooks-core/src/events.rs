@@ -906,6 +906,25 @@ impl RedactionScope {
 pin_project_lite::pin_project! {
     /// A future polled with redactors in scope: see
     /// [`RedactionScope::instrument`].
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    /// use std::sync::Arc;
+    /// use hooks_core::Redact;
+    /// use hooks_core::runtime::{redact_in_scope, InRedactionScope, RedactionScope};
+    ///
+    /// struct HideToken;
+    /// impl Redact for HideToken {
+    ///     fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+    ///         Cow::Owned(text.replace("tok-123", "[TOKEN]"))
+    ///     }
+    /// }
+    ///
+    /// let redactor: Arc<dyn Redact> = Arc::new(HideToken);
+    /// let work: InRedactionScope<_> =
+    ///     RedactionScope::instrument(Some(redactor), async { redact_in_scope("used tok-123").into_owned() });
+    /// assert_eq!(futures_executor::block_on(work), "used [TOKEN]");
+    /// ```
     pub struct InRedactionScope<F> {
         #[pin]
         future: F,
