@@ -302,6 +302,29 @@ impl<P: Point> HookReturn<P> for Result<(), HookAborted> {
 
 /// The points whose hooks may replace a text by returning it: `PRE_STEP`,
 /// `POST_STEP`, `POST_MODEL_CALL`, `POST_TOOL_CALL` and `OUTPUT`.
+///
+/// ```
+/// use hooks_core::{HookRegistry, OutputContext, ReplacesText, CrewOutput, OUTPUT, POST_TOOL_CALL};
+///
+/// // One helper for every point whose hooks may replace a text.
+/// fn cap_length<P: ReplacesText>(registry: &HookRegistry, point: P, text_of: fn(&P::Context) -> &str)
+///     -> Result<(), hooks_core::RegisterError>
+/// {
+///     registry.register_hook(point, move |ctx: &mut P::Context| {
+///         let text = text_of(ctx);
+///         (text.len() > 10).then(|| text[..10].to_owned())
+///     })?;
+///     Ok(())
+/// }
+/// let registry = HookRegistry::new();
+/// cap_length(&registry, OUTPUT, |ctx: &OutputContext| &ctx.output.raw)?;
+/// cap_length(&registry, POST_TOOL_CALL, |ctx| ctx.tool_result.as_deref().unwrap_or(""))?;
+///
+/// let mut ctx = OutputContext::new(CrewOutput { raw: "a very long report".into(), ..CrewOutput::default() });
+/// registry.dispatch(OUTPUT, &mut ctx);
+/// assert_eq!(ctx.output.raw, "a very lon");
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "hooks at this point ({Self}) cannot replace a text: `Option<String>` is not accepted here",
     label = "this return type is not accepted here",
@@ -314,6 +337,29 @@ pub trait ReplacesText: Point<Replacement = String> {}
 
 /// The points whose hooks may replace the inputs by returning them:
 /// `EXECUTION_START` and `INPUT`.
+///
+/// ```
+/// use hooks_core::{ExecutionStartContext, HookRegistry, Inputs, ReplacesInputs, EXECUTION_START, INPUT};
+///
+/// // One helper for both points whose hooks may replace the inputs.
+/// fn defaults<P: ReplacesInputs>(registry: &HookRegistry, point: P, get: fn(&P::Context) -> &Inputs)
+///     -> Result<(), hooks_core::RegisterError>
+/// {
+///     registry.register_hook(point, move |ctx: &mut P::Context| {
+///         let inputs = get(ctx);
+///         inputs.get("language").is_none().then(|| inputs.clone().with("language", "English"))
+///     })?;
+///     Ok(())
+/// }
+/// let registry = HookRegistry::new();
+/// defaults(&registry, EXECUTION_START, |ctx| &ctx.inputs)?;
+/// defaults(&registry, INPUT, |ctx| &ctx.inputs)?;
+///
+/// let mut ctx = ExecutionStartContext::new([("topic", "Rust")]);
+/// registry.dispatch(EXECUTION_START, &mut ctx);
+/// assert_eq!(ctx.inputs.get("language"), Some("English"));
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "hooks at this point ({Self}) cannot replace the inputs: `Option<Inputs>` is not accepted here",
     label = "this return type is not accepted here",
