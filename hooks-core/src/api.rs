@@ -33,6 +33,25 @@ where
 
 /// Registers an `async` hook on the global registry (see
 /// [`HookRegistry::register_async_hook`](crate::HookRegistry::register_async_hook)).
+///
+/// ```
+/// use hooks_core::{global_registry, register_async_hook, unregister_hook, ToolCallHookContext, PRE_TOOL_CALL};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// async fn stamp(ctx: &mut ToolCallHookContext) {
+///     // Await an approval, a permit, a lookup... then edit the arguments.
+///     ctx.tool_input.insert("checked".into(), true.into());
+/// }
+/// register_async_hook(PRE_TOOL_CALL, stamp)?;
+///
+/// // Every crew runs the global hooks; a synchronous dispatch waits for it.
+/// let mut ctx = ToolCallHookContext::new("search", Default::default());
+/// global_registry().dispatch(PRE_TOOL_CALL, &mut ctx);
+/// assert_eq!(ctx.tool_input["checked"], true);
+///
+/// assert!(unregister_hook(PRE_TOOL_CALL, stamp));
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub fn register_async_hook<P, F, R>(point: P, hook: F) -> Result<HookId, RegisterError>
 where
     P: Point,
@@ -43,6 +62,29 @@ where
 }
 
 /// Registers an `async` hook with options on the global registry.
+///
+/// ```
+/// use hooks_core::{get_hooks, register_async_hook_with, unregister_hook, FailureMode, HookAborted, HookOptions, ToolCallHookContext, PRE_TOOL_CALL};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// async fn ask_the_bank(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+///     match ctx.tool_input.get("amount").and_then(|a| a.as_u64()) {
+///         Some(amount) if amount > 1_000 => Err("the bank refused".into()),
+///         _ => Ok(()),
+///     }
+/// }
+/// let id = register_async_hook_with(
+///     PRE_TOOL_CALL,
+///     HookOptions::new().name("bank-check").tools(["transfer"]).fail_closed(),
+///     ask_the_bank,
+/// )?;
+/// let hook = &get_hooks(PRE_TOOL_CALL)[0];
+/// assert_eq!((hook.name.as_str(), hook.failure), ("bank-check", FailureMode::FailClosed));
+/// assert_eq!(hook.tools, ["transfer"]);
+///
+/// assert!(unregister_hook(PRE_TOOL_CALL, id));
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub fn register_async_hook_with<P, F, R>(
     point: P,
     options: HookOptions,
@@ -57,6 +99,27 @@ where
 }
 
 /// Registers a hook with options on the global registry.
+///
+/// ```
+/// use hooks_core::{get_hooks, register_hook_with, unregister_hook, HookOptions, RegisterError, ToolCallHookContext, POST_STEP, PRE_TOOL_CALL};
+/// use hooks_core::StepContext;
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// // Runs for the `shell` tool only, whatever the spelling the model uses.
+/// let id = register_hook_with(
+///     PRE_TOOL_CALL,
+///     HookOptions::new().name("shell-audit").tools(["Shell"]),
+///     |ctx: &mut ToolCallHookContext| eprintln!("shell: {:?}", ctx.tool_input),
+/// )?;
+/// assert_eq!(get_hooks(PRE_TOOL_CALL)[0].tools, ["shell"]);
+///
+/// // A filter that cannot apply at a point is refused.
+/// let refused = register_hook_with(POST_STEP, HookOptions::new().tools(["shell"]), |_: &mut StepContext| {});
+/// assert!(matches!(refused, Err(RegisterError::FilterDoesNotApply { filter: "tools", .. })));
+///
+/// assert!(unregister_hook(PRE_TOOL_CALL, id));
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub fn register_hook_with<P, F, R>(
     point: P,
     options: HookOptions,
@@ -71,36 +134,162 @@ where
 }
 
 /// Removes global hooks named by a [`HookId`] or the hook function itself.
+///
+/// ```
+/// use hooks_core::{get_hooks, register_hook, unregister_hook, ToolCallHookContext, PRE_TOOL_CALL};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// fn log_call(ctx: &mut ToolCallHookContext) {
+///     eprintln!("calling {}", ctx.tool_name());
+/// }
+/// let id = register_hook(PRE_TOOL_CALL, log_call)?;
+/// register_hook(PRE_TOOL_CALL, log_call)?;
+///
+/// // By id: that registration only.
+/// assert!(unregister_hook(PRE_TOOL_CALL, id));
+/// assert_eq!(get_hooks(PRE_TOOL_CALL).len(), 1);
+/// // By function: every registration of it at the point.
+/// assert!(unregister_hook(PRE_TOOL_CALL, log_call));
+/// assert!(!unregister_hook(PRE_TOOL_CALL, log_call));
+/// assert!(get_hooks(PRE_TOOL_CALL).is_empty());
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub fn unregister_hook<M>(point: impl Into<InterceptionPoint>, handle: impl HookHandle<M>) -> bool {
     global_registry().unregister_hook(point, handle)
 }
 
 /// Lists the global hooks at `point`, in order.
+///
+/// ```
+/// use hooks_core::{get_hooks, register_hook_with, unregister_hook, HookOptions, HookOrigin, ToolCallHookContext, PRE_TOOL_CALL};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// let first = register_hook_with(PRE_TOOL_CALL, HookOptions::new().name("first"), |_: &mut ToolCallHookContext| {})?;
+/// let second = register_hook_with(PRE_TOOL_CALL, HookOptions::new().name("second"), |_: &mut ToolCallHookContext| {})?;
+///
+/// // In the order they run.
+/// let hooks = get_hooks(PRE_TOOL_CALL);
+/// let names: Vec<_> = hooks.iter().map(|h| h.name.as_str()).collect();
+/// assert_eq!(names, ["first", "second"]);
+/// assert_eq!(hooks[0].origin, HookOrigin::Runtime);
+///
+/// unregister_hook(PRE_TOOL_CALL, first);
+/// unregister_hook(PRE_TOOL_CALL, second);
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub fn get_hooks(point: impl Into<InterceptionPoint>) -> Vec<HookInfo> {
     global_registry().get_hooks(point)
 }
 
 /// Removes every global hook at `point`; returns how many.
+///
+/// ```
+/// use hooks_core::{clear_hooks, get_hooks, register_hook, StepContext, ToolCallHookContext, POST_STEP, PRE_TOOL_CALL};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| {})?;
+/// register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| {})?;
+/// register_hook(POST_STEP, |_: &mut StepContext| {})?;
+///
+/// assert_eq!(clear_hooks(PRE_TOOL_CALL), 2);
+/// assert!(get_hooks(PRE_TOOL_CALL).is_empty());
+/// // Other points keep their hooks.
+/// assert_eq!(get_hooks(POST_STEP).len(), 1);
+///
+/// clear_hooks(POST_STEP);
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub fn clear_hooks(point: impl Into<InterceptionPoint>) -> usize {
     global_registry().clear_hooks(point)
 }
 
 /// Removes every global hook at all ten points; returns how many.
+///
+/// ```
+/// use hooks_core::{clear_all_hooks, get_hooks, register_hook, InterceptionPoint, OutputContext, StepContext, OUTPUT, PRE_STEP};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// register_hook(PRE_STEP, |_: &mut StepContext| {})?;
+/// register_hook(OUTPUT, |_: &mut OutputContext| {})?;
+///
+/// // Start over: no global hook at any point.
+/// assert_eq!(clear_all_hooks(), 2);
+/// assert!(InterceptionPoint::ALL.iter().all(|point| get_hooks(*point).is_empty()));
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub fn clear_all_hooks() -> usize {
     global_registry().clear_all_hooks()
 }
 
 /// Puts back the link-time hooks removed from the global registry.
+///
+/// ```
+/// use hooks_core::{clear_all_hooks, get_hooks, register_hook, restore_static_hooks, HookRegistry, ToolCallHookContext, PRE_TOOL_CALL};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// // Clearing removes the `#[on]` hooks of the program too...
+/// clear_all_hooks();
+/// register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| {})?;
+///
+/// // ...this puts them back, and leaves hooks registered at run time alone.
+/// let restored = restore_static_hooks();
+/// assert_eq!(restored > 0, HookRegistry::program_has_static_hooks());
+/// assert_eq!(get_hooks(PRE_TOOL_CALL).len(), restored + 1);
+///
+/// clear_all_hooks();
+/// restore_static_hooks();
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub fn restore_static_hooks() -> usize {
     global_registry().restore_static_hooks()
 }
 
 /// Explains which global hooks a tool call would meet.
+///
+/// ```
+/// use hooks_core::{explain, register_hook_with, unregister_hook, HookOptions, ToolCallHookContext, Verdict, PRE_TOOL_CALL};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// let id = register_hook_with(
+///     PRE_TOOL_CALL,
+///     HookOptions::new().name("no-deletes").tools(["delete_file"]),
+///     |_: &mut ToolCallHookContext| {},
+/// )?;
+///
+/// // Why did (or didn't) a hook run for this tool?
+/// let explanation = explain("Delete File", Some("Cleaner"));
+/// assert_eq!(explanation.tool_name.as_deref(), Some("delete_file"));
+/// assert_eq!(explanation.running(PRE_TOOL_CALL), ["no-deletes"]);
+/// assert_eq!(explain("read_file", None).hooks[0].verdict, Verdict::SkippedByTools);
+/// println!("{explanation}");
+///
+/// unregister_hook(PRE_TOOL_CALL, id);
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub fn explain(tool: &str, role: Option<&str>) -> Explanation {
     global_registry().explain(tool, role)
 }
 
 /// Explains which global hooks would run at `point`.
+///
+/// ```
+/// use hooks_core::{explain_point, register_hook_with, unregister_hook, HookOptions, StepContext, Verdict, PRE_STEP};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// let id = register_hook_with(
+///     PRE_STEP,
+///     HookOptions::new().name("writer-context").agents(["Writer"]),
+///     |_: &mut StepContext| {},
+/// )?;
+///
+/// let for_writer = explain_point(PRE_STEP, None, Some("Writer"));
+/// assert_eq!(for_writer.running(PRE_STEP), ["writer-context"]);
+/// let for_researcher = explain_point(PRE_STEP, None, Some("Researcher"));
+/// assert_eq!(for_researcher.hooks[0].verdict, Verdict::SkippedByAgents);
+///
+/// unregister_hook(PRE_STEP, id);
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub fn explain_point(
     point: impl Into<InterceptionPoint>,
     tool: Option<&str>,
@@ -110,6 +299,21 @@ pub fn explain_point(
 }
 
 /// Legacy: registers a global before hook.
+///
+/// ```
+/// use hooks_core::{global_registry, register_before_tool_call_hook, unregister_before_tool_call_hook};
+/// use hooks_core::{ToolCallHookContext, LEGACY_BLOCK_REASON, PRE_TOOL_CALL};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// // `false` blocks the call; `true` (or `None`) lets it run.
+/// let id = register_before_tool_call_hook(|ctx: &mut ToolCallHookContext| ctx.tool_name() != "rm");
+///
+/// let mut ctx = ToolCallHookContext::new("rm", Default::default());
+/// let outcome = global_registry().dispatch(PRE_TOOL_CALL, &mut ctx);
+/// assert_eq!(outcome.aborted().map(|a| a.reason.as_str()), Some(LEGACY_BLOCK_REASON));
+///
+/// assert!(unregister_before_tool_call_hook(id));
+/// ```
 pub fn register_before_tool_call_hook<F, R>(hook: F) -> HookId
 where
     F: Fn(&mut ToolCallHookContext) -> R + Send + Sync + 'static,
@@ -119,6 +323,25 @@ where
 }
 
 /// Legacy: registers a global after hook.
+///
+/// ```
+/// use hooks_core::{global_registry, register_after_tool_call_hook, unregister_after_tool_call_hook};
+/// use hooks_core::runtime::ToolOutput;
+/// use hooks_core::ToolCallHookContext;
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// // `Some(text)` replaces the result the agent sees.
+/// let id = register_after_tool_call_hook(|ctx: &mut ToolCallHookContext| {
+///     ctx.tool_result.as_deref().map(|r| r.replace("sk-123", "[KEY]"))
+/// });
+///
+/// let mut ctx = ToolCallHookContext::new("env", Default::default());
+/// let report = global_registry().run_tool_call(&mut ctx, |_| ToolOutput::text("API_KEY=sk-123"))?;
+/// assert_eq!(report.observation, "API_KEY=[KEY]");
+///
+/// assert!(unregister_after_tool_call_hook(id));
+/// # Ok::<(), hooks_core::HookAborted>(())
+/// ```
 pub fn register_after_tool_call_hook<F, R>(hook: F) -> HookId
 where
     F: Fn(&mut ToolCallHookContext) -> R + Send + Sync + 'static,
@@ -128,37 +351,117 @@ where
 }
 
 /// Legacy: removes global before hooks named by id or function.
+///
+/// ```
+/// use hooks_core::{get_before_tool_call_hooks, register_before_tool_call_hook, unregister_before_tool_call_hook, ToolCallHookContext};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// fn no_shell(ctx: &mut ToolCallHookContext) -> bool {
+///     ctx.tool_name() != "shell"
+/// }
+/// register_before_tool_call_hook(no_shell);
+/// // The function itself names its registrations.
+/// assert!(unregister_before_tool_call_hook(no_shell));
+/// assert!(get_before_tool_call_hooks().is_empty());
+/// ```
 pub fn unregister_before_tool_call_hook<M>(handle: impl HookHandle<M>) -> bool {
     global_registry().unregister_before_tool_call_hook(handle)
 }
 
 /// Legacy: removes global after hooks named by id or function.
+///
+/// ```
+/// use hooks_core::{get_after_tool_call_hooks, register_after_tool_call_hook, unregister_after_tool_call_hook, ToolCallHookContext};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// let id = register_after_tool_call_hook(|ctx: &mut ToolCallHookContext| ctx.tool_result.as_deref().map(str::trim).map(str::to_owned));
+/// assert!(unregister_after_tool_call_hook(id));
+/// // Already gone.
+/// assert!(!unregister_after_tool_call_hook(id));
+/// assert!(get_after_tool_call_hooks().is_empty());
+/// ```
 pub fn unregister_after_tool_call_hook<M>(handle: impl HookHandle<M>) -> bool {
     global_registry().unregister_after_tool_call_hook(handle)
 }
 
 /// Legacy: lists the global before hooks.
+///
+/// ```
+/// use hooks_core::{clear_before_tool_call_hooks, get_before_tool_call_hooks, register_before_tool_call_hook, HookStyle, ToolCallHookContext, PRE_TOOL_CALL};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// let id = register_before_tool_call_hook(|_: &mut ToolCallHookContext| true);
+/// let hooks = get_before_tool_call_hooks();
+/// assert_eq!(hooks[0].id, id);
+/// assert_eq!((hooks[0].point, hooks[0].style), (PRE_TOOL_CALL.into(), HookStyle::BeforeToolCall));
+///
+/// clear_before_tool_call_hooks();
+/// ```
 pub fn get_before_tool_call_hooks() -> Vec<HookInfo> {
     global_registry().get_before_tool_call_hooks()
 }
 
 /// Legacy: lists the global after hooks.
+///
+/// ```
+/// use hooks_core::{clear_after_tool_call_hooks, get_after_tool_call_hooks, register_after_tool_call_hook, HookStyle, ToolCallHookContext, POST_TOOL_CALL};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// let id = register_after_tool_call_hook(|_: &mut ToolCallHookContext| {});
+/// let hooks = get_after_tool_call_hooks();
+/// assert_eq!(hooks[0].id, id);
+/// assert_eq!((hooks[0].point, hooks[0].style), (POST_TOOL_CALL.into(), HookStyle::AfterToolCall));
+///
+/// clear_after_tool_call_hooks();
+/// ```
 pub fn get_after_tool_call_hooks() -> Vec<HookInfo> {
     global_registry().get_after_tool_call_hooks()
 }
 
 /// Legacy: clears the global before hooks; returns how many.
+///
+/// ```
+/// use hooks_core::{clear_before_tool_call_hooks, get_hooks, register_before_tool_call_hook, register_hook, ToolCallHookContext, PRE_TOOL_CALL};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// register_before_tool_call_hook(|_: &mut ToolCallHookContext| true);
+/// register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| {})?;
+/// // One chain per point: `#[on(PRE_TOOL_CALL)]` hooks go too.
+/// assert_eq!(clear_before_tool_call_hooks(), 2);
+/// assert!(get_hooks(PRE_TOOL_CALL).is_empty());
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub fn clear_before_tool_call_hooks() -> usize {
     global_registry().clear_before_tool_call_hooks()
 }
 
 /// Legacy: clears the global after hooks; returns how many.
+///
+/// ```
+/// use hooks_core::{clear_after_tool_call_hooks, get_after_tool_call_hooks, register_after_tool_call_hook, ToolCallHookContext};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// register_after_tool_call_hook(|_: &mut ToolCallHookContext| {});
+/// assert_eq!(clear_after_tool_call_hooks(), 1);
+/// assert!(get_after_tool_call_hooks().is_empty());
+/// ```
 pub fn clear_after_tool_call_hooks() -> usize {
     global_registry().clear_after_tool_call_hooks()
 }
 
 /// Legacy: clears both global tool-call chains; returns `(before, after)`
 /// counts.
+///
+/// ```
+/// use hooks_core::{clear_all_tool_call_hooks, register_after_tool_call_hook, register_before_tool_call_hook, ToolCallHookContext};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// register_before_tool_call_hook(|_: &mut ToolCallHookContext| true);
+/// register_after_tool_call_hook(|_: &mut ToolCallHookContext| {});
+/// register_after_tool_call_hook(|_: &mut ToolCallHookContext| {});
+/// assert_eq!(clear_all_tool_call_hooks(), (1, 2));
+/// assert_eq!(clear_all_tool_call_hooks(), (0, 0));
+/// ```
 pub fn clear_all_tool_call_hooks() -> (usize, usize) {
     global_registry().clear_all_tool_call_hooks()
 }
@@ -183,6 +486,23 @@ where
 
 /// Legacy: registers a global `after_llm_call` hook (`Some(text)` replaces
 /// the answer's text).
+///
+/// ```
+/// use hooks_core::{global_registry, register_after_llm_call_hook, unregister_after_llm_call_hook};
+/// use hooks_core::{LlmCallHookContext, ModelResponse, POST_MODEL_CALL};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// let id = register_after_llm_call_hook(|ctx: &mut LlmCallHookContext| {
+///     ctx.response.as_ref().map(|r| r.content.trim().to_owned())
+/// });
+///
+/// let mut ctx = LlmCallHookContext::new(Vec::new());
+/// ctx.response = Some(ModelResponse { content: "  Paris  ".into(), tool_calls: Vec::new() });
+/// global_registry().dispatch(POST_MODEL_CALL, &mut ctx);
+/// assert_eq!(ctx.response.map(|r| r.content).as_deref(), Some("Paris"));
+///
+/// assert!(unregister_after_llm_call_hook(id));
+/// ```
 pub fn register_after_llm_call_hook<F, R>(hook: F) -> HookId
 where
     F: Fn(&mut LlmCallHookContext) -> R + Send + Sync + 'static,
@@ -192,37 +512,110 @@ where
 }
 
 /// Legacy: removes global `before_llm_call` hooks named by id or function.
+///
+/// ```
+/// use hooks_core::{get_before_llm_call_hooks, register_before_llm_call_hook, unregister_before_llm_call_hook, LlmCallHookContext};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// fn at_most_ten_turns(ctx: &mut LlmCallHookContext) -> bool {
+///     ctx.iterations <= 10
+/// }
+/// register_before_llm_call_hook(at_most_ten_turns);
+/// assert!(unregister_before_llm_call_hook(at_most_ten_turns));
+/// assert!(get_before_llm_call_hooks().is_empty());
+/// ```
 pub fn unregister_before_llm_call_hook<M>(handle: impl HookHandle<M>) -> bool {
     global_registry().unregister_before_llm_call_hook(handle)
 }
 
 /// Legacy: removes global `after_llm_call` hooks named by id or function.
+///
+/// ```
+/// use hooks_core::{get_after_llm_call_hooks, register_after_llm_call_hook, unregister_after_llm_call_hook, LlmCallHookContext};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// let id = register_after_llm_call_hook(|_: &mut LlmCallHookContext| {});
+/// assert!(unregister_after_llm_call_hook(id));
+/// assert!(!unregister_after_llm_call_hook(id));
+/// assert!(get_after_llm_call_hooks().is_empty());
+/// ```
 pub fn unregister_after_llm_call_hook<M>(handle: impl HookHandle<M>) -> bool {
     global_registry().unregister_after_llm_call_hook(handle)
 }
 
 /// Legacy: lists the global `before_llm_call` hooks.
+///
+/// ```
+/// use hooks_core::{clear_before_llm_call_hooks, get_before_llm_call_hooks, register_before_llm_call_hook, HookStyle, LlmCallHookContext};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// let id = register_before_llm_call_hook(|_: &mut LlmCallHookContext| true);
+/// let hooks = get_before_llm_call_hooks();
+/// assert_eq!((hooks[0].id, hooks[0].style), (id, HookStyle::BeforeLlmCall));
+///
+/// clear_before_llm_call_hooks();
+/// ```
 pub fn get_before_llm_call_hooks() -> Vec<HookInfo> {
     global_registry().get_before_llm_call_hooks()
 }
 
 /// Legacy: lists the global `after_llm_call` hooks.
+///
+/// ```
+/// use hooks_core::{clear_after_llm_call_hooks, get_after_llm_call_hooks, register_after_llm_call_hook, HookStyle, LlmCallHookContext};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// let id = register_after_llm_call_hook(|_: &mut LlmCallHookContext| {});
+/// let hooks = get_after_llm_call_hooks();
+/// assert_eq!((hooks[0].id, hooks[0].style), (id, HookStyle::AfterLlmCall));
+///
+/// clear_after_llm_call_hooks();
+/// ```
 pub fn get_after_llm_call_hooks() -> Vec<HookInfo> {
     global_registry().get_after_llm_call_hooks()
 }
 
 /// Legacy: clears the global `before_llm_call` hooks; returns how many.
+///
+/// ```
+/// use hooks_core::{clear_before_llm_call_hooks, get_before_llm_call_hooks, register_before_llm_call_hook, LlmCallHookContext};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// register_before_llm_call_hook(|_: &mut LlmCallHookContext| true);
+/// register_before_llm_call_hook(|_: &mut LlmCallHookContext| {});
+/// assert_eq!(clear_before_llm_call_hooks(), 2);
+/// assert!(get_before_llm_call_hooks().is_empty());
+/// ```
 pub fn clear_before_llm_call_hooks() -> usize {
     global_registry().clear_before_llm_call_hooks()
 }
 
 /// Legacy: clears the global `after_llm_call` hooks; returns how many.
+///
+/// ```
+/// use hooks_core::{clear_after_llm_call_hooks, get_after_llm_call_hooks, register_after_llm_call_hook, LlmCallHookContext};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// register_after_llm_call_hook(|_: &mut LlmCallHookContext| {});
+/// assert_eq!(clear_after_llm_call_hooks(), 1);
+/// assert!(get_after_llm_call_hooks().is_empty());
+/// ```
 pub fn clear_after_llm_call_hooks() -> usize {
     global_registry().clear_after_llm_call_hooks()
 }
 
 /// Legacy: clears both global model-call chains; returns `(before, after)`
 /// counts.
+///
+/// ```
+/// use hooks_core::{clear_all_llm_call_hooks, register_after_llm_call_hook, register_before_llm_call_hook, LlmCallHookContext};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// register_before_llm_call_hook(|_: &mut LlmCallHookContext| true);
+/// register_before_llm_call_hook(|_: &mut LlmCallHookContext| true);
+/// register_after_llm_call_hook(|_: &mut LlmCallHookContext| {});
+/// assert_eq!(clear_all_llm_call_hooks(), (2, 1));
+/// ```
 pub fn clear_all_llm_call_hooks() -> (usize, usize) {
     global_registry().clear_all_llm_call_hooks()
 }

@@ -14,6 +14,17 @@
 //! sequence in a tool result cannot clear the screen, retitle the window or
 //! redraw a prompt, and a bidirectional override cannot make text read
 //! differently from what it is.
+//!
+//! ```
+//! use hooks_core::console;
+//!
+//! // A tool result that tries to clear the screen is shown, not obeyed.
+//! assert_eq!(console::escape_control("done\u{1b}[2J"), r"done\x1b[2J");
+//!
+//! let question = console::pause();
+//! console::print_line("a crew's progress line"); // held while the person reads
+//! drop(question); // printed now, in order
+//! ```
 
 use std::borrow::Cow;
 use std::collections::VecDeque;

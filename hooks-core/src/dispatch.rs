@@ -24,6 +24,22 @@ use crate::point::{InterceptionPoint, Point};
 use crate::registry::{ChainSet, HookRegistry, global_registry};
 
 /// The text the agent receives when a PRE hook blocks a call.
+///
+/// ```
+/// use hooks_core::runtime::blocked_message;
+/// use hooks_core::{HookAborted, HookRegistry, ToolCallHookContext, PRE_TOOL_CALL};
+///
+/// let registry = HookRegistry::new();
+/// registry.register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| -> Result<(), HookAborted> {
+///     Err("read-only mode".into())
+/// })?;
+/// let mut ctx = ToolCallHookContext::new("write_file", Default::default());
+/// let report = registry.run_tool_call(&mut ctx, |_| unreachable!("blocked"))?;
+/// // The agent is not told the reason unless a hook asks for it.
+/// assert_eq!(report.observation, blocked_message("write_file"));
+/// assert_eq!(blocked_message("write_file"), "Tool execution blocked by hook. Tool: write_file");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn blocked_message(tool_name: &str) -> String {
     format!("Tool execution blocked by hook. Tool: {tool_name}")
 }
@@ -42,14 +58,55 @@ pub fn blocked_message_with_reason(tool_name: &str, reason: &str) -> String {
 }
 
 /// How the observation of a failed tool call starts (rule 15).
+///
+/// ```
+/// use hooks_core::runtime::{ToolOutput, TOOL_ERROR_PREFIX};
+///
+/// let failed = ToolOutput::error("disk full");
+/// assert_eq!(failed.rendered.strip_prefix(TOOL_ERROR_PREFIX), Some("disk full"));
+/// ```
 pub const TOOL_ERROR_PREFIX: &str = "Error executing tool: ";
 
 /// The text the agent receives when a fail-closed POST hook panics.
+///
+/// ```
+/// use hooks_core::runtime::{withheld_message, ToolOutput};
+/// use hooks_core::{HookOptions, HookRegistry, ToolCallHookContext, POST_TOOL_CALL};
+///
+/// // A fail-closed redaction hook that panics: the result is not shown.
+/// let registry = HookRegistry::new();
+/// registry.register_hook_with(
+///     POST_TOOL_CALL,
+///     HookOptions::new().name("redactor").fail_closed(),
+///     |_: &mut ToolCallHookContext| -> () { panic!("the redaction service is down") },
+/// )?;
+/// let mut ctx = ToolCallHookContext::new("read_secrets", Default::default());
+/// let report = registry.run_tool_call(&mut ctx, |_| ToolOutput::text("password=hunter2"))?;
+/// assert_eq!(report.observation, withheld_message("read_secrets"));
+/// assert!(!report.observation.contains("hunter2"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn withheld_message(tool_name: &str) -> String {
     format!("Tool result withheld: a fail-closed hook failed. Tool: {tool_name}")
 }
 
 /// What a tool produced, ready for the POST chain.
+///
+/// ```
+/// use hooks_core::runtime::ToolOutput;
+/// use hooks_core::ToolCallStatus;
+///
+/// // What a runtime's tool call produced, for the POST chain.
+/// let ran = ToolOutput::text("42");
+/// assert_eq!((ran.rendered.as_str(), &ran.status), ("42", &ToolCallStatus::Ran));
+/// assert_eq!(ran.raw.as_str(), Some("42"));
+///
+/// let failed = ToolOutput::error("timeout");
+/// assert_eq!(failed.rendered, "Error executing tool: timeout");
+/// assert!(matches!(failed.status, ToolCallStatus::Failed { ref error } if error == "timeout"));
+///
+/// assert_eq!(ToolOutput::not_found("no tool named `serch`").status, ToolCallStatus::NotFound);
+/// ```
 #[derive(Debug, Clone)]
 pub struct ToolOutput {
     /// The text the agent would see (before POST hooks).
@@ -92,6 +149,27 @@ impl ToolOutput {
 }
 
 /// What one tool call came to after both chains.
+///
+/// ```
+/// use hooks_core::runtime::ToolOutput;
+/// use hooks_core::{HookAborted, HookOptions, HookRegistry, ToolCallHookContext, PRE_TOOL_CALL};
+///
+/// let registry = HookRegistry::new();
+/// registry.register_hook_with(
+///     PRE_TOOL_CALL,
+///     HookOptions::new().tools(["shell"]),
+///     |_: &mut ToolCallHookContext| -> Result<(), HookAborted> { Err(HookAborted::new("no shell", "sandbox")) },
+/// )?;
+///
+/// let mut ctx = ToolCallHookContext::new("echo", Default::default());
+/// let ran = registry.run_tool_call(&mut ctx, |_| ToolOutput::text("hi"))?;
+/// assert_eq!((ran.observation.as_str(), ran.blocked), ("hi", None));
+///
+/// let mut ctx = ToolCallHookContext::new("shell", Default::default());
+/// let blocked = registry.run_tool_call(&mut ctx, |_| unreachable!("blocked"))?;
+/// assert_eq!(blocked.blocked.map(|abort| abort.source), Some("sandbox".to_owned()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCallReport {
     /// The final text the agent sees as the tool's observation.
@@ -279,12 +357,47 @@ impl<'a> Dispatcher<'a> {
 }
 
 /// The points of one tool call.
+///
+/// ```
+/// use hooks_core::runtime::{ToolOutput, TOOL_CALL_POINTS};
+/// use hooks_core::{HookRegistry, ToolCallHookContext, POST_TOOL_CALL};
+///
+/// let registry = HookRegistry::new();
+/// registry.register_hook(POST_TOOL_CALL, |ctx: &mut ToolCallHookContext| ctx.tool_result.as_deref().map(str::to_uppercase))?;
+///
+/// // One snapshot of the hooks for both chains of the call.
+/// let call = registry.dispatcher().begin_call(&TOOL_CALL_POINTS);
+/// let mut ctx = ToolCallHookContext::new("greet", Default::default());
+/// let report = call.run_tool_call(&mut ctx, |_| ToolOutput::text("hello"))?;
+/// assert_eq!(report.observation, "HELLO");
+/// assert!(TOOL_CALL_POINTS.iter().all(|point| point.accepts_tool_filter()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const TOOL_CALL_POINTS: [InterceptionPoint; 2] = [
     InterceptionPoint::PRE_TOOL_CALL,
     InterceptionPoint::POST_TOOL_CALL,
 ];
 
 /// The points of one model call.
+///
+/// ```
+/// use hooks_core::runtime::MODEL_CALL_POINTS;
+/// use hooks_core::{ChatMessage, HookRegistry, LlmCallHookContext, ModelResponse, POST_MODEL_CALL, PRE_MODEL_CALL};
+///
+/// let registry = HookRegistry::new();
+/// registry.register_hook(POST_MODEL_CALL, |ctx: &mut LlmCallHookContext| {
+///     ctx.response.as_ref().map(|r| r.content.trim().to_owned())
+/// })?;
+///
+/// // Both chains of one model call run on the hooks the call started with.
+/// let call = registry.dispatcher().begin_call(&MODEL_CALL_POINTS);
+/// let mut ctx = LlmCallHookContext::new(vec![ChatMessage::user("hi")]);
+/// call.dispatch(PRE_MODEL_CALL, &mut ctx);
+/// ctx.response = Some(ModelResponse { content: " hello \n".into(), tool_calls: Vec::new() });
+/// call.dispatch(POST_MODEL_CALL, &mut ctx);
+/// assert_eq!(ctx.response.map(|r| r.content).as_deref(), Some("hello"));
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub const MODEL_CALL_POINTS: [InterceptionPoint; 2] = [
     InterceptionPoint::PRE_MODEL_CALL,
     InterceptionPoint::POST_MODEL_CALL,
@@ -842,6 +955,15 @@ pub fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
 /// The text of a panic payload (a `&str` or `String` message), as contained
 /// panics of hooks are reported; tools run by a runtime can be reported the
 /// same way.
+///
+/// ```
+/// use hooks_core::runtime::{contain_panic, drop_panic_payload, panic_message};
+///
+/// let payload = contain_panic(|| -> () { panic!("the tool broke: {}", 42) }).unwrap_err();
+/// assert_eq!(panic_message(&*payload), "the tool broke: 42");
+/// drop_panic_payload(payload);
+/// assert_eq!(panic_message(&7_u8), "a non-text panic payload");
+/// ```
 pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     if let Some(text) = panic.downcast_ref::<&str>() {
         (*text).to_owned()

@@ -8,6 +8,26 @@
 //! scope on a thread with [`RedactionScope`] applies to the texts of the
 //! dispatches and contained panics of that thread (a crew's calls) before
 //! they reach a bus or `tracing`.
+//!
+//! ```
+//! use std::sync::{Arc, Mutex};
+//! use hooks_core::{Event, HookRegistry, StepContext, StepKind, POST_STEP};
+//!
+//! let registry = HookRegistry::new();
+//! registry.register_hook(POST_STEP, |ctx: &mut StepContext| Some(ctx.payload.trim().to_owned()))?;
+//!
+//! // Listen to what the registry's dispatches report.
+//! let log = Arc::new(Mutex::new(Vec::new()));
+//! let sink = Arc::clone(&log);
+//! registry.events().subscribe(move |event| {
+//!     if let Event::HookDispatched(dispatched) = event {
+//!         sink.lock().unwrap().push(format!("{} {}", dispatched.point, dispatched.outcome));
+//!     }
+//! });
+//! registry.dispatch(POST_STEP, &mut StepContext::new(StepKind::Task, "report", " text "));
+//! assert_eq!(*log.lock().unwrap(), ["POST_STEP modified"]);
+//! # Ok::<(), hooks_core::RegisterError>(())
+//! ```
 
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -34,6 +54,30 @@ fn clean_shared(text: Arc<str>) -> Arc<str> {
 }
 
 /// One dispatch of a hook chain in which at least one hook ran.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use hooks_core::{Event, HookAborted, HookDispatchedEvent, HookRegistry, ToolCallHookContext, PRE_TOOL_CALL};
+///
+/// let registry = HookRegistry::new();
+/// registry.register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| -> Result<(), HookAborted> {
+///     Err(HookAborted::new("no network", "sandbox"))
+/// })?;
+/// let seen: Arc<Mutex<Vec<HookDispatchedEvent>>> = Arc::default();
+/// let sink = Arc::clone(&seen);
+/// registry.events().subscribe(move |event| {
+///     if let Event::HookDispatched(dispatched) = event {
+///         sink.lock().unwrap().push(dispatched.clone());
+///     }
+/// });
+///
+/// registry.dispatch(PRE_TOOL_CALL, &mut ToolCallHookContext::new("Fetch URL", Default::default()));
+/// let event = seen.lock().unwrap().remove(0);
+/// assert_eq!((event.point, event.outcome, event.hooks_run), (PRE_TOOL_CALL.into(), "aborted", 1));
+/// assert_eq!(event.tool_name.as_deref(), Some("fetch_url"));
+/// assert_eq!(event.abort_source.as_deref(), Some("sandbox"));
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookDispatchedEvent {
     /// The point dispatched.
@@ -81,6 +125,35 @@ impl HookDispatchedEvent {
 }
 
 /// A hook panicked; the panic was contained.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use hooks_core::events::HookPanickedEvent;
+/// use hooks_core::{Event, HookOptions, HookRegistry, ToolCallHookContext, POST_TOOL_CALL};
+///
+/// let registry = HookRegistry::new();
+/// registry.register_hook_with(
+///     POST_TOOL_CALL,
+///     HookOptions::new().name("flaky-audit"),
+///     |_: &mut ToolCallHookContext| -> () { panic!("audit store unreachable") },
+/// )?;
+/// let seen: Arc<Mutex<Vec<HookPanickedEvent>>> = Arc::default();
+/// let sink = Arc::clone(&seen);
+/// registry.events().subscribe(move |event| {
+///     if let Event::HookPanicked(panicked) = event {
+///         sink.lock().unwrap().push(panicked.clone());
+///     }
+/// });
+///
+/// // The panic is contained; listeners are told.
+/// registry.dispatch(POST_TOOL_CALL, &mut ToolCallHookContext::new("search", Default::default()));
+/// let event = seen.lock().unwrap().remove(0);
+/// assert_eq!(event.hook, "flaky-audit");
+/// assert_eq!(event.message, "audit store unreachable");
+/// assert!(!event.fail_closed);
+/// assert_eq!(event.tool_name.as_deref(), Some("search"));
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookPanickedEvent {
     /// The point the hook ran at.
@@ -97,6 +170,23 @@ pub struct HookPanickedEvent {
 }
 
 /// A tool call is about to run (after the PRE chain let it through).
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::ToolUsageStartedEvent;
+///
+/// let event = ToolUsageStartedEvent {
+///     tool_name: "web_search".into(),
+///     tool_input: serde_json::json!({"query": "rust"}),
+///     agent_role: Some("Researcher".into()),
+///     task: Some("Find sources".into()),
+///     crew: None,
+/// };
+/// assert_eq!(event.tool_input["query"], "rust");
+/// assert_eq!(event.agent_role.as_deref(), Some("Researcher"));
+/// // A tool event, not one of a kickoff's lifecycle.
+/// assert!(!Event::ToolUsageStarted(event).is_lifecycle());
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolUsageStartedEvent {
     /// The normalized tool name.
@@ -113,6 +203,25 @@ pub struct ToolUsageStartedEvent {
 
 /// A tool call finished; `result` is the text the agent sees (after POST
 /// hooks, so redactions hold here too).
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::ToolUsageFinishedEvent;
+///
+/// let event = ToolUsageFinishedEvent {
+///     tool_name: "web_search".into(),
+///     result: "3 results".into(),
+///     blocked: false,
+///     duration: std::time::Duration::from_millis(120),
+///     agent_role: Some("Researcher".into()),
+///     task: None,
+///     crew: Some("research".into()),
+/// };
+/// assert_eq!((event.result.as_str(), event.blocked), ("3 results", false));
+/// assert!(event.duration.as_millis() >= 100);
+/// // A tool event, not one of a kickoff's lifecycle.
+/// assert!(!Event::ToolUsageFinished(event).is_lifecycle());
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolUsageFinishedEvent {
     /// The normalized tool name.
@@ -133,6 +242,22 @@ pub struct ToolUsageFinishedEvent {
 
 /// A tool call failed: the tool returned an error or panicked, the tool was
 /// unknown, or its arguments were malformed.
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::ToolUsageErrorEvent;
+///
+/// let event = ToolUsageErrorEvent {
+///     tool_name: "serch".into(),
+///     error: "no tool named `serch`".into(),
+///     agent_role: Some("Researcher".into()),
+///     task: None,
+///     crew: None,
+/// };
+/// assert!(event.error.contains(&event.tool_name));
+/// // A tool event, not one of a kickoff's lifecycle.
+/// assert!(!Event::ToolUsageError(event).is_lifecycle());
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolUsageErrorEvent {
     /// The tool name as normalized (the model's spelling when unknown).
@@ -150,6 +275,21 @@ pub struct ToolUsageErrorEvent {
 /// A kickoff began: its `EXECUTION_START` and `INPUT` hooks let it
 /// through. Exactly one [`CrewKickoffCompletedEvent`] or
 /// [`CrewKickoffFailedEvent`] follows.
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::CrewKickoffStartedEvent;
+///
+/// let event = CrewKickoffStartedEvent {
+///     crew_name: "research".into(),
+///     inputs: hooks_core::Inputs::new().with("topic", "Rust"),
+///     user: Some("alice".into()),
+///     kickoff_id: None,
+/// };
+/// assert_eq!(event.inputs.get("topic"), Some("Rust"));
+/// assert_eq!(event.user.as_deref(), Some("alice"));
+/// assert!(Event::CrewKickoffStarted(event).is_lifecycle());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CrewKickoffStartedEvent {
     /// The crew's name.
@@ -165,6 +305,22 @@ pub struct CrewKickoffStartedEvent {
 }
 
 /// A kickoff completed.
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::CrewKickoffCompletedEvent;
+///
+/// let event = CrewKickoffCompletedEvent {
+///     crew_name: "research".into(),
+///     output: "the report".into(),
+///     token_usage: hooks_core::TokenUsage::new(900, 100, 1_000),
+///     user: None,
+///     kickoff_id: None,
+/// };
+/// assert_eq!(event.output, "the report");
+/// assert_eq!(event.token_usage.total_tokens, 1_000);
+/// assert!(Event::CrewKickoffCompleted(event).is_lifecycle());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CrewKickoffCompletedEvent {
     /// The crew's name.
@@ -181,6 +337,20 @@ pub struct CrewKickoffCompletedEvent {
 }
 
 /// A kickoff that had started failed (a hook aborted it, a model failed).
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::CrewKickoffFailedEvent;
+///
+/// let event = CrewKickoffFailedEvent {
+///     crew_name: "research".into(),
+///     error: "hook aborted by budget: over budget".into(),
+///     user: None,
+///     kickoff_id: None,
+/// };
+/// assert!(event.error.contains("over budget"));
+/// assert!(Event::CrewKickoffFailed(event).is_lifecycle());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CrewKickoffFailedEvent {
     /// The crew's name.
@@ -195,6 +365,21 @@ pub struct CrewKickoffFailedEvent {
 }
 
 /// A task began (before its `PRE_STEP` hooks).
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::TaskStartedEvent;
+///
+/// let event = TaskStartedEvent {
+///     task_name: "report".into(),
+///     agent_role: "Writer".into(),
+///     crew: "research".into(),
+///     context: "notes from the research task".into(),
+/// };
+/// assert_eq!((event.task_name.as_str(), event.agent_role.as_str()), ("report", "Writer"));
+/// assert!(event.context.starts_with("notes"));
+/// assert!(Event::TaskStarted(event).is_lifecycle());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskStartedEvent {
     /// The task's name (see `Task::name`).
@@ -210,6 +395,20 @@ pub struct TaskStartedEvent {
 
 /// A task completed; `output` is what later tasks and the crew output see
 /// (after the `POST_STEP` hooks).
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::TaskCompletedEvent;
+///
+/// let event = TaskCompletedEvent {
+///     task_name: "report".into(),
+///     agent_role: "Writer".into(),
+///     crew: "research".into(),
+///     output: "the report".into(),
+/// };
+/// assert_eq!(event.output, "the report");
+/// assert!(Event::TaskCompleted(event).is_lifecycle());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskCompletedEvent {
     /// The task's name.
@@ -224,6 +423,20 @@ pub struct TaskCompletedEvent {
 }
 
 /// A task failed, which ends the kickoff.
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::TaskFailedEvent;
+///
+/// let event = TaskFailedEvent {
+///     task_name: "report".into(),
+///     agent_role: "Writer".into(),
+///     crew: "research".into(),
+///     error: "the model server is down".into(),
+/// };
+/// assert_eq!(event.error, "the model server is down");
+/// assert!(Event::TaskFailed(event).is_lifecycle());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskFailedEvent {
     /// The task's name.
@@ -238,6 +451,22 @@ pub struct TaskFailedEvent {
 }
 
 /// An agent began working on a task (after the task's `PRE_STEP` hooks).
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::AgentExecutionStartedEvent;
+///
+/// let event = AgentExecutionStartedEvent {
+///     agent_role: "Researcher".into(),
+///     task_name: "research".into(),
+///     crew: String::new(), // an agent run without a crew
+///     tools: vec!["web_search".into()],
+///     task_prompt: "Find three sources on Rust hooks".into(),
+/// };
+/// assert_eq!(event.tools, ["web_search"]);
+/// assert!(event.crew.is_empty());
+/// assert!(Event::AgentExecutionStarted(event).is_lifecycle());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentExecutionStartedEvent {
     /// The agent's role.
@@ -256,6 +485,20 @@ pub struct AgentExecutionStartedEvent {
 
 /// An agent finished its work on a task, with this answer (before the
 /// task's `POST_STEP` hooks).
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::AgentExecutionCompletedEvent;
+///
+/// let event = AgentExecutionCompletedEvent {
+///     agent_role: "Researcher".into(),
+///     task_name: "research".into(),
+///     crew: "research".into(),
+///     output: "three sources".into(),
+/// };
+/// assert_eq!(event.output, "three sources");
+/// assert!(Event::AgentExecutionCompleted(event).is_lifecycle());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentExecutionCompletedEvent {
     /// The agent's role.
@@ -270,6 +513,22 @@ pub struct AgentExecutionCompletedEvent {
 }
 
 /// A model call is about to be made (after its `PRE_MODEL_CALL` hooks).
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::LlmCallStartedEvent;
+///
+/// let event = LlmCallStartedEvent {
+///     model: "gpt-4o-mini".into(),
+///     messages: std::sync::Arc::new(vec![hooks_core::ChatMessage::user("hi")]),
+///     agent_role: "Assistant".into(),
+///     task_name: "greet".into(),
+///     crew: String::new(),
+/// };
+/// assert_eq!(event.messages.len(), 1);
+/// assert_eq!(event.messages[0].content, "hi");
+/// assert!(Event::LlmCallStarted(event).is_lifecycle());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LlmCallStartedEvent {
     /// The model's name.
@@ -290,6 +549,25 @@ pub struct LlmCallStartedEvent {
 }
 
 /// A model call answered (before its `POST_MODEL_CALL` hooks).
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::LlmCallCompletedEvent;
+///
+/// let event = LlmCallCompletedEvent {
+///     model: "gpt-4o-mini".into(),
+///     response: String::new(),
+///     tool_calls: vec!["web_search".into()],
+///     usage: Some(hooks_core::TokenUsage::new(50, 10, 60)),
+///     agent_role: "Assistant".into(),
+///     task_name: "greet".into(),
+///     crew: String::new(),
+/// };
+/// // Not a final answer: the model asked for a tool.
+/// assert_eq!(event.tool_calls, ["web_search"]);
+/// assert_eq!(event.usage.map(|u| u.total_tokens), Some(60));
+/// assert!(Event::LlmCallCompleted(event).is_lifecycle());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LlmCallCompletedEvent {
     /// The model's name.
@@ -311,6 +589,21 @@ pub struct LlmCallCompletedEvent {
 
 /// A model call failed (an error, a timeout, a panic of the client),
 /// which ends the kickoff.
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::LlmCallFailedEvent;
+///
+/// let event = LlmCallFailedEvent {
+///     model: "gpt-4o-mini".into(),
+///     error: "timed out after 60s".into(),
+///     agent_role: "Assistant".into(),
+///     task_name: "greet".into(),
+///     crew: String::new(),
+/// };
+/// assert!(event.error.contains("timed out"));
+/// assert!(Event::LlmCallFailed(event).is_lifecycle());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LlmCallFailedEvent {
     /// The model's name.
@@ -331,6 +624,25 @@ pub struct LlmCallFailedEvent {
 /// is stopped there (`completed` false). A synchronous one cannot be
 /// stopped: the event comes when its body has finished, saying what it
 /// returned, so that its side effects are on record.
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::ToolUsageAbandonedEvent;
+///
+/// let event = ToolUsageAbandonedEvent {
+///     tool_name: "send_email".into(),
+///     completed: true,
+///     result: Some("sent".into()),
+///     agent_role: Some("Assistant".into()),
+///     task: None,
+///     crew: None,
+/// };
+/// // The kickoff was dropped, but the email went out: on record.
+/// assert!(event.completed);
+/// assert_eq!(event.result.as_deref(), Some("sent"));
+/// // A tool event, not one of a kickoff's lifecycle.
+/// assert!(!Event::ToolUsageAbandoned(event).is_lifecycle());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolUsageAbandonedEvent {
     /// The normalized tool name.
@@ -513,6 +825,30 @@ pub struct AuditRecordsDroppedEvent {
 /// A piece of a streamed model answer, as it arrives (before the
 /// `POST_MODEL_CALL` chain, which sees the assembled answer). With a
 /// crew's redaction, pieces come a line at a time, cleaned.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use hooks_core::{Event, EventBus, LlmStreamChunkEvent};
+///
+/// // A listener that shows the answer as it streams.
+/// let bus = EventBus::new();
+/// let shown = Arc::new(Mutex::new(String::new()));
+/// let screen = Arc::clone(&shown);
+/// bus.subscribe(move |event| {
+///     if let Event::LlmStreamChunk(piece) = event {
+///         screen.lock().unwrap().push_str(&piece.chunk);
+///     }
+/// });
+/// for chunk in ["Hel", "lo"] {
+///     bus.emit(&Event::LlmStreamChunk(LlmStreamChunkEvent {
+///         chunk: chunk.into(),
+///         agent_role: Some("Assistant".into()),
+///         task: None,
+///         crew: None,
+///     }));
+/// }
+/// assert_eq!(*shown.lock().unwrap(), "Hello");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LlmStreamChunkEvent {
     /// The text that arrived.
@@ -526,6 +862,17 @@ pub struct LlmStreamChunkEvent {
 }
 
 /// Identifies one listener on a bus.
+///
+/// ```
+/// use hooks_core::EventBus;
+///
+/// let bus = EventBus::new();
+/// let id = bus.subscribe(|event| println!("{event:?}"));
+/// assert!(bus.has_listeners());
+/// assert!(bus.unsubscribe(id));
+/// assert!(!bus.unsubscribe(id)); // already gone
+/// assert!(!bus.has_listeners());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ListenerId(u64);
 
@@ -536,6 +883,30 @@ type Listener = Arc<dyn Fn(&Event) + Send + Sync>;
 /// Listeners are kept in a lock-free snapshot: emitting takes no lock, and a
 /// listener may subscribe or unsubscribe listeners from inside a callback. A
 /// panicking listener is contained and reported through `tracing`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use hooks_core::events::TaskCompletedEvent;
+/// use hooks_core::{Event, EventBus};
+///
+/// let bus = EventBus::new();
+/// let completed = Arc::new(AtomicUsize::new(0));
+/// let count = Arc::clone(&completed);
+/// bus.subscribe(move |event| {
+///     if let Event::TaskCompleted(_) = event {
+///         count.fetch_add(1, Ordering::Relaxed);
+///     }
+/// });
+/// bus.emit(&Event::TaskCompleted(TaskCompletedEvent {
+///     task_name: "report".into(),
+///     agent_role: "Writer".into(),
+///     crew: "research".into(),
+///     output: "done".into(),
+/// }));
+/// assert_eq!(completed.load(Ordering::Relaxed), 1);
+/// assert_eq!(bus.clear(), 1);
+/// ```
 pub struct EventBus {
     listeners: ArcSwap<Vec<(ListenerId, Listener)>>,
     count: AtomicUsize,
@@ -906,6 +1277,25 @@ impl RedactionScope {
 pin_project_lite::pin_project! {
     /// A future polled with redactors in scope: see
     /// [`RedactionScope::instrument`].
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    /// use std::sync::Arc;
+    /// use hooks_core::Redact;
+    /// use hooks_core::runtime::{redact_in_scope, InRedactionScope, RedactionScope};
+    ///
+    /// struct HideToken;
+    /// impl Redact for HideToken {
+    ///     fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+    ///         Cow::Owned(text.replace("tok-123", "[TOKEN]"))
+    ///     }
+    /// }
+    ///
+    /// let redactor: Arc<dyn Redact> = Arc::new(HideToken);
+    /// let work: InRedactionScope<_> =
+    ///     RedactionScope::instrument(Some(redactor), async { redact_in_scope("used tok-123").into_owned() });
+    /// assert_eq!(futures_executor::block_on(work), "used [TOKEN]");
+    /// ```
     pub struct InRedactionScope<F> {
         #[pin]
         future: F,

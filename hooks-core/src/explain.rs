@@ -18,6 +18,29 @@ use crate::point::InterceptionPoint;
 use crate::registry::HookRegistry;
 
 /// Whether a hook would run, and if not, which filter stops it.
+///
+/// ```
+/// use hooks_core::{HookOptions, HookRegistry, ToolCallHookContext, Verdict, PRE_TOOL_CALL};
+///
+/// let registry = HookRegistry::new();
+/// let noop = |_: &mut ToolCallHookContext| {};
+/// registry.register_hook_with(PRE_TOOL_CALL, HookOptions::new().name("all"), noop)?;
+/// registry.register_hook_with(PRE_TOOL_CALL, HookOptions::new().name("mail").tools(["send_email"]), noop)?;
+/// registry.register_hook_with(PRE_TOOL_CALL, HookOptions::new().name("ops").agents(["Operator"]), noop)?;
+///
+/// for explained in registry.explain("web_search", Some("Researcher")).hooks {
+///     let why = match explained.verdict {
+///         Verdict::Runs => "runs",
+///         Verdict::SkippedByTools => "not this tool",
+///         Verdict::SkippedByAgents => "not this agent",
+///         Verdict::SkippedByCapabilities | Verdict::DependsOnCapabilities => "depends on the tool",
+///     };
+///     println!("{}: {why}", explained.hook.name);
+/// }
+/// let verdicts: Vec<Verdict> = registry.explain("web_search", Some("Researcher")).hooks.into_iter().map(|h| h.verdict).collect();
+/// assert_eq!(verdicts, [Verdict::Runs, Verdict::SkippedByTools, Verdict::SkippedByAgents]);
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// The hook would run.
@@ -36,6 +59,21 @@ pub enum Verdict {
 }
 
 /// One hook in an [`Explanation`].
+///
+/// ```
+/// use hooks_core::{HookOptions, HookRegistry, ToolCallHookContext, Verdict, POST_TOOL_CALL};
+///
+/// let registry = HookRegistry::new();
+/// registry.register_hook_with(
+///     POST_TOOL_CALL,
+///     HookOptions::new().name("redact-db").tools(["query_db"]),
+///     |_: &mut ToolCallHookContext| {},
+/// )?;
+/// let explained = &registry.explain("query_db", None).hooks[0];
+/// assert_eq!(explained.hook.name, "redact-db");
+/// assert_eq!(explained.verdict, Verdict::Runs);
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExplainedHook {
     /// The hook.
@@ -46,6 +84,24 @@ pub struct ExplainedHook {
 
 /// The hooks of the points explained, in dispatch order, with a verdict
 /// each.
+///
+/// ```
+/// use hooks_core::{HookOptions, HookRegistry, InterceptionPoint, ToolCallHookContext, PRE_TOOL_CALL};
+///
+/// let registry = HookRegistry::new();
+/// registry.register_hook_with(
+///     PRE_TOOL_CALL,
+///     HookOptions::new().name("no-deletes").tools(["delete_file"]),
+///     |_: &mut ToolCallHookContext| {},
+/// )?;
+/// let explanation = registry.explain("DeleteFile", Some("Cleaner"));
+/// assert_eq!(explanation.tool_name.as_deref(), Some("delete_file"));
+/// assert_eq!(explanation.points, [InterceptionPoint::PRE_TOOL_CALL, InterceptionPoint::POST_TOOL_CALL]);
+/// assert_eq!(explanation.running(PRE_TOOL_CALL), ["no-deletes"]);
+/// // Printed, it reads as a report.
+/// assert!(explanation.to_string().contains("runs     no-deletes"));
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Explanation {
     /// The normalized tool name explained (`None` at points without a
@@ -65,6 +121,29 @@ pub struct Explanation {
 }
 
 /// What an [`Explanation`] knew of the capabilities of the call's tool.
+///
+/// ```
+/// use hooks_core::{HookRegistry, ToolAnnotations, ToolCapabilities};
+///
+/// let registry = HookRegistry::new();
+/// let reader = ToolAnnotations::new().read_only(true).capabilities();
+///
+/// let explained = [
+///     registry.explain("read_file", None),
+///     registry.explain_with_capabilities("read_file", Some(reader), None),
+///     registry.explain_with_capabilities("reed_file", None, None),
+/// ];
+/// let known: Vec<&str> = explained
+///     .iter()
+///     .map(|e| match e.tool_capabilities {
+///         ToolCapabilities::Unknown => "name only",
+///         ToolCapabilities::Known(_) => "known",
+///         ToolCapabilities::NoTool => "no such tool",
+///     })
+///     .collect();
+/// assert_eq!(known, ["name only", "known", "no such tool"]);
+/// assert_eq!(ToolCapabilities::of(Some(reader)), ToolCapabilities::Known(reader));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ToolCapabilities {
     /// Only the tool's name was given: a capability-filtered hook

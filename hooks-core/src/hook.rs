@@ -11,6 +11,17 @@ use crate::point::{InterceptionPoint, Point};
 
 /// Identifies one registration; returned by every `register_*` call and
 /// accepted by every `unregister_*` call.
+///
+/// ```
+/// use hooks_core::{HookRegistry, ToolCallHookContext, PRE_TOOL_CALL};
+///
+/// let registry = HookRegistry::new();
+/// let id = registry.register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| {})?;
+/// assert_eq!(registry.get_hooks(PRE_TOOL_CALL)[0].id, id);
+/// assert!(id.to_string().starts_with("hook#"));
+/// assert!(registry.unregister_hook(PRE_TOOL_CALL, id));
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct HookId(pub(crate) u64);
 
@@ -21,6 +32,27 @@ impl fmt::Display for HookId {
 }
 
 /// What happens when a hook panics.
+///
+/// ```
+/// use hooks_core::{DispatchOutcome, FailureMode, HookOptions, HookRegistry, ToolCallHookContext, PRE_TOOL_CALL};
+///
+/// let registry = HookRegistry::new();
+/// registry.register_hook_with(
+///     PRE_TOOL_CALL,
+///     HookOptions::new().name("approval").fail_closed(),
+///     |_: &mut ToolCallHookContext| -> () { panic!("the approval service is down") },
+/// )?;
+/// let hook = &registry.get_hooks(PRE_TOOL_CALL)[0];
+/// match hook.failure {
+///     FailureMode::FailOpen => println!("{} is skipped if it panics", hook.name),
+///     FailureMode::FailClosed => println!("{} blocks the call if it panics", hook.name),
+/// }
+/// // Its panic is contained and blocks the call.
+/// let mut ctx = ToolCallHookContext::new("pay", Default::default());
+/// assert!(matches!(registry.dispatch(PRE_TOOL_CALL, &mut ctx), DispatchOutcome::Aborted(_)));
+/// assert_eq!(FailureMode::default(), FailureMode::FailOpen);
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub enum FailureMode {
     /// The panic is contained and the hook's decision dropped; later hooks
@@ -36,6 +68,26 @@ pub enum FailureMode {
 
 /// Which API or attribute registered a hook. All styles share one chain per
 /// point; the style only decides how the hook's return value is read.
+///
+/// ```
+/// use hooks_core::{HookRegistry, HookStyle, ToolCallHookContext, PRE_TOOL_CALL};
+///
+/// let registry = HookRegistry::new();
+/// registry.register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| {})?;
+/// registry.register_before_tool_call_hook(|_: &mut ToolCallHookContext| true);
+/// // One chain, two styles.
+/// let styles: Vec<&str> = registry
+///     .get_hooks(PRE_TOOL_CALL)
+///     .iter()
+///     .map(|hook| match hook.style {
+///         HookStyle::On => "on",
+///         HookStyle::BeforeToolCall => "before_tool_call",
+///         _ => "other",
+///     })
+///     .collect();
+/// assert_eq!(styles, ["on", "before_tool_call"]);
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HookStyle {
     /// `#[on(...)]` or `register_hook`.
@@ -51,6 +103,25 @@ pub enum HookStyle {
 }
 
 /// Where a hook came from.
+///
+/// ```
+/// use hooks_core::runtime::register_crew_hook;
+/// use hooks_core::{HookOptions, HookOrigin, HookRegistry, HookStyle, StepContext, POST_STEP};
+///
+/// let registry = HookRegistry::new();
+/// registry.register_hook(POST_STEP, |_: &mut StepContext| {})?;
+/// register_crew_hook(&registry, POST_STEP, "research", HookStyle::On, HookOptions::new(), |_: &mut StepContext| {})?;
+/// for hook in registry.get_hooks(POST_STEP) {
+///     match &hook.origin {
+///         HookOrigin::LinkTime { file, line, .. } => println!("#[on] at {file}:{line}"),
+///         HookOrigin::Runtime => println!("registered by a call"),
+///         HookOrigin::Crew { crew } => println!("belongs to crew {crew}"),
+///     }
+/// }
+/// let origins: Vec<String> = registry.get_hooks(POST_STEP).iter().map(|h| h.origin.to_string()).collect();
+/// assert_eq!(origins, ["registered at run time", "crew research"]);
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum HookOrigin {
     /// An attribute on a free function, registered at link time.
@@ -84,6 +155,24 @@ impl fmt::Display for HookOrigin {
 }
 
 /// A description of a registered hook, as `get_hooks` lists it.
+///
+/// ```
+/// use hooks_core::{FailureMode, HookOptions, HookRegistry, InterceptionPoint, ToolCallHookContext, PRE_TOOL_CALL};
+///
+/// let registry = HookRegistry::new();
+/// registry.register_hook_with(
+///     PRE_TOOL_CALL,
+///     HookOptions::new().name("mail-guard").tools(["Send Email"]).agents(["Assistant"]),
+///     |_: &mut ToolCallHookContext| {},
+/// )?;
+/// let info = &registry.get_hooks(PRE_TOOL_CALL)[0];
+/// assert_eq!(info.name, "mail-guard");
+/// assert_eq!(info.point, InterceptionPoint::PRE_TOOL_CALL);
+/// assert_eq!(info.tools, ["send_email"]);
+/// assert_eq!(info.agents, ["Assistant"]);
+/// assert_eq!((info.order, info.failure, info.timeout), (0, FailureMode::FailOpen, None));
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookInfo {
     /// The registration's id.
@@ -317,6 +406,18 @@ impl HookOptions {
 
 /// What the registry and dispatch need of a point's context: the names
 /// its filters match. Implemented by the ten contexts.
+///
+/// ```
+/// use hooks_core::{HookContext, StepContext, StepKind, ToolCallHookContext};
+///
+/// // What a `tools = [...]` or `agents = [...]` filter matches on a call.
+/// let call = ToolCallHookContext::new("Web Search", Default::default());
+/// assert_eq!(call.call_tool_name(), Some("web_search"));
+/// assert_eq!(call.call_agent_role(), None); // outside an agent
+///
+/// let step = StepContext::new(StepKind::Task, "research", "");
+/// assert_eq!(step.call_tool_name(), None); // steps have no tool
+/// ```
 pub trait HookContext: Send + 'static {
     /// The normalized tool name a `tools = [...]` filter matches (tool-call
     /// points only). Read once when a call starts; hooks cannot change it.
@@ -367,6 +468,21 @@ pub(crate) type SyncHookFn<P> =
 /// Closures registered with
 /// [`register_async_hook`](crate::HookRegistry::register_async_hook)
 /// return one (see [`async_hook`](crate::async_hook)).
+///
+/// ```
+/// use hooks_core::{HookFuture, HookRegistry, StepContext, StepKind, POST_STEP};
+///
+/// // A hook whose boxed future borrows the context for as long as it runs.
+/// fn review(ctx: &mut StepContext) -> HookFuture<'_, Option<String>> {
+///     Box::pin(async move { Some(format!("{} (reviewed)", ctx.payload)) })
+/// }
+/// let registry = HookRegistry::new();
+/// registry.register_async_hook(POST_STEP, review)?;
+/// let mut ctx = StepContext::new(StepKind::Task, "draft", "text");
+/// registry.dispatch(POST_STEP, &mut ctx);
+/// assert_eq!(ctx.payload, "text (reviewed)");
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub type HookFuture<'c, R> = std::pin::Pin<Box<dyn std::future::Future<Output = R> + Send + 'c>>;
 
 /// An asynchronous hook, adapted to its point's decision.
@@ -595,6 +711,26 @@ impl<P: Point> HookEntry<P> {
 /// A function (or a closure that captures nothing) names every registration
 /// of that function at the point. A closure that captures state has no
 /// identity beyond its registration: unregister it by its id.
+///
+/// ```
+/// use hooks_core::{HookRegistry, ToolCallHookContext, PRE_TOOL_CALL};
+///
+/// fn audit(ctx: &mut ToolCallHookContext) {
+///     eprintln!("tool call: {}", ctx.tool_name());
+/// }
+/// let registry = HookRegistry::new();
+/// let limit = 3;
+/// let id = registry.register_hook(PRE_TOOL_CALL, move |ctx: &mut ToolCallHookContext| {
+///     ctx.tool_input.insert("limit".into(), limit.into());
+/// })?;
+/// registry.register_hook(PRE_TOOL_CALL, audit)?;
+///
+/// // A capturing closure is named by its id; a function by itself.
+/// assert!(registry.unregister_hook(PRE_TOOL_CALL, id));
+/// assert!(registry.unregister_hook(PRE_TOOL_CALL, audit));
+/// assert!(registry.is_empty());
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub trait HookHandle<Marker> {
     /// The key the registry matches against.
     #[doc(hidden)]

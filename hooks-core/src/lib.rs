@@ -107,6 +107,29 @@ pub mod __private;
 /// What a runtime needs to run calls through the hooks: the dispatcher,
 /// the tool-output builder and the messages agents are shown. Programs
 /// that only write hooks never need this module.
+///
+/// ```
+/// use hooks_core::runtime::{Dispatcher, ToolOutput};
+/// use hooks_core::{HookRegistry, ToolCallHookContext, POST_TOOL_CALL, PRE_TOOL_CALL};
+///
+/// // A runtime runs each call through the global hooks and the crew's own.
+/// let global = HookRegistry::new();
+/// let crew = HookRegistry::new();
+/// global.register_hook(POST_TOOL_CALL, |ctx: &mut ToolCallHookContext| {
+///     ctx.tool_result.as_deref().map(|r| format!("{r} [checked]"))
+/// })?;
+/// crew.register_hook(PRE_TOOL_CALL, |ctx: &mut ToolCallHookContext| {
+///     ctx.tool_input.insert("region".into(), "eu".into());
+/// })?;
+///
+/// let dispatcher = Dispatcher::new(&global).with_scope(&crew);
+/// let mut ctx = ToolCallHookContext::new("lookup", Default::default());
+/// let report = dispatcher.run_tool_call(&mut ctx, |ctx| {
+///     ToolOutput::text(format!("region {}", ctx.tool_input["region"].as_str().unwrap_or("?")))
+/// })?;
+/// assert_eq!(report.observation, "region eu [checked]");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub mod runtime {
     pub use crate::dispatch::{
         CallHooks, Dispatcher, MODEL_CALL_POINTS, TOOL_CALL_POINTS, TOOL_ERROR_PREFIX,

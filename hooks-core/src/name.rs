@@ -197,6 +197,15 @@ pub(crate) fn tool_key(name: &str) -> u64 {
 
 /// Whether `name` is already in normalized form (so normalizing it is the
 /// identity). Cheap: one pass over the bytes, no allocation.
+///
+/// ```
+/// use hooks_core::{is_normalized_tool_name, normalize_tool_name};
+///
+/// assert!(is_normalized_tool_name("web_search"));
+/// assert!(!is_normalized_tool_name("WebSearch"));
+/// assert!(!is_normalized_tool_name("web__search"));
+/// assert!(is_normalized_tool_name(&normalize_tool_name("WebSearch")));
+/// ```
 pub fn is_normalized_tool_name(name: &str) -> bool {
     let bytes = name.as_bytes();
     if bytes.first() == Some(&b'_') || bytes.last() == Some(&b'_') {
@@ -215,6 +224,18 @@ pub fn is_normalized_tool_name(name: &str) -> bool {
 
 /// Why a tool name cannot be trusted to mean what it shows: see
 /// [`check_tool_name`].
+///
+/// ```
+/// use hooks_core::{check_tool_name, ToolNameProblem};
+///
+/// // A zero-width space hides inside a name that reads `delete_file`.
+/// let problem = check_tool_name("delete\u{200B}_file").unwrap_err();
+/// match problem {
+///     ToolNameProblem::Invisible { character } => assert_eq!(character, '\u{200B}'),
+///     other => panic!("unexpected: {other}"),
+/// }
+/// assert!(problem.to_string().contains("invisible character"));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ToolNameProblem {

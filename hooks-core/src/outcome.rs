@@ -124,17 +124,71 @@ impl From<String> for HookAborted {
 }
 
 /// The reason reported when a legacy before hook returns `false`.
+///
+/// ```
+/// use hooks_core::{HookRegistry, ToolCallHookContext, LEGACY_BLOCK_REASON};
+///
+/// let registry = HookRegistry::new();
+/// registry.register_before_tool_call_hook(|ctx: &mut ToolCallHookContext| ctx.tool_name() != "shell");
+/// let mut ctx = ToolCallHookContext::new("shell", Default::default());
+/// let outcome = registry.dispatch_pre(&mut ctx);
+/// assert_eq!(outcome.aborted().map(|a| a.reason.as_str()), Some(LEGACY_BLOCK_REASON));
+/// ```
 pub const LEGACY_BLOCK_REASON: &str = "before_tool_call hook returned False";
 
 /// The reason reported when a legacy `before_llm_call` hook returns `false`.
+///
+/// ```
+/// use hooks_core::{HookRegistry, LlmCallHookContext, LEGACY_LLM_BLOCK_REASON, PRE_MODEL_CALL};
+///
+/// let registry = HookRegistry::new();
+/// registry.register_before_llm_call_hook(|ctx: &mut LlmCallHookContext| ctx.iterations < 3);
+/// let mut ctx = LlmCallHookContext::new(Vec::new()).with_iterations(3);
+/// let outcome = registry.dispatch(PRE_MODEL_CALL, &mut ctx);
+/// assert_eq!(outcome.aborted().map(|a| a.reason.as_str()), Some(LEGACY_LLM_BLOCK_REASON));
+/// ```
 pub const LEGACY_LLM_BLOCK_REASON: &str = "before_llm_call hook returned False";
 
 /// The replacement type of points where hooks cannot replace anything
 /// (`PRE_TOOL_CALL`, `PRE_MODEL_CALL`, `EXECUTION_END`): it has no value.
+///
+/// ```
+/// use hooks_core::{Decision, HookReturn, NoReplacement, points::PreToolCall};
+///
+/// // A PRE_TOOL_CALL hook edits in place or blocks: it never replaces a value,
+/// // so its decision can only continue or stop.
+/// let decision: Decision<NoReplacement> = <() as HookReturn<PreToolCall>>::into_decision(());
+/// match decision {
+///     Decision::Continue => {}
+///     Decision::Abort(abort) => panic!("blocked: {abort}"),
+///     Decision::Replace(never) => match never {},
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoReplacement {}
 
 /// What one hook decided, at a point whose hooks may replace a `R`.
+///
+/// ```
+/// use hooks_core::{Decision, HookAborted, HookReturn, points::PostToolCall};
+///
+/// // What a hook returns becomes a decision (the dispatcher does this).
+/// fn decide(returned: Result<Option<String>, HookAborted>) -> Decision<String> {
+///     <_ as HookReturn<PostToolCall>>::into_decision(returned)
+/// }
+/// for (returned, expected) in [
+///     (Ok(None), "continue"),
+///     (Ok(Some("[redacted]".to_owned())), "replace"),
+///     (Err(HookAborted::new("leak", "dlp")), "abort"),
+/// ] {
+///     let what = match decide(returned) {
+///         Decision::Continue => "continue",
+///         Decision::Replace(_) => "replace",
+///         Decision::Abort(_) => "abort",
+///     };
+///     assert_eq!(what, expected);
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision<R> {
     /// Go on with the next hook (in-place edits stay).
@@ -147,6 +201,27 @@ pub enum Decision<R> {
 }
 
 /// What a whole chain of hooks at one point came to.
+///
+/// ```
+/// use hooks_core::{DispatchOutcome, HookRegistry, StepContext, StepKind, POST_STEP};
+///
+/// let registry = HookRegistry::new();
+/// registry.register_hook(POST_STEP, |ctx: &mut StepContext| {
+///     (ctx.payload.contains("TODO")).then(|| ctx.payload.replace("TODO", ""))
+/// })?;
+///
+/// // Each dispatch of a chain says what it came to.
+/// let mut ctx = StepContext::new(StepKind::Task, "draft", "Done. TODO");
+/// match registry.dispatch(POST_STEP, &mut ctx) {
+///     DispatchOutcome::Proceeded => println!("unchanged"),
+///     DispatchOutcome::Modified => println!("now: {}", ctx.payload),
+///     DispatchOutcome::Aborted(abort) => println!("stopped: {abort}"),
+/// }
+/// assert_eq!(ctx.payload, "Done. ");
+/// let mut clean = StepContext::new(StepKind::Task, "draft", "Done.");
+/// assert_eq!(registry.dispatch(POST_STEP, &mut clean).as_str(), "proceeded");
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DispatchOutcome {
     /// Every hook that ran let the call proceed unchanged (or no hook ran).
@@ -182,6 +257,18 @@ impl DispatchOutcome {
 /// The return types a hook may have at point `P`, for `#[on]`, the legacy
 /// after attributes and `register_hook` alike. A return type that does not
 /// fit its point is a compile error, with the table below.
+///
+/// ```
+/// use hooks_core::{Decision, HookReturn, Inputs, points::{Input, PostStep}};
+///
+/// // `Option<String>` replaces a text where a point has one...
+/// let decision = <Option<String> as HookReturn<PostStep>>::into_decision(Some("short".into()));
+/// assert_eq!(decision, Decision::Replace("short".to_owned()));
+/// // ...`Option<Inputs>` replaces the inputs, and `()` goes on.
+/// let inputs = Inputs::new().with("topic", "Rust");
+/// assert!(matches!(<Option<Inputs> as HookReturn<Input>>::into_decision(Some(inputs)), Decision::Replace(_)));
+/// assert_eq!(<() as HookReturn<PostStep>>::into_decision(()), Decision::Continue);
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a return type of a hook at this point ({P})",
     label = "this return type is not accepted here",
@@ -215,6 +302,29 @@ impl<P: Point> HookReturn<P> for Result<(), HookAborted> {
 
 /// The points whose hooks may replace a text by returning it: `PRE_STEP`,
 /// `POST_STEP`, `POST_MODEL_CALL`, `POST_TOOL_CALL` and `OUTPUT`.
+///
+/// ```
+/// use hooks_core::{HookRegistry, OutputContext, ReplacesText, CrewOutput, OUTPUT, POST_TOOL_CALL};
+///
+/// // One helper for every point whose hooks may replace a text.
+/// fn cap_length<P: ReplacesText>(registry: &HookRegistry, point: P, text_of: fn(&P::Context) -> &str)
+///     -> Result<(), hooks_core::RegisterError>
+/// {
+///     registry.register_hook(point, move |ctx: &mut P::Context| {
+///         let text = text_of(ctx);
+///         (text.len() > 10).then(|| text[..10].to_owned())
+///     })?;
+///     Ok(())
+/// }
+/// let registry = HookRegistry::new();
+/// cap_length(&registry, OUTPUT, |ctx: &OutputContext| &ctx.output.raw)?;
+/// cap_length(&registry, POST_TOOL_CALL, |ctx| ctx.tool_result.as_deref().unwrap_or(""))?;
+///
+/// let mut ctx = OutputContext::new(CrewOutput { raw: "a very long report".into(), ..CrewOutput::default() });
+/// registry.dispatch(OUTPUT, &mut ctx);
+/// assert_eq!(ctx.output.raw, "a very lon");
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "hooks at this point ({Self}) cannot replace a text: `Option<String>` is not accepted here",
     label = "this return type is not accepted here",
@@ -227,6 +337,29 @@ pub trait ReplacesText: Point<Replacement = String> {}
 
 /// The points whose hooks may replace the inputs by returning them:
 /// `EXECUTION_START` and `INPUT`.
+///
+/// ```
+/// use hooks_core::{ExecutionStartContext, HookRegistry, Inputs, ReplacesInputs, EXECUTION_START, INPUT};
+///
+/// // One helper for both points whose hooks may replace the inputs.
+/// fn defaults<P: ReplacesInputs>(registry: &HookRegistry, point: P, get: fn(&P::Context) -> &Inputs)
+///     -> Result<(), hooks_core::RegisterError>
+/// {
+///     registry.register_hook(point, move |ctx: &mut P::Context| {
+///         let inputs = get(ctx);
+///         inputs.get("language").is_none().then(|| inputs.clone().with("language", "English"))
+///     })?;
+///     Ok(())
+/// }
+/// let registry = HookRegistry::new();
+/// defaults(&registry, EXECUTION_START, |ctx| &ctx.inputs)?;
+/// defaults(&registry, INPUT, |ctx| &ctx.inputs)?;
+///
+/// let mut ctx = ExecutionStartContext::new([("topic", "Rust")]);
+/// registry.dispatch(EXECUTION_START, &mut ctx);
+/// assert_eq!(ctx.inputs.get("language"), Some("English"));
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "hooks at this point ({Self}) cannot replace the inputs: `Option<Inputs>` is not accepted here",
     label = "this return type is not accepted here",
@@ -288,6 +421,14 @@ impl<P: ReplacesInputs> HookReturn<P> for Result<Option<Inputs>, HookAborted> {
 /// The points with a legacy "before" style where `false` blocks:
 /// `PRE_TOOL_CALL` (`#[before_tool_call]`) and `PRE_MODEL_CALL`
 /// (`#[before_llm_call]`).
+///
+/// ```
+/// use hooks_core::{LegacyBeforePoint, LEGACY_BLOCK_REASON, LEGACY_LLM_BLOCK_REASON};
+/// use hooks_core::points::{PreModelCall, PreToolCall};
+///
+/// assert_eq!(PreToolCall::BLOCK_REASON, LEGACY_BLOCK_REASON);
+/// assert_eq!(PreModelCall::BLOCK_REASON, LEGACY_LLM_BLOCK_REASON);
+/// ```
 pub trait LegacyBeforePoint: Point<Replacement = NoReplacement> {
     /// The reason reported when such a hook returns `false`.
     const BLOCK_REASON: &'static str;
@@ -304,6 +445,16 @@ impl LegacyBeforePoint for PreModelCall {
 /// Return types of legacy before hooks (`#[before_tool_call]`,
 /// `#[before_llm_call]`, `register_before_*_hook`): `Option<bool>`, `bool`
 /// or `()`; `false` blocks.
+///
+/// ```
+/// use hooks_core::{Decision, LegacyBeforeReturn, LEGACY_BLOCK_REASON, points::PreToolCall};
+///
+/// // `false` and `Some(false)` block; `true`, `None` and `()` let the call run.
+/// let blocked = <bool as LegacyBeforeReturn<PreToolCall>>::into_decision(false);
+/// assert!(matches!(blocked, Decision::Abort(abort) if abort.reason == LEGACY_BLOCK_REASON));
+/// let allowed = <Option<bool> as LegacyBeforeReturn<PreToolCall>>::into_decision(None);
+/// assert_eq!(allowed, Decision::Continue);
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a return type of a legacy before hook",
     label = "this return type is not accepted",

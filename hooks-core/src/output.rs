@@ -3,6 +3,19 @@
 use std::fmt;
 
 /// What one task came to.
+///
+/// ```
+/// use hooks_core::TaskOutput;
+///
+/// let output = TaskOutput {
+///     description: "Research Rust hooks".into(),
+///     agent: "Researcher".into(),
+///     raw: "Hooks run before and after each tool call.".into(),
+///     ..TaskOutput::default()
+/// };
+/// assert_eq!(output.to_string(), output.raw);
+/// assert!(!output.iteration_limit_reached);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TaskOutput {
     /// The task's description, inputs filled in.
@@ -72,6 +85,22 @@ impl std::ops::AddAssign for TokenUsage {
 
 /// What a whole kickoff came to: the final output (the last task's) and
 /// every task's output in order.
+///
+/// ```
+/// use hooks_core::{CrewOutput, TaskOutput, TokenUsage};
+///
+/// let research = TaskOutput { raw: "notes".into(), ..TaskOutput::default() };
+/// let report = TaskOutput { raw: "the report".into(), ..TaskOutput::default() };
+/// let output = CrewOutput {
+///     raw: report.raw.clone(),
+///     tasks_output: vec![research, report],
+///     token_usage: TokenUsage::new(900, 100, 1_000),
+/// };
+/// // The final output is the last task's.
+/// assert_eq!(output.to_string(), "the report");
+/// assert_eq!(output.tasks_output[0].raw, "notes");
+/// assert_eq!(output.token_usage.total_tokens, 1_000);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CrewOutput {
     /// The final output: the last task's answer.

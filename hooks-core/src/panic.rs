@@ -107,6 +107,23 @@ where
 
 pin_project_lite::pin_project! {
     /// A future whose panics are contained: see [`contain_panic_async`].
+    ///
+    /// ```
+    /// use std::panic::AssertUnwindSafe;
+    /// use hooks_core::runtime::{contain_panic_async, take_panic_message, ContainedPanic};
+    ///
+    /// let fine: ContainedPanic<_> = contain_panic_async(AssertUnwindSafe(async { 42 }));
+    /// assert_eq!(futures_executor::block_on(fine).ok(), Some(42));
+    ///
+    /// let broken = contain_panic_async(AssertUnwindSafe(async {
+    ///     if true {
+    ///         panic!("the model client crashed");
+    ///     }
+    ///     0
+    /// }));
+    /// let caught = futures_executor::block_on(broken).map_err(take_panic_message);
+    /// assert_eq!(caught, Err("the model client crashed".to_owned()));
+    /// ```
     #[derive(Debug)]
     pub struct ContainedPanic<F> {
         #[pin]

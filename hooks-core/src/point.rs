@@ -135,6 +135,18 @@ impl fmt::Display for InterceptionPoint {
 ///
 /// Implemented by the ten types of [`points`] only. Users pass the
 /// constants ([`PRE_TOOL_CALL`], …), never name this trait.
+///
+/// ```
+/// use hooks_core::{HookRegistry, InterceptionPoint, Point, POST_STEP, PRE_TOOL_CALL};
+///
+/// // Code generic over points: how many hooks would run where.
+/// fn hook_count<P: Point>(registry: &HookRegistry, _point: P) -> (InterceptionPoint, usize) {
+///     (P::ID, registry.get_hooks(P::ID).len())
+/// }
+/// let registry = HookRegistry::new();
+/// assert_eq!(hook_count(&registry, PRE_TOOL_CALL), (InterceptionPoint::PRE_TOOL_CALL, 0));
+/// assert_eq!(hook_count(&registry, POST_STEP).0.as_str(), "POST_STEP");
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a typed interception point",
     label = "expected a point constant such as `PRE_TOOL_CALL`",
@@ -262,35 +274,125 @@ pub mod points {
         /// `EXECUTION_START`: a kickoff is about to begin. Hooks may edit
         /// [`ExecutionStartContext::inputs`], replace them (`Some(inputs)`)
         /// or abort the run.
+        ///
+        /// ```
+        /// use hooks_core::{points, InterceptionPoint, Point, EXECUTION_START};
+        ///
+        /// // The type behind the constant `EXECUTION_START`; generic code names it.
+        /// assert_eq!(<points::ExecutionStart as Point>::ID, InterceptionPoint::EXECUTION_START);
+        /// assert_eq!(EXECUTION_START, InterceptionPoint::EXECUTION_START);
+        /// assert_eq!(points::ExecutionStart.to_string(), "EXECUTION_START");
+        /// ```
         ExecutionStart = EXECUTION_START, execution_start, EXECUTION_START_HOOKS, ExecutionStartContext, Inputs;
         /// `INPUT`: inputs resolved, before tasks interpolate them. What the
         /// hooks leave is what `{placeholders}` are filled from.
+        ///
+        /// ```
+        /// use hooks_core::{points, InterceptionPoint, Point, INPUT};
+        ///
+        /// // The type behind the constant `INPUT`; generic code names it.
+        /// assert_eq!(<points::Input as Point>::ID, InterceptionPoint::INPUT);
+        /// assert_eq!(INPUT, InterceptionPoint::INPUT);
+        /// assert_eq!(points::Input.to_string(), "INPUT");
+        /// ```
         Input = INPUT, input, INPUT_HOOKS, InputContext, Inputs;
         /// `PRE_STEP`: before each task. Hooks may edit or replace the
         /// payload (the context text the agent is given) or abort the run.
+        ///
+        /// ```
+        /// use hooks_core::{points, InterceptionPoint, Point, PRE_STEP};
+        ///
+        /// // The type behind the constant `PRE_STEP`; generic code names it.
+        /// assert_eq!(<points::PreStep as Point>::ID, InterceptionPoint::PRE_STEP);
+        /// assert_eq!(PRE_STEP, InterceptionPoint::PRE_STEP);
+        /// assert_eq!(points::PreStep.to_string(), "PRE_STEP");
+        /// ```
         PreStep = PRE_STEP, pre_step, PRE_STEP_HOOKS, StepContext, String;
         /// `PRE_MODEL_CALL`: before every model call. Hooks may edit the
         /// messages in place (what they leave is what the model receives) or
         /// block the call, which ends the run.
+        ///
+        /// ```
+        /// use hooks_core::{points, InterceptionPoint, Point, PRE_MODEL_CALL};
+        ///
+        /// // The type behind the constant `PRE_MODEL_CALL`; generic code names it.
+        /// assert_eq!(<points::PreModelCall as Point>::ID, InterceptionPoint::PRE_MODEL_CALL);
+        /// assert_eq!(PRE_MODEL_CALL, InterceptionPoint::PRE_MODEL_CALL);
+        /// assert_eq!(points::PreModelCall.to_string(), "PRE_MODEL_CALL");
+        /// ```
         PreModelCall = PRE_MODEL_CALL, pre_model_call, PRE_MODEL_CALL_HOOKS, LlmCallHookContext, NoReplacement;
         /// `POST_MODEL_CALL`: after every model call. Hooks may replace the
         /// answer's text (`Some(text)`), edit or drop its tool calls in place
         /// before they are dispatched, or abort the run.
+        ///
+        /// ```
+        /// use hooks_core::{points, InterceptionPoint, Point, POST_MODEL_CALL};
+        ///
+        /// // The type behind the constant `POST_MODEL_CALL`; generic code names it.
+        /// assert_eq!(<points::PostModelCall as Point>::ID, InterceptionPoint::POST_MODEL_CALL);
+        /// assert_eq!(POST_MODEL_CALL, InterceptionPoint::POST_MODEL_CALL);
+        /// assert_eq!(points::PostModelCall.to_string(), "POST_MODEL_CALL");
+        /// ```
         PostModelCall = POST_MODEL_CALL, post_model_call, POST_MODEL_CALL_HOOKS, LlmCallHookContext, String;
         /// `PRE_TOOL_CALL`: before every tool execution. Hooks may edit
         /// `tool_input` in place or block the call.
+        ///
+        /// ```
+        /// use hooks_core::{points, InterceptionPoint, Point, PRE_TOOL_CALL};
+        ///
+        /// // The type behind the constant `PRE_TOOL_CALL`; generic code names it.
+        /// assert_eq!(<points::PreToolCall as Point>::ID, InterceptionPoint::PRE_TOOL_CALL);
+        /// assert_eq!(PRE_TOOL_CALL, InterceptionPoint::PRE_TOOL_CALL);
+        /// assert_eq!(points::PreToolCall.to_string(), "PRE_TOOL_CALL");
+        /// ```
         PreToolCall = PRE_TOOL_CALL, pre_tool_call, PRE_TOOL_CALL_HOOKS, ToolCallHookContext, NoReplacement;
         /// `POST_TOOL_CALL`: after every tool execution. Hooks may replace
         /// `tool_result` (`Some(text)`) or abort the run.
+        ///
+        /// ```
+        /// use hooks_core::{points, InterceptionPoint, Point, POST_TOOL_CALL};
+        ///
+        /// // The type behind the constant `POST_TOOL_CALL`; generic code names it.
+        /// assert_eq!(<points::PostToolCall as Point>::ID, InterceptionPoint::POST_TOOL_CALL);
+        /// assert_eq!(POST_TOOL_CALL, InterceptionPoint::POST_TOOL_CALL);
+        /// assert_eq!(points::PostToolCall.to_string(), "POST_TOOL_CALL");
+        /// ```
         PostToolCall = POST_TOOL_CALL, post_tool_call, POST_TOOL_CALL_HOOKS, ToolCallHookContext, String;
         /// `POST_STEP`: after each task, before its output is stored. Hooks
         /// may edit or replace the output or abort the run.
+        ///
+        /// ```
+        /// use hooks_core::{points, InterceptionPoint, Point, POST_STEP};
+        ///
+        /// // The type behind the constant `POST_STEP`; generic code names it.
+        /// assert_eq!(<points::PostStep as Point>::ID, InterceptionPoint::POST_STEP);
+        /// assert_eq!(POST_STEP, InterceptionPoint::POST_STEP);
+        /// assert_eq!(points::PostStep.to_string(), "POST_STEP");
+        /// ```
         PostStep = POST_STEP, post_step, POST_STEP_HOOKS, StepContext, String;
         /// `OUTPUT`: the crew's final output is ready. Hooks may edit it or
         /// replace its text (`Some(text)`).
+        ///
+        /// ```
+        /// use hooks_core::{points, InterceptionPoint, Point, OUTPUT};
+        ///
+        /// // The type behind the constant `OUTPUT`; generic code names it.
+        /// assert_eq!(<points::Output as Point>::ID, InterceptionPoint::OUTPUT);
+        /// assert_eq!(OUTPUT, InterceptionPoint::OUTPUT);
+        /// assert_eq!(points::Output.to_string(), "OUTPUT");
+        /// ```
         Output = OUTPUT, output, OUTPUT_HOOKS, OutputContext, String;
         /// `EXECUTION_END`: once per kickoff that passed `EXECUTION_START`,
         /// on success and on failure. Hooks observe.
+        ///
+        /// ```
+        /// use hooks_core::{points, InterceptionPoint, Point, EXECUTION_END};
+        ///
+        /// // The type behind the constant `EXECUTION_END`; generic code names it.
+        /// assert_eq!(<points::ExecutionEnd as Point>::ID, InterceptionPoint::EXECUTION_END);
+        /// assert_eq!(EXECUTION_END, InterceptionPoint::EXECUTION_END);
+        /// assert_eq!(points::ExecutionEnd.to_string(), "EXECUTION_END");
+        /// ```
         ExecutionEnd = EXECUTION_END, execution_end, EXECUTION_END_HOOKS, ExecutionEndContext, NoReplacement;
     }
 
@@ -394,22 +496,176 @@ pub mod points {
 }
 
 /// `EXECUTION_START`, as a value to register hooks with.
+///
+/// ```
+/// use hooks_core::{ExecutionStartContext, HookRegistry, EXECUTION_START};
+///
+/// // Hooks receive the kickoff's inputs and may fill in what is missing.
+/// let registry = HookRegistry::new();
+/// registry.register_hook(EXECUTION_START, |ctx: &mut ExecutionStartContext| {
+///     if ctx.inputs.get("language").is_none() {
+///         ctx.inputs.insert("language", "English");
+///     }
+/// })?;
+/// let mut ctx = ExecutionStartContext::new([("topic", "Rust")]);
+/// registry.dispatch(EXECUTION_START, &mut ctx);
+/// assert_eq!(ctx.inputs.get("language"), Some("English"));
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub const EXECUTION_START: points::ExecutionStart = points::ExecutionStart;
 /// `INPUT`, as a value to register hooks with.
+///
+/// ```
+/// use hooks_core::{HookRegistry, InputContext, Inputs, INPUT};
+///
+/// // Hooks receive the resolved inputs; what they return fills `{placeholders}`.
+/// let registry = HookRegistry::new();
+/// registry.register_hook(INPUT, |ctx: &mut InputContext| -> Option<Inputs> {
+///     Some(ctx.inputs.iter().map(|(name, value)| (name.to_owned(), value.to_lowercase())).collect())
+/// })?;
+/// let mut ctx = InputContext::new([("topic", "RUST")]);
+/// registry.dispatch(INPUT, &mut ctx);
+/// assert_eq!(ctx.inputs.get("topic"), Some("rust"));
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub const INPUT: points::Input = points::Input;
 /// `PRE_STEP`, as a value to register hooks with.
+///
+/// ```
+/// use hooks_core::{HookRegistry, StepContext, StepKind, PRE_STEP};
+///
+/// // Hooks receive the task and the context text its agent is given.
+/// let registry = HookRegistry::new();
+/// registry.register_hook(PRE_STEP, |ctx: &mut StepContext| {
+///     Some(format!("{}\nAnswer in one paragraph.", ctx.payload))
+/// })?;
+/// let mut ctx = StepContext::new(StepKind::Task, "summary", "Notes from the research task.");
+/// registry.dispatch(PRE_STEP, &mut ctx);
+/// assert_eq!(ctx.payload, "Notes from the research task.\nAnswer in one paragraph.");
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub const PRE_STEP: points::PreStep = points::PreStep;
 /// `PRE_MODEL_CALL`, as a value to register hooks with.
+///
+/// ```
+/// use hooks_core::{ChatMessage, HookRegistry, LlmCallHookContext, PRE_MODEL_CALL};
+///
+/// // Hooks receive the messages the model is about to get, and edit them.
+/// let registry = HookRegistry::new();
+/// registry.register_hook(PRE_MODEL_CALL, |ctx: &mut LlmCallHookContext| {
+///     ctx.messages.insert(0, ChatMessage::system("Cite your sources."));
+/// })?;
+/// let mut ctx = LlmCallHookContext::new(vec![ChatMessage::user("Who wrote Dune?")]);
+/// registry.dispatch(PRE_MODEL_CALL, &mut ctx);
+/// assert_eq!(ctx.messages[0].content, "Cite your sources.");
+/// assert_eq!(ctx.messages.len(), 2);
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub const PRE_MODEL_CALL: points::PreModelCall = points::PreModelCall;
 /// `POST_MODEL_CALL`, as a value to register hooks with.
+///
+/// ```
+/// use hooks_core::{ChatMessage, HookRegistry, LlmCallHookContext, ModelResponse, POST_MODEL_CALL};
+///
+/// // Hooks receive the call with the model's answer, and may replace its text.
+/// let registry = HookRegistry::new();
+/// registry.register_hook(POST_MODEL_CALL, |ctx: &mut LlmCallHookContext| {
+///     ctx.response.as_ref().map(|r| r.content.replace("Paris", "PARIS"))
+/// })?;
+/// let mut ctx = LlmCallHookContext::new(vec![ChatMessage::user("Capital of France?")]);
+/// ctx.response = Some(ModelResponse { content: "Paris".into(), tool_calls: Vec::new() });
+/// registry.dispatch(POST_MODEL_CALL, &mut ctx);
+/// assert_eq!(ctx.response.map(|r| r.content).as_deref(), Some("PARIS"));
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub const POST_MODEL_CALL: points::PostModelCall = points::PostModelCall;
 /// `PRE_TOOL_CALL`, as a value to register hooks with.
+///
+/// ```
+/// use hooks_core::{HookAborted, HookRegistry, ToolCallHookContext, PRE_TOOL_CALL};
+///
+/// // Hooks receive the tool's name and arguments, and may block the call.
+/// let registry = HookRegistry::new();
+/// registry.register_hook(PRE_TOOL_CALL, |ctx: &mut ToolCallHookContext| -> Result<(), HookAborted> {
+///     match ctx.tool_input.get("path").and_then(|p| p.as_str()) {
+///         Some(path) if path.starts_with("/etc") => Err("system files are off limits".into()),
+///         _ => Ok(()),
+///     }
+/// })?;
+/// let mut ctx = ToolCallHookContext::new("Read File", Default::default());
+/// ctx.tool_input.insert("path".into(), "/etc/passwd".into());
+/// let outcome = registry.dispatch(PRE_TOOL_CALL, &mut ctx);
+/// assert_eq!(ctx.tool_name(), "read_file");
+/// assert_eq!(outcome.aborted().map(|a| a.reason.as_str()), Some("system files are off limits"));
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub const PRE_TOOL_CALL: points::PreToolCall = points::PreToolCall;
 /// `POST_TOOL_CALL`, as a value to register hooks with.
+///
+/// ```
+/// use hooks_core::runtime::ToolOutput;
+/// use hooks_core::{HookRegistry, ToolCallHookContext, POST_TOOL_CALL};
+///
+/// // Hooks receive the call with its result, and may replace what the agent sees.
+/// let registry = HookRegistry::new();
+/// registry.register_hook(POST_TOOL_CALL, |ctx: &mut ToolCallHookContext| {
+///     let result = ctx.tool_result.as_deref()?;
+///     (result.len() > 20).then(|| format!("{}…", &result[..20]))
+/// })?;
+/// let mut ctx = ToolCallHookContext::new("fetch_page", Default::default());
+/// let report = registry.run_tool_call(&mut ctx, |_| ToolOutput::text("a".repeat(1_000)))?;
+/// assert_eq!(report.observation, format!("{}…", "a".repeat(20)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const POST_TOOL_CALL: points::PostToolCall = points::PostToolCall;
 /// `POST_STEP`, as a value to register hooks with.
+///
+/// ```
+/// use hooks_core::{HookRegistry, StepContext, StepKind, POST_STEP};
+///
+/// // Hooks receive the task's output before later tasks see it.
+/// let registry = HookRegistry::new();
+/// registry.register_hook(POST_STEP, |ctx: &mut StepContext| {
+///     Some(format!("[{}] {}", ctx.step_name, ctx.payload))
+/// })?;
+/// let mut ctx = StepContext::new(StepKind::Task, "research", "Rust 1.0 shipped in 2015.");
+/// registry.dispatch(POST_STEP, &mut ctx);
+/// assert_eq!(ctx.payload, "[research] Rust 1.0 shipped in 2015.");
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub const POST_STEP: points::PostStep = points::PostStep;
 /// `OUTPUT`, as a value to register hooks with.
+///
+/// ```
+/// use hooks_core::{CrewOutput, HookRegistry, OutputContext, OUTPUT};
+///
+/// // Hooks receive the crew's final output before `kickoff` returns it.
+/// let registry = HookRegistry::new();
+/// registry.register_hook(OUTPUT, |ctx: &mut OutputContext| Some(ctx.output.raw.trim().to_owned()))?;
+/// let mut ctx = OutputContext::new(CrewOutput { raw: "  The report.\n".into(), ..CrewOutput::default() });
+/// registry.dispatch(OUTPUT, &mut ctx);
+/// assert_eq!(ctx.output.raw, "The report.");
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub const OUTPUT: points::Output = points::Output;
 /// `EXECUTION_END`, as a value to register hooks with.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use hooks_core::{ExecutionEndContext, ExecutionStatus, HookRegistry, EXECUTION_END};
+///
+/// // Hooks receive how the kickoff ended, and observe.
+/// let registry = HookRegistry::new();
+/// let ends = Arc::new(Mutex::new(Vec::new()));
+/// let seen = Arc::clone(&ends);
+/// registry.register_hook(EXECUTION_END, move |ctx: &mut ExecutionEndContext| {
+///     seen.lock().unwrap().push((ctx.status, ctx.error.clone()));
+/// })?;
+/// registry.dispatch(EXECUTION_END, &mut ExecutionEndContext::failed("the model server is down"));
+/// assert_eq!(
+///     *ends.lock().unwrap(),
+///     [(ExecutionStatus::Failed, Some("the model server is down".to_owned()))]
+/// );
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub const EXECUTION_END: points::ExecutionEnd = points::ExecutionEnd;

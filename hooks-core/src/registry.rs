@@ -23,6 +23,21 @@ use crate::point::points::{
 use crate::point::{InterceptionPoint, Point};
 
 /// Why a hook could not be registered.
+///
+/// ```
+/// use hooks_core::{HookOptions, HookRegistry, InterceptionPoint, RegisterError, StepContext, PRE_STEP};
+///
+/// // Steps have no tool, so a `tools` filter cannot apply there.
+/// let registry = HookRegistry::new();
+/// let result = registry.register_hook_with(PRE_STEP, HookOptions::new().tools(["search"]), |_: &mut StepContext| {});
+/// match result {
+///     Err(RegisterError::FilterDoesNotApply { point, filter }) => {
+///         assert_eq!((point, filter), (InterceptionPoint::PRE_STEP, "tools"));
+///     }
+///     other => panic!("expected a refusal, got {other:?}"),
+/// }
+/// assert!(registry.is_empty());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegisterError {
@@ -664,6 +679,21 @@ impl HookRegistry {
 }
 
 /// Changes to a registry applied all at once by [`HookRegistry::update`].
+///
+/// ```
+/// use hooks_core::{HookRegistry, ToolCallHookContext, POST_TOOL_CALL, PRE_TOOL_CALL};
+///
+/// let registry = HookRegistry::new();
+/// let registered = registry.update(|batch| {
+///     batch.register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| {})?;
+///     batch.register_hook(POST_TOOL_CALL, |_: &mut ToolCallHookContext| {})?;
+///     // The batch sees its own changes; calls see them all at once, after.
+///     Ok::<usize, hooks_core::RegisterError>(batch.get_hooks(PRE_TOOL_CALL).len() + batch.get_hooks(POST_TOOL_CALL).len())
+/// })?;
+/// assert_eq!(registered, 2);
+/// assert!(!registry.is_empty());
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub struct HookBatch<'a> {
     set: &'a mut ChainSet,
 }
@@ -958,6 +988,19 @@ pub(crate) fn crew_entry<P: Point>(
 static GLOBAL: LazyLock<HookRegistry> = LazyLock::new(HookRegistry::with_static_hooks);
 
 /// The process-wide registry, built on first use from every link-time hook.
+///
+/// ```
+/// use hooks_core::{get_hooks, global_registry, ToolCallHookContext, PRE_TOOL_CALL};
+/// # let _fixture = hooks_core::testing::GlobalHooksFixture::new();
+///
+/// // The free functions (`register_hook`, `get_hooks`, ...) act on this registry.
+/// let id = global_registry().register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| {})?;
+/// assert!(get_hooks(PRE_TOOL_CALL).iter().any(|hook| hook.id == id));
+/// assert!(std::ptr::eq(global_registry(), global_registry()));
+///
+/// assert!(global_registry().unregister_hook(PRE_TOOL_CALL, id));
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub fn global_registry() -> &'static HookRegistry {
     &GLOBAL
 }

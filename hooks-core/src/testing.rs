@@ -1,4 +1,19 @@
 //! A fixture for tests that touch the global registry.
+//!
+//! ```
+//! use hooks_core::testing::GlobalHooksFixture;
+//! use hooks_core::{get_hooks, register_hook, ToolCallHookContext, PRE_TOOL_CALL};
+//!
+//! // In a test that registers global hooks:
+//! let before = get_hooks(PRE_TOOL_CALL);
+//! let fixture = GlobalHooksFixture::new(); // only the link-time hooks now
+//! let link_time = get_hooks(PRE_TOOL_CALL).len();
+//! register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| {})?;
+//! assert_eq!(get_hooks(PRE_TOOL_CALL).len(), link_time + 1);
+//! drop(fixture); // the global registry is as it was
+//! assert_eq!(get_hooks(PRE_TOOL_CALL), before);
+//! # Ok::<(), hooks_core::RegisterError>(())
+//! ```
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 

@@ -127,6 +127,22 @@ impl fmt::Debug for OutputContext {
 }
 
 /// How a kickoff ended.
+///
+/// ```
+/// use hooks_core::{CrewOutput, ExecutionEndContext, ExecutionStatus};
+///
+/// // EXECUTION_END hooks read how the kickoff ended.
+/// fn summary(ctx: &ExecutionEndContext) -> String {
+///     match ctx.status {
+///         ExecutionStatus::Completed => "completed".to_owned(),
+///         ExecutionStatus::Failed => format!("failed: {}", ctx.error.as_deref().unwrap_or("?")),
+///         ExecutionStatus::Cancelled => "cancelled".to_owned(),
+///     }
+/// }
+/// assert_eq!(summary(&ExecutionEndContext::completed(CrewOutput::default())), "completed");
+/// assert_eq!(summary(&ExecutionEndContext::failed("rate limited")), "failed: rate limited");
+/// assert_eq!(summary(&ExecutionEndContext::cancelled()), "cancelled");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ExecutionStatus {
     /// Every task ran and the output is ready.

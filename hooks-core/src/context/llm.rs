@@ -15,6 +15,28 @@ use crate::message::{ChatMessage, ToolCallRequest, ToolDefinition};
 
 /// The model's answer to one call, as `POST_MODEL_CALL` hooks see and edit
 /// it: its text and the tool calls it asks for (none: a final answer).
+///
+/// ```
+/// use hooks_core::{HookRegistry, LlmCallHookContext, ModelResponse, ToolCallRequest, POST_MODEL_CALL};
+///
+/// // Drop the tool calls a model may not make before they are dispatched.
+/// let registry = HookRegistry::new();
+/// registry.register_hook(POST_MODEL_CALL, |ctx: &mut LlmCallHookContext| {
+///     if let Some(response) = &mut ctx.response {
+///         response.tool_calls.retain(|call| call.name != "delete_file");
+///     }
+/// })?;
+/// let call = |name: &str| ToolCallRequest { id: name.into(), name: name.into(), arguments: "{}".into() };
+/// let mut ctx = LlmCallHookContext::new(Vec::new());
+/// ctx.response = Some(ModelResponse {
+///     content: String::new(),
+///     tool_calls: vec![call("read_file"), call("delete_file")],
+/// });
+/// registry.dispatch(POST_MODEL_CALL, &mut ctx);
+/// let left: Vec<String> = ctx.response.into_iter().flat_map(|r| r.tool_calls).map(|c| c.name).collect();
+/// assert_eq!(left, ["read_file"]);
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ModelResponse {
     /// The answer's text (the final answer when there are no tool calls).

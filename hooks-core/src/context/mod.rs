@@ -23,6 +23,33 @@ pub use tool::{RawToolResult, ToolCallHookContext, ToolCallStatus};
 /// What a hook can see of the tool being called. The runtime's tool type
 /// implements it; hooks reach the concrete type with
 /// [`ToolCallHookContext::tool_as`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use hooks_core::{ToolCallHookContext, ToolInfo};
+/// use serde_json::{json, Value};
+///
+/// struct Calculator {
+///     schema: Value,
+/// }
+/// impl ToolInfo for Calculator {
+///     fn name(&self) -> &str {
+///         "calculator"
+///     }
+///     fn description(&self) -> &str {
+///         "Adds two numbers"
+///     }
+///     fn args_schema(&self) -> &Value {
+///         &self.schema
+///     }
+/// }
+///
+/// let tool = Arc::new(Calculator { schema: json!({"type": "object"}) });
+/// let ctx = ToolCallHookContext::new("calculator", Default::default()).with_tool(tool);
+/// // A hook reads the tool through the trait, or as its own type.
+/// assert_eq!(ctx.tool.as_ref().map(|t| t.description()), Some("Adds two numbers"));
+/// assert_eq!(ctx.tool_as::<Calculator>().map(|c| &c.schema["type"]), Some(&json!("object")));
+/// ```
 pub trait ToolInfo: Any + Send + Sync {
     /// The tool's normalized name.
     fn name(&self) -> &str;
@@ -45,6 +72,33 @@ pub trait ToolInfo: Any + Send + Sync {
 }
 
 /// What a hook can see of the agent making the call.
+///
+/// ```
+/// use std::sync::Arc;
+/// use hooks_core::{AgentInfo, HookOptions, HookRegistry, ToolCallHookContext, PRE_TOOL_CALL};
+///
+/// struct Researcher;
+/// impl AgentInfo for Researcher {
+///     fn role(&self) -> &str {
+///         "Researcher"
+///     }
+/// }
+///
+/// // An `agents = [...]` filter matches the role.
+/// let registry = HookRegistry::new();
+/// registry.register_hook_with(
+///     PRE_TOOL_CALL,
+///     HookOptions::new().agents(["Researcher"]),
+///     |ctx: &mut ToolCallHookContext| {
+///         let role = ctx.agent_role().unwrap_or_default().to_owned();
+///         ctx.tool_input.insert("on_behalf_of".into(), role.into());
+///     },
+/// )?;
+/// let mut ctx = ToolCallHookContext::new("search", Default::default()).with_agent(Arc::new(Researcher));
+/// registry.dispatch(PRE_TOOL_CALL, &mut ctx);
+/// assert_eq!(ctx.tool_input["on_behalf_of"], "Researcher");
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub trait AgentInfo: Any + Send + Sync {
     /// The agent's role; `agents = [...]` filters match it exactly.
     fn role(&self) -> &str;
@@ -59,6 +113,22 @@ pub trait AgentInfo: Any + Send + Sync {
 }
 
 /// What a hook can see of the task being worked on.
+///
+/// ```
+/// use std::sync::Arc;
+/// use hooks_core::{StepContext, StepKind, TaskInfo};
+///
+/// struct Summarize;
+/// impl TaskInfo for Summarize {
+///     fn description(&self) -> &str {
+///         "Summarize the findings in three bullet points"
+///     }
+/// }
+///
+/// let ctx = StepContext::new(StepKind::Task, "summary", "").with_task(Arc::new(Summarize));
+/// // Without a name of its own, a task is named by its description.
+/// assert_eq!(ctx.task.as_ref().map(|t| t.name()), Some("Summarize the findings in three bullet points"));
+/// ```
 pub trait TaskInfo: Any + Send + Sync {
     /// The task's description, with its inputs filled in.
     fn description(&self) -> &str;
@@ -102,6 +172,30 @@ pub trait CrewInfo: Any + Send + Sync {
 }
 
 /// What a hook can see of the model being called.
+///
+/// ```
+/// use std::sync::Arc;
+/// use hooks_core::{HookAborted, HookRegistry, LlmCallHookContext, LlmInfo, PRE_MODEL_CALL};
+///
+/// struct Model(&'static str);
+/// impl LlmInfo for Model {
+///     fn name(&self) -> &str {
+///         self.0
+///     }
+/// }
+///
+/// // Keep an expensive model for the final answer only.
+/// let registry = HookRegistry::new();
+/// registry.register_hook(PRE_MODEL_CALL, |ctx: &mut LlmCallHookContext| -> Result<(), HookAborted> {
+///     match ctx.llm.as_ref().map(|m| m.name()) {
+///         Some("gpt-4o") if ctx.iterations > 1 => Err("use the small model for tool turns".into()),
+///         _ => Ok(()),
+///     }
+/// })?;
+/// let mut ctx = LlmCallHookContext::new(Vec::new()).with_llm(Arc::new(Model("gpt-4o"))).with_iterations(2);
+/// assert!(registry.dispatch(PRE_MODEL_CALL, &mut ctx).aborted().is_some());
+/// # Ok::<(), hooks_core::RegisterError>(())
+/// ```
 pub trait LlmInfo: Any + Send + Sync {
     /// The model's name (`gpt-4o-mini`, `scripted`, …).
     fn name(&self) -> &str;

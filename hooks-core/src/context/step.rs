@@ -7,6 +7,17 @@ use super::{AgentInfo, CrewInfo, TaskInfo};
 use crate::hook::HookContext;
 
 /// What kind of step a [`StepContext`] is about.
+///
+/// ```
+/// use hooks_core::{StepContext, StepKind};
+///
+/// let ctx = StepContext::new(StepKind::Task, "research", "");
+/// let what = match ctx.kind {
+///     StepKind::Task => format!("task {}", ctx.step_name),
+///     _ => "another kind of step".to_owned(),
+/// };
+/// assert_eq!(what, "task research");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum StepKind {

@@ -19,6 +19,22 @@ use crate::outcome::HookAborted;
 /// A tool's result as the tool produced it, before any rendering or hook
 /// replacement: reachable as JSON and, when the tool returned a typed value,
 /// by downcast.
+///
+/// ```
+/// use hooks_core::RawToolResult;
+/// use serde_json::json;
+///
+/// #[derive(Debug, PartialEq)]
+/// struct Weather {
+///     celsius: i32,
+/// }
+///
+/// // A POST_TOOL_CALL hook can read the tool's own value, not just its text.
+/// let raw = RawToolResult::typed(Weather { celsius: 21 }, json!({"celsius": 21}));
+/// assert_eq!(raw.downcast_ref::<Weather>(), Some(&Weather { celsius: 21 }));
+/// assert_eq!(raw.as_json()["celsius"], 21);
+/// assert_eq!(RawToolResult::text("sunny").as_str(), Some("sunny"));
+/// ```
 #[derive(Clone)]
 pub struct RawToolResult {
     json: Value,
