@@ -223,6 +223,16 @@ pub use hooks_core::LlmStreamChunkEvent;
 /// What a runtime author needs to run calls through the hooks (the
 /// dispatcher, the tool-output builder, the messages agents are shown).
 /// Crew programs never need it.
+///
+/// ```
+/// use crew_runtime::runtime::blocked_message;
+///
+/// // What an agent is told when a PRE_TOOL_CALL hook blocks its call.
+/// assert_eq!(
+///     blocked_message("delete_file"),
+///     "Tool execution blocked by hook. Tool: delete_file"
+/// );
+/// ```
 pub mod runtime {
     #[doc(inline)]
     pub use hooks_core::runtime::*;
@@ -264,6 +274,35 @@ pub use tool::{Tool, ToolOutcome, TypedTool};
 
 /// Implements [`llm::Llm`], [`HumanInputSource`] (and any trait with
 /// `async fn`s used as `dyn`).
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::async_trait;
+/// use crew_runtime::llm::{Llm, LlmError, LlmRequest, ModelTurn};
+/// use crew_runtime::prelude::*;
+///
+/// /// A model that says how many messages it was given.
+/// struct Counter;
+///
+/// #[async_trait]
+/// impl Llm for Counter {
+///     fn name(&self) -> &str {
+///         "counter"
+///     }
+///     async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
+///         Ok(ModelTurn::FinalAnswer(format!("{} messages", request.messages.len())))
+///     }
+/// }
+///
+/// let writer = Agent::builder("Writer").llm(Arc::new(Counter)).build();
+/// let crew = Crew::builder()
+///     .agent(writer.clone())
+///     .task(Task::builder("Count").agent(&writer).build())
+///     .global_registry(Arc::new(HookRegistry::new()))
+///     .build()?;
+/// assert_eq!(crew.kickoff_blocking(())?.raw, "2 messages");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub use async_trait::async_trait;
 
 /// Everything the usual crew program needs, in one `use`.
