@@ -11,7 +11,16 @@ use crate::llm::Llm;
 use crate::scripted::ScriptedLlm;
 use crate::tool::Tool;
 
-/// How many model turns an agent gets per task unless told otherwise.
+/// How many model turns an agent gets per task unless told otherwise
+/// ([`AgentBuilder::max_iter`]).
+///
+/// ```
+/// use crew_runtime::{Agent, DEFAULT_MAX_ITER};
+///
+/// assert_eq!(DEFAULT_MAX_ITER, 15);
+/// assert_eq!(Agent::builder("Researcher").build().max_iter(), DEFAULT_MAX_ITER);
+/// assert_eq!(Agent::builder("Researcher").max_iter(3).build().max_iter(), 3);
+/// ```
 pub const DEFAULT_MAX_ITER: usize = 15;
 
 /// Identifies an agent: given by [`AgentBuilder::build`], kept by clones,

@@ -34,6 +34,25 @@ use crate::crew::CrewAgent;
 use crate::error::BuildError;
 
 /// Which filter of a hook names something absent.
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::prelude::*;
+/// use crew_runtime::FilterKind;
+///
+/// let writer = Agent::builder("Writer").build();
+/// let crew = Crew::builder()
+///     .agent(writer.clone())
+///     .task(Task::builder("Write").agent(&writer).build())
+///     // A role the crew does not have: the hook would never run.
+///     .hook_with(PRE_STEP, HookOptions::new().name("review").agents(["Editor"]), |_: &mut StepContext| {})
+///     .global_registry(Arc::new(HookRegistry::new()))
+///     .build()?;
+/// let warnings = crew.check_hook_filters();
+/// assert_eq!(warnings[0].filter, FilterKind::Agents);
+/// assert_eq!(warnings[0].name, "Editor");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FilterKind {
     /// The `tools = [...]` filter.
@@ -43,6 +62,28 @@ pub enum FilterKind {
 }
 
 /// What a hook's filter entries were checked against.
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::prelude::*;
+/// use crew_runtime::FilterScope;
+///
+/// let search = Tool::dynamic("web_search", "Searches", json!({"type": "object"}), |_| {
+///     Ok::<_, String>(json!("results"))
+/// });
+/// let researcher = Agent::builder("Researcher").tool(search).build();
+/// let crew = Crew::builder()
+///     .agent(researcher.clone())
+///     .task(Task::builder("Research").agent(&researcher).build())
+///     // A hook of this crew only, filtering on a tool it does not have.
+///     .hook_with(PRE_TOOL_CALL, HookOptions::new().name("mail-guard").tools(["send_email"]), |_: &mut ToolCallHookContext| {})
+///     .global_registry(Arc::new(HookRegistry::new()))
+///     .build()?;
+/// let warnings = crew.check_hook_filters();
+/// assert_eq!(warnings[0].scope, FilterScope::Crew);
+/// assert_eq!(warnings[0].present, ["web_search"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FilterScope {
     /// A hook of the global registry: checked against every crew built on

@@ -29,6 +29,29 @@ use crate::task::Task;
 use crate::tool::Tool;
 
 /// How a crew runs its tasks.
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::prelude::*;
+///
+/// let llm = Arc::new(ScriptedLlm::new().answer("three facts").answer("a summary"));
+/// let writer = Agent::builder("Writer").llm(llm.clone()).build();
+/// let research = Task::builder("Find facts").agent(&writer).build();
+/// let summary = Task::builder("Summarize them").agent(&writer).build();
+/// let crew = Crew::builder()
+///     .agent(writer)
+///     .tasks([research, summary])
+///     .process(Process::Sequential)
+///     .global_registry(Arc::new(HookRegistry::new()))
+///     .build()?;
+/// assert_eq!(crew.process(), Process::default());
+///
+/// let output = crew.kickoff_blocking(())?;
+/// assert_eq!(output.raw, "a summary");
+/// // The second task was given the first one's output.
+/// assert!(llm.requests()[1].task_prompt().unwrap().contains("three facts"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Process {
@@ -871,7 +894,11 @@ struct BuildScope<'a> {
 }
 
 /// The most tool calls of one model turn that run at the same time, unless
-/// told otherwise.
+/// told otherwise ([`CrewBuilder::max_concurrent_tool_calls`]).
+///
+/// ```
+/// assert_eq!(crew_runtime::DEFAULT_MAX_CONCURRENT_TOOL_CALLS, 16);
+/// ```
 pub const DEFAULT_MAX_CONCURRENT_TOOL_CALLS: usize = 16;
 
 /// The most tool calls one model turn may ask for, unless told otherwise

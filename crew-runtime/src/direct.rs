@@ -14,6 +14,26 @@ use std::panic::AssertUnwindSafe;
 use crate::llm::{ChatMessage, Llm, LlmError, LlmRequest, ToolDefinition};
 
 /// Why a direct model call gave no answer.
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::prelude::*;
+/// use crew_runtime::{ModelCallError, call_model};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let registry = HookRegistry::new();
+/// registry.register_hook(PRE_MODEL_CALL, |_: &mut LlmCallHookContext| {
+///     Err::<(), _>(HookAborted::new("the model budget is spent", "budget"))
+/// })?;
+/// let model = Arc::new(ScriptedLlm::new().answer("hello"));
+///
+/// let error = call_model(&registry, model.clone(), vec![ChatMessage::user("Hi")], &[]).await.unwrap_err();
+/// assert!(matches!(error, ModelCallError::Blocked(ref abort) if abort.source == "budget"));
+/// assert_eq!(model.asked(), 0);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ModelCallError {

@@ -9,6 +9,21 @@ use crate::llm::LlmError;
 use crate::redaction::Redaction;
 
 /// Why a crew could not be built.
+///
+/// ```
+/// use crew_runtime::prelude::*;
+///
+/// assert_eq!(Crew::builder().build().unwrap_err(), BuildError::NoTasks);
+///
+/// let first = Agent::builder("Writer").build();
+/// let second = Agent::builder("Writer").build();
+/// let error = Crew::builder()
+///     .agents([first.clone(), second])
+///     .task(Task::builder("Write").agent(&first).build())
+///     .build()
+///     .unwrap_err();
+/// assert_eq!(error, BuildError::DuplicateRole { role: "Writer".into() });
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {

@@ -1,4 +1,22 @@
 //! The model side: a trait for chat models with native tool calling.
+//!
+//! An agent sends its model an [`LlmRequest`] (the conversation and the
+//! tools on offer) and gets back a [`ModelTurn`]: tool calls to run, or a
+//! final answer. Any [`Llm`] can be asked directly too:
+//!
+//! ```
+//! use crew_runtime::ScriptedLlm;
+//! use crew_runtime::llm::{ChatMessage, Llm, LlmRequest, ModelTurn};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), crew_runtime::llm::LlmError> {
+//! let model = ScriptedLlm::new().answer("Paris");
+//! let messages = [ChatMessage::user("What is the capital of France?")];
+//! let turn = model.complete(&LlmRequest::new(&messages, &[])).await?;
+//! assert!(matches!(turn, ModelTurn::FinalAnswer(ref text) if text == "Paris"));
+//! # Ok(())
+//! # }
+//! ```
 
 use std::fmt;
 
@@ -111,6 +129,29 @@ impl From<ModelTurn> for hooks_core::ModelResponse {
 }
 
 /// Why a model could not answer.
+///
+/// A crew reports it as [`CrewError::Model`](crate::CrewError::Model),
+/// naming the agent:
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::prelude::*;
+///
+/// // A scripted model with nothing left to say.
+/// let llm = Arc::new(ScriptedLlm::new());
+/// let writer = Agent::builder("Writer").llm(llm).build();
+/// let crew = Crew::builder()
+///     .agent(writer.clone())
+///     .task(Task::builder("Write").agent(&writer).build())
+///     .global_registry(Arc::new(HookRegistry::new()))
+///     .build()?;
+/// let error = crew.kickoff_blocking(()).unwrap_err();
+/// assert!(matches!(
+///     error,
+///     CrewError::Model { source: LlmError::ScriptExhausted { asked: 1 }, .. }
+/// ));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LlmError {

@@ -98,6 +98,26 @@ use child::ChildTransport;
 
 /// How long [`McpServerBuilder::connect`] waits for the server to start,
 /// answer the handshake and list its tools, unless told otherwise.
+///
+/// ```
+/// use std::time::Duration;
+/// use crew_runtime::mcp::{DEFAULT_CONNECT_TIMEOUT, McpError, McpServer};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// assert_eq!(DEFAULT_CONNECT_TIMEOUT, Duration::from_secs(30));
+///
+/// // A server that never answers, waited for a tenth of a second.
+/// let (client, _silent_server) = tokio::io::duplex(64 * 1024);
+/// let (reader, writer) = tokio::io::split(client);
+/// let error = McpServer::io("silent", reader, writer)
+///     .connect_timeout(Duration::from_millis(100))
+///     .connect()
+///     .await
+///     .unwrap_err();
+/// assert!(matches!(error, McpError::Timeout { stage: "handshake", .. }));
+/// # }
+/// ```
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The most bytes one message from a server may hold, unless told
@@ -131,6 +151,18 @@ const QUOTE_BYTES: usize = 300;
 /// Why connecting to an MCP server failed. Every variant names the server;
 /// texts that came from the server are quoted with control characters
 /// escaped and cut to a few hundred bytes.
+///
+/// ```
+/// use crew_runtime::mcp::{McpError, McpServer};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let command = tokio::process::Command::new("/no/such/mcp-server");
+/// let error = McpServer::stdio("files", command).connect().await.unwrap_err();
+/// assert!(matches!(error, McpError::Spawn { ref server, .. } if server == "files"));
+/// assert!(error.to_string().starts_with("MCP server `files`: could not start"));
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum McpError {

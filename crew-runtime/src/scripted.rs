@@ -11,6 +11,33 @@ use serde_json::Value;
 use crate::llm::{ChatMessage, Llm, LlmError, LlmRequest, ModelTurn, Role, ToolCallRequest};
 
 /// One tool call in a [`ScriptedLlm`] plan.
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::prelude::*;
+///
+/// let echo = Tool::dynamic("echo", "Echoes", json!({"type": "object"}), |args: Value| {
+///     Ok::<_, String>(args["text"].clone())
+/// });
+/// // One turn asking for two calls at once: the second with arguments that
+/// // are not JSON, as a confused model sends them (the tool does not run).
+/// let llm = Arc::new(
+///     ScriptedLlm::new()
+///         .calls([ScriptedCall::new("echo", json!({"text": "hi"})), ScriptedCall::raw("echo", "{oops")])
+///         .answer("done"),
+/// );
+/// let agent = Agent::builder("Echoer").tool(echo).llm(llm.clone()).build();
+/// let crew = Crew::builder()
+///     .agent(agent.clone())
+///     .task(Task::builder("Echo").agent(&agent).build())
+///     .global_registry(Arc::new(HookRegistry::new()))
+///     .build()?;
+/// crew.kickoff_blocking(())?;
+/// let observations = llm.observations();
+/// assert_eq!(observations[0], "hi");
+/// assert!(observations[1].starts_with("Invalid arguments for tool `echo`: they are not valid JSON"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScriptedCall {
     name: String,
@@ -47,6 +74,30 @@ enum PlannedTurn {
 }
 
 /// A request the scripted model received: what the model saw.
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::prelude::*;
+///
+/// let lookup = Tool::dynamic("lookup", "Looks a word up", json!({"type": "object"}), |_| {
+///     Ok::<_, String>(json!("hola means hello"))
+/// });
+/// let llm = Arc::new(ScriptedLlm::new().call("lookup", json!({"word": "hola"})).answer("hello"));
+/// let translator = Agent::builder("Translator").tool(lookup).llm(llm.clone()).build();
+/// let crew = Crew::builder()
+///     .agent(translator.clone())
+///     .task(Task::builder("Translate {word}").agent(&translator).build())
+///     .global_registry(Arc::new(HookRegistry::new()))
+///     .build()?;
+/// crew.kickoff_blocking([("word", "hola")])?;
+///
+/// let requests = llm.requests();
+/// assert_eq!(requests.len(), 2);
+/// assert_eq!(requests[0].tools, ["lookup"]);
+/// assert!(requests[0].task_prompt().unwrap().contains("Translate hola"));
+/// assert_eq!(requests[1].observations(), ["hola means hello"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRequest {
     /// The conversation, oldest first.

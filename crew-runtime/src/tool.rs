@@ -529,6 +529,36 @@ type Formatter<Out> = dyn Fn(&Out) -> String + Send + Sync;
 /// A tool made by [`Tool::typed`], before it becomes a [`Tool`]: the place
 /// to add a formatter that knows the result type. Every API that takes a
 /// tool takes `impl Into<Tool>`, so it can be passed as is.
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::prelude::*;
+/// use crew_runtime::schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// #[schemars(crate = "crew_runtime::schemars")]
+/// struct ListArgs {
+///     folder: String,
+/// }
+///
+/// let list = Tool::typed("list_files", "Lists a folder", |args: ListArgs| {
+///     Ok::<_, String>(vec![format!("{}/a.txt", args.folder), format!("{}/b.txt", args.folder)])
+/// })
+/// // One file a line, instead of a JSON array.
+/// .with_formatter(|files: &Vec<String>| files.join("\n"));
+///
+/// let llm = Arc::new(ScriptedLlm::new().call("list_files", json!({"folder": "docs"})).answer("done"));
+/// let clerk = Agent::builder("Clerk").tool(list).llm(llm.clone()).build();
+/// let crew = Crew::builder()
+///     .agent(clerk.clone())
+///     .task(Task::builder("List the docs").agent(&clerk).build())
+///     .global_registry(Arc::new(HookRegistry::new()))
+///     .build()?;
+/// crew.kickoff_blocking(())?;
+/// assert_eq!(llm.observations(), ["docs/a.txt\ndocs/b.txt"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct TypedTool<Args, Out> {
     spelled_name: String,
     description: String,

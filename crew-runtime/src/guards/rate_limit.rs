@@ -8,9 +8,38 @@ use std::time::{Duration, Instant};
 use hooks_core::{HookAborted, ToolCallHookContext};
 
 /// The `source` of every refusal, as telemetry reports it.
+///
+/// ```
+/// use std::time::Duration;
+/// use crew_runtime::guards::{RATE_LIMITER_SOURCE, RateLimiter};
+///
+/// let limiter = RateLimiter::new(1, Duration::from_secs(60));
+/// limiter.check("web_search")?;
+/// let refusal = limiter.check("web_search").unwrap_err();
+/// assert_eq!(refusal.source, RATE_LIMITER_SOURCE);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const RATE_LIMITER_SOURCE: &str = "rate-limiter";
 
 /// Where a [`RateLimiter`] reads the time.
+///
+/// A [`SystemClock`], a [`ManualClock`], or any `Fn() -> Instant`:
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::{Duration, Instant};
+/// use crew_runtime::guards::{Clock, RateLimiter};
+///
+/// // A clock that never moves: the window never passes.
+/// let start = Instant::now();
+/// let frozen = move || start;
+/// assert_eq!(frozen.now(), start);
+///
+/// let limiter = RateLimiter::with_clock(1, Duration::from_millis(1), Arc::new(frozen));
+/// assert!(limiter.check("deploy").is_ok());
+/// std::thread::sleep(Duration::from_millis(5));
+/// assert!(limiter.check("deploy").is_err());
+/// ```
 pub trait Clock: Send + Sync {
     /// The current instant. Must never go backwards.
     fn now(&self) -> Instant;
@@ -26,7 +55,20 @@ where
     }
 }
 
-/// The system's monotonic clock ([`Instant::now`]).
+/// The system's monotonic clock ([`Instant::now`]): what
+/// [`RateLimiter::new`] reads.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use crew_runtime::guards::{Clock, RateLimiter, SystemClock};
+///
+/// let before = SystemClock.now();
+/// assert!(SystemClock.now() >= before);
+///
+/// let limiter = RateLimiter::with_clock(10, Duration::from_secs(1), Arc::new(SystemClock));
+/// assert!(limiter.check("web_search").is_ok());
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 

@@ -1110,6 +1110,18 @@ impl Attachment {
 }
 
 /// Why a policy set was refused.
+///
+/// ```
+/// use crew_runtime::policy::{Policies, PolicyError};
+///
+/// assert_eq!(Policies::from_text("// nothing yet").unwrap_err(), PolicyError::Empty);
+///
+/// let missing = Policies::from_file("/no/such/policies.cedar").unwrap_err();
+/// assert!(matches!(missing, PolicyError::Read { .. }));
+///
+/// let broken = Policies::from_text("permit(principal, action, resource").unwrap_err();
+/// assert!(matches!(broken, PolicyError::Invalid { .. }));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PolicyError {
