@@ -306,6 +306,21 @@ pub use tool::{Tool, ToolOutcome, TypedTool};
 pub use async_trait::async_trait;
 
 /// Everything the usual crew program needs, in one `use`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::prelude::*;
+///
+/// let model = Arc::new(ScriptedLlm::new().answer("Hello."));
+/// let greeter = Agent::builder("Greeter").llm(model).build();
+/// let crew = Crew::builder()
+///     .agent(greeter.clone())
+///     .task(Task::builder("Greet {name}").agent(&greeter).build())
+///     .global_registry(Arc::new(HookRegistry::new()))
+///     .build()?;
+/// assert_eq!(crew.kickoff_blocking([("name", "Ada")])?.raw, "Hello.");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub mod prelude {
     pub use crate::llm::{Llm, LlmError};
     pub use crate::{
