@@ -587,12 +587,7 @@ async fn a_store_that_stalls_never_stalls_the_crew_and_drops_are_recorded_once_i
         Vec::new(),
         &Arc::new(ScriptedLlm::new().answer("done")),
     );
-    let crew = Crew::builder()
-        .agent(idle.clone())
-        .task(Task::builder("Nothing").agent(&idle).build())
-        .global_registry(fresh_registry())
-        .build()
-        .expect("builds");
+    let crew = crew(&fresh_registry(), idle);
     trail.attach(&crew);
     let heard = log();
     let sink = heard.clone();
@@ -826,13 +821,7 @@ fn lookup_crew() -> Crew {
     let lookup = Tool::dynamic("lookup", "Looks up", json!({"type": "object"}), |_| {
         Ok::<_, String>(json!("found"))
     });
-    let support = agent("Support", vec![lookup], &llm);
-    Crew::builder()
-        .agent(support.clone())
-        .task(Task::builder("Look it up").agent(&support).build())
-        .global_registry(fresh_registry())
-        .build()
-        .expect("builds")
+    crew(&fresh_registry(), agent("Support", vec![lookup], &llm))
 }
 
 /// A PostgreSQL server that goes away mid-run (every connection cut, new

@@ -313,13 +313,10 @@ fn llm_call_started_carries_the_messages_the_model_received_even_when_kept() {
             .call("web_search", json!({"query": "hooks"}))
             .answer("facts"),
     );
-    let researcher = agent("Researcher", vec![search_tool(&log())], &llm);
-    let crew = Crew::builder()
-        .agent(researcher.clone())
-        .task(Task::builder("Research").agent(&researcher).build())
-        .global_registry(fresh_registry())
-        .build()
-        .expect("builds");
+    let crew = crew(
+        &fresh_registry(),
+        agent("Researcher", vec![search_tool(&log())], &llm),
+    );
     let kept = log();
     let sink = kept.clone();
     crew.events().subscribe(move |event| {

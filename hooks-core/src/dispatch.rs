@@ -54,7 +54,7 @@ pub fn blocked_message(tool_name: &str) -> String {
 /// );
 /// ```
 pub fn blocked_message_with_reason(tool_name: &str, reason: &str) -> String {
-    format!("Tool execution blocked by hook. Tool: {tool_name}. Reason: {reason}")
+    format!("{}. Reason: {reason}", blocked_message(tool_name))
 }
 
 /// How the observation of a failed tool call starts (rule 15).
