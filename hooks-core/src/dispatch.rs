@@ -627,6 +627,55 @@ impl<'a> CallHooks<'a> {
         F: FnOnce(&mut ToolCallHookContext) -> Fut,
         Fut: std::future::Future<Output = ToolOutput>,
     {
+        let (report, _) = self
+            .run_tool_call_async_keeping(ctx, |ctx| {
+                let running = execute(ctx);
+                async move { (running.await, ()) }
+            })
+            .await;
+        report
+    }
+
+    /// [`run_tool_call_async`](Self::run_tool_call_async) for a runtime
+    /// that learns more of the tool's run than its output (how long it
+    /// ran, how it failed): `execute`'s future gives the output and that
+    /// value, which comes back beside the report, or `None` when a PRE
+    /// hook blocked the call and the tool never ran. The value is there
+    /// whatever the POST chain does, an abort included.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use hooks_core::runtime::{TOOL_CALL_POINTS, ToolOutput};
+    /// use hooks_core::{HookRegistry, ToolCallHookContext};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let registry = HookRegistry::new();
+    /// let mut ctx = ToolCallHookContext::new("search", serde_json::Map::new());
+    /// let (report, took) = registry
+    ///     .dispatcher()
+    ///     .begin_call(&TOOL_CALL_POINTS)
+    ///     .run_tool_call_async_keeping(&mut ctx, |_| async {
+    ///         let started = Instant::now();
+    ///         let output = ToolOutput::text("3 results");
+    ///         (output, started.elapsed())
+    ///     })
+    ///     .await;
+    /// assert_eq!(report?.observation, "3 results");
+    /// assert!(took.is_some_and(|took| took < Duration::from_secs(60)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn run_tool_call_async_keeping<F, Fut, T>(
+        &mut self,
+        ctx: &mut ToolCallHookContext,
+        execute: F,
+    ) -> (Result<ToolCallReport, HookAborted>, Option<T>)
+    where
+        F: FnOnce(&mut ToolCallHookContext) -> Fut,
+        Fut: std::future::Future<Output = (ToolOutput, T)>,
+    {
+        let mut kept = None;
         let blocked = match self.dispatch_async(PreToolCall, ctx).await {
             DispatchOutcome::Aborted(abort) => {
                 Self::block(ctx, &abort);
@@ -636,28 +685,30 @@ impl<'a> CallHooks<'a> {
                 let mut running = std::pin::pin!(execute(ctx));
                 // A tool that answers at once keeps the borrowed snapshot;
                 // one that waits holds it counted (see `hold`).
-                let output = match std::future::poll_fn(|cx| {
+                let (output, value) = match std::future::poll_fn(|cx| {
                     std::task::Poll::Ready(running.as_mut().poll(cx))
                 })
                 .await
                 {
-                    std::task::Poll::Ready(output) => output,
+                    std::task::Poll::Ready(ran) => ran,
                     std::task::Poll::Pending => {
                         self.hold();
                         running.await
                     }
                 };
                 Self::record(ctx, output);
+                kept = Some(value);
                 None
             }
         };
-        match self.dispatch_async(PostToolCall, ctx).await {
+        let report = match self.dispatch_async(PostToolCall, ctx).await {
             DispatchOutcome::Aborted(abort) => Err(abort),
             DispatchOutcome::Proceeded | DispatchOutcome::Modified => Ok(ToolCallReport {
                 observation: ctx.tool_result.clone().unwrap_or_default(),
                 blocked,
             }),
-        }
+        };
+        (report, kept)
     }
 
     fn block(ctx: &mut ToolCallHookContext, abort: &HookAborted) {

@@ -252,3 +252,66 @@ async fn async_fn_items_unregister_by_function() {
     assert!(registry.unregister_hook(PRE_TOOL_CALL, gate));
     assert!(registry.get_hooks(PRE_TOOL_CALL).is_empty());
 }
+
+/// A runtime that keeps what a tool's run told beside its output (how long
+/// it ran, how it failed) gets it back whatever the chains did after the
+/// tool, and nothing when a PRE hook blocked the call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_tool_run_told_comes_back_beside_the_report() {
+    let registry = HookRegistry::new();
+    let mut ctx = call("lookup");
+    let (report, told) = Dispatcher::new(&registry)
+        .begin_call(&TOOL_CALL_POINTS)
+        .run_tool_call_async_keeping(&mut ctx, |_| async {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            (ToolOutput::error("the index is down"), "failed")
+        })
+        .await;
+    assert_eq!(told, Some("failed"));
+    let report = report.expect("no POST hook aborts");
+    assert_eq!(
+        report.observation,
+        "Error executing tool: the index is down"
+    );
+
+    // A POST hook's abort ends the run: what the tool told still comes back.
+    registry
+        .register_async_hook(
+            POST_TOOL_CALL,
+            async_hook(|_: &mut ToolCallHookContext| {
+                Box::pin(async {
+                    tokio::task::yield_now().await;
+                    Err::<(), HookAborted>("stop the run".into())
+                })
+            }),
+        )
+        .expect("Result fits POST");
+    let mut ctx = call("lookup");
+    let (report, told) = Dispatcher::new(&registry)
+        .begin_call(&TOOL_CALL_POINTS)
+        .run_tool_call_async_keeping(&mut ctx, |_| async { (ToolOutput::text("ok"), 7) })
+        .await;
+    assert_eq!(
+        report.map_err(|abort| abort.reason),
+        Err("stop the run".to_owned())
+    );
+    assert_eq!(told, Some(7));
+
+    // Blocked before the tool: no run, nothing told.
+    registry
+        .register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| {
+            Err::<(), HookAborted>("not today".into())
+        })
+        .expect("Result fits PRE");
+    let mut ctx = call("lookup");
+    let (report, told) = Dispatcher::new(&registry)
+        .begin_call(&TOOL_CALL_POINTS)
+        .run_tool_call_async_keeping(&mut ctx, |_| async { never_runs() })
+        .await;
+    assert_eq!(told, None);
+    assert!(report.is_err(), "the POST hook still aborts a blocked call");
+}
+
+fn never_runs() -> (ToolOutput, i32) {
+    panic!("a blocked tool never runs")
+}
