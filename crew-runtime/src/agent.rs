@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use hooks_core::AgentInfo;
 
-use crate::crew::SharedRegistry;
 use crate::llm::Llm;
+use crate::registry::SharedRegistry;
 use crate::scripted::ScriptedLlm;
 use crate::tool::Tool;
 

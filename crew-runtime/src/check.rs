@@ -30,8 +30,8 @@ use hooks_core::{
     check_tool_name,
 };
 
-use crate::crew::CrewAgent;
 use crate::error::BuildError;
+use crate::run::CrewAgent;
 
 /// Which filter of a hook names something absent.
 ///

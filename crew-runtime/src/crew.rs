@@ -1,10 +1,8 @@
 //! Crews: agents and tasks run together, with hooks of their own.
 
 use std::borrow::Cow;
-use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::fmt;
-use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -19,12 +17,14 @@ use hooks_core::{
 
 use crate::agent::Agent;
 use crate::check::{
-    FilterScope, FilterWarning, KnownNames, RegistryKey, check_filters, check_tool_names,
-    first_reports, known_on, record_crew, report,
+    FilterScope, FilterWarning, KnownNames, check_filters, check_tool_names, first_reports,
+    known_on, record_crew, report,
 };
 use crate::error::{BuildError, CrewError};
-use crate::llm::{Llm, ToolDefinition};
+use crate::llm::Llm;
 use crate::redaction::Redaction;
+use crate::registry::SharedRegistry;
+use crate::run::{Conversation, CrewAgent, CrewHooks, CrewTask, KickoffDepth, Plan, RunSettings};
 use crate::task::Task;
 use crate::tool::Tool;
 
@@ -61,105 +61,6 @@ pub enum Process {
     Sequential,
 }
 
-/// The global registry a crew dispatches through: the process-wide one
-/// (the default) or one injected (a test's `HookRegistry::new()`).
-#[derive(Clone)]
-pub struct SharedRegistry(RegistryKind);
-
-#[derive(Clone)]
-enum RegistryKind {
-    Static(&'static HookRegistry),
-    Shared(Arc<HookRegistry>),
-}
-
-/// A crew given a registry of its own that is empty, in a program whose
-/// attribute hooks (`#[on]`, …) are only in the process-wide registry:
-/// those hooks will not run for the crew, which is rarely what was meant
-/// (a redaction hook that silently stops). Said once per process.
-fn warn_if_attribute_hooks_left_out(given: &SharedRegistry) {
-    static WARNED: AtomicBool = AtomicBool::new(false);
-    if !given.is_empty()
-        || std::ptr::eq(&**given, global_registry())
-        || !HookRegistry::program_has_static_hooks()
-        || WARNED.swap(true, Ordering::Relaxed)
-    {
-        return;
-    }
-    let warning = "a crew was given an empty registry of its own (HookRegistry::new()): \
-                   the program's #[on] and legacy attribute hooks do not run for it; \
-                   give it HookRegistry::with_static_hooks() to keep them";
-    tracing::warn!("{warning}");
-    eprintln!("warning: {warning}");
-}
-
-impl SharedRegistry {
-    /// Identifies the registry in the record of what crews built on it
-    /// have.
-    pub(crate) fn key(&self) -> RegistryKey {
-        match &self.0 {
-            RegistryKind::Static(registry) => RegistryKey::of_static(registry),
-            RegistryKind::Shared(registry) => RegistryKey::of_shared(registry),
-        }
-    }
-}
-
-impl Deref for SharedRegistry {
-    type Target = HookRegistry;
-
-    fn deref(&self) -> &HookRegistry {
-        match &self.0 {
-            RegistryKind::Static(registry) => registry,
-            RegistryKind::Shared(registry) => registry,
-        }
-    }
-}
-
-impl From<&'static HookRegistry> for SharedRegistry {
-    fn from(registry: &'static HookRegistry) -> Self {
-        SharedRegistry(RegistryKind::Static(registry))
-    }
-}
-
-impl From<Arc<HookRegistry>> for SharedRegistry {
-    fn from(registry: Arc<HookRegistry>) -> Self {
-        SharedRegistry(RegistryKind::Shared(registry))
-    }
-}
-
-impl fmt::Debug for SharedRegistry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
-    }
-}
-
-/// An agent as a built crew holds it: shared, with its tools ready to hand
-/// to hooks and its tool definitions ready for the model.
-pub(crate) struct CrewAgent {
-    pub(crate) agent: Arc<Agent>,
-    pub(crate) tools: Vec<Arc<Tool>>,
-    pub(crate) definitions: Arc<[ToolDefinition]>,
-    /// The agent's model as model-call hooks see it.
-    pub(crate) llm_info: Arc<dyn LlmInfo>,
-}
-
-impl CrewAgent {
-    pub(crate) fn find_tool(&self, name: &str) -> Option<&Arc<Tool>> {
-        self.tools.iter().find(|tool| tool.name() == name)
-    }
-
-    /// `a, b` (or `none`), for the model's "tool not found" observation.
-    pub(crate) fn tool_names(&self) -> String {
-        if self.tools.is_empty() {
-            return "none".to_owned();
-        }
-        self.tools
-            .iter()
-            .map(|t| t.name())
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
 /// An agent's model as model-call hooks see it (`ctx.llm`).
 struct ModelInfo(Arc<dyn Llm>);
 
@@ -169,149 +70,10 @@ impl LlmInfo for ModelInfo {
     }
 }
 
-/// A task as a built crew holds it: with its agent and context resolved.
-pub(crate) struct CrewTask {
-    pub(crate) task: Task,
-    /// Index into the crew's agents.
-    pub(crate) agent: usize,
-    /// Indices of earlier tasks whose outputs are its context.
-    pub(crate) context: Vec<usize>,
-}
-
-/// What the runs of a crew need of it: shared by every agent run of a
-/// kickoff and by the tasks that run their calls, without the crew.
-pub(crate) struct RunSettings {
-    pub(crate) name: String,
-    pub(crate) human_input: Arc<dyn HumanInputSource>,
-    pub(crate) human_input_timeout: Duration,
-    /// Whether a blocked call's observation carries the block's reason.
-    pub(crate) tell_model_why_blocked: bool,
-    pub(crate) verbose: bool,
-    pub(crate) max_concurrent_tool_calls: usize,
-    pub(crate) max_tool_calls_per_turn: usize,
-    pub(crate) max_observation_bytes: usize,
-    pub(crate) tool_timeout: Duration,
-    pub(crate) model_timeout: Duration,
-    /// Applied at every exit of the crew (see [`CrewBuilder::redact_with`]).
-    pub(crate) redaction: Redaction,
-    /// The crew's policy sets, as its hooks hold them.
-    #[cfg(feature = "policy")]
-    pub(crate) policies: Vec<Arc<crate::policy::Attachment>>,
-    /// The global policy sets' attachments, which tool calls carry to the
-    /// global `policies` hooks.
-    #[cfg(feature = "policy")]
-    pub(crate) global_policies: Option<crate::policy::CrewPolicies>,
-    /// The tools offered to each role, with the policy generations they
-    /// were worked out for.
-    #[cfg(feature = "policy")]
-    pub(crate) offered: std::sync::Mutex<OfferedTools>,
-    /// Whether the crew only carries a standalone agent's run
-    /// ([`Agent::kickoff`]): its hooks see no crew, its events name none.
-    pub(crate) standalone: bool,
-}
-
-impl RunSettings {
-    /// The tools the agent `role`'s model is offered: under an enforcing
-    /// policy set with default deny, not those no policy could ever permit
-    /// to that agent.
-    pub(crate) fn offered_tools(
-        &self,
-        role: &str,
-        definitions: &Arc<[ToolDefinition]>,
-    ) -> Arc<[ToolDefinition]> {
-        #[cfg(feature = "policy")]
-        if self.policies.iter().any(|policies| policies.hides_tools()) {
-            let generations: Vec<u64> = self.policies.iter().map(|p| p.generation()).collect();
-            let mut cache = self
-                .offered
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some((known, tools)) = cache.get(role)
-                && *known == generations
-            {
-                return Arc::clone(tools);
-            }
-            let offered = |tool: &ToolDefinition| {
-                self.policies
-                    .iter()
-                    .all(|policies| policies.offers(&tool.name, role))
-            };
-            let tools: Arc<[ToolDefinition]> = if definitions.iter().all(offered) {
-                Arc::clone(definitions)
-            } else {
-                definitions.iter().filter(|t| offered(t)).cloned().collect()
-            };
-            cache.insert(role.to_owned(), (generations, Arc::clone(&tools)));
-            return tools;
-        }
-        let _ = role;
-        Arc::clone(definitions)
-    }
-
-    /// The crew's name as the lifecycle events carry it: empty for a
-    /// standalone agent's run.
-    pub(crate) fn crew_name(&self) -> String {
-        if self.standalone {
-            String::new()
-        } else {
-            self.name.clone()
-        }
-    }
-
-    /// The crew's name as the tool and stream events carry it: none for a
-    /// standalone agent's run.
-    pub(crate) fn crew_label(&self) -> Option<String> {
-        (!self.standalone).then(|| self.name.clone())
-    }
-}
-
-/// The tools offered to each role under a crew's policies, with the
-/// generations of the policy snapshots they were worked out for.
-#[cfg(feature = "policy")]
-pub(crate) type OfferedTools = std::collections::HashMap<String, (Vec<u64>, Arc<[ToolDefinition]>)>;
-
-/// A crew's hooks: the global registry it dispatches through and its own.
-#[derive(Clone)]
-pub(crate) struct CrewHooks {
-    pub(crate) global: SharedRegistry,
-    pub(crate) scoped: Arc<HookRegistry>,
-    /// How long an `async` hook without a limit of its own may run.
-    pub(crate) hook_timeout: Duration,
-}
-
-impl CrewHooks {
-    /// The dispatcher of the crew's calls: global hooks and the crew's
-    /// own, merged.
-    pub(crate) fn dispatcher(&self) -> Dispatcher<'_> {
-        Dispatcher::new(&self.global)
-            .with_scope(&self.scoped)
-            .with_hook_timeout(self.hook_timeout)
-    }
-
-    /// Whether anyone listens on the global bus or the crew's.
-    pub(crate) fn listening(&self) -> bool {
-        self.global.events().has_listeners() || self.scoped.events().has_listeners()
-    }
-
-    /// Sends an event to the global bus and the crew's: the one place the
-    /// runtime reports on both.
-    pub(crate) fn emit(&self, event: &hooks_core::Event) {
-        self.global.events().emit(event);
-        self.scoped.events().emit(event);
-    }
-}
-
-/// Where a standalone agent's run leaves its conversation (see
-/// [`Agent::kickoff`]).
-pub(crate) type Conversation = Arc<std::sync::Mutex<Vec<hooks_core::ChatMessage>>>;
-
+/// A built crew: the plan its kickoffs run, and what the crew checks
+/// before it hands a kickoff the plan.
 pub(crate) struct CrewInner {
-    pub(crate) settings: Arc<RunSettings>,
-    /// A standalone agent's run: where it leaves its conversation.
-    pub(crate) conversation: Option<Conversation>,
-    pub(crate) hooks: CrewHooks,
-    pub(crate) agents: Vec<Arc<CrewAgent>>,
-    pub(crate) tasks: Vec<CrewTask>,
+    pub(crate) plan: Arc<Plan>,
     pub(crate) process: Process,
     max_kickoff_depth: usize,
     strict: bool,
@@ -332,8 +94,9 @@ impl CrewInner {
     /// registry, or in strict mode an error of every kickoff.
     #[cfg(feature = "policy")]
     fn check_registered_policies(&self) -> Result<(), CrewError> {
-        let known = known_on(&self.hooks.global.key()).tools;
+        let known = known_on(&self.plan.hooks.global.key()).tools;
         let problems: Vec<crate::policy::PolicyProblem> = self
+            .plan
             .settings
             .policies
             .iter()
@@ -342,7 +105,7 @@ impl CrewInner {
         if problems.is_empty() {
             return Ok(());
         }
-        crate::policy::report_once(&self.hooks.global.key(), &problems);
+        crate::policy::report_once(&self.plan.hooks.global.key(), &problems);
         if self.strict {
             return Err(CrewError::Policies(crate::policy::PolicyError::Invalid {
                 problems,
@@ -354,8 +117,8 @@ impl CrewInner {
     /// The crew's own hooks against the crew's tools and roles.
     fn scoped_filter_warnings(&self) -> Vec<FilterWarning> {
         check_filters(
-            &self.settings.name,
-            &self.hooks.scoped,
+            &self.plan.settings.name,
+            &self.plan.hooks.scoped,
             FilterScope::Crew,
             &self.known,
         )
@@ -363,10 +126,10 @@ impl CrewInner {
 
     /// The global registry's hooks against every crew built on it so far.
     fn global_filter_warnings(&self) -> Vec<FilterWarning> {
-        let known = known_on(&self.hooks.global.key());
+        let known = known_on(&self.plan.hooks.global.key());
         check_filters(
-            &self.settings.name,
-            &self.hooks.global,
+            &self.plan.settings.name,
+            &self.plan.hooks.global,
             FilterScope::AllCrews,
             &known,
         )
@@ -383,10 +146,13 @@ impl CrewInner {
         }
         // Hooks registered since the build may filter on a name one of
         // the crew's tools only looks like.
-        check_tool_names(&self.agents, &[&self.hooks.scoped, &self.hooks.global])
-            .map_err(CrewError::UntrustedToolName)?;
+        check_tool_names(
+            &self.plan.agents,
+            &[&self.plan.hooks.scoped, &self.plan.hooks.global],
+        )
+        .map_err(CrewError::UntrustedToolName)?;
         let warnings = self.global_filter_warnings();
-        report(&first_reports(&self.hooks.global.key(), &warnings));
+        report(&first_reports(&self.plan.hooks.global.key(), &warnings));
         if self.strict && !warnings.is_empty() {
             return Err(CrewError::UnmatchedHookFilters(warnings));
         }
@@ -486,19 +252,19 @@ impl Crew {
 
     /// The crew's name.
     pub fn name(&self) -> &str {
-        &self.inner.settings.name
+        &self.inner.plan.settings.name
     }
 
     /// The agents, the crew's own first, then those that joined through a
     /// task (an agent given to a task whose role no agent of the crew has
     /// joins the crew; see [`CrewBuilder::build`]).
     pub fn agents(&self) -> impl Iterator<Item = &Agent> {
-        self.inner.agents.iter().map(|a| &*a.agent)
+        self.inner.plan.agents.iter().map(|a| &*a.agent)
     }
 
     /// The tasks, in the order they run.
     pub fn tasks(&self) -> impl Iterator<Item = &Task> {
-        self.inner.tasks.iter().map(|t| &t.task)
+        self.inner.plan.tasks.iter().map(|t| &t.task)
     }
 
     /// How the tasks run.
@@ -509,31 +275,31 @@ impl Crew {
     /// The crew's own hook registry: hooks registered here fire only for
     /// this crew's tool calls. Its event bus is [`Crew::events`].
     pub fn hooks(&self) -> &HookRegistry {
-        &self.inner.hooks.scoped
+        &self.inner.plan.hooks.scoped
     }
 
     /// The crew's own registry, shared (what [`Crew::hooks`] borrows).
     #[cfg_attr(not(feature = "audit"), allow(dead_code))]
     pub(crate) fn scoped_registry(&self) -> &Arc<HookRegistry> {
-        &self.inner.hooks.scoped
+        &self.inner.plan.hooks.scoped
     }
 
     /// The bus on which this crew reports: hook dispatches (`HookDispatched`,
     /// `HookPanicked`) and tool usage (`ToolUsageStarted`, `ToolUsageFinished`,
     /// `ToolUsageError`) of its own calls.
     pub fn events(&self) -> &EventBus {
-        self.inner.hooks.scoped.events()
+        self.inner.plan.hooks.scoped.events()
     }
 
     /// The global registry the crew dispatches through.
     pub fn global_registry(&self) -> &HookRegistry {
-        &self.inner.hooks.global
+        &self.inner.plan.hooks.global
     }
 
     /// The dispatcher of this crew's calls: global hooks and the crew's own,
     /// merged.
     pub(crate) fn dispatcher(&self) -> Dispatcher<'_> {
-        self.inner.hooks.dispatcher()
+        self.inner.plan.hooks.dispatcher()
     }
 
     /// Which hooks (global and the crew's own, in order) a call of `tool`
@@ -544,7 +310,7 @@ impl Crew {
         #[allow(unused_mut)]
         let mut explanation = self.dispatcher().explain(tool, role);
         #[cfg(feature = "policy")]
-        for policies in &self.inner.settings.policies {
+        for policies in &self.inner.plan.settings.policies {
             explanation.notes.push(policies.explain(tool, role));
         }
         explanation
@@ -588,6 +354,7 @@ impl Crew {
             _ => serde_json::Map::new(),
         };
         self.inner
+            .plan
             .settings
             .policies
             .iter()
@@ -676,7 +443,7 @@ impl Crew {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn redacts(&self) -> bool {
-        self.inner.settings.redaction.is_set()
+        self.inner.plan.settings.redaction.is_set()
     }
 
     /// `text` as this crew lets texts out: cleaned by its redaction
@@ -699,7 +466,7 @@ impl Crew {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        self.inner.settings.redaction.text(text)
+        self.inner.plan.settings.redaction.text(text)
     }
 
     /// Runs the tasks with these inputs filling their `{placeholder}`s.
@@ -750,7 +517,7 @@ impl Crew {
         let depth = KickoffDepth::current() + 1;
         if depth > self.inner.max_kickoff_depth {
             return Err(CrewError::KickoffTooDeep {
-                crew: self.inner.settings.name.clone(),
+                crew: self.inner.plan.settings.name.clone(),
                 limit: self.inner.max_kickoff_depth,
             });
         }
@@ -765,7 +532,10 @@ impl Crew {
             if !violations.is_empty() {
                 return Err(CrewError::UnmatchedHookFilters(violations));
             }
-            crate::executor::kickoff(self, inputs).await
+            // A standalone agent's run is outside any crew: hooks see none.
+            let crew = (!self.inner.plan.settings.standalone)
+                .then(|| Arc::new(self.for_kickoff()) as Arc<dyn CrewInfo>);
+            crate::run::executor::kickoff(&self.inner.plan, crew, inputs).await
         })
         .await
     }
@@ -808,7 +578,7 @@ impl Crew {
         }
         std::thread::scope(|scope| {
             let thread = std::thread::Builder::new()
-                .name(format!("kickoff-{}", self.inner.settings.name))
+                .name(format!("kickoff-{}", self.inner.plan.settings.name))
                 .spawn_scoped(scope, kickoff)
                 .map_err(|error| CrewError::RuntimeUnavailable(error.to_string()))?;
             thread
@@ -816,15 +586,11 @@ impl Crew {
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         })
     }
-
-    pub(crate) fn inner(&self) -> &CrewInner {
-        &self.inner
-    }
 }
 
 impl CrewInfo for Crew {
     fn name(&self) -> &str {
-        &self.inner.settings.name
+        &self.inner.plan.settings.name
     }
 
     fn user(&self) -> Option<&str> {
@@ -838,7 +604,7 @@ impl CrewInfo for Crew {
 
 impl CrewScope for Crew {
     fn crew_hooks(&self) -> &HookRegistry {
-        &self.inner.hooks.scoped
+        &self.inner.plan.hooks.scoped
     }
 
     /// Checks the filters of hook methods attached after the build, as the
@@ -864,16 +630,16 @@ impl CrewScope for Crew {
 impl fmt::Debug for Crew {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Crew")
-            .field("name", &self.inner.settings.name)
+            .field("name", &self.inner.plan.settings.name)
             .field(
                 "agents",
                 &self.agents().map(Agent::role).collect::<Vec<_>>(),
             )
-            .field("tasks", &self.inner.tasks.len())
+            .field("tasks", &self.inner.plan.tasks.len())
             .field("process", &self.inner.process)
-            .field("hooks", &self.inner.hooks.scoped)
+            .field("hooks", &self.inner.plan.hooks.scoped)
             .field("strict", &self.inner.strict)
-            .field("redaction", &self.inner.settings.redaction)
+            .field("redaction", &self.inner.plan.settings.redaction)
             .finish_non_exhaustive()
     }
 }
@@ -943,18 +709,9 @@ pub const DEFAULT_MODEL_TIMEOUT: Duration = Duration::from_secs(300);
 pub const DEFAULT_MAX_KICKOFF_DEPTH: usize = 8;
 
 thread_local! {
-    /// How many kickoffs a synchronous tool's thread works inside (the
-    /// depth of the kickoff whose call it runs).
-    static KICKOFF_DEPTH: Cell<usize> = const { Cell::new(0) };
-
     /// This thread's runtime for [`Crew::kickoff_blocking`].
     static THREAD_RUNTIME: std::cell::RefCell<Option<tokio::runtime::Runtime>> =
         const { std::cell::RefCell::new(None) };
-}
-
-tokio::task_local! {
-    /// How many kickoffs the polled task works inside.
-    static TASK_KICKOFF_DEPTH: usize;
 }
 
 /// Runs `future` to its end on this thread's runtime (built on first use).
@@ -976,45 +733,6 @@ fn on_thread_runtime<F: std::future::Future<Output = Result<CrewOutput, CrewErro
             )),
         }
     })
-}
-
-/// Holds this thread's kickoff depth while a kickoff (or a turn's tool
-/// calls) runs; puts the previous depth back when dropped.
-pub(crate) struct KickoffDepth {
-    previous: usize,
-}
-
-impl KickoffDepth {
-    /// How many kickoffs the current work is nested in: the polled task's
-    /// depth, or else this thread's.
-    pub(crate) fn current() -> usize {
-        TASK_KICKOFF_DEPTH
-            .try_with(|depth| *depth)
-            .unwrap_or_else(|_| KICKOFF_DEPTH.with(Cell::get))
-    }
-
-    /// `future`, polled at `depth`.
-    pub(crate) fn scope<F: std::future::Future>(
-        depth: usize,
-        future: F,
-    ) -> impl std::future::Future<Output = F::Output> {
-        TASK_KICKOFF_DEPTH.scope(depth, future)
-    }
-
-    /// This thread at `depth`: a blocking-pool thread running a
-    /// synchronous tool of a kickoff takes that kickoff's depth, so a
-    /// kickoff started from the tool is counted too.
-    pub(crate) fn at(depth: usize) -> KickoffDepth {
-        KickoffDepth {
-            previous: KICKOFF_DEPTH.with(|current| current.replace(depth)),
-        }
-    }
-}
-
-impl Drop for KickoffDepth {
-    fn drop(&mut self) {
-        KICKOFF_DEPTH.with(|current| current.set(self.previous));
-    }
 }
 
 /// Builds a [`Crew`]; start with [`Crew::builder`].
@@ -1714,7 +1432,7 @@ impl CrewBuilder {
         let scoped = Arc::new(HookRegistry::new());
         let global = match self.global {
             Some(given) => {
-                warn_if_attribute_hooks_left_out(&given);
+                crate::registry::warn_if_attribute_hooks_left_out(&given);
                 given
             }
             None => global_registry().into(),
@@ -1777,15 +1495,17 @@ impl CrewBuilder {
             standalone: self.conversation.is_some(),
         };
         let mut inner = CrewInner {
-            settings: Arc::new(settings),
-            conversation: self.conversation,
-            hooks: CrewHooks {
-                global,
-                scoped,
-                hook_timeout: self.hook_timeout,
-            },
-            agents: agents.into_iter().map(Arc::new).collect(),
-            tasks,
+            plan: Arc::new(Plan {
+                settings: Arc::new(settings),
+                conversation: self.conversation,
+                hooks: CrewHooks {
+                    global,
+                    scoped,
+                    hook_timeout: self.hook_timeout,
+                },
+                agents: agents.into_iter().map(Arc::new).collect(),
+                tasks,
+            }),
             process: self.process,
             max_kickoff_depth: self.max_kickoff_depth,
             strict: self.strict,
@@ -1794,7 +1514,10 @@ impl CrewBuilder {
             global_filters_checked: AtomicBool::new(false),
             attached_violations: std::sync::Mutex::new(Vec::new()),
         };
-        check_tool_names(&inner.agents, &[&inner.hooks.scoped, &inner.hooks.global])?;
+        check_tool_names(
+            &inner.plan.agents,
+            &[&inner.plan.hooks.scoped, &inner.plan.hooks.global],
+        )?;
         let warnings = inner.scoped_filter_warnings();
         report(&warnings);
         if inner.strict && !warnings.is_empty() {
@@ -1803,7 +1526,7 @@ impl CrewBuilder {
         inner.warnings = warnings;
         // Only a crew that was built counts: its tools and roles are what
         // the global hooks' filters may name.
-        record_crew(&inner.hooks.global.key(), &inner.known);
+        record_crew(&inner.plan.hooks.global.key(), &inner.known);
         Ok(Crew {
             inner: Arc::new(inner),
             user: None,

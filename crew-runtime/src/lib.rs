@@ -147,7 +147,6 @@ mod check;
 mod crew;
 mod direct;
 mod error;
-mod executor;
 /// Ready-made guard hooks: a secret redactor for tool results and a
 /// sliding-window rate limiter for tool calls.
 pub mod guards;
@@ -174,13 +173,14 @@ mod placement;
 pub mod policy;
 mod prompt;
 mod redaction;
+mod registry;
+mod run;
 mod scripted;
 mod standalone;
 #[cfg(feature = "store")]
 pub mod store;
 mod task;
 mod tool;
-mod tool_call;
 pub mod transcript;
 
 // The hook engine, item by item: what a crew program writes hooks with.
@@ -262,11 +262,12 @@ pub use check::{FilterKind, FilterScope, FilterWarning};
 pub use crew::{
     Crew, CrewBuilder, DEFAULT_MAX_CONCURRENT_TOOL_CALLS, DEFAULT_MAX_KICKOFF_DEPTH,
     DEFAULT_MAX_OBSERVATION_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_TURN, DEFAULT_MODEL_TIMEOUT,
-    DEFAULT_TOOL_TIMEOUT, Process, SharedRegistry,
+    DEFAULT_TOOL_TIMEOUT, Process,
 };
 pub use direct::{ModelCallError, call_model};
 pub use error::{BuildError, CrewError};
 pub use placement::SyncPlacement;
+pub use registry::SharedRegistry;
 pub use scripted::{RecordedRequest, ScriptedCall, ScriptedLlm};
 pub use standalone::{AgentMessages, AgentOutput};
 pub use task::{Task, TaskBuilder};

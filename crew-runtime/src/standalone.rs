@@ -12,8 +12,9 @@ use std::sync::{Arc, PoisonError};
 use hooks_core::{ChatMessage, CrewOutput, Role, TokenUsage, global_registry};
 
 use crate::agent::Agent;
-use crate::crew::{Conversation, Crew};
+use crate::crew::Crew;
 use crate::error::CrewError;
+use crate::run::Conversation;
 use crate::task::Task;
 
 /// What a standalone agent is asked ([`Agent::kickoff`]): a prompt (one

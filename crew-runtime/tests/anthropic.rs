@@ -15,7 +15,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crew_runtime::TokenUsage;
-use crew_runtime::anthropic::{API_VERSION, Anthropic, DEFAULT_BASE_URL};
+use crew_runtime::anthropic::{API_VERSION, Anthropic};
 use crew_runtime::llm::{
     ChatMessage, DeltaSink, Llm, LlmError, LlmRequest, ModelTurn, ToolCallRequest, ToolDefinition,
 };
@@ -933,7 +933,8 @@ async fn https_without_tls_feature_is_a_config_error() {
     match ask(&client, &[ChatMessage::user("hello")]).await {
         Err(LlmError::Config(reason)) => {
             assert!(reason.contains("`tls` feature"), "reason: {reason}");
-            assert!(reason.contains(DEFAULT_BASE_URL), "reason: {reason}");
+            let default_url = crew_runtime::anthropic::DEFAULT_BASE_URL;
+            assert!(reason.contains(default_url), "reason: {reason}");
         }
         other => panic!("expected a config error, got {other:?}"),
     }

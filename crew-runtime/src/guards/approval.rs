@@ -313,7 +313,7 @@ impl ApprovalGate {
         // controls or bidi overrides: escape what is left, line by line so
         // the indentation stays.
         let mut input = ctx.tool_input.clone();
-        crate::tool_call::sort_keys(&mut input);
+        crate::run::tool_call::sort_keys(&mut input);
         let input = serde_json::to_string_pretty(&input)
             .unwrap_or_else(|error| format!("(the input cannot be shown: {error})"));
         for (n, line) in input.lines().enumerate() {

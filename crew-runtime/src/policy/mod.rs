@@ -95,8 +95,8 @@ use hooks_core::events::{PolicyDecidedEvent, PolicySetRejectedEvent};
 use hooks_core::{Event, HookAborted, HookRegistry, ToolCallHookContext};
 
 use crate::check::RegistryKey;
-use crate::crew::SharedRegistry;
 use crate::guards::ApprovalGate;
+use crate::registry::SharedRegistry;
 use crate::tool::Tool;
 
 use engine::{Call, Compiled, Verdict};

@@ -55,9 +55,8 @@ use hooks_core::runtime::{
 use hooks_core::{Event, RawToolResult, ToolCallHookContext, ToolInfo, normalize_tool_name};
 use serde_json::{Map, Value};
 
-use crate::crew::KickoffDepth;
+use super::{AgentRun, CrewHooks, InCrew, KickoffDepth, excerpt};
 use crate::error::CrewError;
-use crate::executor::{AgentRun, InCrew, excerpt};
 use crate::join::within;
 use crate::llm::ToolCallRequest;
 use crate::placement::{self, Placement, PlacementRecord, Where};
@@ -105,28 +104,31 @@ impl AgentRun {
             self.say(&format!("→ {} {}", ctx.tool_name(), excerpt(&input, 300)));
         }
 
-        let mut ran_for = Duration::ZERO;
-        let mut failed = None;
-        let mut before_post = None;
         let verbose = self.verbose;
-        let kept = &mut before_post;
-        let result = self
+        let (result, ran) = self
             .dispatcher()
             .begin_call(&TOOL_CALL_POINTS)
-            .run_tool_call_async(&mut ctx, |ctx| {
+            .run_tool_call_async_keeping(&mut ctx, |ctx| {
                 let running = match tool {
-                    Some(tool) => Either::Left(self.execute(tool, ctx, &mut ran_for, &mut failed)),
-                    None => Either::Right(std::future::ready(self.not_found(call))),
+                    Some(tool) => Either::Left(self.execute(tool, ctx)),
+                    None => {
+                        Either::Right(std::future::ready((self.not_found(call), Ran::default())))
+                    }
                 };
                 async move {
-                    let output = running.await;
+                    let (output, mut ran) = running.await;
                     if verbose {
-                        *kept = Some(output.rendered.clone());
+                        ran.before_post = Some(output.rendered.clone());
                     }
-                    output
+                    (output, ran)
                 }
             })
             .await;
+        let Ran {
+            ran_for,
+            failed,
+            before_post,
+        } = ran.unwrap_or_default();
 
         let replaced = matches!(
             (&result, &before_post),
@@ -194,16 +196,15 @@ impl AgentRun {
     }
 
     /// Runs the tool on the input the PRE chain left, containing a panic,
-    /// within its timeout. Sets `failed` when the tool failed, panicked or
-    /// timed out: the caller reports (and logs) the error once the POST
-    /// chain has seen, and maybe redacted, it.
+    /// within its timeout. Says beside the output how long the tool ran and
+    /// whether it failed, panicked or timed out: the caller reports (and
+    /// logs) the error once the POST chain has seen, and maybe redacted,
+    /// it.
     fn execute<'a>(
         &'a self,
         tool: &'a Tool,
         ctx: &ToolCallHookContext,
-        ran_for: &'a mut Duration,
-        failed: &'a mut Option<Failure>,
-    ) -> impl Future<Output = ToolOutput> + Send + use<'a> {
+    ) -> impl Future<Output = (ToolOutput, Ran)> + Send + use<'a> {
         let listening = self.listening();
         if listening {
             let redaction = self.redaction();
@@ -243,18 +244,26 @@ impl AgentRun {
         });
         async move {
             let result = self.run_tool(run, placement, timeout, watch).await;
-            if let Some(started) = started {
-                *ran_for = started.elapsed();
-            }
+            let ran_for = started.map_or(Duration::ZERO, |started| started.elapsed());
+            let failed = |failure| Ran {
+                ran_for,
+                failed: Some(failure),
+                before_post: None,
+            };
             let (kind, message) = match result {
-                Ok(Ok(output)) => return output,
+                Ok(Ok(output)) => {
+                    let ran = Ran {
+                        ran_for,
+                        ..Ran::default()
+                    };
+                    return (output, ran);
+                }
                 Ok(Err(failure)) => {
-                    *failed = Some(Failure::Error);
                     let mut output = ToolOutput::error(&failure);
                     if let Some(result) = failure.into_result() {
                         output.raw = RawToolResult::from_json(result);
                     }
-                    return output;
+                    return (output, failed(Failure::Error));
                 }
                 Err(Stopped::Panicked(message)) => {
                     (Failure::Panic, format!("the tool panicked: {message}"))
@@ -264,8 +273,7 @@ impl AgentRun {
                     format!("timed out after {}", format_duration(timeout)),
                 ),
             };
-            *failed = Some(kind);
-            ToolOutput::error(message)
+            (ToolOutput::error(message), failed(kind))
         }
     }
 
@@ -461,12 +469,6 @@ impl AgentRun {
             }));
         }
     }
-
-    /// The task's description as tool-usage events carry it (kickoff
-    /// inputs filled in, so cleaned).
-    pub(crate) fn task_for_events(&self) -> String {
-        self.redaction().text(self.task.description()).into_owned()
-    }
 }
 
 /// Where one watched tool call is: running, settled (its result reached
@@ -481,7 +483,7 @@ enum CallState {
 /// made only when someone listens when the call starts.
 pub(crate) struct CallWatch {
     state: std::sync::Mutex<CallState>,
-    hooks: crate::crew::CrewHooks,
+    hooks: CrewHooks,
     redaction: crate::redaction::Redaction,
     event: ToolUsageAbandonedEvent,
 }
@@ -669,6 +671,16 @@ fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
 pub(crate) fn sort_keys(map: &mut Map<String, Value>) {
     map.values_mut().for_each(Value::sort_all_objects);
     map.sort_keys();
+}
+
+/// What a tool's run tells beside its output: how long it ran (measured
+/// only when someone listens or the console is verbose), how it failed,
+/// and, for the verbose console, the observation before the POST chain.
+#[derive(Debug, Default)]
+struct Ran {
+    ran_for: Duration,
+    failed: Option<Failure>,
+    before_post: Option<String>,
 }
 
 /// How a tool call failed.

@@ -1,6 +1,6 @@
 //! The executor: runs a crew's tasks, each as a loop of model turns, and
 //! every tool call the model asks for through one path (see
-//! [`tool_call`](crate::tool_call)).
+//! [`tool_call`](super::tool_call)).
 //!
 //! A task's loop: the model is told who the agent is and what the task is
 //! (with the outputs of its context tasks); each turn it either answers, or
@@ -40,14 +40,13 @@ use hooks_core::runtime::{
     take_panic_message,
 };
 use hooks_core::{
-    AgentInfo, CrewInfo, CrewOutput, DispatchOutcome, EXECUTION_END, EXECUTION_START, Event,
+    CrewInfo, CrewOutput, DispatchOutcome, EXECUTION_END, EXECUTION_START, Event,
     ExecutionEndContext, ExecutionStartContext, HookAborted, INPUT, InputContext, Inputs,
     InterceptionPoint, LlmCallHookContext, ModelResponse, OUTPUT, OutputContext, POST_MODEL_CALL,
-    POST_STEP, PRE_MODEL_CALL, PRE_STEP, StepContext, StepKind, TaskInfo, TaskOutput, TokenUsage,
+    POST_STEP, PRE_MODEL_CALL, PRE_STEP, TaskOutput, TokenUsage,
 };
 
-use crate::crew::KickoffDepth;
-use crate::crew::{Conversation, Crew, CrewAgent, CrewHooks, CrewInner, RunSettings};
+use super::{AgentRun, Conversation, InCrew, KickoffDepth, Plan, excerpt};
 use crate::error::CrewError;
 use crate::join::BoundedJoinSet;
 use crate::llm::{ChatMessage, DeltaSink, LlmError, LlmRequest, ModelTurn, ToolCallRequest};
@@ -56,30 +55,37 @@ use crate::redaction::Redaction;
 use crate::task::Task;
 use tracing::Instrument;
 
-/// Runs a kickoff through every point: `EXECUTION_START`, `INPUT`, each
-/// task (`PRE_STEP`, its model and tool calls, `POST_STEP`), `OUTPUT`, and
-/// `EXECUTION_END` once the rest has completed or failed. Its output or
-/// error leaves through the crew's redaction, and so does what `hooks-core`
-/// reports while the kickoff is polled, on whichever thread.
-pub(crate) async fn kickoff(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, CrewError> {
-    let redaction = &crew.inner().settings.redaction;
+/// Runs a kickoff of `plan` through every point: `EXECUTION_START`,
+/// `INPUT`, each task (`PRE_STEP`, its model and tool calls, `POST_STEP`),
+/// `OUTPUT`, and `EXECUTION_END` once the rest has completed or failed.
+/// `crew` is what hooks see as the kickoff's crew (none for a standalone
+/// agent's run). Its output or error leaves through the crew's redaction,
+/// and so does what `hooks-core` reports while the kickoff is polled, on
+/// whichever thread.
+pub(crate) async fn kickoff(
+    plan: &Arc<Plan>,
+    crew: Option<Arc<dyn CrewInfo>>,
+    inputs: Inputs,
+) -> Result<CrewOutput, CrewError> {
+    let redaction = &plan.settings.redaction;
     let span = tracing::info_span!(
         "crew.kickoff",
-        crew.name = %crew.inner().settings.name,
+        crew.name = %plan.settings.name,
         gen_ai.operation.name = "invoke_workflow",
     );
-    let work = kickoff_unredacted(crew, inputs).instrument(span);
+    let work = kickoff_unredacted(plan, crew, inputs).instrument(span);
     match RedactionScope::instrument(redaction.redactor(), work).await {
         Ok(output) => Ok(redaction.output(output)),
         Err(error) => Err(error.redacted(redaction)),
     }
 }
 
-async fn kickoff_unredacted(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, CrewError> {
-    let dispatcher = crew.dispatcher();
-    // A standalone agent's run is outside any crew: hooks see no crew.
-    let crew_info: Option<Arc<dyn CrewInfo>> = (!crew.inner().settings.standalone)
-        .then(|| Arc::new(crew.for_kickoff()) as Arc<dyn CrewInfo>);
+async fn kickoff_unredacted(
+    plan: &Arc<Plan>,
+    crew_info: Option<Arc<dyn CrewInfo>>,
+    inputs: Inputs,
+) -> Result<CrewOutput, CrewError> {
+    let dispatcher = plan.hooks.dispatcher();
     let mut start = ExecutionStartContext::new(inputs).in_crew(&crew_info);
     if let DispatchOutcome::Aborted(abort) =
         dispatch(&dispatcher, EXECUTION_START, &mut start).await
@@ -90,29 +96,29 @@ async fn kickoff_unredacted(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, C
     // From here on, EXECUTION_END fires once: at the end, or, if the
     // kickoff is dropped first, while it is dropped.
     let mut cancelled = EndIfCancelled {
-        crew: crew.clone(),
+        plan: Arc::clone(plan),
         crew_info: crew_info.clone(),
         armed: true,
         started: false,
     };
-    let result = run(crew, start.inputs, &crew_info, &mut cancelled.started).await;
+    let result = match input(plan, start.inputs, &crew_info).await {
+        Ok(inputs) => {
+            // The kickoff has begun: its end is reported, whatever it is.
+            cancelled.started = true;
+            tasks(plan, inputs, &crew_info).await
+        }
+        Err(error) => Err(error),
+    };
     cancelled.armed = false;
     let started = cancelled.started;
     let (user, kickoff_id) = who_and_which(&crew_info);
-    let result = finish(
-        &dispatcher,
-        result,
-        crew_info,
-        &crew.inner().settings.redaction,
-    )
-    .await;
-    let hooks = &crew.inner().hooks;
+    let redaction = &plan.settings.redaction;
+    let result = finish(&dispatcher, result, crew_info, redaction).await;
     // A standalone agent's run is no crew kickoff: its task, agent and
     // model events say what it did.
-    if started && hooks.listening() && !crew.inner().settings.standalone {
-        let redaction = &crew.inner().settings.redaction;
-        let crew_name = crew.inner().settings.name.clone();
-        hooks.emit(&match &result {
+    if started && plan.hooks.listening() && !plan.settings.standalone {
+        let crew_name = plan.settings.name.clone();
+        plan.hooks.emit(&match &result {
             Ok(output) => Event::CrewKickoffCompleted(CrewKickoffCompletedEvent {
                 crew_name,
                 output: redaction.text(&output.raw).into_owned(),
@@ -138,7 +144,7 @@ async fn kickoff_unredacted(crew: &Crew, inputs: Inputs) -> Result<CrewOutput, C
 /// skipped when there is none); a kickoff that had begun reports
 /// `CrewKickoffFailed`.
 struct EndIfCancelled {
-    crew: Crew,
+    plan: Arc<Plan>,
     crew_info: Option<Arc<dyn CrewInfo>>,
     armed: bool,
     started: bool,
@@ -149,22 +155,21 @@ impl Drop for EndIfCancelled {
         if !self.armed {
             return;
         }
-        let inner = self.crew.inner();
-        let redaction = &inner.settings.redaction;
+        let plan = &*self.plan;
+        let redaction = &plan.settings.redaction;
         // The kickoff's redaction scope is not entered during a drop.
         let _scope = redaction.scope();
-        if self.started && inner.hooks.listening() && !inner.settings.standalone {
+        if self.started && plan.hooks.listening() && !plan.settings.standalone {
             let (user, kickoff_id) = who_and_which(&self.crew_info);
-            inner
-                .hooks
+            plan.hooks
                 .emit(&Event::CrewKickoffFailed(CrewKickoffFailedEvent {
-                    crew_name: inner.settings.name.clone(),
+                    crew_name: plan.settings.name.clone(),
                     error: "the kickoff was cancelled".to_owned(),
                     user,
                     kickoff_id,
                 }));
         }
-        let dispatcher = inner.hooks.dispatcher();
+        let dispatcher = plan.hooks.dispatcher();
         if !dispatcher.has_hooks(InterceptionPoint::EXECUTION_END) {
             return;
         }
@@ -177,7 +182,7 @@ impl Drop for EndIfCancelled {
         }
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
-                let hooks = inner.hooks.clone();
+                let hooks = plan.hooks.clone();
                 let crew_info = self.crew_info.clone();
                 let redactor = redaction.redactor();
                 runtime.spawn(RedactionScope::instrument(redactor, async move {
@@ -198,35 +203,6 @@ impl Drop for EndIfCancelled {
         }
     }
 }
-
-/// Gives a hook context its crew, when the run has one (a standalone
-/// agent's run has none: hooks see `crew` absent, as outside any crew).
-pub(crate) trait InCrew: Sized {
-    fn in_crew(self, crew: &Option<Arc<dyn CrewInfo>>) -> Self;
-}
-
-macro_rules! in_crew {
-    ($($context:ty),* $(,)?) => {$(
-        impl InCrew for $context {
-            fn in_crew(self, crew: &Option<Arc<dyn CrewInfo>>) -> Self {
-                match crew {
-                    Some(crew) => self.with_crew(Arc::clone(crew)),
-                    None => self,
-                }
-            }
-        }
-    )*};
-}
-
-in_crew!(
-    ExecutionStartContext,
-    InputContext,
-    StepContext,
-    LlmCallHookContext,
-    hooks_core::ToolCallHookContext,
-    OutputContext,
-    ExecutionEndContext,
-);
 
 /// One point's chain, on a snapshot of its own, `async` hooks awaited.
 async fn dispatch<P: hooks_core::Point>(
@@ -301,23 +277,21 @@ fn aborted_at(point: InterceptionPoint, agent: Option<&str>, abort: HookAborted)
     }
 }
 
-/// `INPUT`, the tasks in order, and `OUTPUT`.
-async fn run(
-    crew: &Crew,
+/// `INPUT`: the inputs as its hooks leave them, and the kickoff reported
+/// as started.
+async fn input(
+    plan: &Plan,
     inputs: Inputs,
     crew_info: &Option<Arc<dyn CrewInfo>>,
-    started: &mut bool,
-) -> Result<CrewOutput, CrewError> {
-    let inner = crew.inner();
-    let dispatcher = crew.dispatcher();
+) -> Result<Inputs, CrewError> {
     let mut input = InputContext::new(inputs).in_crew(crew_info);
-    if let DispatchOutcome::Aborted(abort) = dispatch(&dispatcher, INPUT, &mut input).await {
+    if let DispatchOutcome::Aborted(abort) =
+        dispatch(&plan.hooks.dispatcher(), INPUT, &mut input).await
+    {
         return Err(aborted_at(InterceptionPoint::INPUT, None, abort));
     }
-    // The kickoff has begun: its end is reported, whatever it is.
-    *started = true;
-    let redaction = &inner.settings.redaction;
-    if inner.hooks.listening() && !inner.settings.standalone {
+    let redaction = &plan.settings.redaction;
+    if plan.hooks.listening() && !plan.settings.standalone {
         let mut inputs = input.inputs.clone();
         if redaction.is_set() {
             inputs = inputs
@@ -325,27 +299,31 @@ async fn run(
                 .map(|(name, value)| (name.to_owned(), redaction.text(value).into_owned()))
                 .collect();
         }
-        inner
-            .hooks
+        let (user, kickoff_id) = who_and_which(crew_info);
+        plan.hooks
             .emit(&Event::CrewKickoffStarted(CrewKickoffStartedEvent {
-                crew_name: inner.settings.name.clone(),
+                crew_name: plan.settings.name.clone(),
                 inputs,
-                user: crew_info
-                    .as_deref()
-                    .and_then(|crew| crew.user())
-                    .map(str::to_owned),
-                kickoff_id: crew_info
-                    .as_deref()
-                    .and_then(|crew| crew.kickoff_id())
-                    .map(str::to_owned),
+                user,
+                kickoff_id,
             }));
     }
-    let tasks = fill_inputs(inner, &input.inputs)?;
+    Ok(input.inputs)
+}
+
+/// The tasks in order, then `OUTPUT`.
+async fn tasks(
+    plan: &Plan,
+    inputs: Inputs,
+    crew_info: &Option<Arc<dyn CrewInfo>>,
+) -> Result<CrewOutput, CrewError> {
+    let redaction = &plan.settings.redaction;
+    let tasks = fill_inputs(plan, &inputs)?;
     let usage = Arc::new(Mutex::new(TokenUsage::default()));
     let mut outputs: Vec<TaskOutput> = Vec::with_capacity(tasks.len());
-    for (position, (crew_task, task)) in inner.tasks.iter().zip(tasks).enumerate() {
+    for (position, (crew_task, task)) in plan.tasks.iter().zip(tasks).enumerate() {
         // Built crews only hold agent indices they resolved themselves.
-        let agent = &inner.agents[crew_task.agent];
+        let agent = &plan.agents[crew_task.agent];
         let context: Vec<&str> = crew_task
             .context
             .iter()
@@ -353,15 +331,15 @@ async fn run(
             .map(|output| output.raw.as_str())
             .collect();
         let run = Arc::new(AgentRun {
-            settings: Arc::clone(&inner.settings),
-            hooks: inner.hooks.clone(),
+            settings: Arc::clone(&plan.settings),
+            hooks: plan.hooks.clone(),
             agent: Arc::clone(agent),
             agent_info: agent.agent.clone(),
             task_info: task.clone(),
             task,
             crew_info: crew_info.clone(),
-            conversation: inner.conversation.clone(),
-            verbose: inner.settings.verbose || agent.agent.verbose(),
+            conversation: plan.conversation.clone(),
+            verbose: plan.settings.verbose || agent.agent.verbose(),
             depth: KickoffDepth::current(),
             usage: Arc::clone(&usage),
             turn: std::sync::atomic::AtomicUsize::new(0),
@@ -369,9 +347,9 @@ async fn run(
         if run.verbose {
             hooks_core::console::print_line(&format!(
                 "[{}] task {}/{} for {}: {}",
-                inner.settings.name,
+                plan.settings.name,
                 position + 1,
-                inner.tasks.len(),
+                plan.tasks.len(),
                 agent.agent.role(),
                 // Cleaned whole: a secret cut by the excerpt could slip by.
                 excerpt(&run.redaction().text(run.task.description()), 200)
@@ -434,7 +412,9 @@ async fn run(
         token_usage,
     })
     .in_crew(crew_info);
-    if let DispatchOutcome::Aborted(abort) = dispatch(&dispatcher, OUTPUT, &mut output).await {
+    if let DispatchOutcome::Aborted(abort) =
+        dispatch(&plan.hooks.dispatcher(), OUTPUT, &mut output).await
+    {
         return Err(aborted_at(InterceptionPoint::OUTPUT, None, abort));
     }
     Ok(output.output)
@@ -495,9 +475,9 @@ impl AgentRun {
 
 /// Every task with its inputs filled in, or the first task that uses an
 /// input that was not given (checked before anything runs).
-fn fill_inputs(inner: &CrewInner, inputs: &Inputs) -> Result<Vec<Arc<Task>>, CrewError> {
-    let mut filled = Vec::with_capacity(inner.tasks.len());
-    for (position, crew_task) in inner.tasks.iter().enumerate() {
+fn fill_inputs(plan: &Plan, inputs: &Inputs) -> Result<Vec<Arc<Task>>, CrewError> {
+    let mut filled = Vec::with_capacity(plan.tasks.len());
+    for (position, crew_task) in plan.tasks.iter().enumerate() {
         let task = &crew_task.task;
         if task.opening().is_some() {
             // A standalone agent's messages are not templates.
@@ -581,68 +561,7 @@ async fn write_output_file(path: &Path, text: String, task: &str) -> Result<(), 
     })
 }
 
-/// One agent working on one task: what its model calls and tool calls
-/// need (the crew's settings and hooks, the agent, the task), shared by
-/// the tasks that run one turn's calls; not the crew itself.
-pub(crate) struct AgentRun {
-    pub(crate) settings: Arc<RunSettings>,
-    pub(crate) hooks: CrewHooks,
-    pub(crate) agent: Arc<CrewAgent>,
-    pub(crate) task: Arc<Task>,
-    pub(crate) agent_info: Arc<dyn AgentInfo>,
-    pub(crate) task_info: Arc<dyn TaskInfo>,
-    /// The crew, absent for a standalone agent's run.
-    pub(crate) crew_info: Option<Arc<dyn CrewInfo>>,
-    /// A standalone agent's run: where the conversation is left when the
-    /// agent stops.
-    pub(crate) conversation: Option<Conversation>,
-    pub(crate) verbose: bool,
-    /// The depth of the kickoff the run belongs to: the tasks and threads
-    /// that run its calls take it, so a hook there that kicks off a crew
-    /// counts toward the nesting limit.
-    pub(crate) depth: usize,
-    /// The tokens of the kickoff's model responses so far, shared by its
-    /// tasks.
-    pub(crate) usage: Arc<Mutex<TokenUsage>>,
-    /// The model turn under way (from 1): the calls it asked for carry it.
-    pub(crate) turn: std::sync::atomic::AtomicUsize,
-}
-
 impl AgentRun {
-    pub(crate) fn settings(&self) -> &RunSettings {
-        &self.settings
-    }
-
-    pub(crate) fn agent(&self) -> &CrewAgent {
-        &self.agent
-    }
-
-    pub(crate) fn dispatcher(&self) -> Dispatcher<'_> {
-        self.hooks.dispatcher()
-    }
-
-    pub(crate) fn role(&self) -> &str {
-        self.agent().agent.role()
-    }
-
-    /// The task's name as events carry it, cleaned.
-    fn task_name(&self) -> String {
-        self.redaction().text(self.task.name()).into_owned()
-    }
-
-    /// The crew's redaction.
-    pub(crate) fn redaction(&self) -> &Redaction {
-        &self.settings.redaction
-    }
-
-    /// A step context for this task with `payload`.
-    fn step_context(&self, payload: String) -> StepContext {
-        StepContext::new(StepKind::Task, self.task.name(), payload)
-            .with_agent(Arc::clone(&self.agent_info))
-            .with_task(Arc::clone(&self.task_info))
-            .in_crew(&self.crew_info)
-    }
-
     /// The model-turn loop of one task. Each model call runs its
     /// `PRE_MODEL_CALL` chain (what it leaves in the messages is what the
     /// model receives, and stays in the conversation) and its
@@ -771,7 +690,7 @@ impl AgentRun {
                 content,
                 tool_calls: calls,
             } = response;
-            let calls = crate::tool_call::unique_call_ids(calls);
+            let calls = super::tool_call::unique_call_ids(calls);
             if self.verbose {
                 self.say(&format!(
                     "turn {turn}: asks for {} tool call(s)",
@@ -968,31 +887,6 @@ impl AgentRun {
                 })
             })
             .collect())
-    }
-
-    /// Prints a line of the verbose console, cleaned by the crew's
-    /// redaction. Callers that cut a text to an excerpt clean it first.
-    pub(crate) fn say(&self, line: &str) {
-        let line = self.redaction().text(line);
-        hooks_core::console::print_line(&format!("[{}] {line}", self.role()));
-    }
-
-    pub(crate) fn listening(&self) -> bool {
-        self.hooks.listening()
-    }
-
-    /// Sends an event to the global registry's bus and the crew's, as
-    /// dispatches do.
-    pub(crate) fn emit(&self, event: Event) {
-        self.hooks.emit(&event);
-    }
-}
-
-/// At most `limit` characters of `text`, with `…` when cut.
-pub(crate) fn excerpt(text: &str, limit: usize) -> String {
-    match text.char_indices().nth(limit) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
     }
 }
 

@@ -1,0 +1,386 @@
+//! The run of a kickoff: what it needs of its crew, handed over as a
+//! [`Plan`], and nothing of the crew's builder.
+//!
+//! The layers, each depending only on those below it:
+//! - [`executor`]: a kickoff through every point, each task as a loop of
+//!   model turns, a turn's calls one at a time or at once;
+//! - [`tool_call`]: one tool call, the only way any tool runs;
+//! - this module: the plan (settings, hooks, agents, tasks), the run of
+//!   one agent on one task ([`AgentRun`]) that both of them work on, and
+//!   the kickoff depth that nested kickoffs count.
+//!
+//! The crew ([`Crew`](crate::Crew)) builds the plan once, checks what a
+//! kickoff needs checked (its depth, its filters), and hands the plan and
+//! the kickoff's crew (what hooks see as `ctx.crew`) to
+//! [`executor::kickoff`].
+
+use std::cell::Cell;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hooks_core::runtime::Dispatcher;
+use hooks_core::{
+    AgentInfo, CrewInfo, Event, ExecutionEndContext, ExecutionStartContext, HookRegistry,
+    HumanInputSource, InputContext, LlmCallHookContext, LlmInfo, OutputContext, StepContext,
+    StepKind, TaskInfo, TokenUsage,
+};
+
+use crate::agent::Agent;
+use crate::llm::ToolDefinition;
+use crate::redaction::Redaction;
+use crate::registry::SharedRegistry;
+use crate::task::Task;
+use crate::tool::Tool;
+
+pub(crate) mod executor;
+pub(crate) mod tool_call;
+
+/// What a kickoff runs, as the crew's build left it: the settings, the
+/// hooks, the agents and the tasks (and, for a standalone agent's run,
+/// where its conversation goes). The run needs nothing else of its crew.
+pub(crate) struct Plan {
+    pub(crate) settings: Arc<RunSettings>,
+    pub(crate) hooks: CrewHooks,
+    pub(crate) agents: Vec<Arc<CrewAgent>>,
+    pub(crate) tasks: Vec<CrewTask>,
+    /// A standalone agent's run: where it leaves its conversation.
+    pub(crate) conversation: Option<Conversation>,
+}
+
+/// An agent as a built crew holds it: shared, with its tools ready to hand
+/// to hooks and its tool definitions ready for the model.
+pub(crate) struct CrewAgent {
+    pub(crate) agent: Arc<Agent>,
+    pub(crate) tools: Vec<Arc<Tool>>,
+    pub(crate) definitions: Arc<[ToolDefinition]>,
+    /// The agent's model as model-call hooks see it.
+    pub(crate) llm_info: Arc<dyn LlmInfo>,
+}
+
+impl CrewAgent {
+    pub(crate) fn find_tool(&self, name: &str) -> Option<&Arc<Tool>> {
+        self.tools.iter().find(|tool| tool.name() == name)
+    }
+
+    /// `a, b` (or `none`), for the model's "tool not found" observation.
+    pub(crate) fn tool_names(&self) -> String {
+        if self.tools.is_empty() {
+            return "none".to_owned();
+        }
+        self.tools
+            .iter()
+            .map(|t| t.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// A task as a built crew holds it: with its agent and context resolved.
+pub(crate) struct CrewTask {
+    pub(crate) task: Task,
+    /// Index into the crew's agents.
+    pub(crate) agent: usize,
+    /// Indices of earlier tasks whose outputs are its context.
+    pub(crate) context: Vec<usize>,
+}
+
+/// What the runs of a crew need of it: shared by every agent run of a
+/// kickoff and by the tasks that run their calls, without the crew.
+pub(crate) struct RunSettings {
+    pub(crate) name: String,
+    pub(crate) human_input: Arc<dyn HumanInputSource>,
+    pub(crate) human_input_timeout: Duration,
+    /// Whether a blocked call's observation carries the block's reason.
+    pub(crate) tell_model_why_blocked: bool,
+    pub(crate) verbose: bool,
+    pub(crate) max_concurrent_tool_calls: usize,
+    pub(crate) max_tool_calls_per_turn: usize,
+    pub(crate) max_observation_bytes: usize,
+    pub(crate) tool_timeout: Duration,
+    pub(crate) model_timeout: Duration,
+    /// Applied at every exit of the crew (see
+    /// [`CrewBuilder::redact_with`](crate::CrewBuilder::redact_with)).
+    pub(crate) redaction: Redaction,
+    /// The crew's policy sets, as its hooks hold them.
+    #[cfg(feature = "policy")]
+    pub(crate) policies: Vec<Arc<crate::policy::Attachment>>,
+    /// The global policy sets' attachments, which tool calls carry to the
+    /// global `policies` hooks.
+    #[cfg(feature = "policy")]
+    pub(crate) global_policies: Option<crate::policy::CrewPolicies>,
+    /// The tools offered to each role, with the policy generations they
+    /// were worked out for.
+    #[cfg(feature = "policy")]
+    pub(crate) offered: std::sync::Mutex<OfferedTools>,
+    /// Whether the crew only carries a standalone agent's run
+    /// ([`Agent::kickoff`]): its hooks see no crew, its events name none.
+    pub(crate) standalone: bool,
+}
+
+impl RunSettings {
+    /// The tools the agent `role`'s model is offered: under an enforcing
+    /// policy set with default deny, not those no policy could ever permit
+    /// to that agent.
+    pub(crate) fn offered_tools(
+        &self,
+        role: &str,
+        definitions: &Arc<[ToolDefinition]>,
+    ) -> Arc<[ToolDefinition]> {
+        #[cfg(feature = "policy")]
+        if self.policies.iter().any(|policies| policies.hides_tools()) {
+            let generations: Vec<u64> = self.policies.iter().map(|p| p.generation()).collect();
+            let mut cache = self
+                .offered
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some((known, tools)) = cache.get(role)
+                && *known == generations
+            {
+                return Arc::clone(tools);
+            }
+            let offered = |tool: &ToolDefinition| {
+                self.policies
+                    .iter()
+                    .all(|policies| policies.offers(&tool.name, role))
+            };
+            let tools: Arc<[ToolDefinition]> = if definitions.iter().all(offered) {
+                Arc::clone(definitions)
+            } else {
+                definitions.iter().filter(|t| offered(t)).cloned().collect()
+            };
+            cache.insert(role.to_owned(), (generations, Arc::clone(&tools)));
+            return tools;
+        }
+        let _ = role;
+        Arc::clone(definitions)
+    }
+
+    /// The crew's name as the lifecycle events carry it: empty for a
+    /// standalone agent's run.
+    pub(crate) fn crew_name(&self) -> String {
+        if self.standalone {
+            String::new()
+        } else {
+            self.name.clone()
+        }
+    }
+
+    /// The crew's name as the tool and stream events carry it: none for a
+    /// standalone agent's run.
+    pub(crate) fn crew_label(&self) -> Option<String> {
+        (!self.standalone).then(|| self.name.clone())
+    }
+}
+
+/// The tools offered to each role under a crew's policies, with the
+/// generations of the policy snapshots they were worked out for.
+#[cfg(feature = "policy")]
+pub(crate) type OfferedTools = std::collections::HashMap<String, (Vec<u64>, Arc<[ToolDefinition]>)>;
+
+/// A crew's hooks: the global registry it dispatches through and its own.
+#[derive(Clone)]
+pub(crate) struct CrewHooks {
+    pub(crate) global: SharedRegistry,
+    pub(crate) scoped: Arc<HookRegistry>,
+    /// How long an `async` hook without a limit of its own may run.
+    pub(crate) hook_timeout: Duration,
+}
+
+impl CrewHooks {
+    /// The dispatcher of the crew's calls: global hooks and the crew's
+    /// own, merged.
+    pub(crate) fn dispatcher(&self) -> Dispatcher<'_> {
+        Dispatcher::new(&self.global)
+            .with_scope(&self.scoped)
+            .with_hook_timeout(self.hook_timeout)
+    }
+
+    /// Whether anyone listens on the global bus or the crew's.
+    pub(crate) fn listening(&self) -> bool {
+        self.global.events().has_listeners() || self.scoped.events().has_listeners()
+    }
+
+    /// Sends an event to the global bus and the crew's: the one place the
+    /// runtime reports on both.
+    pub(crate) fn emit(&self, event: &hooks_core::Event) {
+        self.global.events().emit(event);
+        self.scoped.events().emit(event);
+    }
+}
+
+/// Where a standalone agent's run leaves its conversation (see
+/// [`Agent::kickoff`]).
+pub(crate) type Conversation = Arc<std::sync::Mutex<Vec<hooks_core::ChatMessage>>>;
+
+/// One agent working on one task: what its model calls and tool calls
+/// need (the crew's settings and hooks, the agent, the task), shared by
+/// the tasks that run one turn's calls; not the crew itself.
+pub(crate) struct AgentRun {
+    pub(crate) settings: Arc<RunSettings>,
+    pub(crate) hooks: CrewHooks,
+    pub(crate) agent: Arc<CrewAgent>,
+    pub(crate) task: Arc<Task>,
+    pub(crate) agent_info: Arc<dyn AgentInfo>,
+    pub(crate) task_info: Arc<dyn TaskInfo>,
+    /// The crew, absent for a standalone agent's run.
+    pub(crate) crew_info: Option<Arc<dyn CrewInfo>>,
+    /// A standalone agent's run: where the conversation is left when the
+    /// agent stops.
+    pub(crate) conversation: Option<Conversation>,
+    pub(crate) verbose: bool,
+    /// The depth of the kickoff the run belongs to: the tasks and threads
+    /// that run its calls take it, so a hook there that kicks off a crew
+    /// counts toward the nesting limit.
+    pub(crate) depth: usize,
+    /// The tokens of the kickoff's model responses so far, shared by its
+    /// tasks.
+    pub(crate) usage: Arc<Mutex<TokenUsage>>,
+    /// The model turn under way (from 1): the calls it asked for carry it.
+    pub(crate) turn: std::sync::atomic::AtomicUsize,
+}
+
+impl AgentRun {
+    pub(crate) fn settings(&self) -> &RunSettings {
+        &self.settings
+    }
+
+    pub(crate) fn agent(&self) -> &CrewAgent {
+        &self.agent
+    }
+
+    pub(crate) fn dispatcher(&self) -> Dispatcher<'_> {
+        self.hooks.dispatcher()
+    }
+
+    pub(crate) fn role(&self) -> &str {
+        self.agent().agent.role()
+    }
+
+    /// The task's name as events carry it, cleaned.
+    fn task_name(&self) -> String {
+        self.redaction().text(self.task.name()).into_owned()
+    }
+
+    /// The crew's redaction.
+    pub(crate) fn redaction(&self) -> &Redaction {
+        &self.settings.redaction
+    }
+
+    /// A step context for this task with `payload`.
+    fn step_context(&self, payload: String) -> StepContext {
+        StepContext::new(StepKind::Task, self.task.name(), payload)
+            .with_agent(Arc::clone(&self.agent_info))
+            .with_task(Arc::clone(&self.task_info))
+            .in_crew(&self.crew_info)
+    }
+
+    /// The task's description as tool-usage events carry it (kickoff
+    /// inputs filled in, so cleaned).
+    pub(crate) fn task_for_events(&self) -> String {
+        self.redaction().text(self.task.description()).into_owned()
+    }
+
+    /// Prints a line of the verbose console, cleaned by the crew's
+    /// redaction. Callers that cut a text to an excerpt clean it first.
+    pub(crate) fn say(&self, line: &str) {
+        let line = self.redaction().text(line);
+        hooks_core::console::print_line(&format!("[{}] {line}", self.role()));
+    }
+
+    pub(crate) fn listening(&self) -> bool {
+        self.hooks.listening()
+    }
+
+    /// Sends an event to the global registry's bus and the crew's, as
+    /// dispatches do.
+    pub(crate) fn emit(&self, event: Event) {
+        self.hooks.emit(&event);
+    }
+}
+
+/// Gives a hook context its crew, when the run has one (a standalone
+/// agent's run has none: hooks see `crew` absent, as outside any crew).
+pub(crate) trait InCrew: Sized {
+    fn in_crew(self, crew: &Option<Arc<dyn CrewInfo>>) -> Self;
+}
+
+macro_rules! in_crew {
+    ($($context:ty),* $(,)?) => {$(
+        impl InCrew for $context {
+            fn in_crew(self, crew: &Option<Arc<dyn CrewInfo>>) -> Self {
+                match crew {
+                    Some(crew) => self.with_crew(Arc::clone(crew)),
+                    None => self,
+                }
+            }
+        }
+    )*};
+}
+
+in_crew!(
+    ExecutionStartContext,
+    InputContext,
+    StepContext,
+    LlmCallHookContext,
+    hooks_core::ToolCallHookContext,
+    OutputContext,
+    ExecutionEndContext,
+);
+
+/// At most `limit` characters of `text`, with `…` when cut.
+pub(crate) fn excerpt(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+thread_local! {
+    /// How many kickoffs a synchronous tool's thread works inside (the
+    /// depth of the kickoff whose call it runs).
+    static KICKOFF_DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+tokio::task_local! {
+    /// How many kickoffs the polled task works inside.
+    static TASK_KICKOFF_DEPTH: usize;
+}
+
+/// Holds this thread's kickoff depth while a kickoff (or a turn's tool
+/// calls) runs; puts the previous depth back when dropped.
+pub(crate) struct KickoffDepth {
+    previous: usize,
+}
+
+impl KickoffDepth {
+    /// How many kickoffs the current work is nested in: the polled task's
+    /// depth, or else this thread's.
+    pub(crate) fn current() -> usize {
+        TASK_KICKOFF_DEPTH
+            .try_with(|depth| *depth)
+            .unwrap_or_else(|_| KICKOFF_DEPTH.with(Cell::get))
+    }
+
+    /// `future`, polled at `depth`.
+    pub(crate) fn scope<F: std::future::Future>(
+        depth: usize,
+        future: F,
+    ) -> impl std::future::Future<Output = F::Output> {
+        TASK_KICKOFF_DEPTH.scope(depth, future)
+    }
+
+    /// This thread at `depth`: a blocking-pool thread running a
+    /// synchronous tool of a kickoff takes that kickoff's depth, so a
+    /// kickoff started from the tool is counted too.
+    pub(crate) fn at(depth: usize) -> KickoffDepth {
+        KickoffDepth {
+            previous: KICKOFF_DEPTH.with(|current| current.replace(depth)),
+        }
+    }
+}
+
+impl Drop for KickoffDepth {
+    fn drop(&mut self) {
+        KICKOFF_DEPTH.with(|current| current.set(self.previous));
+    }
+}
