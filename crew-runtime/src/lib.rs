@@ -153,6 +153,8 @@ pub mod guards;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod http_client;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
+mod http_model;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
 mod http_retry;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod http_secrets;

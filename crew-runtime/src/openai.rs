@@ -84,18 +84,12 @@ mod stream;
 mod wire;
 
 use std::fmt;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use futures_util::StreamExt;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
-use reqwest::{Response, Url};
-use sse_stream::SseByteStream;
-use tokio::time::Instant;
+use reqwest::header::{AUTHORIZATION, HeaderMap};
 
-use crate::http_client::{
-    Body, StreamReadError, build_http_client, error_chain, is_connection_failure, read_at_most,
-};
-use crate::http_retry as retry;
+use crate::http_client::build_http_client;
+use crate::http_model::{Answer, Call, Endpoint, StreamedTurn, Wire, key_header, shown_base_url};
 use crate::http_secrets as secrets;
 use crate::llm::{ChatMessage, DeltaSink, Llm, LlmError, LlmRequest, ModelTurn, ToolDefinition};
 use hooks_core::TokenUsage;
@@ -187,7 +181,7 @@ pub const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_millis(500);
 ///
 /// assert!(MAX_RETRY_WAIT >= Duration::from_secs(1));
 /// ```
-pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
+pub const MAX_RETRY_WAIT: Duration = crate::http_model::MAX_RETRY_WAIT;
 /// The most bytes of an answer (a plain body, or a whole stream) the client
 /// reads, unless [`OpenAiCompatible::max_response_bytes`] says otherwise.
 ///
@@ -199,10 +193,6 @@ pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
 /// # let _ = llm;
 /// ```
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
-
-/// The most bytes of an error status's body that are read: its message is
-/// at the start, and [`LlmError::Http`] keeps only a few hundred characters.
-const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// Where the model lives and which one to ask, as read from the
 /// environment.
@@ -594,7 +584,7 @@ impl OpenAiCompatible {
     /// ```
     pub fn check(&self) -> Result<(), LlmError> {
         let secrets = Secrets::new(self.config.api_key.as_deref(), &self.config.base_url);
-        self.target()
+        self.call()
             .map(drop)
             .map_err(|error| secrets.scrub_error(error))
     }
@@ -637,50 +627,23 @@ impl OpenAiCompatible {
         tools: &[ToolDefinition],
         sink: Option<&dyn DeltaSink>,
     ) -> Result<ModelTurn, LlmError> {
-        // The one exit of every error: whatever it quotes (a server's body
-        // included), the key and the URL's password do not leave.
-        self.complete_counted(messages, tools, sink, &UsageSlot::default())
-            .await
+        Ok(self.complete_counted(messages, tools, sink).await?.0)
     }
 
-    /// [`complete_streaming`](Self::complete_streaming), keeping the tokens
-    /// the server reports in `usage`.
+    /// [`complete_streaming`](Self::complete_streaming), with the tokens the
+    /// server reported.
     async fn complete_counted(
         &self,
         messages: &[ChatMessage],
         tools: &[ToolDefinition],
         sink: Option<&dyn DeltaSink>,
-        usage: &UsageSlot,
-    ) -> Result<ModelTurn, LlmError> {
+    ) -> Result<Answer, LlmError> {
         // The one exit of every error: whatever it quotes (a server's body
         // included), the key and the URL's password do not leave.
         let secrets = Secrets::new(self.config.api_key.as_deref(), &self.config.base_url);
-        self.ask(messages, tools, sink, usage)
+        self.ask(messages, tools, sink)
             .await
             .map_err(|error| secrets.scrub_error(error))
-    }
-}
-
-/// The tokens a server reported for one answer, as its reading finds them
-/// (the last report of a stream wins).
-#[derive(Default)]
-struct UsageSlot(std::sync::Mutex<Option<hooks_core::TokenUsage>>);
-
-impl UsageSlot {
-    fn set(&self, usage: Option<hooks_core::TokenUsage>) {
-        if usage.is_some() {
-            *self
-                .0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = usage;
-        }
-    }
-
-    fn take(&self) -> Option<hooks_core::TokenUsage> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
     }
 }
 
@@ -703,28 +666,24 @@ impl Llm for OpenAiCompatible {
         &self,
         request: &LlmRequest<'_>,
     ) -> Result<(ModelTurn, Option<TokenUsage>), LlmError> {
-        let usage = UsageSlot::default();
-        let turn = self
-            .complete_counted(request.messages, request.tools, request.stream, &usage)
-            .await?;
-        Ok((turn, usage.take()))
+        self.complete_counted(request.messages, request.tools, request.stream)
+            .await
     }
 }
 
-/// Where and how one call's requests go.
-struct Target<'a> {
-    http: &'a reqwest::Client,
-    url: Url,
-    authorization: Option<HeaderValue>,
-}
+/// The chat-completions wire format.
+struct ChatCompletions;
 
-/// Why the answer to one request was not the turn, and whether another
-/// request may do better.
-struct Failure {
-    error: LlmError,
-    retryable: bool,
-    /// How long the server asked the client to wait (`Retry-After`).
-    asked_wait: Option<Duration>,
+impl Wire for ChatCompletions {
+    type Stream = TurnAssembler;
+
+    fn parse_answer(text: &str) -> Result<Answer, LlmError> {
+        parse_response(text)
+    }
+
+    fn error_message(body: &str) -> String {
+        error_message(body)
+    }
 }
 
 impl OpenAiCompatible {
@@ -733,9 +692,8 @@ impl OpenAiCompatible {
         messages: &[ChatMessage],
         tools: &[ToolDefinition],
         sink: Option<&dyn DeltaSink>,
-        usage: &UsageSlot,
-    ) -> Result<ModelTurn, LlmError> {
-        let target = self.target()?;
+    ) -> Result<Answer, LlmError> {
+        let call = self.call()?;
         let request = wire_request(
             &self.config.model,
             self.temperature,
@@ -754,313 +712,65 @@ impl OpenAiCompatible {
             stream = self.stream,
             "asking the model"
         );
-        // A timeout too large to be a deadline is no deadline.
-        let deadline = Instant::now().checked_add(self.timeout);
-        let answer = self.ask_until_answered(&target, &body, deadline, sink, usage);
-        match deadline {
-            Some(deadline) => tokio::time::timeout_at(deadline, answer)
-                .await
-                .unwrap_or(Err(LlmError::Timeout(self.timeout))),
-            None => answer.await,
-        }
+        call.ask::<ChatCompletions>(&body, sink).await
     }
 
-    /// Sends the request, again after each failure worth retrying while
-    /// retries and time are left.
-    async fn ask_until_answered(
-        &self,
-        target: &Target<'_>,
-        body: &[u8],
-        deadline: Option<Instant>,
-        sink: Option<&dyn DeltaSink>,
-        usage: &UsageSlot,
-    ) -> Result<ModelTurn, LlmError> {
-        let mut retries = 0;
-        loop {
-            let failure = match self.send(target, body).await {
-                Ok(response) if response.status().is_success() => {
-                    return self.read_answer(response, sink, usage).await;
-                }
-                Ok(response) => self.read_error_status(response).await,
-                Err(error) => Failure {
-                    retryable: is_connection_failure(&error),
-                    error: self.transport_error(error),
-                    asked_wait: None,
-                },
-            };
-            if !failure.retryable || retries >= self.max_retries {
-                return Err(failure.error);
-            }
-            let wait = failure
-                .asked_wait
-                .unwrap_or_else(|| retry::backoff(self.retry_backoff, retries, MAX_RETRY_WAIT));
-            let time_left =
-                deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
-            // Sleeping into the timeout would only trade the server's answer
-            // for a less useful one.
-            if wait > MAX_RETRY_WAIT || time_left.is_some_and(|left| wait >= left) {
-                tracing::debug!(
-                    wait_ms = wait.as_millis(),
-                    "not retrying the model request: the wait is longer than allowed or than the time left"
-                );
-                return Err(failure.error);
-            }
-            retries += 1;
-            tracing::debug!(
-                retry = retries,
-                wait_ms = wait.as_millis(),
-                "retrying the model request"
-            );
-            tokio::time::sleep(wait).await;
-        }
-    }
-
-    async fn send(&self, target: &Target<'_>, body: &[u8]) -> Result<Response, reqwest::Error> {
-        let accept = if self.stream {
-            "text/event-stream"
-        } else {
-            "application/json"
-        };
-        let mut request = target
-            .http
-            .post(target.url.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, accept)
-            .body(body.to_vec())
-            .build()?;
-        if let Some(authorization) = &target.authorization {
-            // `insert`, not `append`: the key replaces the basic credentials
-            // that a user and password in the base URL would give.
-            request
-                .headers_mut()
-                .insert(AUTHORIZATION, authorization.clone());
-        }
-        target.http.execute(request).await
-    }
-
-    async fn read_answer(
-        &self,
-        response: Response,
-        sink: Option<&dyn DeltaSink>,
-        usage: &UsageSlot,
-    ) -> Result<ModelTurn, LlmError> {
-        // A server that does not stream answers with plain JSON even when
-        // asked to stream; that answer is just as good.
-        let is_json = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .is_some_and(|value| value.trim_start().starts_with("application/json"));
-        if self.stream && !is_json {
-            return self.read_stream(response, sink, usage).await;
-        }
-        let too_large = || {
-            LlmError::InvalidResponse(format!(
-                "the answer is larger than {} bytes, the most this client reads",
-                self.max_response_bytes
-            ))
-        };
-        if response
-            .content_length()
-            .is_some_and(|length| length > self.max_response_bytes as u64)
-        {
-            return Err(too_large());
-        }
-        let body = match read_at_most(response, self.max_response_bytes).await {
-            Ok(Body::Whole(body)) => body,
-            Ok(Body::Cut(_)) => return Err(too_large()),
-            Err(error) => return Err(self.transport_error(error)),
-        };
-        let text = std::str::from_utf8(&body).map_err(|e| {
-            LlmError::InvalidResponse(format!("the answer is not UTF-8 text ({e})"))
-        })?;
-        let (turn, reported) = parse_response(text)?;
-        usage.set(reported);
-        if let Some(sink) = sink {
-            let content = match &turn {
-                ModelTurn::FinalAnswer(content) | ModelTurn::ToolCalls { content, .. } => content,
-            };
-            if !content.is_empty() {
-                sink.delta(content);
-            }
-        }
-        Ok(turn)
-    }
-
-    async fn read_stream(
-        &self,
-        response: Response,
-        sink: Option<&dyn DeltaSink>,
-        usage: &UsageSlot,
-    ) -> Result<ModelTurn, LlmError> {
-        let limit = self.max_response_bytes;
-        // The bytes are counted before they are parsed, so that neither the
-        // answer nor the parser's buffers can grow past the limit.
-        let bytes = futures_util::stream::try_unfold(
-            (response, 0usize),
-            move |(mut response, read)| async move {
-                match response.chunk().await {
-                    Ok(Some(chunk)) if read + chunk.len() > limit => {
-                        Err(StreamReadError::TooLarge(limit))
-                    }
-                    Ok(Some(chunk)) => {
-                        let read = read + chunk.len();
-                        Ok(Some((chunk, (response, read))))
-                    }
-                    Ok(None) => Ok(None),
-                    Err(error) => Err(StreamReadError::Transport(error)),
-                }
-            },
-        );
-        let mut events = std::pin::pin!(SseByteStream::new(bytes));
-        let mut turn = TurnAssembler::default();
-        while let Some(event) = events.next().await {
-            let event = event.map_err(|error| self.stream_error(error))?;
-            let Some(data) = event.data else {
-                continue;
-            };
-            if turn.push(&data, sink)? == Progress::Done {
-                usage.set(turn.usage);
-                return Ok(turn.finish());
-            }
-        }
-        usage.set(turn.usage);
-        turn.finish_at_end_of_stream()
-    }
-
-    /// The HTTP error for an answer with an error status, worth retrying
-    /// for a rate limit or a server error.
-    async fn read_error_status(&self, response: Response) -> Failure {
-        let status = response.status();
-        let asked_wait = retry::retry_after(response.headers(), SystemTime::now());
-        let body = match read_at_most(response, MAX_ERROR_BODY_BYTES).await {
-            // The message is at the start: a cut body still shows it.
-            Ok(Body::Whole(body) | Body::Cut(body)) => {
-                error_message(&String::from_utf8_lossy(&body))
-            }
-            Err(error) => format!(
-                "(the body could not be read: {})",
-                error_chain(&error.without_url())
-            ),
-        };
-        Failure {
-            error: LlmError::Http {
-                status: status.as_u16(),
-                body,
-            },
-            retryable: retry::is_retryable_status(status),
-            asked_wait,
-        }
-    }
-
-    /// The URL and headers of a request, or why none can be made.
-    fn target(&self) -> Result<Target<'_>, LlmError> {
-        let url = self.endpoint()?;
+    /// The URL, headers and limits of a call's requests, or why none can be
+    /// made.
+    fn call(&self) -> Result<Call<'_>, LlmError> {
+        let url = self.endpoint().url()?;
         let http = self.http.as_ref().map_err(|reason| {
             LlmError::Config(format!("the HTTP client could not be set up: {reason}"))
         })?;
-        let authorization = match &self.config.api_key {
-            None => None,
-            Some(key) => {
-                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                    LlmError::Config(
-                        "the API key cannot be used in a request: it has characters an HTTP \
-                         header cannot carry (a line break, or text that is not ASCII)"
-                            .to_owned(),
-                    )
-                })?;
-                value.set_sensitive(true);
-                Some(value)
-            }
-        };
-        Ok(Target {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &self.config.api_key {
+            headers.insert(AUTHORIZATION, key_header(&format!("Bearer {key}"))?);
+        }
+        Ok(Call {
             http,
             url,
-            authorization,
+            headers,
+            stream: self.stream,
+            timeout: self.timeout,
+            max_retries: self.max_retries,
+            retry_backoff: self.retry_backoff,
+            max_response_bytes: self.max_response_bytes,
+            shown_base_url: shown_base_url(&self.config.base_url),
         })
     }
 
-    /// The chat-completions URL, or why the base URL cannot be used.
-    fn endpoint(&self) -> Result<Url, LlmError> {
-        let base = self.config.base_url.trim().trim_end_matches('/');
-        let shown = mask_password(base);
-        let scheme = base
-            .split_once("://")
-            .map(|(scheme, _)| scheme.to_ascii_lowercase());
-        match scheme.as_deref() {
-            Some("http") => {}
-            Some("https") if cfg!(feature = "tls") => {}
-            Some("https") => {
-                return Err(LlmError::Config(format!(
-                    "the base URL {shown} uses https, which needs the `tls` feature of \
-                     crew-runtime (`crew-runtime = {{ version = \"…\", features = [\"openai\", \"tls\"] }}`); \
-                     or use an http:// URL of a local server"
-                )));
-            }
-            _ => {
-                return Err(LlmError::Config(format!(
-                    "the base URL {shown:?} must start with http:// or https:// \
-                     (e.g. http://localhost:11434/v1)"
-                )));
-            }
+    /// Where the chat-completions requests go.
+    fn endpoint(&self) -> Endpoint<'_> {
+        Endpoint {
+            base_url: &self.config.base_url,
+            path: "chat/completions",
+            model: &self.config.model,
+            feature: "openai",
+            plain_http: "a local server",
+            example_url: "http://localhost:11434/v1",
+            model_var: MODEL_VAR,
+            constructor: "OpenAiCompatible::new",
         }
-        if self.config.model.trim().is_empty() {
-            return Err(LlmError::Config(format!(
-                "no model name is set (set {MODEL_VAR} or pass one to OpenAiCompatible::new)"
-            )));
-        }
-        Url::parse(&format!("{base}/chat/completions")).map_err(|e| {
-            LlmError::Config(format!(
-                "the base URL {shown} cannot be used in a request: {e}"
-            ))
-        })
+    }
+}
+
+impl StreamedTurn for TurnAssembler {
+    fn push_event(
+        &mut self,
+        _event: Option<&str>,
+        data: &str,
+        sink: Option<&dyn DeltaSink>,
+    ) -> Result<bool, LlmError> {
+        Ok(self.push(data, sink)? == Progress::Done)
     }
 
-    /// The base URL as errors show it: without its password.
-    fn shown_base_url(&self) -> String {
-        mask_password(self.config.base_url.trim().trim_end_matches('/')).into_owned()
+    fn complete_answer(self) -> Answer {
+        let usage = self.usage;
+        (self.finish(), usage)
     }
 
-    fn transport_error(&self, error: reqwest::Error) -> LlmError {
-        // reqwest quotes the URL it was asked for; the base URL is shown
-        // instead, without its password.
-        let error = error.without_url();
-        if error.is_timeout() {
-            return LlmError::Timeout(self.timeout);
-        }
-        if error.is_builder() {
-            return LlmError::Config(format!(
-                "the base URL {} or the API key cannot be used in a request: {}",
-                self.shown_base_url(),
-                error_chain(&error)
-            ));
-        }
-        LlmError::Transport(format!(
-            "{}: {}",
-            self.shown_base_url(),
-            error_chain(&error)
-        ))
-    }
-
-    fn stream_error(&self, error: sse_stream::Error) -> LlmError {
-        match error {
-            sse_stream::Error::Body(cause) => match cause.downcast::<StreamReadError>() {
-                Ok(cause) => match *cause {
-                    StreamReadError::TooLarge(limit) => LlmError::InvalidResponse(format!(
-                        "the streamed answer is larger than {limit} bytes, the most this \
-                         client reads"
-                    )),
-                    StreamReadError::Transport(error) => self.transport_error(error),
-                },
-                Err(cause) => LlmError::Transport(format!(
-                    "{}: {}",
-                    self.shown_base_url(),
-                    error_chain(cause.as_ref())
-                )),
-            },
-            other => LlmError::InvalidResponse(format!(
-                "the stream could not be read as server-sent events: {other}"
-            )),
-        }
+    fn answer_at_end_of_stream(self) -> Result<Answer, LlmError> {
+        let usage = self.usage;
+        Ok((self.finish_at_end_of_stream()?, usage))
     }
 }
