@@ -6,21 +6,22 @@
 
 // The servers of the OpenAI-compatible client's tests: plain HTTP, they
 // speak whatever bodies a test gives them.
-#[path = "openai_servers/mod.rs"]
-mod servers;
+mod model_servers;
 
 use std::collections::HashMap;
-use std::net::TcpListener;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crew_runtime::TokenUsage;
 use crew_runtime::anthropic::{API_VERSION, Anthropic};
 use crew_runtime::llm::{
-    ChatMessage, DeltaSink, Llm, LlmError, LlmRequest, ModelTurn, ToolCallRequest, ToolDefinition,
+    ChatMessage, DeltaSink, Llm, LlmError, LlmRequest, ModelTurn, ToolDefinition,
+};
+use model_servers::{
+    Collect, RawServer, Reply, STREAM_HEAD, TestServer, call, closed_port, event, script,
+    weather_tool,
 };
 use serde_json::{Value, json};
-use servers::{Connection, RawServer, Reply, STREAM_HEAD, Script, TestServer, event};
 
 /// A retry backoff short enough for tests.
 const TEST_BACKOFF: Duration = Duration::from_millis(10);
@@ -146,59 +147,6 @@ fn text_stream(pieces: &[&str]) -> Vec<Value> {
     events.extend(pieces.iter().map(|piece| text_delta(0, piece)));
     events.extend([block_stop(0), message_delta("end_turn", 9), message_stop()]);
     events
-}
-
-/// A sink that keeps every delta, in order.
-#[derive(Default)]
-struct Collect(Mutex<Vec<String>>);
-
-impl DeltaSink for Collect {
-    fn delta(&self, text: &str) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(text.to_owned());
-    }
-}
-
-impl Collect {
-    fn deltas(&self) -> Vec<String> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-}
-
-fn script(f: impl FnOnce(&mut Connection) + Send + 'static) -> Script {
-    Box::new(f)
-}
-
-fn closed_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    let port = listener.local_addr().expect("a local address").port();
-    drop(listener);
-    port
-}
-
-fn weather_tool() -> ToolDefinition {
-    ToolDefinition {
-        name: "get_weather".to_owned(),
-        description: "Current weather of a city".to_owned(),
-        parameters: json!({
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        }),
-    }
-}
-
-fn call(id: &str, name: &str, arguments: &str) -> ToolCallRequest {
-    ToolCallRequest {
-        id: id.to_owned(),
-        name: name.to_owned(),
-        arguments: arguments.to_owned(),
-    }
 }
 
 async fn ask(client: &Anthropic, messages: &[ChatMessage]) -> Result<ModelTurn, LlmError> {

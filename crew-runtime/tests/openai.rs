@@ -4,18 +4,19 @@
 //! included) is reported, and that no secret shows in any of it. Nothing
 //! here leaves the machine, and every test ends within a few seconds.
 
-mod openai_servers;
+mod model_servers;
 
 use std::collections::HashMap;
 use std::net::TcpListener;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crew_runtime::llm::{
-    ChatMessage, DeltaSink, LlmError, ModelTurn, ToolCallRequest, ToolDefinition,
-};
+use crew_runtime::llm::{ChatMessage, DeltaSink, LlmError, ModelTurn};
 use crew_runtime::openai::{DEFAULT_BASE_URL, MissingEnv, OpenAiCompatible, OpenAiConfig};
-use openai_servers::{Connection, RawServer, Reply, STREAM_HEAD, Script, TestServer, event};
+use model_servers::{
+    Collect, RawServer, Reply, STREAM_HEAD, Script, TestServer, call, closed_port, event, script,
+    weather_tool,
+};
 use serde_json::{Value, json};
 
 /// A retry backoff short enough for tests.
@@ -48,59 +49,6 @@ fn content_chunk(text: &str) -> Value {
 
 fn stop_chunk() -> Value {
     json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-}
-
-/// A sink that keeps every delta, in order.
-#[derive(Default)]
-struct Collect(Mutex<Vec<String>>);
-
-impl DeltaSink for Collect {
-    fn delta(&self, text: &str) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(text.to_owned());
-    }
-}
-
-impl Collect {
-    fn deltas(&self) -> Vec<String> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-}
-
-fn script(f: impl FnOnce(&mut Connection) + Send + 'static) -> Script {
-    Box::new(f)
-}
-
-fn closed_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    let port = listener.local_addr().expect("a local address").port();
-    drop(listener);
-    port
-}
-
-fn weather_tool() -> ToolDefinition {
-    ToolDefinition {
-        name: "get_weather".to_owned(),
-        description: "Current weather of a city".to_owned(),
-        parameters: json!({
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        }),
-    }
-}
-
-fn call(id: &str, name: &str, arguments: &str) -> ToolCallRequest {
-    ToolCallRequest {
-        id: id.to_owned(),
-        name: name.to_owned(),
-        arguments: arguments.to_owned(),
-    }
 }
 
 fn final_answer_body(text: &str) -> Value {

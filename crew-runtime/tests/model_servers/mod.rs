@@ -1,19 +1,21 @@
-//! Servers on 127.0.0.1 for the tests of the OpenAI-compatible client: a
-//! well-behaved HTTP server that plays a list of replies, and a raw one
-//! that writes whatever bytes a test scripts (broken status lines, drips,
-//! streams that stop in the middle or never end).
+//! Servers on 127.0.0.1 for the tests of the model clients (OpenAI-compatible
+//! and Anthropic): a well-behaved HTTP server that plays a list of replies,
+//! and a raw one that writes whatever bytes a test scripts (broken status
+//! lines, drips, streams that stop in the middle or never end); and what
+//! both tests share beside them (a sink that keeps deltas, a tool, a call).
 //!
 //! Every wait here is bounded by `SERVER_PATIENCE`, so a client that never
 //! connects, or never hangs up, cannot hang a test.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use crew_runtime::llm::{DeltaSink, ToolCallRequest, ToolDefinition};
+use serde_json::{Value, json};
 
 /// The longest any server waits for anything.
 pub(crate) const SERVER_PATIENCE: Duration = Duration::from_secs(10);
@@ -316,4 +318,57 @@ pub(crate) const STREAM_HEAD: &str =
 /// One server-sent event carrying `data`.
 pub(crate) fn event(data: &Value) -> String {
     format!("data: {data}\n\n")
+}
+
+/// A sink that keeps every delta, in order.
+#[derive(Default)]
+pub(crate) struct Collect(Mutex<Vec<String>>);
+
+impl DeltaSink for Collect {
+    fn delta(&self, text: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(text.to_owned());
+    }
+}
+
+impl Collect {
+    pub(crate) fn deltas(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+pub(crate) fn script(f: impl FnOnce(&mut Connection) + Send + 'static) -> Script {
+    Box::new(f)
+}
+
+pub(crate) fn closed_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    let port = listener.local_addr().expect("a local address").port();
+    drop(listener);
+    port
+}
+
+pub(crate) fn weather_tool() -> ToolDefinition {
+    ToolDefinition {
+        name: "get_weather".to_owned(),
+        description: "Current weather of a city".to_owned(),
+        parameters: json!({
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        }),
+    }
+}
+
+pub(crate) fn call(id: &str, name: &str, arguments: &str) -> ToolCallRequest {
+    ToolCallRequest {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        arguments: arguments.to_owned(),
+    }
 }
