@@ -206,6 +206,55 @@ fn a_kickoff_refused_at_execution_start_reports_no_lifecycle() {
     assert!(take(&seen).is_empty());
 }
 
+/// A kickoff has begun once its INPUT hooks let it through: refused there,
+/// it reports no lifecycle (its EXECUTION_END still fires, with the
+/// failure); refused just after, for an input a task lacks, it reports its
+/// start and its failure.
+#[test]
+fn a_kickoff_begins_once_its_input_hooks_let_it_through() {
+    let global = fresh_registry();
+    let ends = log();
+    let sink = ends.clone();
+    global
+        .register_hook(EXECUTION_END, move |ctx: &mut ExecutionEndContext| {
+            push(&sink, format!("{:?}", ctx.status));
+        })
+        .expect("registers");
+    let refuse = global
+        .register_hook(INPUT, |_: &mut InputContext| -> Result<(), HookAborted> {
+            Err("not today".into())
+        })
+        .expect("registers");
+    let llm = Arc::new(ScriptedLlm::new().answer("done"));
+    let worker = agent("Worker", Vec::new(), &llm);
+    let crew = Crew::builder()
+        .name("gated")
+        .agent(worker.clone())
+        .task(Task::builder("Work on {topic}").agent(&worker).build())
+        .global_registry(global.clone())
+        .build()
+        .expect("builds");
+    let seen = lifecycle(&crew);
+
+    crew.kickoff_blocking([("topic", "Rust")])
+        .expect_err("refused at INPUT");
+    assert!(take(&seen).is_empty(), "refused at INPUT: no lifecycle");
+    assert_eq!(take(&ends), ["Failed"]);
+
+    assert!(global.unregister_hook(INPUT, refuse));
+    let error = crew.kickoff_blocking(()).expect_err("no topic given");
+    assert!(
+        matches!(error, CrewError::MissingInputs { .. }),
+        "{error:?}"
+    );
+    assert_eq!(
+        take(&seen),
+        ["CrewKickoffStarted gated", "CrewKickoffFailed gated"]
+    );
+    // The log keeps both kickoffs' ends.
+    assert_eq!(take(&ends), ["Failed", "Failed"]);
+}
+
 #[test]
 fn a_nested_kickoff_reports_its_own_lifecycle_inside_the_outer_one() {
     // A tool of the outer crew kicks off an inner crew; both report to one
