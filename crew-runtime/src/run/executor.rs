@@ -87,12 +87,9 @@ async fn kickoff_unredacted(
 ) -> Result<CrewOutput, CrewError> {
     let dispatcher = plan.hooks.dispatcher();
     let mut start = ExecutionStartContext::new(inputs).in_crew(&crew_info);
-    if let DispatchOutcome::Aborted(abort) =
-        dispatch(&dispatcher, EXECUTION_START, &mut start).await
-    {
-        // EXECUTION_END fires only for kickoffs that passed EXECUTION_START.
-        return Err(aborted_at(InterceptionPoint::EXECUTION_START, None, abort));
-    }
+    // EXECUTION_END fires only for kickoffs that passed EXECUTION_START.
+    let outcome = dispatch(&dispatcher, EXECUTION_START, &mut start).await;
+    go_on(outcome, InterceptionPoint::EXECUTION_START, None)?;
     // From here on, EXECUTION_END fires once: at the end, or, if the
     // kickoff is dropped first, while it is dropped.
     let mut cancelled = EndIfCancelled {
@@ -269,11 +266,20 @@ fn ignored_end_abort(redaction: &Redaction, abort: HookAborted, run: &str) {
     );
 }
 
-fn aborted_at(point: InterceptionPoint, agent: Option<&str>, abort: HookAborted) -> CrewError {
-    CrewError::AbortedAt {
-        point,
-        agent: agent.map(str::to_owned),
-        abort,
+/// Goes on unless a hook at `point` aborted the run; then the run ends
+/// with the abort, naming the agent whose step or model call it stopped.
+fn go_on(
+    outcome: DispatchOutcome,
+    point: InterceptionPoint,
+    agent: Option<&str>,
+) -> Result<(), CrewError> {
+    match outcome {
+        DispatchOutcome::Aborted(abort) => Err(CrewError::AbortedAt {
+            point,
+            agent: agent.map(str::to_owned),
+            abort,
+        }),
+        DispatchOutcome::Proceeded | DispatchOutcome::Modified => Ok(()),
     }
 }
 
@@ -285,11 +291,8 @@ async fn input(
     crew_info: &Option<Arc<dyn CrewInfo>>,
 ) -> Result<Inputs, CrewError> {
     let mut input = InputContext::new(inputs).in_crew(crew_info);
-    if let DispatchOutcome::Aborted(abort) =
-        dispatch(&plan.hooks.dispatcher(), INPUT, &mut input).await
-    {
-        return Err(aborted_at(InterceptionPoint::INPUT, None, abort));
-    }
+    let outcome = dispatch(&plan.hooks.dispatcher(), INPUT, &mut input).await;
+    go_on(outcome, InterceptionPoint::INPUT, None)?;
     let redaction = &plan.settings.redaction;
     if plan.hooks.listening() && !plan.settings.standalone {
         let mut inputs = input.inputs.clone();
@@ -412,11 +415,8 @@ async fn tasks(
         token_usage,
     })
     .in_crew(crew_info);
-    if let DispatchOutcome::Aborted(abort) =
-        dispatch(&plan.hooks.dispatcher(), OUTPUT, &mut output).await
-    {
-        return Err(aborted_at(InterceptionPoint::OUTPUT, None, abort));
-    }
+    let outcome = dispatch(&plan.hooks.dispatcher(), OUTPUT, &mut output).await;
+    go_on(outcome, InterceptionPoint::OUTPUT, None)?;
     Ok(output.output)
 }
 
@@ -425,15 +425,8 @@ impl AgentRun {
     async fn task(self: &Arc<Self>, context: &[&str]) -> Result<TaskOutput, CrewError> {
         let dispatcher = self.dispatcher();
         let mut pre_step = self.step_context(prompt::context_text(context));
-        if let DispatchOutcome::Aborted(abort) =
-            dispatch(&dispatcher, PRE_STEP, &mut pre_step).await
-        {
-            return Err(aborted_at(
-                InterceptionPoint::PRE_STEP,
-                Some(self.role()),
-                abort,
-            ));
-        }
+        let outcome = dispatch(&dispatcher, PRE_STEP, &mut pre_step).await;
+        go_on(outcome, InterceptionPoint::PRE_STEP, Some(self.role()))?;
         if self.listening() {
             self.emit(Event::AgentExecutionStarted(AgentExecutionStartedEvent {
                 agent_role: self.role().to_owned(),
@@ -462,13 +455,7 @@ impl AgentRun {
         let mut post_step = self.step_context(std::mem::take(&mut output.raw));
         let outcome = dispatch(&dispatcher, POST_STEP, &mut post_step).await;
         output.raw = post_step.payload;
-        if let DispatchOutcome::Aborted(abort) = outcome {
-            return Err(aborted_at(
-                InterceptionPoint::POST_STEP,
-                Some(self.role()),
-                abort,
-            ));
-        }
+        go_on(outcome, InterceptionPoint::POST_STEP, Some(self.role()))?;
         Ok(output)
     }
 }
@@ -601,15 +588,12 @@ impl AgentRun {
                 .with_iterations(turn)
                 .with_human_input(Arc::clone(&self.settings().human_input))
                 .with_human_input_timeout(self.settings().human_input_timeout);
-            if let DispatchOutcome::Aborted(abort) =
-                hooks.dispatch_async(PRE_MODEL_CALL, &mut call).await
-            {
-                return Err(aborted_at(
-                    InterceptionPoint::PRE_MODEL_CALL,
-                    Some(self.role()),
-                    abort,
-                ));
-            }
+            let outcome = hooks.dispatch_async(PRE_MODEL_CALL, &mut call).await;
+            go_on(
+                outcome,
+                InterceptionPoint::PRE_MODEL_CALL,
+                Some(self.role()),
+            )?;
             // Model-call hooks may have edited or added messages (now, or
             // after the last answer): clean them all as they leave.
             if redaction.is_set()
@@ -664,15 +648,12 @@ impl AgentRun {
                 }
             };
             call.response = Some(answer.into());
-            if let DispatchOutcome::Aborted(abort) =
-                hooks.dispatch_async(POST_MODEL_CALL, &mut call).await
-            {
-                return Err(aborted_at(
-                    InterceptionPoint::POST_MODEL_CALL,
-                    Some(self.role()),
-                    abort,
-                ));
-            }
+            let outcome = hooks.dispatch_async(POST_MODEL_CALL, &mut call).await;
+            go_on(
+                outcome,
+                InterceptionPoint::POST_MODEL_CALL,
+                Some(self.role()),
+            )?;
             drop(hooks);
             let response = call.response.take().unwrap_or_default();
             messages = call.messages;

@@ -245,35 +245,30 @@ impl AgentRun {
         async move {
             let result = self.run_tool(run, placement, timeout, watch).await;
             let ran_for = started.map_or(Duration::ZERO, |started| started.elapsed());
-            let failed = |failure| Ran {
-                ran_for,
-                failed: Some(failure),
-                before_post: None,
-            };
-            let (kind, message) = match result {
-                Ok(Ok(output)) => {
-                    let ran = Ran {
-                        ran_for,
-                        ..Ran::default()
-                    };
-                    return (output, ran);
-                }
+            let (output, failed) = match result {
+                Ok(Ok(output)) => (output, None),
                 Ok(Err(failure)) => {
                     let mut output = ToolOutput::error(&failure);
                     if let Some(result) = failure.into_result() {
                         output.raw = RawToolResult::from_json(result);
                     }
-                    return (output, failed(Failure::Error));
+                    (output, Some(Failure::Error))
                 }
-                Err(Stopped::Panicked(message)) => {
-                    (Failure::Panic, format!("the tool panicked: {message}"))
-                }
+                Err(Stopped::Panicked(message)) => (
+                    ToolOutput::error(format!("the tool panicked: {message}")),
+                    Some(Failure::Panic),
+                ),
                 Err(Stopped::TimedOut) => (
-                    Failure::Error,
-                    format!("timed out after {}", format_duration(timeout)),
+                    ToolOutput::error(format!("timed out after {}", format_duration(timeout))),
+                    Some(Failure::Error),
                 ),
             };
-            (ToolOutput::error(message), failed(kind))
+            let ran = Ran {
+                ran_for,
+                failed,
+                before_post: None,
+            };
+            (output, ran)
         }
     }
 
