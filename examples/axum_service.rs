@@ -85,19 +85,45 @@ struct ResearchResponse {
 struct Service {
     /// Where the questions are asked and answered.
     store: Store,
+    /// The source every crew asks through: one per process, so that the
+    /// questions still open can be withdrawn together on shutdown.
+    approvals: StoreApprovals,
     /// How long a risky call waits for a person.
     wait: Duration,
     /// The titles `publish_report` really published, in order.
     published: Arc<Mutex<Vec<String>>>,
+    /// Turns `true` when the service starts shutting down.
+    stopping: tokio::sync::watch::Receiver<bool>,
+}
+
+/// Stops a running service: its requests waiting for a person give up at
+/// once (their questions withdrawn), then the server ends.
+struct Shutdown(tokio::sync::watch::Sender<bool>);
+
+impl Shutdown {
+    fn stop(&self) {
+        self.0.send_replace(true);
+    }
 }
 
 impl Service {
-    fn new(store: Store, wait: Duration) -> Self {
-        Service {
+    fn new(store: Store, wait: Duration) -> (Self, Shutdown) {
+        let (stop, stopping) = tokio::sync::watch::channel(false);
+        let service = Service {
+            approvals: StoreApprovals::new(store.clone()),
             store,
             wait,
             published: Arc::default(),
-        }
+            stopping,
+        };
+        (service, Shutdown(stop))
+    }
+
+    /// Resolves once the service is shutting down.
+    async fn stopped(&self) {
+        let mut stopping = self.stopping.clone();
+        // An error means the sender is gone: the service is stopping too.
+        let _ = stopping.wait_for(|stopping| *stopping).await;
     }
 
     /// The titles published so far.
@@ -178,7 +204,7 @@ impl Service {
             .global_registry(Arc::new(HookRegistry::new()))
             // The questions go to the store, where the inbox shows them; a
             // question the kickoff stops waiting for is withdrawn.
-            .human_input(Arc::new(StoreApprovals::new(self.store.clone())))
+            .human_input(Arc::new(self.approvals.clone()))
             .human_input_timeout(self.wait)
             .async_hook_with(
                 PRE_TOOL_CALL,
@@ -237,7 +263,11 @@ fn short_field<'a>(name: &str, value: &'a str) -> Result<&'a str, ApiError> {
 /// `POST /research`: runs a crew on the topic for its requester, and
 /// answers when it is done (after any approval it waited for). Should the
 /// client go away, axum drops this future, which cancels the kickoff and
-/// withdraws its pending question.
+/// withdraws its pending question. Should the service shut down while a
+/// call waits for a person, the kickoff is dropped the same way and the
+/// client told so: a graceful shutdown does not wait days for a person
+/// (a crew that is not durable cannot resume elsewhere, so its call is
+/// simply not made).
 async fn research(
     State(service): State<Service>,
     Json(request): Json<ResearchRequest>,
@@ -246,7 +276,16 @@ async fn research(
     let requester = short_field("requester", request.requester.as_deref().unwrap_or("web"))?;
     println!("service: a crew starts researching {topic:?} for {requester}");
     let crew = service.research_crew(topic)?.for_user(requester);
-    let output = crew.kickoff([("topic", topic)]).await?;
+    let output = tokio::select! {
+        output = crew.kickoff([("topic", topic)]) => output?,
+        () = service.stopped() => {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the service is shutting down: the request was stopped before its risky call, \
+                 whose question is withdrawn; send it again later",
+            ));
+        }
+    };
     Ok(Json(ResearchResponse {
         topic: topic.to_owned(),
         output: output.raw,
@@ -272,8 +311,21 @@ async fn start(
     let address = listener.local_addr()?;
     // The origin the approvers' browsers use: the inbox refuses a state
     // change that names another.
-    let app = app(service, &format!("http://{address}"));
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let app = app(service.clone(), &format!("http://{address}"));
+    let server = tokio::spawn(async move {
+        // Graceful: the server stops taking connections and waits for the
+        // requests in flight, which give up their waits for a person (see
+        // `research`); then the questions they dropped are withdrawn and
+        // recorded before the process goes on to exit.
+        let stopping = service.clone();
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { stopping.stopped().await })
+            .await?;
+        if let Err(error) = service.approvals.withdraw_open().await {
+            eprintln!("service: withdrawing the open questions failed: {error}");
+        }
+        Ok(())
+    });
     Ok((address, server))
 }
 
@@ -535,11 +587,12 @@ async fn run(options: Options) -> Result<Option<DemoOutcome>, Box<dyn Error>> {
     let password = approver_with_fresh_password(&store).await?;
 
     if options.demo {
-        let service = Service::new(store.clone(), Duration::from_secs(30));
+        let (service, shutdown) = Service::new(store.clone(), Duration::from_secs(30));
         let (address, server) = start(service.clone(), 0).await?;
         println!("research service on http://{address} (demo, store {url})");
         let outcome = demo(address, &service).await;
-        server.abort();
+        shutdown.stop();
+        within(Duration::from_secs(10), "the server stopping", server).await???;
         let outcome = outcome?;
         outcome.check()?;
         println!(
@@ -549,7 +602,7 @@ async fn run(options: Options) -> Result<Option<DemoOutcome>, Box<dyn Error>> {
         return Ok(Some(outcome));
     }
 
-    let service = Service::new(store, APPROVAL_WAIT);
+    let (service, shutdown) = Service::new(store, APPROVAL_WAIT);
     let (address, server) = start(service, options.port).await?;
     let base = format!("http://{address}");
     println!("research service on {base} (store {url})");
@@ -560,11 +613,18 @@ async fn run(options: Options) -> Result<Option<DemoOutcome>, Box<dyn Error>> {
         "  curl -s -X POST {base}/research -H 'content-type: application/json' -d '{{\"topic\": \"Rust\", \"requester\": \"carol\"}}'"
     );
     println!(
-        "A call nobody answers within {APPROVAL_WAIT:?} is blocked. Ctrl-C stops the service."
+        "A call nobody answers within {APPROVAL_WAIT:?} is blocked. Ctrl-C stops the service \
+         (a request still waiting for a person is stopped, its question withdrawn)."
     );
+    let mut server = server;
     tokio::select! {
-        served = server => served??,
-        stop = tokio::signal::ctrl_c() => stop?,
+        served = &mut server => served??,
+        stop = tokio::signal::ctrl_c() => {
+            stop?;
+            println!("service: shutting down");
+            shutdown.stop();
+            within(Duration::from_secs(30), "the server stopping", server).await???;
+        }
     }
     Ok(None)
 }
@@ -600,6 +660,7 @@ mod tests {
         address: SocketAddr,
         token: String,
         server: JoinHandle<std::io::Result<()>>,
+        shutdown: Shutdown,
         _dir: tempfile::TempDir,
     }
 
@@ -611,15 +672,73 @@ mod tests {
             .await
             .expect("the approver is created");
         let token = store.issue_api_token(APPROVER).await.expect("a token");
-        let service = Service::new(store, wait);
+        let (service, shutdown) = Service::new(store, wait);
         let (address, server) = start(service.clone(), 0).await.expect("the server starts");
         Running {
             service,
             address,
             token,
             server,
+            shutdown,
             _dir: dir,
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_shutdown_stops_a_call_waiting_for_a_person_and_withdraws_its_question() {
+        // Nobody would answer for an hour: the shutdown must not wait.
+        let running = running(Duration::from_secs(3600)).await;
+        let client = client().expect("a client");
+        let base = format!("http://{}", running.address);
+        let request = tokio::spawn(
+            client
+                .post(format!("{base}/research"))
+                .json(&json!({"topic": "Rust", "requester": "carol"}))
+                .send(),
+        );
+        let store = running.service.store.clone();
+        let question = within(Duration::from_secs(10), "the question", async {
+            loop {
+                let pending = store.pending().await.expect("the pending questions");
+                if let Some(question) = pending.into_iter().next() {
+                    return question;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the question is asked");
+
+        running.shutdown.stop();
+        let stopped = within(
+            Duration::from_secs(10),
+            "the server stopping",
+            running.server,
+        )
+        .await
+        .expect("the server stops without waiting for the person");
+        stopped.expect("the server task").expect("the server");
+
+        // The client was told, and the call never ran.
+        let response = request.await.expect("the request task").expect("an answer");
+        assert_eq!(response.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+        let body: Value = response.json().await.expect("a JSON body");
+        assert!(
+            body["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("shutting down")),
+            "{body}"
+        );
+        assert!(running.service.published().is_empty());
+        // Its question is closed as withdrawn, with the time, before the
+        // server task ended: no approver can answer it any more.
+        let closed = store
+            .question(&question.id)
+            .await
+            .expect("reads")
+            .expect("kept");
+        assert_eq!(closed.status, QuestionStatus::Withdrawn);
+        assert!(closed.closed_at.is_some());
     }
 
     /// The statuses of the questions asked, oldest first.

@@ -99,6 +99,15 @@ on_both_stores!(
     answers_from_another_store_handle_reach_the_right_waiting_calls,
     a_thousand_pending_questions_are_listed,
     a_schema_newer_than_the_program_is_refused,
+    an_approved_edit_goes_through_the_guards_that_ran_before_the_question,
+    an_ask_on_the_second_round_about_the_approved_arguments_is_not_asked_again,
+    a_different_ask_on_the_second_round_goes_to_another_approver,
+    a_guard_that_changes_the_approved_arguments_refuses_the_edit,
+    a_redacted_value_left_as_shown_reaches_the_tool_as_it_was,
+    an_edit_that_changes_a_redacted_value_is_refused,
+    what_became_of_an_approved_call_is_kept_beside_its_answer,
+    an_approval_its_process_never_takes_is_abandoned_not_approved,
+    a_withdrawn_question_is_recorded_with_the_time_it_closed,
 );
 
 fn object(value: Value) -> Map<String, Value> {
@@ -748,4 +757,547 @@ async fn a_read_only_store_refuses_answers_clearly_and_approves_nothing() {
     }
     assert_eq!(pending(&store, 1).await[0].status, QuestionStatus::Pending);
     waiting.abort();
+}
+
+// SPEC §11 "Under attack": an approver's edit is bound to the call's
+// guards, and what became of an approved call is told back.
+
+/// The schema of the `write_file` tool.
+fn write_file_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string"},
+            "content": {"type": "string"},
+            "token": {"type": "string"}
+        },
+        "required": ["path"],
+        "additionalProperties": false
+    })
+}
+
+/// A `write_file` tool that records the arguments it ran with; it fails
+/// on a path under `full/`.
+fn write_file_tool(ran: &Log<Value>) -> Tool {
+    let sink = ran.clone();
+    Tool::dynamic(
+        "write_file",
+        "Writes a file",
+        write_file_schema(),
+        move |args| {
+            push(&sink, args.clone());
+            if args["path"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("full/"))
+            {
+                return Err("the disk is full".to_owned());
+            }
+            Ok::<_, String>(json!("written"))
+        },
+    )
+    .with_annotations(ToolAnnotations::new().destructive(true))
+}
+
+/// The guard of a crew that writes only under `drafts/` (or `shared/`).
+fn drafts_only(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+    let path = ctx.tool_input["path"].as_str().unwrap_or_default();
+    if path.starts_with("drafts/") || path.starts_with("shared/") || path.starts_with("full/") {
+        Ok(())
+    } else {
+        Err(HookAborted::new(
+            format!("{path} is outside drafts/"),
+            "drafts-only",
+        ))
+    }
+}
+
+/// A crew whose model writes `args` once: the `drafts-only` guard, then
+/// the approval gate on every `write_file` call, asking through `store`
+/// for `carol`; `more` adds hooks after the gate.
+fn write_crew(
+    store: &Store,
+    ran: &Log<Value>,
+    args: Value,
+    more: impl FnOnce(crew_runtime::CrewBuilder) -> crew_runtime::CrewBuilder,
+) -> (Crew, Arc<ScriptedLlm>) {
+    let llm = Arc::new(ScriptedLlm::new().call("write_file", args).answer("done"));
+    let writer = agent("Writer", vec![write_file_tool(ran)], &llm);
+    let builder = Crew::builder()
+        .name("writers")
+        .agent(writer.clone())
+        .task(Task::builder("Write the notes").agent(&writer).build())
+        .global_registry(fresh_registry())
+        .human_input(Arc::new(StoreApprovals::new(store.clone())))
+        .human_input_timeout(PATIENCE)
+        .hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("drafts-only"),
+            drafts_only,
+        )
+        .async_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("approval-gate"),
+            ApprovalGate::for_tools(["write_file"]).pre_hook(),
+        );
+    let crew = more(builder).build().expect("the crew builds");
+    (crew.for_user("carol"), llm)
+}
+
+/// The question once its call has said what became of it.
+async fn settled(store: &Store, id: &str) -> Question {
+    let started = std::time::Instant::now();
+    loop {
+        let question = store.question(id).await.expect("reads").expect("kept");
+        if question.outcome.is_some() {
+            return question;
+        }
+        assert!(
+            started.elapsed() < PATIENCE,
+            "no outcome recorded: {question:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn an_approved_edit_goes_through_the_guards_that_ran_before_the_question(
+    store: Store,
+    _keep: Keep,
+) {
+    let ran = log();
+    let (crew, llm) = write_crew(
+        &store,
+        &ran,
+        json!({"path": "drafts/a.md", "content": "notes"}),
+        |builder| builder,
+    );
+    let run = tokio::spawn(async move { crew.kickoff(()).await });
+    let question = pending(&store, 1).await.remove(0);
+    // Valid for the tool's schema, and past the guard that let the
+    // question be asked.
+    let edit = object(json!({"path": "/etc/cron.d/evil", "content": "* * * * * root sh"}));
+    store
+        .decide(
+            &question.id,
+            Answer::new("alice", Decision::ApproveWithEdit(edit)),
+        )
+        .await
+        .expect("the store takes the edit");
+    finish(run).await.expect("the kickoff ends");
+
+    assert!(take(&ran).is_empty(), "the edited call must not run");
+    assert_eq!(
+        llm.requests()[1].observations(),
+        ["Tool execution blocked by hook. Tool: write_file"]
+    );
+    let question = settled(&store, &question.id).await;
+    let outcome = question.outcome.expect("settled");
+    assert_eq!(outcome.outcome, "refused");
+    assert_eq!(outcome.source.as_deref(), Some("drafts-only"));
+    assert_eq!(
+        outcome.detail.as_deref(),
+        Some("/etc/cron.d/evil is outside drafts/")
+    );
+}
+
+async fn an_ask_on_the_second_round_about_the_approved_arguments_is_not_asked_again(
+    store: Store,
+    _keep: Keep,
+) {
+    let ran = log();
+    let (crew, _llm) = write_crew(
+        &store,
+        &ran,
+        json!({"path": "drafts/a.md", "content": "notes"}),
+        |builder| builder,
+    );
+    let run = tokio::spawn(async move { crew.kickoff(()).await });
+    let question = pending(&store, 1).await.remove(0);
+    let edit = object(json!({"path": "drafts/b.md", "content": "better notes"}));
+    store
+        .decide(
+            &question.id,
+            Answer::new("alice", Decision::ApproveWithEdit(edit)),
+        )
+        .await
+        .expect("alice edits and approves");
+    finish(run).await.expect("the kickoff ends");
+
+    assert_eq!(
+        take(&ran),
+        vec![json!({"path": "drafts/b.md", "content": "better notes"})]
+    );
+    // The gate met the approved arguments again on the second round and
+    // took the approval just given: one question in all.
+    assert_eq!(store.history(10).await.expect("lists").len(), 1);
+    assert!(store.pending().await.expect("lists").is_empty());
+    let outcome = settled(&store, &question.id)
+        .await
+        .outcome
+        .expect("settled");
+    assert_eq!(outcome.outcome, "ran");
+}
+
+async fn a_different_ask_on_the_second_round_goes_to_another_approver(store: Store, _keep: Keep) {
+    let ran = log();
+    let shared_gate = ApprovalGate::when(|ctx| {
+        ctx.tool_input["path"]
+            .as_str()
+            .is_some_and(|path| path.starts_with("shared/"))
+    });
+    let (crew, _llm) = write_crew(
+        &store,
+        &ran,
+        json!({"path": "drafts/a.md", "content": "notes"}),
+        |builder| {
+            builder.async_hook_with(
+                PRE_TOOL_CALL,
+                HookOptions::new().name("shared-gate"),
+                shared_gate.pre_hook(),
+            )
+        },
+    );
+    let run = tokio::spawn(async move { crew.kickoff(()).await });
+    let first = pending(&store, 1).await.remove(0);
+    let edit = object(json!({"path": "shared/notes.md", "content": "notes"}));
+    store
+        .decide(
+            &first.id,
+            Answer::new("alice", Decision::ApproveWithEdit(edit)),
+        )
+        .await
+        .expect("alice edits and approves");
+
+    // The shared gate asks about the edit: alice is its requester now.
+    let second = pending(&store, 1).await.remove(0);
+    assert_ne!(second.id, first.id);
+    assert_eq!(
+        second.arguments,
+        json!({"path": "shared/notes.md", "content": "notes"})
+    );
+    assert_eq!(second.requester.as_deref(), Some("alice"));
+    let own = store
+        .decide(&second.id, Answer::new("alice", Decision::Approve))
+        .await;
+    assert!(matches!(own, Err(DecisionError::OwnRequest(_))), "{own:?}");
+    assert!(take(&ran).is_empty());
+    store
+        .decide(&second.id, Answer::new("bob", Decision::Approve))
+        .await
+        .expect("bob approves");
+    finish(run).await.expect("the kickoff ends");
+    assert_eq!(
+        take(&ran),
+        vec![json!({"path": "shared/notes.md", "content": "notes"})]
+    );
+}
+
+async fn a_guard_that_changes_the_approved_arguments_refuses_the_edit(store: Store, _keep: Keep) {
+    let ran = log();
+    let (crew, _llm) = write_crew(
+        &store,
+        &ran,
+        json!({"path": "drafts/a.md", "content": "notes"}),
+        |builder| {
+            builder.hook_with(
+                PRE_TOOL_CALL,
+                HookOptions::new().name("lowercase-paths"),
+                |ctx: &mut ToolCallHookContext| {
+                    if let Some(path) = ctx.tool_input["path"].as_str() {
+                        let lower = path.to_lowercase();
+                        ctx.tool_input.insert("path".into(), json!(lower));
+                    }
+                },
+            )
+        },
+    );
+    let run = tokio::spawn(async move { crew.kickoff(()).await });
+    let question = pending(&store, 1).await.remove(0);
+    let edit = object(json!({"path": "drafts/B.md", "content": "notes"}));
+    store
+        .decide(
+            &question.id,
+            Answer::new("alice", Decision::ApproveWithEdit(edit)),
+        )
+        .await
+        .expect("alice edits and approves");
+    finish(run).await.expect("the kickoff ends");
+    assert!(take(&ran).is_empty(), "{:?}", take(&ran));
+    let outcome = settled(&store, &question.id)
+        .await
+        .outcome
+        .expect("settled");
+    assert_eq!(outcome.outcome, "refused");
+    assert_eq!(outcome.source.as_deref(), Some("approval-recheck"));
+}
+
+/// A GitHub token of the documented shape (not a real one).
+const TOKEN: &str = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+
+async fn a_redacted_value_left_as_shown_reaches_the_tool_as_it_was(store: Store, _keep: Keep) {
+    let ran = log();
+    let (crew, _llm) = write_crew(
+        &store,
+        &ran,
+        json!({"path": "drafts/a.md", "token": TOKEN}),
+        |builder| builder.redact_with(crew_runtime::guards::SecretRedactor::new()),
+    );
+    let run = tokio::spawn(async move { crew.kickoff(()).await });
+    let question = pending(&store, 1).await.remove(0);
+    // The approver never sees the secret.
+    let shown = question.arguments.to_string();
+    assert!(!shown.contains(TOKEN), "{shown}");
+    let placeholder = question.arguments["token"].clone();
+    assert!(
+        placeholder.as_str().is_some_and(|t| t.contains("REDACTED")),
+        "{placeholder}"
+    );
+    // They fix the path only, leaving the placeholder as shown.
+    let edit = object(json!({"path": "drafts/b.md", "token": placeholder}));
+    store
+        .decide(
+            &question.id,
+            Answer::new("alice", Decision::ApproveWithEdit(edit)),
+        )
+        .await
+        .expect("alice edits and approves");
+    finish(run).await.expect("the kickoff ends");
+    assert_eq!(
+        take(&ran),
+        vec![json!({"path": "drafts/b.md", "token": TOKEN})]
+    );
+}
+
+async fn an_edit_that_changes_a_redacted_value_is_refused(store: Store, _keep: Keep) {
+    for tampered in [
+        json!({"path": "drafts/a.md", "token": "[GITHUB-TOKEN-REDACTED]0"}),
+        json!({"path": "drafts/a.md", "token": "mine", "content": "[REDACTED]"}),
+    ] {
+        let ran = log();
+        let (crew, _llm) = write_crew(
+            &store,
+            &ran,
+            json!({"path": "drafts/a.md", "token": TOKEN}),
+            |builder| builder.redact_with(crew_runtime::guards::SecretRedactor::new()),
+        );
+        let run = tokio::spawn(async move { crew.kickoff(()).await });
+        let question = pending(&store, 1).await.remove(0);
+        store
+            .decide(
+                &question.id,
+                Answer::new("alice", Decision::ApproveWithEdit(object(tampered))),
+            )
+            .await
+            .expect("the store takes the edit");
+        finish(run).await.expect("the kickoff ends");
+        assert!(take(&ran).is_empty(), "{:?}", take(&ran));
+        let outcome = settled(&store, &question.id)
+            .await
+            .outcome
+            .expect("settled");
+        assert_eq!(outcome.outcome, "refused");
+        assert_eq!(outcome.source.as_deref(), Some("approval-recheck"));
+        assert!(
+            outcome
+                .detail
+                .as_deref()
+                .is_some_and(|d| d.contains("redact")),
+            "{outcome:?}"
+        );
+    }
+}
+
+async fn what_became_of_an_approved_call_is_kept_beside_its_answer(store: Store, _keep: Keep) {
+    // Refused afterwards: a budget hook after the approval.
+    let ran = log();
+    let (crew, _llm) = write_crew(
+        &store,
+        &ran,
+        json!({"path": "drafts/a.md", "content": "800 EUR"}),
+        |builder| {
+            builder.hook_with(
+                PRE_TOOL_CALL,
+                HookOptions::new().name("budget"),
+                |_: &mut ToolCallHookContext| -> Result<(), HookAborted> {
+                    Err(HookAborted::new("over the monthly budget", "budget"))
+                },
+            )
+        },
+    );
+    let run = tokio::spawn(async move { crew.kickoff(()).await });
+    let question = pending(&store, 1).await.remove(0);
+    store
+        .decide(&question.id, Answer::new("alice", Decision::Approve))
+        .await
+        .expect("alice approves");
+    finish(run).await.expect("the kickoff ends");
+    assert!(take(&ran).is_empty());
+    let refused = settled(&store, &question.id).await;
+    let outcome = refused.outcome.expect("settled");
+    assert_eq!(
+        (
+            outcome.outcome.as_str(),
+            outcome.source.as_deref(),
+            outcome.detail.as_deref()
+        ),
+        ("refused", Some("budget"), Some("over the monthly budget"))
+    );
+    assert_eq!(refused.status, QuestionStatus::Approved);
+    assert!(refused.taken_at.is_some());
+
+    // Failed: the tool ran and failed.
+    let (crew, _llm) = write_crew(
+        &store,
+        &ran,
+        json!({"path": "full/a.md", "content": "x"}),
+        |builder| builder,
+    );
+    let run = tokio::spawn(async move { crew.kickoff(()).await });
+    let question = pending(&store, 1).await.remove(0);
+    store
+        .decide(&question.id, Answer::new("alice", Decision::Approve))
+        .await
+        .expect("alice approves");
+    finish(run).await.expect("the kickoff ends");
+    let outcome = settled(&store, &question.id)
+        .await
+        .outcome
+        .expect("settled");
+    assert_eq!(
+        (outcome.outcome.as_str(), outcome.detail.as_deref()),
+        ("failed", Some("the disk is full"))
+    );
+}
+
+/// The child process of
+/// [`an_approval_its_process_never_takes_is_abandoned_not_approved`]:
+/// asks one question with a lease of 3 s, recording on the trail `trail`
+/// when the audit trail is built in, and waits.
+#[tokio::test]
+#[ignore = "run by another test as a separate process"]
+async fn child_asks_with_a_trail_and_waits() {
+    let Ok(url) = std::env::var("CREW_STORE_CHILD_URL") else {
+        return;
+    };
+    let store = Store::connect(&url)
+        .await
+        .expect("the child opens the store");
+    #[allow(unused_mut)]
+    let mut approvals = StoreApprovals::new(store.clone()).lease(Duration::from_secs(3));
+    #[cfg(feature = "audit")]
+    {
+        let trail = crew_runtime::audit::AuditTrail::open_with(store, "approvals", 64)
+            .expect("the trail opens");
+        approvals = approvals.audit(trail);
+    }
+    let _ = approvals.answer(refund_request("carol", PATIENCE)).await;
+}
+
+async fn an_approval_its_process_never_takes_is_abandoned_not_approved(store: Store, keep: Keep) {
+    let mut child = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args([
+            "--exact",
+            "child_asks_with_a_trail_and_waits",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("CREW_STORE_CHILD_URL", keep.url())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the child starts");
+    let question = pending(&store, 1).await.remove(0);
+    child.kill().expect("the child is killed");
+    child.wait().expect("the child ends");
+
+    // Within the lease the store cannot know the process is gone: the
+    // approval is taken, but reads as not taken by its process.
+    let approved = store
+        .decide(&question.id, Answer::new("alice", Decision::Approve))
+        .await
+        .expect("taken within the lease");
+    assert_eq!(approved.status, QuestionStatus::Approved);
+    assert_eq!(approved.taken_at, None);
+
+    // Once the lease has run out, it approved nothing: abandoned, with the
+    // time it was found so.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let before = SystemTime::now();
+    let history = store.history(10).await.expect("lists");
+    let closed = history
+        .iter()
+        .find(|q| q.id == question.id)
+        .expect("in the history");
+    assert_eq!(closed.status, QuestionStatus::Abandoned);
+    let closed_at = closed.closed_at.expect("the time it was found abandoned");
+    assert!(
+        closed_at + Duration::from_secs(1) >= before,
+        "{closed_at:?}"
+    );
+    assert!(closed.outcome.is_none());
+
+    #[cfg(feature = "audit")]
+    {
+        let records = crew_runtime::audit::tail(&store, "approvals", 50)
+            .await
+            .expect("the trail reads");
+        // The killed process's own buffered records may be lost with it;
+        // the closing is written by the process that found it.
+        let kinds: Vec<&str> = records.iter().map(|r| r.kind.as_str()).collect();
+        let closed = records
+            .iter()
+            .find(|r| r.kind == "approval_closed")
+            .unwrap_or_else(|| panic!("no approval_closed record: {kinds:?}"));
+        assert_eq!(closed.data["question"], json!(question.id));
+        assert_eq!(closed.data["status"], json!("abandoned"));
+        assert_eq!(closed.data["answered_by"], json!("alice"));
+    }
+}
+
+async fn a_withdrawn_question_is_recorded_with_the_time_it_closed(store: Store, _keep: Keep) {
+    #[allow(unused_mut)]
+    let mut approvals = StoreApprovals::new(store.clone());
+    #[cfg(feature = "audit")]
+    let trail = crew_runtime::audit::AuditTrail::open_with(store.clone(), "approvals", 64)
+        .expect("the trail opens");
+    #[cfg(feature = "audit")]
+    {
+        approvals = approvals.audit(trail.clone());
+    }
+    let waiting = ask(&approvals, refund_request("carol", PATIENCE));
+    let question = pending(&store, 1).await.remove(0);
+    let before = SystemTime::now();
+    waiting.abort();
+    pending(&store, 0).await;
+    let started = std::time::Instant::now();
+    let closed = loop {
+        let question = store
+            .question(&question.id)
+            .await
+            .expect("reads")
+            .expect("kept");
+        if question.closed_at.is_some() {
+            break question;
+        }
+        assert!(started.elapsed() < PATIENCE);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(closed.status, QuestionStatus::Withdrawn);
+    assert!(closed.closed_at.expect("closed") + Duration::from_secs(1) >= before);
+    #[cfg(feature = "audit")]
+    {
+        trail.flush().await.expect("the trail flushes");
+        let started = std::time::Instant::now();
+        loop {
+            let records = crew_runtime::audit::tail(&store, "approvals", 50)
+                .await
+                .expect("the trail reads");
+            if let Some(record) = records.iter().find(|r| r.kind == "approval_closed") {
+                assert_eq!(record.data["status"], json!("withdrawn"));
+                assert_eq!(record.data["question"], json!(question.id));
+                break;
+            }
+            assert!(started.elapsed() < PATIENCE, "no approval_closed record");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
 }

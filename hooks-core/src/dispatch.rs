@@ -676,9 +676,16 @@ impl<'a> CallHooks<'a> {
         Fut: std::future::Future<Output = (ToolOutput, T)>,
     {
         let mut kept = None;
-        let blocked = match self.dispatch_async(PreToolCall, ctx).await {
+        let mut pre = self.dispatch_async(PreToolCall, ctx).await;
+        if !matches!(pre, DispatchOutcome::Aborted(_))
+            && let Some(approved) = ctx.approved_edit_to_recheck()
+        {
+            pre = self.recheck_approved_edit(ctx, approved).await;
+        }
+        let blocked = match pre {
             DispatchOutcome::Aborted(abort) => {
                 Self::block(ctx, &abort);
+                ctx.settle_approvals();
                 Some(abort)
             }
             DispatchOutcome::Proceeded | DispatchOutcome::Modified => {
@@ -697,6 +704,7 @@ impl<'a> CallHooks<'a> {
                     }
                 };
                 Self::record(ctx, output);
+                ctx.settle_approvals();
                 kept = Some(value);
                 None
             }
@@ -709,6 +717,37 @@ impl<'a> CallHooks<'a> {
             }),
         };
         (report, kept)
+    }
+
+    /// The second round of a call whose arguments a person edited when
+    /// approving it: the whole PRE chain again, on exactly the approved
+    /// arguments, so that the edit cannot carry the call past a guard that
+    /// ran before the question. An ask on this round about the same
+    /// arguments is answered at once (see `request_approval`); a guard
+    /// that changes them refuses the edit.
+    async fn recheck_approved_edit(
+        &self,
+        ctx: &mut ToolCallHookContext,
+        approved: crate::approval::ApprovedEdit,
+    ) -> DispatchOutcome {
+        let input = approved.input.clone();
+        ctx.tool_input = approved.input.clone();
+        ctx.set_recheck(Some(approved));
+        let outcome = self.dispatch_async(PreToolCall, ctx).await;
+        ctx.set_recheck(None);
+        // Answers given on this round count as checked: one round only.
+        let edited_again = ctx.approved_edit_to_recheck().is_some();
+        match outcome {
+            DispatchOutcome::Aborted(abort) => DispatchOutcome::Aborted(abort),
+            _ if edited_again || ctx.tool_input != input => {
+                DispatchOutcome::Aborted(HookAborted::new(
+                    "a guard changed the arguments the approver approved: the edit is refused \
+                     (an approved call runs with exactly what was approved)",
+                    crate::APPROVAL_RECHECK_SOURCE,
+                ))
+            }
+            other => other,
+        }
     }
 
     fn block(ctx: &mut ToolCallHookContext, abort: &HookAborted) {
@@ -813,6 +852,7 @@ impl<'a> CallHooks<'a> {
             }
             walk.hooks_run += 1;
             let limit = entry.info.timeout.unwrap_or(self.dispatcher.hook_timeout);
+            ctx.running_hook(Arc::as_ptr(entry).addr());
             let (result, asked) = run_one(&entry.call, limit, ctx).await;
             if self.settle(&mut walk, entry, asked, result, ctx) {
                 break;

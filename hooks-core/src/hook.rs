@@ -456,6 +456,15 @@ pub trait HookContext: Send + 'static {
     fn event_agent_role(&self) -> Option<Arc<str>> {
         None
     }
+
+    /// Told which hook an awaiting walk runs next (an identity valid while
+    /// the call runs), so that a question the hook asks knows who asked.
+    /// Nothing by default.
+    #[doc(hidden)]
+    #[inline]
+    fn running_hook(&mut self, hook: usize) {
+        let _ = hook;
+    }
 }
 
 /// A synchronous hook, adapted to its point's decision.

@@ -323,6 +323,46 @@ pub trait HumanInputSource: Send + Sync {
     fn never_blocks(&self) -> bool {
         false
     }
+
+    /// Hears what became of a call whose question it answered with a
+    /// [`question_id`](HumanAnswer::question_id): it ran, failed, or a
+    /// guard refused it after the answer (a later hook, a policy, the
+    /// second round of an edited call). A source that keeps its questions
+    /// (a store, an inbox) shows it beside the answer, so a person who
+    /// approved a call learns what their approval led to. Nothing by
+    /// default.
+    ///
+    /// It is called on the call's path and must not wait: write the news
+    /// somewhere that takes it at once, or hand it to a task. A panic here
+    /// is contained and ignored.
+    ///
+    /// ```
+    /// use std::sync::Mutex;
+    /// use hooks_core::{ApprovedCallOutcome, HumanInputError, HumanInputRequest, HumanInputSource, async_trait};
+    ///
+    /// #[derive(Default)]
+    /// struct Journal(Mutex<Vec<(String, &'static str)>>);
+    ///
+    /// #[async_trait]
+    /// impl HumanInputSource for Journal {
+    ///     async fn ask(&self, _request: HumanInputRequest) -> Result<String, HumanInputError> {
+    ///         Ok("yes".into())
+    ///     }
+    ///
+    ///     fn settled(&self, question_id: &str, outcome: &ApprovedCallOutcome) {
+    ///         if let Ok(mut journal) = self.0.lock() {
+    ///             journal.push((question_id.to_owned(), outcome.as_str()));
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let journal = Journal::default();
+    /// journal.settled("q-1", &ApprovedCallOutcome::Ran);
+    /// assert_eq!(journal.0.lock().unwrap()[0], ("q-1".to_owned(), "ran"));
+    /// ```
+    fn settled(&self, question_id: &str, outcome: &crate::ApprovedCallOutcome) {
+        let _ = (question_id, outcome);
+    }
 }
 
 /// A person's answer with what came with it: who gave it, a comment, and
@@ -359,6 +399,10 @@ pub struct HumanAnswer {
     pub answered_by: Option<String>,
     /// What the person wrote beside the answer.
     pub comment: Option<String>,
+    /// The source's own id of the question, when it keeps one (a store's
+    /// row): the runtime tells the source what became of the call under
+    /// this id ([`HumanInputSource::settled`]).
+    pub question_id: Option<String>,
 }
 
 impl HumanAnswer {
@@ -404,6 +448,18 @@ impl HumanAnswer {
     /// ```
     pub fn with_comment(mut self, comment: impl Into<String>) -> Self {
         self.comment = Some(comment.into());
+        self
+    }
+
+    /// Names the question in the source's own terms, so that the source
+    /// hears what became of the call ([`HumanInputSource::settled`]).
+    ///
+    /// ```
+    /// let answer = hooks_core::HumanAnswer::new("yes").with_question_id("q-17");
+    /// assert_eq!(answer.question_id.as_deref(), Some("q-17"));
+    /// ```
+    pub fn with_question_id(mut self, id: impl Into<String>) -> Self {
+        self.question_id = Some(id.into());
         self
     }
 }
@@ -492,7 +548,9 @@ pub(crate) fn ask(
     request: HumanInputRequest,
     timeout: Duration,
 ) -> HumanInputFuture {
-    let answer = answering(source, request, timeout);
+    // A person is an exit too: the crew's redaction in scope (the hook
+    // asking runs in it) cleans what they are shown.
+    let answer = answering(source, request.redacted_in_scope(), timeout);
     HumanInputFuture {
         answer: Box::pin(async move {
             let answer = answer.await?;
@@ -513,29 +571,76 @@ pub(crate) fn ask(
 }
 
 /// Like [`ask`], with the whole answer: what approvals read.
+///
+/// The person sees the arguments redacted; an edit of theirs is merged
+/// back onto the real ones here, in the process that holds the call (see
+/// [`crate::approval`]), and refused when it touched a redacted value. The
+/// answer is kept in `ledger`, so that the call's dispatch can check an
+/// edit again and tell the source what became of the call.
 pub(crate) fn ask_for_answer(
     source: Option<Arc<dyn HumanInputSource>>,
     request: HumanInputRequest,
     timeout: Duration,
+    ledger: Option<(Arc<crate::approval::Ledger>, usize)>,
 ) -> HumanInputFuture<HumanAnswer> {
+    let asked = request.tool_input.clone();
+    // What the person is shown: cleaned by the crew's redaction in scope.
+    let request = request.redacted_in_scope();
+    let shown = request.tool_input.clone();
+    let told = source.clone();
+    let answer = answering(source, request, timeout);
     HumanInputFuture {
-        answer: Box::pin(answering(source, request, timeout)),
+        answer: Box::pin(async move {
+            let mut answer = answer.await?;
+            if let Some(edit) = answer.edited_input.take() {
+                match crate::approval::merge_edit(asked.as_ref(), shown.as_ref(), edit) {
+                    Ok(merged) => answer.edited_input = Some(merged),
+                    Err(problem) => {
+                        if let (Some(source), Some(id)) = (&told, &answer.question_id) {
+                            let outcome = crate::ApprovedCallOutcome::Refused {
+                                source: crate::APPROVAL_RECHECK_SOURCE.to_owned(),
+                                reason: problem.clone(),
+                            };
+                            crate::approval::tell(source.as_ref(), id, &outcome);
+                        }
+                        return Err(HumanInputError::SourceFailed(format!(
+                            "the approved edit cannot be applied: {problem}"
+                        )));
+                    }
+                }
+            }
+            if let Some((ledger, asker)) = ledger {
+                let asked = match asked {
+                    Some(Value::Object(asked)) => asked,
+                    _ => serde_json::Map::new(),
+                };
+                ledger.record(told, asker, asked, &answer);
+            }
+            Ok(answer)
+        }),
+        open_on: None,
+        started: false,
+    }
+}
+
+/// An answer given at once, without asking anybody: an approval already
+/// given for exactly this call.
+pub(crate) fn answered_already(answer: HumanAnswer) -> HumanInputFuture<HumanAnswer> {
+    HumanInputFuture {
+        answer: Box::pin(std::future::ready(Ok(answer))),
         open_on: None,
         started: false,
     }
 }
 
 /// The answer of `source` (the terminal when there is none) within
-/// `timeout`, its text trimmed.
+/// `timeout`, its text trimmed. `request` is already redacted.
 fn answering(
     source: Option<Arc<dyn HumanInputSource>>,
     mut request: HumanInputRequest,
     timeout: Duration,
 ) -> impl Future<Output = Result<HumanAnswer, HumanInputError>> + Send + 'static {
     request.timeout = Some(timeout);
-    // A person is an exit too: the crew's redaction in scope (the hook
-    // asking runs in it) cleans what they are shown.
-    let request = request.redacted_in_scope();
     async move {
         // A timeout too large to be a deadline is no deadline.
         let deadline = std::time::Instant::now().checked_add(timeout);

@@ -80,6 +80,7 @@
 #![deny(missing_docs)]
 
 mod api;
+mod approval;
 mod capability;
 mod chain;
 pub mod console;
@@ -229,6 +230,7 @@ pub use api::{
     unregister_after_tool_call_hook, unregister_before_llm_call_hook,
     unregister_before_tool_call_hook, unregister_hook,
 };
+pub use approval::{APPROVAL_RECHECK_SOURCE, ApprovedCallOutcome};
 pub use capability::{Capabilities, Capability, ToolAnnotations};
 pub use context::{
     AgentInfo, CrewInfo, ExecutionEndContext, ExecutionStartContext, ExecutionStatus, InputContext,

@@ -44,6 +44,24 @@ pub(crate) async fn pending(Extract(state): Extract<State>, Bot(approver): Bot) 
     Json(serde_json::json!({ "approvals": approvals })).into_response()
 }
 
+/// `GET /api/approvals/{id}`: one question the bot's approver may
+/// answer, in whatever state: its answer, and what became of the call
+/// (`outcome`: ran, failed, or refused afterwards and by whom; `summary`
+/// in words). A question outside the approver's scope reads as missing.
+pub(crate) async fn question(
+    Extract(state): Extract<State>,
+    Bot(approver): Bot,
+    Path(id): Path<String>,
+) -> Response {
+    match state.store.question(&id).await {
+        Ok(Some(question)) if approver.may_answer(&question) => {
+            Json(QuestionView::of(&question, SystemTime::now())).into_response()
+        }
+        Ok(_) => view::api_error(StatusCode::NOT_FOUND, "no question has this id"),
+        Err(error) => view::store_failed_api(&error),
+    }
+}
+
 /// `POST /api/approvals/{id}/decision`: `{"decision": "approve" | "deny"
 /// | "edit", "arguments": {…} (for an edit), "comment": "…"}`; answers
 /// the question as recorded.

@@ -206,6 +206,7 @@ impl Inbox {
         // Bearer tokens carry no ambient authority: no CSRF, no Origin.
         let bots = Router::new()
             .route("/api/approvals", get(api::pending))
+            .route("/api/approvals/{id}", get(api::question))
             .route("/api/approvals/{id}/decision", post(api::decide));
         let assets = Router::new()
             .route("/static/inbox.js", get(pages::script))

@@ -160,6 +160,30 @@ pub(crate) struct QuestionView {
     pub(crate) status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) answer: Option<AnswerView>,
+    /// When it was closed without an answer taken (expired, abandoned,
+    /// withdrawn).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) closed_at: Option<String>,
+    /// Whether the process that asked took the answer: an approval not
+    /// taken yet has run nothing.
+    pub(crate) taken: bool,
+    /// What the call did after the answer, once its process said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) outcome: Option<OutcomeView>,
+    /// Where it stands, in words: "approved, then refused by budget: …".
+    pub(crate) summary: String,
+}
+
+/// What an answered call did afterwards.
+#[derive(Debug, Serialize)]
+pub(crate) struct OutcomeView {
+    /// `ran`, `failed` or `refused`.
+    pub(crate) outcome: String,
+    /// Who refused it.
+    pub(crate) source: Option<String>,
+    /// Why, or the tool's error.
+    pub(crate) detail: Option<String>,
+    pub(crate) at: String,
 }
 
 /// An answer as shown.
@@ -195,7 +219,54 @@ impl QuestionView {
                 comment: answer.comment.clone(),
                 answered_at: rfc3339(answer.answered_at),
             }),
+            closed_at: question.closed_at.map(rfc3339),
+            taken: question.taken_at.is_some(),
+            outcome: question.outcome.as_ref().map(|outcome| OutcomeView {
+                outcome: outcome.outcome.clone(),
+                source: outcome.source.clone(),
+                detail: outcome.detail.clone(),
+                at: rfc3339(outcome.at),
+            }),
+            summary: summary(question),
         }
+    }
+}
+
+/// Where a question stands, in words: what was decided and what became
+/// of the call.
+pub(crate) fn summary(question: &Question) -> String {
+    use crate::store::QuestionStatus;
+    let when = |time: Option<SystemTime>| time.map(rfc3339).unwrap_or_default();
+    match question.status {
+        QuestionStatus::Pending => "waiting for an answer".to_owned(),
+        QuestionStatus::Approved => match &question.outcome {
+            Some(outcome) => match (outcome.outcome.as_str(), &outcome.source, &outcome.detail) {
+                ("ran", _, _) => "approved; the call ran".to_owned(),
+                ("failed", _, Some(error)) => format!("approved; the call failed: {error}"),
+                ("refused", Some(source), Some(reason)) => {
+                    format!("approved, then refused by {source}: {reason}")
+                }
+                (other, _, _) => format!("approved; the call {other}"),
+            },
+            None if question.taken_at.is_none() => {
+                "approved; its process has not taken the answer yet".to_owned()
+            }
+            None => "approved; the call is running".to_owned(),
+        },
+        QuestionStatus::Denied => "denied".to_owned(),
+        QuestionStatus::Expired => format!("expired at {}", when(question.closed_at)),
+        QuestionStatus::Abandoned if question.answer.is_some() => format!(
+            "abandoned at {} (its process was gone before it took the answer: nothing ran)",
+            when(question.closed_at)
+        ),
+        QuestionStatus::Abandoned => format!(
+            "abandoned at {} (its process was gone)",
+            when(question.closed_at)
+        ),
+        QuestionStatus::Withdrawn => format!(
+            "withdrawn at {} (its call stopped waiting)",
+            when(question.closed_at)
+        ),
     }
 }
 

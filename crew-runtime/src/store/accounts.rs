@@ -1002,6 +1002,9 @@ mod tests {
             lease_until: std::time::SystemTime::UNIX_EPOCH,
             status: super::super::QuestionStatus::Pending,
             answer: None,
+            taken_at: None,
+            closed_at: None,
+            outcome: None,
         };
         let destructive = Capabilities::NONE.with(Capability::Destructive);
         let reader = Capabilities::NONE.with(Capability::ReadOnly);

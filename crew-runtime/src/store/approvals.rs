@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use hooks_core::{
-    Capabilities, Capability, HumanAnswer, HumanInputError, HumanInputRequest, HumanInputSource,
-    async_trait,
+    ApprovedCallOutcome, Capabilities, Capability, HumanAnswer, HumanInputError, HumanInputRequest,
+    HumanInputSource, async_trait,
 };
 use serde_json::{Map, Value};
 use sqlx::Row;
@@ -24,6 +24,10 @@ pub const MAX_EDIT_BYTES: usize = 256 * 1024;
 
 /// The longest comment kept with an answer, in bytes.
 const MAX_COMMENT_BYTES: usize = 4096;
+
+/// The most of a refusal's reason or a tool's error kept beside an
+/// answered question.
+const MAX_OUTCOME_DETAIL_BYTES: usize = 4096;
 
 /// How long a question stays open after its process last said it is
 /// alive, unless told otherwise ([`StoreApprovals::lease`]).
@@ -254,6 +258,44 @@ pub struct Question {
     pub status: QuestionStatus,
     /// Its answer, once answered.
     pub answer: Option<RecordedAnswer>,
+    /// When the process that asked took the answer. An approval nobody
+    /// takes before the question's lease runs out (its process is gone)
+    /// approved nothing: the question is then abandoned.
+    pub taken_at: Option<SystemTime>,
+    /// When it was closed without an answer taken: expired, abandoned or
+    /// withdrawn.
+    pub closed_at: Option<SystemTime>,
+    /// What the call did after the answer (see [`CallOutcome`]), once its
+    /// process said.
+    pub outcome: Option<CallOutcome>,
+}
+
+/// What an answered call did afterwards, as its process told the store:
+/// it ran, failed, or a guard refused it after the approval (a later hook,
+/// a policy, the second round of an edited call).
+///
+/// ```
+/// # fn show(question: crew_runtime::store::Question) {
+/// if let Some(outcome) = &question.outcome {
+///     match outcome.source.as_deref() {
+///         Some(source) => println!("{} by {source}", outcome.outcome),
+///         None => println!("{}", outcome.outcome),
+///     }
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CallOutcome {
+    /// `ran`, `failed` or `refused` (see
+    /// [`ApprovedCallOutcome::as_str`](crate::ApprovedCallOutcome::as_str)).
+    pub outcome: String,
+    /// Who refused it, for a refusal.
+    pub source: Option<String>,
+    /// Why it was refused, or the tool's error.
+    pub detail: Option<String>,
+    /// When its process said.
+    pub at: SystemTime,
 }
 
 impl Question {
@@ -365,7 +407,8 @@ pub enum DecisionError {
 /// The columns of a question, in the order [`read_question`] reads them.
 const COLUMNS: &str = "id, call_id, tool, arguments, tool_schema, capabilities, agent, task, crew, \
      kickoff_id, requester, prompt, created_at, deadline, lease_until, status, approver, decision, \
-     edited_arguments, comment, answered_at";
+     edited_arguments, comment, answered_at, taken_at, closed_at, outcome, outcome_source, \
+     outcome_detail, outcome_at";
 
 /// Reads a question from a row of either backend.
 macro_rules! read_question {
@@ -395,6 +438,19 @@ macro_rules! read_question {
                 }),
                 _ => None,
             };
+            let outcome: Option<String> = row.try_get("outcome").map_err(corrupt)?;
+            let outcome_at: Option<i64> = row.try_get("outcome_at").map_err(corrupt)?;
+            let outcome = match (outcome, outcome_at) {
+                (Some(outcome), Some(at)) => Some(CallOutcome {
+                    outcome,
+                    source: row.try_get("outcome_source").map_err(corrupt)?,
+                    detail: row.try_get("outcome_detail").map_err(corrupt)?,
+                    at: time_of(at),
+                }),
+                _ => None,
+            };
+            let taken_at: Option<i64> = row.try_get("taken_at").map_err(corrupt)?;
+            let closed_at: Option<i64> = row.try_get("closed_at").map_err(corrupt)?;
             Ok(Question {
                 id: row.try_get("id").map_err(corrupt)?,
                 call_id: row.try_get("call_id").map_err(corrupt)?,
@@ -416,6 +472,9 @@ macro_rules! read_question {
                 lease_until: time_of(row.try_get("lease_until").map_err(corrupt)?),
                 status: status.parse().map_err(StoreError::Corrupt)?,
                 answer,
+                taken_at: taken_at.map(time_of),
+                closed_at: closed_at.map(time_of),
+                outcome,
             })
         })()
     }};
@@ -477,7 +536,7 @@ impl Store {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let sql = format!(
             "SELECT {COLUMNS} FROM crew_approvals WHERE status <> 'pending' \
-             ORDER BY COALESCE(answered_at, deadline) DESC, id LIMIT $1"
+             ORDER BY COALESCE(closed_at, answered_at, deadline) DESC, id LIMIT $1"
         );
         on_pool!(self, |pool| {
             let rows = sqlx::query(&sql).bind(limit).fetch_all(pool).await?;
@@ -653,36 +712,90 @@ impl Store {
     }
 
     /// Closes the pending questions whose deadline passed (expired) or
-    /// whose process is gone (abandoned), and announces them.
+    /// whose process is gone (abandoned), and the approvals nobody took
+    /// before their lease ran out (abandoned: their process is gone, so
+    /// they approved nothing); announces them and records each on the
+    /// audit trail its process named. Whichever process closes a question
+    /// records it: the one that asked may be gone.
     async fn close_lapsed(&self) -> Result<(), StoreError> {
         let now = now_millis();
         let mut closed = Vec::new();
-        for (status, column) in [("expired", "deadline"), ("abandoned", "lease_until")] {
-            let select = format!(
-                "SELECT id FROM crew_approvals WHERE status = 'pending' AND {column} <= $1"
-            );
+        let lapsed = [
+            ("expired", "status = 'pending' AND deadline <= $1"),
+            ("abandoned", "status = 'pending' AND lease_until <= $1"),
+            (
+                "abandoned",
+                "status = 'approved' AND taken_at IS NULL AND lease_until <= $1",
+            ),
+        ];
+        for (status, condition) in lapsed {
+            // One statement per kind: a question closes once, by whoever
+            // gets there first, and only that writer records it.
             let update = format!(
-                "UPDATE crew_approvals SET status = $2 WHERE status = 'pending' AND {column} <= $1"
+                "UPDATE crew_approvals SET status = $2, closed_at = $1 WHERE {condition} \
+                 RETURNING id"
             );
             on_pool!(self, |pool| {
-                let ids: Vec<String> = sqlx::query_scalar(&select)
+                let ids: Vec<String> = sqlx::query_scalar(&update)
                     .bind(now)
+                    .bind(status)
                     .fetch_all(pool)
                     .await?;
-                if !ids.is_empty() {
-                    sqlx::query(&update)
-                        .bind(now)
-                        .bind(status)
-                        .execute(pool)
-                        .await?;
-                    closed.extend(ids);
-                }
+                closed.extend(ids);
             });
         }
         for id in closed {
+            self.record_closed(&id).await;
             self.announce(&id).await;
         }
         Ok(())
+    }
+
+    /// Records on its audit trail (if its process named one) that question
+    /// `id` was closed without an answer taken.
+    async fn record_closed(&self, id: &str) {
+        #[cfg(feature = "audit")]
+        {
+            let question = match self.question(id).await {
+                Ok(Some(question)) => question,
+                Ok(None) => return,
+                Err(error) => {
+                    tracing::warn!(question = %id, %error, "reading a closed approval failed");
+                    return;
+                }
+            };
+            let trail: Option<String> = {
+                let sql = "SELECT audit_trail FROM crew_approvals WHERE id = $1";
+                let read: Result<Option<String>, StoreError> = async {
+                    Ok(on_pool!(self, |pool| {
+                        sqlx::query_scalar::<_, Option<String>>(sql)
+                            .bind(id)
+                            .fetch_optional(pool)
+                            .await?
+                            .flatten()
+                    }))
+                }
+                .await;
+                read.unwrap_or_else(|error| {
+                    tracing::warn!(question = %id, %error, "reading an approval's trail failed");
+                    None
+                })
+            };
+            let Some(trail) = trail else { return };
+            let at = question
+                .closed_at
+                .map_or_else(now_millis, crate::store::millis);
+            let entry = crate::store::audit::Entry {
+                at,
+                kind: "approval_closed".to_owned(),
+                data: closed_record(&question),
+            };
+            if let Err(error) = self.append_audit(&trail, &[entry]).await {
+                tracing::warn!(question = %id, %error, "recording a closed approval failed");
+            }
+        }
+        #[cfg(not(feature = "audit"))]
+        let _ = id;
     }
 
     /// Stores a new question, open until `deadline`, held by `owner`.
@@ -693,6 +806,7 @@ impl Store {
         request: &HumanInputRequest,
         deadline: i64,
         lease_until: i64,
+        audit_trail: Option<&str>,
     ) -> Result<(), StoreError> {
         let now = now_millis();
         let arguments = request
@@ -707,8 +821,8 @@ impl Store {
         );
         let sql = "INSERT INTO crew_approvals (id, call_id, tool, arguments, tool_schema, capabilities, \
                    agent, task, crew, kickoff_id, requester, prompt, created_at, deadline, owner, \
-                   lease_until, status) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
-                   $13, $14, $15, $16, 'pending')";
+                   lease_until, audit_trail, status) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+                   $10, $11, $12, $13, $14, $15, $16, $17, 'pending')";
         let mut prompt = request.prompt.clone();
         if !request.default_message.is_empty() {
             prompt.push('\n');
@@ -734,6 +848,7 @@ impl Store {
                 .bind(deadline)
                 .bind(owner)
                 .bind(lease_until)
+                .bind(audit_trail)
                 .execute(pool)
                 .await?;
         });
@@ -758,20 +873,122 @@ impl Store {
 
     /// Closes a pending question nobody waits for any more.
     async fn withdraw(&self, id: &str, status: QuestionStatus) -> Result<(), StoreError> {
-        let sql = "UPDATE crew_approvals SET status = $2 WHERE id = $1 AND status = 'pending'";
+        let sql = "UPDATE crew_approvals SET status = $2, closed_at = $3 \
+                   WHERE id = $1 AND status = 'pending'";
         let updated = on_pool!(self, |pool| {
             sqlx::query(sql)
                 .bind(id)
                 .bind(status.as_str())
+                .bind(now_millis())
                 .execute(pool)
                 .await?
                 .rows_affected()
         });
         if updated > 0 {
+            self.record_closed(id).await;
             self.announce(id).await;
         }
         Ok(())
     }
+
+    /// Withdraws every pending question held by `owner`, recording each;
+    /// returns how many.
+    async fn withdraw_owned(&self, owner: &str) -> Result<usize, StoreError> {
+        let sql = "UPDATE crew_approvals SET status = 'withdrawn', closed_at = $2 \
+                   WHERE owner = $1 AND status = 'pending' RETURNING id";
+        let ids: Vec<String> = on_pool!(self, |pool| {
+            sqlx::query_scalar(sql)
+                .bind(owner)
+                .bind(now_millis())
+                .fetch_all(pool)
+                .await?
+        });
+        for id in &ids {
+            self.record_closed(id).await;
+            self.announce(id).await;
+        }
+        Ok(ids.len())
+    }
+
+    /// Takes the answer of question `id` for the call waiting on it: only
+    /// while its lease holds (its process is alive) and once. `false` when
+    /// the question was abandoned meanwhile: the answer approves nothing.
+    async fn take_answer(&self, id: &str) -> Result<bool, StoreError> {
+        let sql = "UPDATE crew_approvals SET taken_at = $2 WHERE id = $1 \
+                   AND status IN ('approved', 'denied') AND taken_at IS NULL AND lease_until > $2";
+        let updated = on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(id)
+                .bind(now_millis())
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        if updated == 1 {
+            self.announce(id).await;
+        }
+        Ok(updated == 1)
+    }
+
+    /// Keeps what became of the call an approval of question `id` let
+    /// through (the first word only: a call ends once).
+    async fn record_outcome(
+        &self,
+        id: &str,
+        outcome: &ApprovedCallOutcome,
+    ) -> Result<bool, StoreError> {
+        let (source, detail) = match outcome {
+            ApprovedCallOutcome::Refused { source, reason } => {
+                (Some(source.as_str()), Some(reason.as_str()))
+            }
+            ApprovedCallOutcome::Failed { error } => (None, Some(error.as_str())),
+            _ => (None, None),
+        };
+        let sql = "UPDATE crew_approvals SET outcome = $2, outcome_source = $3, \
+                   outcome_detail = $4, outcome_at = $5 \
+                   WHERE id = $1 AND status = 'approved' AND outcome IS NULL";
+        let updated = on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(id)
+                .bind(outcome.as_str())
+                .bind(source)
+                .bind(detail.map(|detail| excerpt_of(detail, MAX_OUTCOME_DETAIL_BYTES)))
+                .bind(now_millis())
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        if updated == 1 {
+            self.announce(id).await;
+        }
+        Ok(updated == 1)
+    }
+}
+
+/// At most `limit` bytes of `text`, cut at a character boundary.
+fn excerpt_of(text: &str, limit: usize) -> &str {
+    if text.len() <= limit {
+        return text;
+    }
+    let mut end = limit;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The `approval_closed` record of a question closed without an answer
+/// taken.
+#[cfg(feature = "audit")]
+fn closed_record(question: &Question) -> Value {
+    serde_json::json!({
+        "question": question.id,
+        "tool": question.tool,
+        "call_id": question.call_id,
+        "kickoff_id": question.kickoff_id,
+        "status": question.status.as_str(),
+        "answered_by": question.answer.as_ref().map(|answer| answer.approver.as_str()),
+    })
 }
 
 /// An edit as stored: a JSON object within [`MAX_EDIT_BYTES`] that the
@@ -937,34 +1154,39 @@ impl StoreApprovals {
         let _ = (id, request, deadline);
     }
 
-    /// Records how question `question` ended.
-    fn audit_ended(&self, question: &Question) {
+    /// Records the answer question `question` got. A question closed
+    /// without one is recorded by whichever process closed it (see
+    /// `Store::close_lapsed` and `Store::withdraw`), on the trail named
+    /// in its row.
+    fn audit_answered(&self, question: &Question) {
         #[cfg(feature = "audit")]
-        if let Some(trail) = &self.audit {
-            match &question.answer {
-                Some(answer) => trail.record(
-                    "approval_answered",
-                    serde_json::json!({
-                        "question": question.id,
-                        "tool": question.tool,
-                        "approver": answer.approver,
-                        "decision": answer.decision,
-                        "edited_arguments": answer.edited_arguments,
-                        "comment": answer.comment,
-                    }),
-                ),
-                None => trail.record(
-                    "approval_closed",
-                    serde_json::json!({
-                        "question": question.id,
-                        "tool": question.tool,
-                        "status": question.status.as_str(),
-                    }),
-                ),
-            }
+        if let Some(trail) = &self.audit
+            && let Some(answer) = &question.answer
+        {
+            trail.record(
+                "approval_answered",
+                serde_json::json!({
+                    "question": question.id,
+                    "tool": question.tool,
+                    "approver": answer.approver,
+                    "decision": answer.decision,
+                    "edited_arguments": answer.edited_arguments,
+                    "comment": answer.comment,
+                }),
+            );
         }
         #[cfg(not(feature = "audit"))]
         let _ = question;
+    }
+
+    /// The audit trail this source records on, by name.
+    fn audit_trail_name(&self) -> Option<&str> {
+        #[cfg(feature = "audit")]
+        {
+            self.audit.as_ref().map(crate::audit::AuditTrail::name)
+        }
+        #[cfg(not(feature = "audit"))]
+        None
     }
 
     /// How long a question stays open once this process stops renewing it
@@ -981,6 +1203,26 @@ impl StoreApprovals {
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease.max(Duration::from_secs(1));
         self
+    }
+
+    /// Withdraws every question this source (and its clones) still waits
+    /// for, recording each as closed (`approval_closed` on the audit
+    /// trail named when it was asked); returns how many. For a service
+    /// shutting down: its kickoffs are dropped, and a question dropped
+    /// with them is withdrawn by a task that a stopping runtime may never
+    /// run; this does it before the process ends, so no approver answers
+    /// a call nothing waits for.
+    ///
+    /// ```no_run
+    /// # async fn run(approvals: crew_runtime::store::StoreApprovals) -> Result<(), crew_runtime::store::StoreError> {
+    /// // … the server stopped, its kickoffs dropped …
+    /// let withdrawn = approvals.withdraw_open().await?;
+    /// println!("{withdrawn} questions withdrawn");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn withdraw_open(&self) -> Result<usize, StoreError> {
+        self.store.withdraw_owned(&self.owner).await
     }
 
     /// The store it asks through.
@@ -1013,7 +1255,14 @@ impl StoreApprovals {
         // Listen before asking: an answer cannot slip in between.
         let mut changes = self.store.changes();
         self.store
-            .insert_question(&id, &self.owner, &request, deadline, now + self.lease_ms())
+            .insert_question(
+                &id,
+                &self.owner,
+                &request,
+                deadline,
+                now + self.lease_ms(),
+                self.audit_trail_name(),
+            )
             .await
             .map_err(failed)?;
         self.audit_asked(&id, &request, deadline);
@@ -1045,7 +1294,22 @@ impl StoreApprovals {
             };
             if let Some(answer) = answered(&question) {
                 open.answered = true;
-                self.audit_ended(&question);
+                if question.answer.is_none() {
+                    // Closed unanswered: recorded by whoever closed it.
+                    return answer;
+                }
+                // Taken only while this process's lease holds: an answer
+                // that came after the question was abandoned approves
+                // nothing.
+                if !self.store.take_answer(&id).await.map_err(failed)? {
+                    self.store.close_lapsed().await.map_err(failed)?;
+                    return Err(HumanInputError::SourceFailed(
+                        "the answer came after this process's lease on the question ran out \
+                         (it was abandoned): nothing is approved"
+                            .into(),
+                    ));
+                }
+                self.audit_answered(&question);
                 return answer;
             }
             if renewed.elapsed() >= renew_every {
@@ -1093,7 +1357,9 @@ fn answered(question: &Question) -> Option<Result<HumanAnswer, HumanInputError>>
             } else {
                 "no"
             };
-            let mut answer = HumanAnswer::new(text).with_answered_by(recorded.approver.clone());
+            let mut answer = HumanAnswer::new(text)
+                .with_answered_by(recorded.approver.clone())
+                .with_question_id(question.id.clone());
             if let Some(comment) = &recorded.comment {
                 answer = answer.with_comment(comment.clone());
             }
@@ -1166,5 +1432,46 @@ impl HumanInputSource for StoreApprovals {
 
     fn never_blocks(&self) -> bool {
         true
+    }
+
+    fn settled(&self, question_id: &str, outcome: &ApprovedCallOutcome) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(question = %question_id, "no runtime to record an approved call's outcome on");
+            return;
+        };
+        let store = self.store.clone();
+        let id = question_id.to_owned();
+        let outcome = outcome.clone();
+        #[cfg(feature = "audit")]
+        let trail = self.audit.clone();
+        runtime.spawn(async move {
+            match store.record_outcome(&id, &outcome).await {
+                Ok(true) => {
+                    #[cfg(feature = "audit")]
+                    if let Some(trail) = trail {
+                        let (source, detail) = match &outcome {
+                            ApprovedCallOutcome::Refused { source, reason } => {
+                                (Some(source.clone()), Some(reason.clone()))
+                            }
+                            ApprovedCallOutcome::Failed { error } => (None, Some(error.clone())),
+                            _ => (None, None),
+                        };
+                        trail.record(
+                            "approval_outcome",
+                            serde_json::json!({
+                                "question": id,
+                                "outcome": outcome.as_str(),
+                                "source": source,
+                                "detail": detail,
+                            }),
+                        );
+                    }
+                }
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::warn!(question = %id, %error, "recording an approved call's outcome failed");
+                }
+            }
+        });
     }
 }

@@ -69,6 +69,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
     (2, "accounts", include_str!("migrations/0002_accounts.sql")),
     (3, "audit", include_str!("migrations/0003_audit.sql")),
+    (
+        4,
+        "approval outcomes",
+        include_str!("migrations/0004_approval_outcomes.sql"),
+    ),
 ];
 
 /// The newest schema version this program knows.

@@ -158,6 +158,13 @@ pub struct ToolCallHookContext {
     human_input: Option<Arc<dyn HumanInputSource>>,
     human_input_timeout: Duration,
     block_reasons_shown: bool,
+    /// The answers this call got, from its first approval question on.
+    approvals: std::sync::OnceLock<Arc<crate::approval::Ledger>>,
+    /// During the second round of an approved edit: what was approved.
+    recheck: Option<crate::approval::ApprovedEdit>,
+    /// The `async` hook an awaiting walk is running (its entry's address),
+    /// so that a question knows which hook asked it.
+    running_hook: usize,
 }
 
 impl ToolCallHookContext {
@@ -182,6 +189,9 @@ impl ToolCallHookContext {
             human_input: None,
             human_input_timeout: DEFAULT_HUMAN_INPUT_TIMEOUT,
             block_reasons_shown: false,
+            approvals: std::sync::OnceLock::new(),
+            recheck: None,
+            running_hook: 0,
         }
     }
 
@@ -481,11 +491,48 @@ impl ToolCallHookContext {
         prompt: &str,
         default_message: &str,
     ) -> HumanInputFuture<crate::HumanAnswer> {
+        let mut request = self.human_request(prompt, default_message);
+        let ledger = Arc::clone(self.approvals.get_or_init(Default::default));
+        if self.recheck.is_some()
+            && let Some(answer) = ledger.answered(self.running_hook, &self.tool_input)
+        {
+            // The second round of an approved edit: this hook asked about
+            // exactly these arguments a moment ago, and has its answer.
+            return crate::human::answered_already(answer);
+        }
+        // Any other question about an edited call goes to a person, and the
+        // approver who edited counts as its requester: nobody approves
+        // their own edit twice (a second guard's question included).
+        if let Some(editor) = ledger.editor() {
+            request.requester = Some(editor);
+        }
         crate::human::ask_for_answer(
             self.human_input.clone(),
-            self.human_request(prompt, default_message),
+            request,
             self.human_input_timeout,
+            Some((ledger, self.running_hook)),
         )
+    }
+
+    /// The last approved edit not yet checked again, if a person edited
+    /// this call's arguments.
+    pub(crate) fn approved_edit_to_recheck(&self) -> Option<crate::approval::ApprovedEdit> {
+        self.approvals.get()?.edit_to_recheck()
+    }
+
+    /// Starts (with `Some`) or ends the second round of an approved edit.
+    pub(crate) fn set_recheck(&mut self, approved: Option<crate::approval::ApprovedEdit>) {
+        self.recheck = approved;
+    }
+
+    /// Tells the sources that answered questions about this call what
+    /// became of it, once its status says.
+    pub(crate) fn settle_approvals(&self) {
+        if let Some(ledger) = self.approvals.get()
+            && let Some(outcome) = crate::ApprovedCallOutcome::of(&self.status)
+        {
+            ledger.settle(&outcome);
+        }
     }
 
     /// The question about this call: the call, its tool (schema and
@@ -540,6 +587,11 @@ impl HookContext for ToolCallHookContext {
 
     fn event_agent_role(&self) -> Option<Arc<str>> {
         self.agent.as_deref().map(AgentInfo::shared_role)
+    }
+
+    #[inline]
+    fn running_hook(&mut self, hook: usize) {
+        self.running_hook = hook;
     }
 }
 
