@@ -82,6 +82,16 @@ fn setup_with(
     role: &str,
     extra: impl FnOnce(CrewBuilder) -> CrewBuilder,
 ) -> Setup {
+    setup_with_tools(policies, model, role, tools, extra)
+}
+
+fn setup_with_tools(
+    policies: Policies,
+    model: ScriptedLlm,
+    role: &str,
+    tools: fn(&Log<String>) -> Vec<Tool>,
+    extra: impl FnOnce(CrewBuilder) -> CrewBuilder,
+) -> Setup {
     let ran = log();
     let model = Arc::new(model);
     let agent = agent(role, tools(&ran), &model);
@@ -319,6 +329,88 @@ fn arguments_that_do_not_fit_the_tools_schema_are_denied_naming_the_argument() {
     );
 }
 
+/// `pay` (to: string; amount: a JSON number, as money is often written;
+/// both required), recording its calls.
+fn paying_tools(ran: &Log<String>) -> Vec<Tool> {
+    let payments = ran.clone();
+    vec![Tool::dynamic(
+        "pay",
+        "Pays someone",
+        json!({
+            "type": "object",
+            "properties": {
+                "to": { "type": "string" },
+                "amount": { "type": "number" },
+            },
+            "required": ["to", "amount"],
+        }),
+        move |args| {
+            push(&payments, format!("pay {}", args["amount"]));
+            Ok::<_, String>(json!("paid"))
+        },
+    )]
+}
+
+#[test]
+fn spec10_a_missing_required_number_argument_is_denied() {
+    let model = ScriptedLlm::new()
+        .call("pay", json!({ "to": "ada" }))
+        .call("pay", json!({ "to": "ada", "amount": null }))
+        .call("pay", json!({ "to": "ada", "amount": "12.50" }))
+        .call("pay", json!({ "to": "ada", "amount": 12.5 }))
+        .answer("done");
+    let s = setup_with_tools(
+        policies(r#"permit(principal, action == Action::"pay", resource);"#),
+        model,
+        "Support",
+        paying_tools,
+        |builder| builder,
+    );
+    s.crew.kickoff_blocking(()).expect("the kickoff runs");
+    assert_eq!(take(&s.ran), ["pay 12.5"], "only the call that fits ran");
+    let reasons: Vec<String> = blocks(&s.events)
+        .into_iter()
+        .map(|(_, reason)| reason)
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "the required argument `amount` is missing (pay does not fit its schema)",
+            "the required argument `amount` is missing (pay does not fit its schema)",
+            "the argument `amount` must be a number, not a string (pay does not fit its schema)",
+        ]
+    );
+}
+
+#[test]
+fn spec10_a_policy_reading_a_number_argument_is_refused_with_the_true_reason() {
+    assert_eq!(
+        build_error_with_tools(
+            "permit(principal, action == Action::\"pay\", resource)\nwhen { context.args.amount < 400 };",
+            paying_tools,
+        ),
+        "policy `policy0` (line 2, column 21): `context.args.amount`: `amount` is a JSON \
+         number, which policies cannot read: use an integer type"
+    );
+    assert_eq!(
+        build_error_with_tools(
+            "permit(principal, action == Action::\"pay\", resource)\nwhen { context.args has amount };",
+            paying_tools,
+        ),
+        "policy `policy0` (line 2, column 25): `context.args.amount`: `amount` is a JSON \
+         number, which policies cannot read: use an integer type"
+    );
+    // Named nowhere in the scope: every tool's arguments count.
+    assert_eq!(
+        build_error_with_tools(
+            "permit(principal, action, resource)\nwhen { context.args.amount < 400 };",
+            paying_tools,
+        ),
+        "policy `policy0` (line 2, column 21): `context.args.amount`: `amount` is a JSON \
+         number, which policies cannot read: use an integer type"
+    );
+}
+
 #[test]
 fn a_policy_that_fails_to_evaluate_denies_the_whole_call() {
     let model = ScriptedLlm::new()
@@ -376,6 +468,10 @@ fn principal_user_and_crew_context_task_and_iteration_reach_the_policies() {
 }
 
 fn build_error(text: &str) -> String {
+    build_error_with_tools(text, tools)
+}
+
+fn build_error_with_tools(text: &str, tools: fn(&Log<String>) -> Vec<Tool>) -> String {
     let ran = log();
     let model = Arc::new(ScriptedLlm::new().answer("done"));
     let agent = agent("Support", tools(&ran), &model);

@@ -3,8 +3,8 @@
 //!
 //! The rules run in this order, each on the output of the one before:
 //!
-//! 1. string literals joined in code ([`joined`]), while every piece is
-//!    still whole;
+//! 1. string literals joined in code ([`joined`]), and tokens broken over
+//!    lines ([`split`]), while every piece is still whole;
 //! 2. fixed formats with their own label ([`patterns`]): private-key
 //!    blocks, JSON Web Tokens, OpenAI, AWS (the key id, and the secret
 //!    next to it), GitHub, Slack, Google, Hugging Face and Discord tokens,
@@ -21,7 +21,7 @@
 //! 8. the patterns added with [`SecretRedactor::with_pattern`].
 //!
 //! Rules 1 and 7 make a text from parts of the text (the contents of the
-//! literals joined, a run decoded) and ask rules 2 to 6 whether it holds a
+//! literals joined, the pieces of a broken token joined, a run decoded) and ask rules 2 to 6 whether it holds a
 //! secret; their work is bounded per text.
 //!
 //! All of them look at the decoded view of [`json`], so JSON escapes hide
@@ -34,6 +34,7 @@ mod joined;
 mod json;
 mod key_value;
 mod patterns;
+mod split;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -288,10 +289,16 @@ static INNER_RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
 /// once the formats that hold base64 of their own (JSON Web Tokens, key
 /// blocks, `Basic` credentials) are gone.
 static BUILT_IN_RULES: LazyLock<Arc<Vec<Rule>>> = LazyLock::new(|| {
-    let mut rules = vec![Rule::Whole {
-        name: "joined string literals",
-        apply: joined::redact,
-    }];
+    let mut rules = vec![
+        Rule::Whole {
+            name: "joined string literals",
+            apply: joined::redact,
+        },
+        Rule::Whole {
+            name: "tokens broken over lines",
+            apply: split::redact,
+        },
+    ];
     rules.extend(INNER_RULES.iter().cloned());
     rules.push(Rule::Whole {
         name: "base64 runs",
@@ -333,7 +340,7 @@ fn compile(pattern: &str) -> Option<Regex> {
 /// | Google API keys | `AIza…` | `[GOOGLE-KEY-REDACTED]` |
 /// | GCP key ids | `"private_key_id": "<40 hex>"` | the id becomes `[REDACTED]` |
 /// | Hugging Face tokens | `hf_…`, `api_org_…` (34+ letters and digits) | `[HUGGING-FACE-TOKEN-REDACTED]` |
-/// | Discord bot tokens | `MTk4NjIy….Cl2FMQ.ZnCj…` (the first part the base64 of a snowflake id) | `[DISCORD-TOKEN-REDACTED]` |
+/// | Discord bot tokens | `MTk4NjIy….Cl2FMQ.ZnCj…` (the first part the base64 of a snowflake id; older and newer lengths, also right after a JSON escape such as `\n`) | `[DISCORD-TOKEN-REDACTED]` |
 /// | Discord webhooks | `discord.com/api/v10/webhooks/<id>/<token>` | the token becomes `[REDACTED]` |
 /// | bearer credentials | `Bearer <token>` (any case) | `Bearer [REDACTED]` |
 /// | passwords in URLs | `postgres://ada:pw@db:5432/app` | `postgres://ada:[REDACTED]@db:5432/app` |
@@ -342,6 +349,7 @@ fn compile(pattern: &str) -> Option<Regex> {
 /// | credential files | `.pgpass` lines (`db:5432:app:ada:…`), `/etc/shadow` and `.htpasswd` hashes (`ada:$6$…`), `requirepass …`, CSV columns named like secrets (`Password`, `Secret access key`) | the password or hash becomes `[REDACTED]` |
 /// | e-mail addresses | `ada@example.com` | `[EMAIL-REDACTED]` |
 /// | joined string literals | `"ghp_abc" + "def…"`, `'sk-' \` ⏎ `'proj…'`, `"glpat-" "…"`, `'a' . 'b'`, `"a" .. "b"`, `'a' \|\| 'b'` | each literal's contents become `[REDACTED]` when the joined text holds a secret |
+/// | tokens broken over lines | `key sk-abcdefghij` ⏎ `klmnop…0123`, a key wrapped at a terminal's width, `AKIA…` ⏎ its secret, with indentation, quotes, `\` continuations, `#`/`//`/`>` on each line, or `\n` in a JSON string (the prefixes of the labelled formats, Stripe, GitLab, npm, PyPI and Discord) | each piece becomes `[REDACTED]` when the pieces joined hold a secret |
 /// | base64 runs | the base64 of `AWS_SECRET_ACCESS_KEY=…`, of a PEM key (also wrapped at 76 columns), of a token | the whole run becomes `[BASE64-SECRET-REDACTED]` when it decodes to text holding a secret |
 ///
 /// **gitleaks' rules** are its maintained rule set (MIT), kept as data in
@@ -399,8 +407,8 @@ fn compile(pattern: &str) -> Option<Regex> {
 /// Not covered: secrets escaped twice (`\\u0041`: a JSON document inside a
 /// JSON string is matched only where its escaped quotes are the only
 /// escapes), secrets split across values other than joined string literals
-/// (nor literals whose quotes are escaped, as in code inside a JSON
-/// string), encoded twice or otherwise (`%41`, HTML entities; base64 runs
+/// and tokens of a known prefix broken over lines (nor literals whose
+/// quotes are escaped, as in code inside a JSON string), encoded twice or otherwise (`%41`, HTML entities; base64 runs
 /// shorter than 16 or longer than 65,536 characters, or past the first
 /// MiB decoded in one text), or in a format no pattern describes. A base64
 /// run that decodes to text holding an e-mail address goes too. The redactor changes `tool_result`, the text the agent, the
@@ -447,6 +455,11 @@ fn compile(pattern: &str) -> Option<Regex> {
 /// assert_eq!(
 ///     redactor.redact(r#"t = "ghp_R2d2C3po" + "Bb8Kx9Lm4Np7Qr1St5Uv6Wx0YzAa""#),
 ///     r#"t = "[REDACTED]" + "[REDACTED]""#
+/// );
+/// // A key broken over two lines goes whole.
+/// assert_eq!(
+///     redactor.redact("key sk-abcdefghij\n  klmnopqrstuvwxyz0123"),
+///     "key [REDACTED]\n  [REDACTED]"
 /// );
 /// assert_eq!(
 ///     redactor.redact("env: UEdQQVNTV09SRD1odW50ZXIyLWNvcnJlY3QtaG9yc2U="),

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::PolicyProblem;
 use super::parse::{Parsed, ParsedPolicy, first_offset};
-use super::schema::ToolShape;
+use super::schema::{ArgType, Field, ToolShape};
 use crate::check::closest;
 
 /// Every problem of `parsed` against the crew's `tools` and `schema`.
@@ -129,6 +129,25 @@ fn check_names(
         .flat_map(|tool| tool.args.keys().cloned())
         .collect();
     for arg in &found.args {
+        // An argument the tool has but policies cannot read: say so, not
+        // that there is no such argument.
+        let hidden = scoped.iter().find_map(|tool| match tool.args.get(arg) {
+            Some(Field {
+                ty: ArgType::Hidden(why),
+                ..
+            }) => Some(*why),
+            _ => None,
+        });
+        if let Some(why) = hidden {
+            let at = locate_attribute(&policy.text, arg).map(|at| policy.offset + at);
+            problems.push(PolicyProblem::at(
+                &parsed.source,
+                Some(policy.id.clone()),
+                at.or(Some(policy.offset)),
+                format!("`context.args.{arg}`: {}", why.reason(arg)),
+            ));
+            continue;
+        }
         if known_args.contains(arg) {
             continue;
         }

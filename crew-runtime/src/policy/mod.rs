@@ -16,7 +16,7 @@
 //! | principal `Agent::"<role>"` | the agent making the call; attributes `crew` (the crew's name) and `user` (who the kickoff runs for, when [`Crew::for_user`](crate::Crew::for_user) names someone; test it with `has`) |
 //! | action `Action::"<tool>"` | the call of that tool (its normalized name) |
 //! | resource `Tool::"<tool>"` | the tool; attributes `server` (the MCP server's name, or `"local"`) and `capabilities` (a set of `"read_only"`, `"destructive"`, `"idempotent"`, `"open_world"`; a tool that declares nothing counts as destructive and open-world) |
-//! | `context.args` | the call's arguments, typed by the tool's JSON schema: integer → `Long`, string → `String`, boolean → `Bool`, array → `Set`, object → record; an argument the schema does not require is optional (test it with `has`); JSON numbers, unions and references are not visible, and a tool with a free-form schema has an empty `args` |
+//! | `context.args` | the call's arguments, typed by the tool's JSON schema: integer → `Long`, string → `String`, boolean → `Bool`, array → `Set`, object → record; an argument the schema does not require is optional (test it with `has`); JSON numbers, unions and references are not visible (a policy that reads one is refused at load with the reason: "`amount` is a JSON number, which policies cannot read: use an integer type"), yet a call must still give them when they are required; a tool with a free-form schema has an empty `args` |
 //! | `context.call_id`, `context.task`, `context.iteration` | the call's id, the task's name, the agent's model turn in that task (from 1) |
 //!
 //! # Decisions
@@ -30,8 +30,10 @@
 //! <name>`, the `POST_TOOL_CALL` hooks run, and the block's source is
 //! `policy:<id>` (the `@id` annotation, else the engine's `policy0`,
 //! `policy1`, … by position) with the policy's `@reason` as its reason.
-//! A call whose arguments do not fit its tool's schema, and a call a
-//! policy fails to evaluate (an overflow, say), are denied.
+//! A call whose arguments do not fit its tool's schema (a required
+//! argument missing, whatever its type, a JSON number included; a wrong
+//! type), and a call a policy fails to evaluate (an overflow, say), are
+//! denied.
 //!
 //! ```
 //! use std::sync::Arc;

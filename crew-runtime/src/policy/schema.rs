@@ -17,6 +17,42 @@ pub(crate) enum ArgType {
     Bool,
     Set(Box<ArgType>),
     Record(Fields),
+    /// Not in the Cedar schema nor in `context.args`, yet still an
+    /// argument of the tool: a call must give it when it is required (a
+    /// money amount as a JSON number is no less required for policies
+    /// being unable to read it), and a policy that reads it is told why it
+    /// cannot.
+    Hidden(Hidden),
+}
+
+/// Why policies cannot read an argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hidden {
+    /// A JSON `number`: Cedar has no floating type (and its `decimal`
+    /// extension is not used).
+    Number,
+    /// An array whose items are JSON numbers.
+    Numbers,
+    /// A union of types, a reference, or a type JSON schema does not name.
+    Other,
+}
+
+impl Hidden {
+    /// Why a policy that reads `name` is refused, and what to use instead.
+    pub(crate) fn reason(self, name: &str) -> String {
+        match self {
+            Hidden::Number => format!(
+                "`{name}` is a JSON number, which policies cannot read: use an integer type"
+            ),
+            Hidden::Numbers => format!(
+                "`{name}` is an array of JSON numbers, which policies cannot read: use an array of integers"
+            ),
+            Hidden::Other => format!(
+                "`{name}` has a JSON type policies cannot read (a union, a reference or no type): \
+                 give it one of integer, string, boolean, array or object"
+            ),
+        }
+    }
 }
 
 /// The typed arguments of a record: name → (type, required).
@@ -29,14 +65,16 @@ pub(crate) struct Field {
 }
 
 impl ArgType {
-    fn cedar(&self) -> Value {
-        match self {
+    /// The Cedar type; `None` for an argument policies cannot read.
+    fn cedar(&self) -> Option<Value> {
+        Some(match self {
             ArgType::Long => json!({ "type": "Long" }),
             ArgType::String => json!({ "type": "String" }),
             ArgType::Bool => json!({ "type": "Boolean" }),
-            ArgType::Set(element) => json!({ "type": "Set", "element": element.cedar() }),
+            ArgType::Set(element) => json!({ "type": "Set", "element": element.cedar()? }),
             ArgType::Record(fields) => record(fields),
-        }
+            ArgType::Hidden(_) => return None,
+        })
     }
 
     /// How a message names the type.
@@ -47,19 +85,24 @@ impl ArgType {
             ArgType::Bool => "a boolean",
             ArgType::Set(_) => "an array",
             ArgType::Record(_) => "an object",
+            ArgType::Hidden(Hidden::Number) => "a number",
+            ArgType::Hidden(Hidden::Numbers) => "an array of numbers",
+            // Never asked: any value fits such an argument.
+            ArgType::Hidden(Hidden::Other) => "of its schema's type",
         }
     }
 }
 
+/// A Cedar record of the fields policies can read.
 fn record(fields: &Fields) -> Value {
     let attributes: Map<String, Value> = fields
         .iter()
-        .map(|(name, field)| {
-            let mut ty = field.ty.cedar();
+        .filter_map(|(name, field)| {
+            let mut ty = field.ty.cedar()?;
             if !field.required {
                 ty["required"] = Value::Bool(false);
             }
-            (name.clone(), ty)
+            Some((name.clone(), ty))
         })
         .collect();
     json!({ "type": "Record", "attributes": attributes })
@@ -102,23 +145,25 @@ fn object_fields(schema: &Value) -> Option<Fields> {
         .unwrap_or_default();
     let fields = properties
         .iter()
-        .filter_map(|(name, property)| {
-            let (ty, nullable) = arg_type(property)?;
-            Some((
+        .map(|(name, property)| {
+            let (ty, nullable) = arg_type(property);
+            (
                 name.clone(),
                 Field {
                     ty,
                     required: required.contains(name.as_str()) && !nullable,
                 },
-            ))
+            )
         })
         .collect();
     Some(fields)
 }
 
-/// The Cedar type of a JSON schema and whether it admits `null`; `None`
-/// for what policies cannot see (numbers, unions, references).
-fn arg_type(schema: &Value) -> Option<(ArgType, bool)> {
+/// The Cedar type of a JSON schema and whether it admits `null`; what
+/// policies cannot see (numbers, unions, references) is
+/// [`ArgType::Hidden`].
+fn arg_type(schema: &Value) -> (ArgType, bool) {
+    let hidden = |why| (ArgType::Hidden(why), false);
     let (name, nullable) = match schema.get("type") {
         Some(Value::String(name)) => (name.as_str(), false),
         Some(Value::Array(names)) => {
@@ -127,27 +172,36 @@ fn arg_type(schema: &Value) -> Option<(ArgType, bool)> {
             let mut others = names.into_iter().filter(|name| *name != "null");
             match (others.next(), others.next()) {
                 (Some(name), None) => (name, nullable),
-                _ => return None,
+                _ => return hidden(Hidden::Other),
             }
         }
         None => {
-            let values = schema.get("enum")?.as_array()?;
-            return values
-                .iter()
-                .all(Value::is_string)
-                .then_some((ArgType::String, false));
+            let strings = schema
+                .get("enum")
+                .and_then(Value::as_array)
+                .is_some_and(|values| values.iter().all(Value::is_string));
+            return if strings {
+                (ArgType::String, false)
+            } else {
+                hidden(Hidden::Other)
+            };
         }
-        _ => return None,
+        _ => return hidden(Hidden::Other),
     };
     let ty = match name {
         "integer" => ArgType::Long,
         "string" => ArgType::String,
         "boolean" => ArgType::Bool,
-        "array" => ArgType::Set(Box::new(arg_type(schema.get("items")?)?.0)),
+        "number" => ArgType::Hidden(Hidden::Number),
+        "array" => match schema.get("items").map(arg_type) {
+            Some((ArgType::Hidden(Hidden::Number), _)) => ArgType::Hidden(Hidden::Numbers),
+            Some((ArgType::Hidden(_), _)) | None => ArgType::Hidden(Hidden::Other),
+            Some((element, _)) => ArgType::Set(Box::new(element)),
+        },
         "object" => ArgType::Record(object_fields(schema).unwrap_or_default()),
-        _ => return None,
+        _ => ArgType::Hidden(Hidden::Other),
     };
-    Some((ty, nullable))
+    (ty, nullable)
 }
 
 /// The Cedar schema of a crew whose tools are `tools`.
@@ -222,13 +276,39 @@ fn typed_record(
                 )));
             }
             None | Some(Value::Null) => {}
-            Some(value) => values.push((name.clone(), typed(&field.ty, value, &path)?)),
+            // Checked, then left out: policies cannot read it.
+            Some(value) => match &field.ty {
+                ArgType::Hidden(why) => check_hidden(*why, value, &path)?,
+                ty => values.push((name.clone(), typed(ty, value, &path)?)),
+            },
         }
     }
     RestrictedExpression::new_record(values)
         .map_err(|error| ArgsMismatch(format!("the arguments cannot be read: {error}")))
 }
 
+/// Whether `value` is of the JSON type of a hidden argument (anything
+/// goes for a type policies know nothing of).
+fn check_hidden(why: Hidden, value: &Value, path: &str) -> Result<(), ArgsMismatch> {
+    let fits = match why {
+        Hidden::Number => value.is_number(),
+        Hidden::Numbers => value
+            .as_array()
+            .is_some_and(|items| items.iter().all(Value::is_number)),
+        Hidden::Other => true,
+    };
+    if fits {
+        Ok(())
+    } else {
+        Err(ArgsMismatch(format!(
+            "the argument `{path}` must be {}, not {}",
+            ArgType::Hidden(why).described(),
+            json_kind(value)
+        )))
+    }
+}
+
+/// `value` as Cedar sees it.
 fn typed(ty: &ArgType, value: &Value, path: &str) -> Result<RestrictedExpression, ArgsMismatch> {
     let mismatch = || {
         ArgsMismatch(format!(
@@ -303,9 +383,15 @@ mod tests {
         );
         assert_eq!(fields["tags"].ty, ArgType::Set(Box::new(ArgType::String)));
         assert_eq!(fields["mode"].ty, ArgType::String);
+        assert_eq!(
+            fields["ratio"].ty,
+            ArgType::Hidden(Hidden::Number),
+            "a number is an argument policies cannot see"
+        );
+        let cedar = record(&fields);
         assert!(
-            !fields.contains_key("ratio"),
-            "a number is not visible to policies"
+            cedar["attributes"].get("ratio").is_none(),
+            "a number is not in the Cedar schema: {cedar}"
         );
         let ArgType::Record(to) = &fields["to"].ty else {
             panic!("an object argument is a record");

@@ -145,9 +145,17 @@ fn url_userinfo(_: &str, captures: &Captures<'_>) -> Decision {
 }
 
 /// A Discord bot token: three base64url parts, the first the base64 of
-/// the bot's snowflake id (17 to 20 digits), then a timestamp and an HMAC.
+/// the bot's snowflake id (17 to 20 digits, 23 to 27 characters; padded
+/// by some encoders), then a timestamp (6 characters) and an HMAC (27 in
+/// older tokens, 38 in newer ones; the whole run is taken, so a longer
+/// one leaves nothing behind).
+///
+/// No word boundary before it: after a JSON escape (`\nMTk…`, `\tMTk…`)
+/// or glued to a name, the token would be missed. The first part must
+/// decode to a snowflake id instead, and a match that starts inside a
+/// longer run is retried one character on.
 const DISCORD_BOT_TOKEN: &str =
-    r"(?-u:\b)(?P<id>[MNO][A-Za-z0-9_-]{22,26})\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}";
+    r"(?P<id>[MNO][A-Za-z0-9_-]{22,26}={0,2})\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{25,}";
 
 /// Only a first part that decodes to a snowflake id makes a token, so a
 /// dotted identifier of the same shape stays.
@@ -157,7 +165,7 @@ fn discord_bot_token(_: &str, captures: &Captures<'_>) -> Decision {
         super::encoded::URL_SAFE
             .decode(id.as_str())
             .is_ok_and(|digits| {
-                (17..=20).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit)
+                (16..=20).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit)
             })
     });
     if is_snowflake {
@@ -167,7 +175,8 @@ fn discord_bot_token(_: &str, captures: &Captures<'_>) -> Decision {
             quote: None,
         }
     } else {
-        keep_after(captures)
+        // The id may start one character further on (`xMTk…`, `_MTk…`).
+        Decision::Keep { resume: 0 }
     }
 }
 
