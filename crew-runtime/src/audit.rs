@@ -26,8 +26,14 @@
 //! Each record holds the SHA-256 of the record before it in its trail, over
 //! a canonical JSON encoding ([`canonical`]): [`verify`] recomputes the
 //! chain and names the first record that was changed, removed, inserted or
-//! reordered. A chain cannot show records cut from its end, nor a chain
-//! rewritten whole: keep its [`head`] elsewhere and verify against it.
+//! reordered, stored at sequence 0 or below, or stored as other text than
+//! the canonical text that was hashed. A chain cannot show records cut
+//! from its end, a chain rewritten whole, nor records forged and appended
+//! with correct hashes (the hash is no secret): keep its [`head`]
+//! elsewhere and verify against it, which vouches for the records up to
+//! that head. To read a store without changing it (no file created, no
+//! migration), open it with
+//! [`Store::open_read_only`](crate::store::Store::open_read_only).
 //!
 //! ```no_run
 //! use crew_runtime::audit::{AuditTrail, head, verify};

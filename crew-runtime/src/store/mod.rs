@@ -10,6 +10,8 @@
 //! [`Store::connect`] opens it and brings its schema up to date (the
 //! migrations are embedded in the program); a database whose schema is
 //! newer than the program is refused, never written to.
+//! [`Store::open_read_only`] opens a store to read it and changes nothing:
+//! no file created, no migration, no write (what `crew-audit` uses).
 //! [`StoreApprovals`] is a [`HumanInputSource`](crate::HumanInputSource)
 //! whose questions are rows: give it to a crew with
 //! [`CrewBuilder::human_input`](crate::CrewBuilder::human_input), and the
