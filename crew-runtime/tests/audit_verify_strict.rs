@@ -641,3 +641,34 @@ async fn verify_works_on_a_read_only_postgres_database() {
     let run = crew_audit(&["export", &url, "--format", "jsonl"]);
     assert_eq!((run.status, run.stdout.lines().count()), (0, 4), "{run}");
 }
+
+/// A copy taken with its write-ahead log, in a directory nobody may write:
+/// SQLite cannot read the log there, and reading the file alone (as
+/// immutable) would skip the records in it, so it is refused with what to
+/// do, not read short.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_copy_whose_log_holds_changes_is_refused_not_read_short() {
+    let (store, url, keep) = store("sqlite").await.expect("SQLite");
+    write_records(&store, "default", 5).await;
+    let path = url.trim_start_matches("sqlite://").to_owned();
+    let root = keep.expect("a directory");
+    chmod(root.path(), 0o755);
+    let dir = root.path().join("read-only-dir");
+    std::fs::create_dir(&dir).expect("a directory");
+    // Copied while the store is open: its last records are in the log.
+    for suffix in ["", "-wal"] {
+        let log = std::fs::read(format!("{path}{suffix}")).expect("the store's file");
+        if suffix == "-wal" {
+            assert!(!log.is_empty(), "the log holds the records");
+        }
+        std::fs::write(dir.join(format!("copy.db{suffix}")), log).expect("copies");
+    }
+    drop(store);
+    chmod(&dir, 0o555);
+    let url = format!("sqlite://{}", dir.join("copy.db").display());
+    let run = crew_audit_as(&["verify", &url], unprivileged());
+    assert_eq!(run.status, 1, "{run}");
+    assert!(run.stderr.contains("write-ahead log"), "{run}");
+    assert_eq!(listing(&dir), ["copy.db", "copy.db-wal"]);
+    chmod(&dir, 0o755);
+}

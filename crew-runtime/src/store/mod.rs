@@ -398,8 +398,10 @@ impl Store {
     /// file in a directory nobody may write. SQLite reads a database in
     /// WAL mode through a shared-memory file beside it; where that cannot
     /// be made, the file is opened as immutable instead, which is done
-    /// only when no write-ahead log (`-wal`) beside it holds changes (a
-    /// store in use always has one: immutable reading would skip them).
+    /// only when no write-ahead log (`-wal`) beside it holds changes
+    /// (immutable reading would skip them). In a directory it may write,
+    /// SQLite may leave its `-shm` and `-wal` files beside the file; the
+    /// file itself is never written.
     ///
     /// Errors: as [`connect`](Self::connect), and
     /// [`StoreError::NoSuchFile`] for an SQLite file that is not there.
@@ -584,8 +586,9 @@ async fn migrate(pool: &Pool) -> Result<(), StoreError> {
 /// A database in WAL mode is read through a shared-memory file (`-shm`)
 /// that SQLite makes beside it; in a directory nobody may write it cannot,
 /// and the file is opened as immutable instead (no locks, no log). Only
-/// when no write-ahead log (`-wal`) beside it holds changes: immutable
-/// reading would skip them, and a store in use always has one.
+/// when no write-ahead log (`-wal`) beside it holds changes, which
+/// immutable reading would skip (a store being written has such a log, and
+/// is read through the first way, from a directory SQLite may write).
 async fn open_sqlite_read_only(
     options: SqliteConnectOptions,
     path: &std::path::Path,
