@@ -26,8 +26,14 @@
 //! Each record holds the SHA-256 of the record before it in its trail, over
 //! a canonical JSON encoding ([`canonical`]): [`verify`] recomputes the
 //! chain and names the first record that was changed, removed, inserted or
-//! reordered. A chain cannot show records cut from its end, nor a chain
-//! rewritten whole: keep its [`head`] elsewhere and verify against it.
+//! reordered, stored at sequence 0 or below, or stored as other text than
+//! the canonical text that was hashed. A chain cannot show records cut
+//! from its end, a chain rewritten whole, nor records forged and appended
+//! with correct hashes (the hash is no secret): keep its [`head`]
+//! elsewhere and verify against it, which vouches for the records up to
+//! that head. To read a store without changing it (no file created, no
+//! migration), open it with
+//! [`Store::open_read_only`](crate::store::Store::open_read_only).
 //!
 //! ```no_run
 //! use crew_runtime::audit::{AuditTrail, head, verify};
@@ -144,6 +150,43 @@ pub enum AuditError {
     /// Writing an export failed.
     #[error("writing the export failed: {0}")]
     Write(#[from] std::io::Error),
+    /// The store has no audit tables: nothing was ever recorded to it (a
+    /// store opened read-only is not migrated), or they were dropped.
+    #[error(
+        "the store at {url} has no audit trail: its audit tables are missing (nothing was ever recorded to it, or they were dropped)"
+    )]
+    NoAuditTables {
+        /// The store's URL, without its password.
+        url: String,
+    },
+    /// The store has no trail of that name: no record, no head.
+    #[error("the store has no audit trail `{trail}`{}", known_trails(.known))]
+    NoSuchTrail {
+        /// The trail asked for.
+        trail: String,
+        /// The trails the store has.
+        known: Vec<String>,
+    },
+    /// The trail has no records, though its writers' head (the row they
+    /// take turns on) says it had: they were deleted.
+    #[error(
+        "the audit trail `{trail}` has no records, though its writers' head says it reached record {reached}: its records were deleted"
+    )]
+    Emptied {
+        /// The trail.
+        trail: String,
+        /// The record the writers' head names.
+        reached: i64,
+    },
+}
+
+/// The end of [`AuditError::NoSuchTrail`]'s message: what the store has.
+fn known_trails(known: &[String]) -> String {
+    if known.is_empty() {
+        " (it has no trail at all)".to_owned()
+    } else {
+        format!(" (its trails: {})", known.join(", "))
+    }
 }
 
 /// The end of a trail: how many records it has and the hash of the last
@@ -888,12 +931,21 @@ pub struct Verified {
 }
 
 /// Checks trail `trail` of `store` from its first record to its last:
-/// every record's hash is recomputed from its content, and must name the
-/// record before it; sequence numbers run from 1 without gaps. With
-/// `expect` (a head kept elsewhere), the trail must also reach that
-/// record with that hash: what catches records cut from the end or a
-/// chain rewritten whole. Reads the trail a page at a time: linear in its
-/// records, bounded memory.
+/// sequence numbers run 1, 2, 3, … without gaps, with nothing at 0 or
+/// below; every record's stored data is byte for byte the canonical JSON
+/// ([`canonical`]) its hash was taken over (no repeated key, whitespace,
+/// other escape or number form: nothing another JSON reader could read
+/// otherwise); its hash is recomputed from its content, and must be named
+/// by the record after it. With `expect` (a head kept elsewhere), the
+/// trail must also reach that record with that hash: what catches records
+/// cut from the end, a chain rewritten whole, or records forged after it.
+/// Reads the trail a page at a time: linear in its records, bounded
+/// memory.
+///
+/// A trail without records is refused: [`AuditError::NoSuchTrail`] for a
+/// name the store does not have, [`AuditError::Emptied`] for one whose
+/// records were deleted, [`AuditError::NoAuditTables`] for a store that
+/// has none.
 ///
 /// ```no_run
 /// # async fn run(store: crew_runtime::store::Store) {
@@ -913,6 +965,16 @@ pub async fn verify(
         seq,
         problem,
     };
+    require_tables(store).await?;
+    // Read a page at a time from 1 up, such a record would never be seen.
+    if let Some(&seq) = store.audit_seqs_outside_the_chain(trail, 1).await?.first() {
+        return Err(broken(
+            seq,
+            format!(
+                "it is stored at sequence {seq}: sequence numbers run 1, 2, 3, … and no writer puts a record at 0 or below (it was put there by hand)"
+            ),
+        ));
+    }
     let mut prev_seq = 0i64;
     let mut prev_hash = GENESIS.to_owned();
     // The hash of the record before the previous one: tells an inserted
@@ -964,14 +1026,16 @@ pub async fn verify(
                     format!("its data is not JSON any more ({error}): it was changed"),
                 )
             })?;
-            let recomputed = record_hash(
-                trail,
-                row.seq,
-                row.at,
-                &row.kind,
-                &canonical(&data),
-                &row.prev_hash,
-            );
+            // The hash was taken over the canonical text: a stored text
+            // that only reads the same to serde_json (a repeated key,
+            // whitespace, another escape or number form) is another text,
+            // which another reader may read otherwise.
+            let canonical_text = canonical(&data);
+            if canonical_text != row.data {
+                return Err(broken(row.seq, not_canonical(&row.data, &canonical_text)));
+            }
+            let recomputed =
+                record_hash(trail, row.seq, row.at, &row.kind, &row.data, &row.prev_hash);
             if recomputed != row.hash {
                 return Err(broken(
                     row.seq,
@@ -1001,6 +1065,9 @@ pub async fn verify(
             prev2_hash = std::mem::replace(&mut prev_hash, row.hash);
         }
     }
+    if prev_seq == 0 {
+        return Err(missing(store, trail).await);
+    }
     if let Some(expect) = expect
         && !expected_seen
         && !(expect.count == 0 && expect.hash == GENESIS)
@@ -1021,6 +1088,173 @@ pub async fn verify(
         },
         clock_went_back_at,
     })
+}
+
+/// The first records of `trail` not taken as part of it (not by [`head`],
+/// [`tail`] nor [`export`]): the sequence numbers of those stored at 0 or
+/// below, lowest first, ten at most. No writer puts a record there: one
+/// was put there by hand, and [`verify`] refuses the trail.
+///
+/// ```no_run
+/// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::audit::AuditError> {
+/// let stray = crew_runtime::audit::outside_the_chain(&store, "default").await?;
+/// if let Some(first) = stray.first() {
+///     eprintln!("a record at sequence {first} was put in the trail by hand");
+/// }
+/// # Ok(())
+/// # }
+/// ```
+pub async fn outside_the_chain(store: &Store, trail: &str) -> Result<Vec<i64>, AuditError> {
+    require_tables(store).await?;
+    Ok(store.audit_seqs_outside_the_chain(trail, 10).await?)
+}
+
+/// Refuses a trail without records (at sequence 1 and up):
+/// [`AuditError::NoSuchTrail`] for a name the store does not have,
+/// [`AuditError::Emptied`] for a trail whose records were deleted,
+/// [`AuditError::NoAuditTables`] for a store without an audit trail.
+/// [`verify`] refuses such a trail itself; [`head`], [`tail`] and
+/// [`export`] take it as empty, so call this first where an empty trail
+/// is a mistake (as `crew-audit` does).
+///
+/// ```no_run
+/// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::audit::AuditError> {
+/// crew_runtime::audit::require_records(&store, "payments").await?;
+/// # Ok(())
+/// # }
+/// ```
+pub async fn require_records(store: &Store, trail: &str) -> Result<(), AuditError> {
+    require_tables(store).await?;
+    if store.audit_tail_rows(trail, 1).await?.is_empty() {
+        return Err(missing(store, trail).await);
+    }
+    Ok(())
+}
+
+/// Refuses a store without the audit trail's tables.
+async fn require_tables(store: &Store) -> Result<(), AuditError> {
+    if store.audit_tables_present().await? {
+        Ok(())
+    } else {
+        Err(AuditError::NoAuditTables {
+            url: store.url().to_owned(),
+        })
+    }
+}
+
+/// Why trail `trail`, which has no records, is refused.
+async fn missing(store: &Store, trail: &str) -> AuditError {
+    match store.audit_head_seq(trail).await {
+        Ok(Some(reached)) => AuditError::Emptied {
+            trail: trail.to_owned(),
+            reached,
+        },
+        Ok(None) => match store.audit_trail_names().await {
+            Ok(known) => AuditError::NoSuchTrail {
+                trail: trail.to_owned(),
+                known,
+            },
+            Err(error) => error.into(),
+        },
+        Err(error) => error.into(),
+    }
+}
+
+/// What is wrong with `stored`, a record's data that is valid JSON but not
+/// its canonical text `canonical`.
+fn not_canonical(stored: &str, canonical: &str) -> String {
+    if let Some(key) = repeated_key(stored) {
+        return format!(
+            "its stored data repeats the key {key:?} in one object, which JSON readers resolve differently (the first, the last, or a refusal): it is not the canonical text its hash was taken over; it was changed"
+        );
+    }
+    let at = stored
+        .bytes()
+        .zip(canonical.bytes())
+        .position(|(stored, canonical)| stored != canonical)
+        .unwrap_or(stored.len().min(canonical.len()));
+    format!(
+        "its stored data is not byte for byte the canonical text its hash was taken over: they differ from byte {at} (stored {}, canonical {}): whitespace, an escape or a number written otherwise, which another reader may read otherwise; it was changed",
+        excerpt(stored, at),
+        excerpt(canonical, at)
+    )
+}
+
+/// Up to 24 characters of `text` from byte `at` (or the character holding
+/// it), quoted.
+fn excerpt(text: &str, at: usize) -> String {
+    let mut start = at.min(text.len());
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    let shown: String = text[start..].chars().take(24).collect();
+    if shown.is_empty() {
+        "ends there".to_owned()
+    } else {
+        format!("{shown:?}")
+    }
+}
+
+/// The first key that appears twice in one object of `text` (JSON), if
+/// any: a reading of it as [`Value`] keeps one of them silently.
+fn repeated_key(text: &str) -> Option<String> {
+    use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+
+    /// Walks a JSON value, noting the first key repeated in an object.
+    struct Walk<'a>(&'a mut Option<String>);
+
+    impl<'de> DeserializeSeed<'de> for Walk<'_> {
+        type Value = ();
+        fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            deserializer.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Walk<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+            while items.next_element_seed(Walk(&mut *self.0))?.is_some() {}
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<(), A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            while let Some(key) = entries.next_key::<String>()? {
+                if !seen.insert(key.clone()) {
+                    *self.0 = Some(key);
+                    // Found: the rest need not be read.
+                    return Err(de::Error::custom("a repeated key"));
+                }
+                entries.next_value_seed(Walk(&mut *self.0))?;
+            }
+            Ok(())
+        }
+    }
+
+    let mut found = None;
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let _ = Walk(&mut found).deserialize(&mut deserializer);
+    found
 }
 
 /// The head of trail `trail`: its record count and last hash, as the
@@ -1046,7 +1280,8 @@ pub async fn head(store: &Store, trail: &str) -> Result<Head, AuditError> {
     })
 }
 
-/// The last `count` records of trail `trail`, oldest first.
+/// The last `count` records of trail `trail`, oldest first (none stored
+/// at sequence 0 or below: see [`outside_the_chain`]).
 ///
 /// ```no_run
 /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::audit::AuditError> {
@@ -1065,7 +1300,9 @@ pub async fn tail(store: &Store, trail: &str, count: usize) -> Result<Vec<Record
         .collect())
 }
 
-/// The trails of `store` that have records.
+/// The trails of `store`: those that have records, and those whose
+/// writers left a head though their records are gone (which [`verify`]
+/// refuses).
 ///
 /// ```no_run
 /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::audit::AuditError> {
@@ -1076,11 +1313,14 @@ pub async fn tail(store: &Store, trail: &str, count: usize) -> Result<Vec<Record
 /// # }
 /// ```
 pub async fn trails(store: &Store) -> Result<Vec<String>, AuditError> {
+    require_tables(store).await?;
     Ok(store.audit_trail_names().await?)
 }
 
 /// Writes every record of trail `trail` to `out`, one JSON object per line
-/// ([`Record::to_json`]), a page at a time; returns how many.
+/// ([`Record::to_json`]), a page at a time; returns how many. Records
+/// stored at sequence 0 or below are not part of the trail and are left
+/// out (see [`outside_the_chain`]).
 ///
 /// ```no_run
 /// # async fn run(store: crew_runtime::store::Store) -> Result<(), Box<dyn std::error::Error>> {

@@ -8,9 +8,17 @@
 //! ```
 //!
 //! `verify` exits 0 on an intact trail and 1 naming the first record that
-//! was changed, removed, inserted or reordered; 2 on a bad command line.
+//! was changed, removed, inserted or reordered, or stored at sequence 0 or
+//! below, or whose stored text is not the canonical text that was hashed;
+//! 1 too for a store that is not there, a store or trail name without
+//! records; 2 on a bad command line.
+//!
+//! Every command opens the store read-only ([`Store::open_read_only`]): it
+//! never creates a store nor migrates one, and reads a read-only copy.
+//! `head`, `tail` and `export` leave out records stored at sequence 0 or
+//! below (no part of a trail), name them on standard error and exit 1.
 
-use std::io::Write as _;
+use std::io::Write;
 use std::process::ExitCode;
 
 use crew_runtime::audit::{self, AuditError, Head};
@@ -25,7 +33,8 @@ USAGE:
   crew-audit tail STORE-URL [--trail NAME] [-n N]
   crew-audit export STORE-URL [--trail NAME] --format jsonl
 
-  STORE-URL            sqlite://PATH or postgres://USER@HOST/DATABASE
+  STORE-URL            sqlite://PATH or postgres://USER@HOST/DATABASE,
+                       opened read-only: never created, never migrated
   --trail NAME         one trail (default: every trail of the store)
   --expect COUNT:HASH  a head kept elsewhere (what `head` printed): the
                        trail must reach it. Without it, verify cannot see
@@ -132,85 +141,118 @@ async fn run(arguments: &[String]) -> Result<(), Failure> {
         .url
         .as_deref()
         .ok_or_else(|| Failure::Usage("name the store: sqlite://PATH or postgres://…".into()))?;
-    let store = Store::connect(url)
+    // Read-only: a mistyped path is refused, never created; nothing is
+    // migrated; a read-only copy of a store reads as well as the store.
+    let store = Store::open_read_only(url)
         .await
         .map_err(|error| Failure::Failed(error.to_string()))?;
     let trails = match &parsed.trail {
         Some(trail) => vec![trail.clone()],
         None => audit::trails(&store).await?,
     };
+    if trails.is_empty() {
+        return Err(Failure::Failed(format!(
+            "the store at {} holds no audit trail: nothing was recorded to it, or its records and heads were deleted",
+            store.url()
+        )));
+    }
     if parsed.expect.is_some() && parsed.trail.is_none() && trails.len() != 1 {
         return Err(Failure::Usage(format!(
             "--expect needs --trail: the store has {} trails",
             trails.len()
         )));
     }
-    match command.as_str() {
-        "verify" => {
-            if trails.is_empty() {
-                println!("no audit records in {}", store.url());
-                return match &parsed.expect {
-                    Some(expect) if expect.count > 0 => Err(Failure::Failed(format!(
-                        "the store has no records, the expected head is {expect}: records were cut"
-                    ))),
-                    _ => Ok(()),
-                };
-            }
-            for trail in &trails {
-                let verified = audit::verify(&store, trail, parsed.expect.as_ref()).await?;
+    if command == "verify" {
+        for trail in &trails {
+            let verified = audit::verify(&store, trail, parsed.expect.as_ref()).await?;
+            println!(
+                "trail {trail}: {} records intact, head {}",
+                verified.head.count, verified.head
+            );
+            if !verified.clock_went_back_at.is_empty() {
                 println!(
-                    "trail {trail}: {} records intact, head {}",
-                    verified.head.count, verified.head
+                    "trail {trail}: note: the clock went back at records {:?} (the chain's order is its sequence)",
+                    verified.clock_went_back_at
                 );
-                if !verified.clock_went_back_at.is_empty() {
-                    println!(
-                        "trail {trail}: note: the clock went back at records {:?} (the chain's order is its sequence)",
-                        verified.clock_went_back_at
-                    );
-                }
             }
-            Ok(())
         }
+        return Ok(());
+    }
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    // Records stored at sequence 0 or below are no part of a trail: never
+    // shown as if they were, but named (and the exit status says so).
+    let mut outside = Vec::new();
+    for trail in &trails {
+        let stray = audit::outside_the_chain(&store, trail).await?;
+        match audit::require_records(&store, trail).await {
+            // A trail of nothing but such records: nothing to show.
+            Err(_) if !stray.is_empty() => {}
+            Err(error) => return Err(error.into()),
+            Ok(()) => show(command, &store, trail, &parsed, &mut out).await?,
+        }
+        if !stray.is_empty() {
+            outside.push(outside_the_chain(trail, &stray));
+        }
+    }
+    out.flush()
+        .map_err(|error| Failure::Failed(format!("writing failed: {error}")))?;
+    if outside.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Failed(outside.join("\ncrew-audit: ")))
+    }
+}
+
+/// What `head`, `tail` or `export` shows of `trail`.
+async fn show(
+    command: &str,
+    store: &Store,
+    trail: &str,
+    parsed: &Parsed,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let written = |error: std::io::Error| Failure::Failed(format!("writing failed: {error}"));
+    match command {
         "head" => {
-            for trail in &trails {
-                let head = audit::head(&store, trail).await?;
-                if parsed.trail.is_some() {
-                    println!("{head}");
-                } else {
-                    println!("{trail} {head}");
-                }
+            let head = audit::head(store, trail).await?;
+            if parsed.trail.is_some() {
+                writeln!(out, "{head}").map_err(written)?;
+            } else {
+                writeln!(out, "{trail} {head}").map_err(written)?;
             }
-            Ok(())
         }
         "tail" => {
-            for trail in &trails {
-                for record in audit::tail(&store, trail, parsed.count.unwrap_or(20)).await? {
-                    println!(
-                        "{} #{} {} {} {}",
-                        record.trail,
-                        record.seq,
-                        httpdate_ms(record.at),
-                        record.kind,
-                        record.data
-                    );
-                }
+            for record in audit::tail(store, trail, parsed.count.unwrap_or(20)).await? {
+                writeln!(
+                    out,
+                    "{} #{} {} {} {}",
+                    record.trail,
+                    record.seq,
+                    httpdate_ms(record.at),
+                    record.kind,
+                    record.data
+                )
+                .map_err(written)?;
             }
-            Ok(())
         }
         "export" => {
-            let stdout = std::io::stdout();
-            let mut out = std::io::BufWriter::new(stdout.lock());
-            for trail in &trails {
-                audit::export(&store, trail, &mut out)
-                    .await
-                    .map_err(|error| Failure::Failed(error.to_string()))?;
-            }
-            out.flush()
-                .map_err(|error| Failure::Failed(format!("writing failed: {error}")))?;
-            Ok(())
+            audit::export(store, trail, out).await?;
         }
-        other => Err(Failure::Usage(format!("unknown command {other:?}"))),
+        other => return Err(Failure::Usage(format!("unknown command {other:?}"))),
     }
+    Ok(())
+}
+
+/// Names the records of `trail` stored outside its chain (at `stray`).
+fn outside_the_chain(trail: &str, stray: &[i64]) -> String {
+    let seqs: Vec<String> = stray.iter().map(i64::to_string).collect();
+    // `outside_the_chain` names ten at most.
+    let more = if stray.len() >= 10 { ", …" } else { "" };
+    format!(
+        "trail {trail} holds records stored at sequence {}{more}, outside its chain: no writer puts a record at 0 or below, so they were not shown; `crew-audit verify` refuses the trail",
+        seqs.join(", ")
+    )
 }
 
 /// A record's time, readable.

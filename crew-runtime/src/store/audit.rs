@@ -4,7 +4,7 @@
 use serde_json::Value;
 use sqlx::Row as _;
 
-use super::{Store, StoreError, on_pool};
+use super::{Store, StoreError, has_table, on_pool};
 
 /// The hash a trail's first record points back to.
 pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -184,14 +184,15 @@ impl Store {
         })
     }
 
-    /// The last `count` records of `trail`, in order.
+    /// The last `count` records of `trail`, in order (those at sequence 0
+    /// or below, which no writer makes, left out).
     pub(crate) async fn audit_tail_rows(
         &self,
         trail: &str,
         count: i64,
     ) -> Result<Vec<Row>, StoreError> {
         let sql = "SELECT trail, seq, at, kind, data, prev_hash, hash FROM crew_audit \
-                   WHERE trail = $1 ORDER BY seq DESC LIMIT $2";
+                   WHERE trail = $1 AND seq > 0 ORDER BY seq DESC LIMIT $2";
         let mut rows: Vec<Row> = on_pool!(self, |pool| {
             let rows = sqlx::query(sql)
                 .bind(trail)
@@ -206,11 +207,49 @@ impl Store {
         Ok(rows)
     }
 
-    /// The trails that have records.
+    /// The trails that have records or a head (the head's row outlives
+    /// records deleted by hand).
     pub(crate) async fn audit_trail_names(&self) -> Result<Vec<String>, StoreError> {
-        let sql = "SELECT DISTINCT trail FROM crew_audit ORDER BY trail";
+        let sql = "SELECT trail FROM crew_audit UNION SELECT trail FROM crew_audit_heads \
+                   ORDER BY trail";
         on_pool!(self, |pool| {
             Ok(sqlx::query_scalar(sql).fetch_all(pool).await?)
         })
+    }
+
+    /// The sequence numbers, lowest first, of up to `limit` records of
+    /// `trail` at 0 or below: none a writer makes.
+    pub(crate) async fn audit_seqs_outside_the_chain(
+        &self,
+        trail: &str,
+        limit: i64,
+    ) -> Result<Vec<i64>, StoreError> {
+        let sql = "SELECT seq FROM crew_audit WHERE trail = $1 AND seq <= 0 ORDER BY seq LIMIT $2";
+        on_pool!(self, |pool| {
+            Ok(sqlx::query_scalar(sql)
+                .bind(trail)
+                .bind(limit)
+                .fetch_all(pool)
+                .await?)
+        })
+    }
+
+    /// The sequence number the writers' head row of `trail` holds, if the
+    /// trail has one.
+    pub(crate) async fn audit_head_seq(&self, trail: &str) -> Result<Option<i64>, StoreError> {
+        let sql = "SELECT seq FROM crew_audit_heads WHERE trail = $1";
+        on_pool!(self, |pool| {
+            Ok(sqlx::query_scalar(sql)
+                .bind(trail)
+                .fetch_optional(pool)
+                .await?)
+        })
+    }
+
+    /// Whether the store has the audit trail's tables (a store opened
+    /// read-only may predate them, or have lost them).
+    pub(crate) async fn audit_tables_present(&self) -> Result<bool, StoreError> {
+        Ok(has_table(&self.inner.pool, "crew_audit").await?
+            && has_table(&self.inner.pool, "crew_audit_heads").await?)
     }
 }

@@ -10,6 +10,8 @@
 //! [`Store::connect`] opens it and brings its schema up to date (the
 //! migrations are embedded in the program); a database whose schema is
 //! newer than the program is refused, never written to.
+//! [`Store::open_read_only`] opens a store to read it and changes nothing:
+//! no file created, no migration, no write (what `crew-audit` uses).
 //! [`StoreApprovals`] is a [`HumanInputSource`](crate::HumanInputSource)
 //! whose questions are rows: give it to a crew with
 //! [`CrewBuilder::human_input`](crate::CrewBuilder::human_input), and the
@@ -159,6 +161,25 @@ pub enum StoreError {
     /// A row holds something this program cannot read.
     #[error("the store holds a row this program cannot read: {0}")]
     Corrupt(String),
+    /// Opening read-only ([`Store::open_read_only`]): there is no SQLite
+    /// file at the path. Nothing was created.
+    #[error(
+        "there is no SQLite store at {path}: check the path (nothing was created there; reading a store never creates one)"
+    )]
+    NoSuchFile {
+        /// The path, made absolute.
+        path: String,
+    },
+    /// Opening read-only ([`Store::open_read_only`]): the database holds
+    /// no store's schema (no program of this crate ever opened it to
+    /// write). Nothing was created or migrated.
+    #[error(
+        "the database at {url} is not a crew store: it has no schema (check the URL; reading a store never creates or migrates one)"
+    )]
+    NotAStore {
+        /// The URL, without its password.
+        url: String,
+    },
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -369,9 +390,110 @@ impl Store {
             return Err(StoreError::UnsupportedUrl(shown));
         };
         migrate(&pool).await?;
+        Ok(Store::on(pool, url, shown, file))
+    }
+
+    /// Opens the store at `url` to read it, and changes nothing: an SQLite
+    /// file must exist (it is never created) and is opened read-only; a
+    /// PostgreSQL session refuses writes; no migration runs. A database
+    /// that holds no store's schema is refused ([`StoreError::NotAStore`]),
+    /// as is one newer than the program. What `crew-audit` opens.
+    ///
+    /// It works on a read-only copy of a store: a file of mode 0444, or a
+    /// file in a directory nobody may write. SQLite reads a database in
+    /// WAL mode through a shared-memory file beside it; where that cannot
+    /// be made, the file is opened as immutable instead, which is done
+    /// only when no write-ahead log (`-wal`) beside it holds changes
+    /// (immutable reading would skip them). In a directory it may write,
+    /// SQLite may leave its `-shm` and `-wal` files beside the file; the
+    /// file itself is never written.
+    ///
+    /// Errors: as [`connect`](Self::connect), and
+    /// [`StoreError::NoSuchFile`] for an SQLite file that is not there.
+    ///
+    /// ```
+    /// use crew_runtime::store::{Store, StoreError};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), StoreError> {
+    /// let dir = std::env::temp_dir().join(format!("crew-store-ro-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).expect("a directory");
+    /// let path = dir.join("approvals.db");
+    /// let url = format!("sqlite://{}", path.display());
+    ///
+    /// // A mistyped path is refused, and nothing is created there.
+    /// let error = Store::open_read_only(&url).await.unwrap_err();
+    /// assert!(matches!(error, StoreError::NoSuchFile { .. }));
+    /// assert!(!path.exists());
+    ///
+    /// // A store made (and migrated) by `connect` reads as it is.
+    /// drop(Store::connect(&url).await?);
+    /// let store = Store::open_read_only(&url).await?;
+    /// assert!(store.pending().await?.is_empty());
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn open_read_only(url: &str) -> Result<Store, StoreError> {
+        let shown = without_password(url);
+        let unreachable = |error: sqlx::Error| StoreError::Unreachable {
+            url: shown.clone(),
+            reason: error.to_string(),
+        };
+        let malformed = |error: sqlx::Error| StoreError::MalformedUrl {
+            url: shown.clone(),
+            reason: error.to_string(),
+        };
+        let mut file = None;
+        let pool = if url.starts_with("sqlite:") {
+            // Set after the URL's own options: a `mode=rwc` in it must not
+            // create or write the file.
+            let options = SqliteConnectOptions::from_str(url)
+                .map_err(malformed)?
+                .create_if_missing(false)
+                .read_only(true)
+                .busy_timeout(Duration::from_secs(10))
+                .foreign_keys(true);
+            let path = std::path::absolute(options.get_filename())
+                .unwrap_or_else(|_| options.get_filename().to_owned());
+            // Checked first: SQLite's own refusal ("unable to open database
+            // file") does not say that the file is missing.
+            if !path.is_file() {
+                return Err(StoreError::NoSuchFile {
+                    path: path.display().to_string(),
+                });
+            }
+            let pool = open_sqlite_read_only(options, &path)
+                .await
+                .map_err(|(error, advice)| StoreError::Unreachable {
+                    url: shown.clone(),
+                    reason: format!("{error}{advice}"),
+                })?;
+            file = SqliteFile::identity(&path).map(|identity| SqliteFile { path, identity });
+            Pool::Sqlite(pool)
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            let options = PgConnectOptions::from_str(url)
+                .map_err(malformed)?
+                .options([("default_transaction_read_only", "on")]);
+            let pool = PgPoolOptions::new()
+                .max_connections(4)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect_with(options)
+                .await
+                .map_err(unreachable)?;
+            Pool::Postgres(pool)
+        } else {
+            return Err(StoreError::UnsupportedUrl(shown));
+        };
+        check_schema(&pool, &shown).await?;
+        Ok(Store::on(pool, url, shown, file))
+    }
+
+    /// A store on `pool`, its watcher of changes started.
+    fn on(pool: Pool, url: &str, shown: String, file: Option<SqliteFile>) -> Store {
         let (changes, _) = broadcast::channel(1024);
         let watcher = tokio::spawn(watch_changes(pool.clone(), url.to_owned(), changes.clone()));
-        Ok(Store {
+        Store {
             inner: Arc::new(StoreInner {
                 pool,
                 url: shown,
@@ -379,7 +501,7 @@ impl Store {
                 _watcher: watcher.abort_handle(),
                 file,
             }),
-        })
+        }
     }
 
     /// Which database the store is on.
@@ -460,6 +582,90 @@ async fn migrate(pool: &Pool) -> Result<(), StoreError> {
             known: SCHEMA_VERSION,
         },
         other => StoreError::Migration(other.to_string()),
+    })
+}
+
+/// A read-only pool on the SQLite file at `path` (which exists), or why
+/// not with advice to add to the driver's words.
+///
+/// A database in WAL mode is read through a shared-memory file (`-shm`)
+/// that SQLite makes beside it; in a directory nobody may write it cannot,
+/// and the file is opened as immutable instead (no locks, no log). Only
+/// when no write-ahead log (`-wal`) beside it holds changes, which
+/// immutable reading would skip (a store being written has such a log, and
+/// is read through the first way, from a directory SQLite may write).
+async fn open_sqlite_read_only(
+    options: SqliteConnectOptions,
+    path: &std::path::Path,
+) -> Result<SqlitePool, (sqlx::Error, &'static str)> {
+    // SQLite opens lazily: a first read tells whether reading works.
+    async fn opened(options: SqliteConnectOptions) -> Result<SqlitePool, sqlx::Error> {
+        let pool = SqlitePoolOptions::new()
+            .max_connections(3)
+            .connect_with(options)
+            .await?;
+        sqlx::query("SELECT count(*) FROM sqlite_master")
+            .fetch_one(&pool)
+            .await?;
+        Ok(pool)
+    }
+    let error = match opened(options.clone()).await {
+        Ok(pool) => return Ok(pool),
+        Err(error) => error,
+    };
+    let mut log = path.as_os_str().to_owned();
+    log.push("-wal");
+    if std::fs::metadata(&log).is_ok_and(|log| log.len() > 0) {
+        return Err((
+            error,
+            " (its write-ahead log beside it holds changes, which SQLite reads only where it may write beside the file: copy the file with its -wal into a writable directory)",
+        ));
+    }
+    opened(options.immutable(true))
+        .await
+        .map_err(|error| (error, ""))
+}
+
+/// For a store opened read-only: refuses a database without a store's
+/// schema, or with a schema newer than the program. Migrates nothing.
+async fn check_schema(pool: &Pool, url: &str) -> Result<(), StoreError> {
+    if !has_table(pool, "_sqlx_migrations").await? {
+        return Err(StoreError::NotAStore {
+            url: url.to_owned(),
+        });
+    }
+    let sql = "SELECT MAX(version) FROM _sqlx_migrations";
+    let newest: Option<i64> = match pool {
+        Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_one(pool).await?,
+        Pool::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await?,
+    };
+    match newest {
+        Some(found) if found > SCHEMA_VERSION => Err(StoreError::SchemaTooNew {
+            found,
+            known: SCHEMA_VERSION,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Whether the database on `pool` has a table called `name` (in the
+/// schemas its queries see).
+pub(crate) async fn has_table(pool: &Pool, name: &str) -> Result<bool, StoreError> {
+    Ok(match pool {
+        Pool::Sqlite(pool) => {
+            sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1)",
+            )
+            .bind(name)
+            .fetch_one(pool)
+            .await?
+        }
+        Pool::Postgres(pool) => {
+            sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
+                .bind(name)
+                .fetch_one(pool)
+                .await?
+        }
     })
 }
 
