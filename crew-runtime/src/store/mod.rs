@@ -39,6 +39,7 @@ mod accounts;
 mod approvals;
 #[cfg(feature = "audit")]
 pub(crate) mod audit;
+mod identity;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -52,6 +53,8 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 use tokio::sync::broadcast;
 
 #[cfg(feature = "inbox")]
+pub(crate) use accounts::ThrottleRule;
+#[cfg(feature = "inbox")]
 pub(crate) use accounts::same_secret;
 #[cfg(feature = "inbox")]
 pub use accounts::{Approver, ApproverScope};
@@ -59,6 +62,8 @@ pub use approvals::{
     Answer, Decision, DecisionError, MAX_EDIT_BYTES, Question, QuestionStatus, RecordedAnswer,
     Refusal, StoreApprovals,
 };
+#[cfg(feature = "inbox")]
+pub(crate) use identity::{identity_key, same_identity};
 
 /// The migrations, in order: the schema this program knows.
 const MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -69,6 +74,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
     (2, "accounts", include_str!("migrations/0002_accounts.sql")),
     (3, "audit", include_str!("migrations/0003_audit.sql")),
+    (
+        5,
+        "sign_in_throttle",
+        include_str!("migrations/0005_sign_in_throttle.sql"),
+    ),
 ];
 
 /// The newest schema version this program knows.
