@@ -36,8 +36,8 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use crew_runtime::Role;
 use crew_runtime::guards::ApprovalGate;
@@ -292,12 +292,18 @@ async fn research(
     }))
 }
 
-/// The service's app: its own endpoint, and the inbox under `/inbox`.
+/// The service's app: its own endpoint, and the inbox under `/inbox`
+/// (`nest` routes `/inbox` to the inbox's home page; `/inbox/`, which
+/// people type as often, is sent there).
 fn app(service: Service, origin: &str) -> Router {
     let inbox = Inbox::new(service.store.clone()).public_origin(origin);
     Router::new()
         .route("/research", post(research))
         .with_state(service)
+        .route(
+            &format!("{INBOX_PATH}/"),
+            get(|| async { Redirect::permanent(INBOX_PATH) }),
+        )
         .nest(INBOX_PATH, inbox.router())
 }
 
@@ -312,6 +318,9 @@ async fn start(
     // The origin the approvers' browsers use: the inbox refuses a state
     // change that names another.
     let app = app(service.clone(), &format!("http://{address}"));
+    // With each connection's address: the inbox throttles failed
+    // sign-ins per client address too.
+    let app = app.into_make_service_with_connect_info::<SocketAddr>();
     let server = tokio::spawn(async move {
         // Graceful: the server stops taking connections and waits for the
         // requests in flight, which give up their waits for a person (see
@@ -746,6 +755,29 @@ mod tests {
         let mut history = store.history(10).await.expect("the history");
         history.sort_by_key(|question| question.created_at);
         history.iter().map(|question| question.status).collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_inbox_answers_at_its_path_with_and_without_a_trailing_slash() {
+        let running = running(Duration::from_secs(5)).await;
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("an HTTP client");
+        let at = |path: &str| format!("http://{}{path}", running.address);
+        let slash = client.get(at("/inbox/")).send().await.expect("an answer");
+        assert_eq!(slash.status(), reqwest::StatusCode::PERMANENT_REDIRECT);
+        assert_eq!(slash.headers()[reqwest::header::LOCATION], "/inbox");
+        let bare = client.get(at("/inbox")).send().await.expect("an answer");
+        assert_eq!(bare.status(), reqwest::StatusCode::SEE_OTHER, "to sign in");
+        assert_eq!(bare.headers()[reqwest::header::LOCATION], "/inbox/login");
+        let login = client
+            .get(at("/inbox/login"))
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(login.status(), reqwest::StatusCode::OK);
+        running.server.abort();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

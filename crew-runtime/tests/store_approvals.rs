@@ -89,6 +89,7 @@ on_both_stores!(
     an_edit_is_checked_against_the_tools_schema_and_reaches_the_call,
     an_edit_too_large_is_refused_and_changes_nothing,
     the_requester_cannot_approve_their_own_request_and_the_attempt_is_recorded,
+    the_requester_spelled_otherwise_cannot_approve_their_own_request,
     an_answer_after_the_deadline_is_refused_and_recorded,
     a_question_whose_process_is_gone_is_abandoned_and_refuses_answers,
     a_question_is_answered_once,
@@ -368,6 +369,33 @@ async fn the_requester_cannot_approve_their_own_request_and_the_attempt_is_recor
         .await
         .expect("another approver may answer");
     assert_eq!(finish(waiting).await.expect("an answer").text, "no");
+}
+
+/// `Carol`, `Carol ` and a `José` in another Unicode form are the
+/// requesters `carol` and `José`: their own requests, refused.
+async fn the_requester_spelled_otherwise_cannot_approve_their_own_request(
+    store: Store,
+    _keep: Keep,
+) {
+    let approvals = StoreApprovals::new(store.clone());
+    let nfc = "Jos\u{e9}";
+    let nfd = "Jose\u{301}";
+    for (requester, approver) in [("carol", "Carol"), ("Carol", "Carol "), (nfc, nfd)] {
+        let waiting = ask(&approvals, refund_request(requester, PATIENCE));
+        let question = pending(&store, 1).await.remove(0);
+        let refused = store
+            .decide(&question.id, Answer::new(approver, Decision::Approve))
+            .await;
+        assert!(
+            matches!(&refused, Err(DecisionError::OwnRequest(_))),
+            "{approver:?} answering {requester:?}'s request: {refused:?}"
+        );
+        store
+            .decide(&question.id, Answer::new("alice", Decision::Deny))
+            .await
+            .expect("another approver may answer");
+        assert_eq!(finish(waiting).await.expect("an answer").text, "no");
+    }
 }
 
 async fn an_answer_after_the_deadline_is_refused_and_recorded(store: Store, _keep: Keep) {

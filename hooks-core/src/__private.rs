@@ -139,8 +139,12 @@ pub fn register_scoped<P: Point>(
     options: HookOptions,
     call: impl Fn(&mut P::Context) -> Decision<P::Replacement> + Send + Sync + 'static,
 ) -> Result<HookId, RegisterError> {
-    let entry =
-        crate::registry::crew_entry::<P>(crew, style, options, HookCall::Shared(Box::new(call)))?;
+    let entry = crate::registry::crew_entry::<P>(
+        crew,
+        style,
+        options,
+        HookCall::Shared(std::sync::Arc::new(call)),
+    )?;
     Ok(registry.insert(entry))
 }
 
@@ -159,7 +163,7 @@ pub fn register_scoped_async<P: Point>(
         crew,
         style,
         options,
-        HookCall::SharedAsync(Box::new(call)),
+        HookCall::SharedAsync(std::sync::Arc::new(call)),
     )?;
     Ok(registry.insert(entry))
 }

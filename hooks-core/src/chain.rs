@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use rpds::HashTrieMapSync;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
-use crate::hook::HookEntry;
+use crate::hook::{HookEntry, HookOrigin};
 use crate::point::Point;
 
 /// A list that later versions extend in place: a version is a shared store
@@ -168,9 +168,43 @@ impl<P: Point> Chain<P> {
         chain
     }
 
-    /// Adds `entry` in its place by rank: O(1) when it ranks last (every
-    /// registration at run time), a rebuild otherwise.
+    /// Adds `entry` in its place by rank (registration order): O(1) when
+    /// it ranks last (every registration at run time), a rebuild
+    /// otherwise. A crew's hooks (origin [`HookOrigin::Crew`]) run by
+    /// their `order` among themselves, then by rank: a crew hook placed
+    /// before crew hooks registered earlier takes the first of their
+    /// places (ranks), and each of them moves one place on. The chain's
+    /// set of ranks stays the same, so that a crew's hooks keep their
+    /// slots among the global hooks in a merged walk (SPEC rule 3) while
+    /// running in `order` among themselves (policies and `#[crew_base]`
+    /// methods included).
     pub(crate) fn insert(&mut self, entry: Arc<HookEntry<P>>) {
+        let is_crew = |entry: &HookEntry<P>| matches!(entry.info.origin, HookOrigin::Crew { .. });
+        let reorders = is_crew(&entry)
+            && self
+                .all
+                .iter()
+                .any(|earlier| is_crew(earlier) && earlier.info.order > entry.info.order);
+        if reorders {
+            let mut entries = self.entries();
+            entries.push(entry);
+            let (crew, others): (Vec<_>, Vec<_>) =
+                entries.into_iter().partition(|entry| is_crew(entry));
+            let mut ranks: Vec<u64> = crew.iter().map(|entry| entry.rank).collect();
+            ranks.sort_unstable();
+            let mut crew = crew;
+            crew.sort_by_key(|entry| (entry.info.order, entry.rank));
+            let mut entries = others;
+            entries.extend(crew.into_iter().zip(ranks).map(|(entry, rank)| {
+                if entry.rank == rank {
+                    entry
+                } else {
+                    Arc::new(entry.with_rank(rank))
+                }
+            }));
+            *self = Chain::from_entries(entries);
+            return;
+        }
         match self.all.last() {
             Some(last) if last.rank > entry.rank => {
                 let mut entries = self.entries();

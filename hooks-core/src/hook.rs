@@ -374,8 +374,26 @@ impl HookOptions {
         self
     }
 
-    /// Records an `order = N` (used by crew-scoped hooks, which a crew
-    /// registers sorted by it).
+    /// Places the hook among its crew's own hooks: a crew's hooks run by
+    /// `order` (default 0), then in registration order, whether given to
+    /// its builder (`hook_with`, `async_hook_with`; `policies` take 0) or
+    /// written as `#[crew_base]` methods. Link-time hooks are sorted by it
+    /// too (`#[on(.., order = N)]`). A hook registered at run time outside
+    /// a crew runs in registration order, and a warning says that the
+    /// `order` given to it has no effect.
+    ///
+    /// ```
+    /// use hooks_core::runtime::register_crew_hook;
+    /// use hooks_core::{HookOptions, HookRegistry, HookStyle, ToolCallHookContext, PRE_TOOL_CALL};
+    ///
+    /// let crew = HookRegistry::new();
+    /// let noop = |_: &mut ToolCallHookContext| {};
+    /// register_crew_hook(&crew, PRE_TOOL_CALL, "desk", HookStyle::On, HookOptions::new().name("log"), noop)?;
+    /// register_crew_hook(&crew, PRE_TOOL_CALL, "desk", HookStyle::On, HookOptions::new().name("budget").order(-1), noop)?;
+    /// let names: Vec<String> = crew.get_hooks(PRE_TOOL_CALL).into_iter().map(|h| h.name).collect();
+    /// assert_eq!(names, ["budget", "log"]);
+    /// # Ok::<(), hooks_core::RegisterError>(())
+    /// ```
     pub fn order(mut self, order: i32) -> Self {
         self.order = order;
         self
@@ -512,9 +530,21 @@ pub(crate) type StaticAsyncFn<P> =
 /// allocation per run, paid only when it runs.
 pub(crate) enum HookCall<P: Point> {
     Static(fn(&mut P::Context) -> Decision<P::Replacement>),
-    Shared(Box<SyncHookFn<P>>),
+    Shared(Arc<SyncHookFn<P>>),
     StaticAsync(StaticAsyncFn<P>),
-    SharedAsync(Box<AsyncHookCall<P>>),
+    SharedAsync(Arc<AsyncHookCall<P>>),
+}
+
+// By hand: a derive would ask `P: Clone`.
+impl<P: Point> Clone for HookCall<P> {
+    fn clone(&self) -> Self {
+        match self {
+            HookCall::Static(call) => HookCall::Static(*call),
+            HookCall::Shared(call) => HookCall::Shared(Arc::clone(call)),
+            HookCall::StaticAsync(call) => HookCall::StaticAsync(*call),
+            HookCall::SharedAsync(call) => HookCall::SharedAsync(Arc::clone(call)),
+        }
+    }
 }
 
 /// A hook's callable, as a chain walk meets it.
@@ -657,6 +687,20 @@ pub(crate) struct HookEntry<P: Point> {
 }
 
 impl<P: Point> HookEntry<P> {
+    /// The same hook in another place of its chain (see
+    /// [`Chain::insert`](crate::chain::Chain)): its id and everything else
+    /// kept.
+    pub(crate) fn with_rank(&self, rank: u64) -> Self {
+        HookEntry {
+            info: self.info.clone(),
+            rank,
+            type_id: self.type_id,
+            static_index: self.static_index,
+            call: self.call.clone(),
+            call_filtered: self.call_filtered,
+        }
+    }
+
     /// An entry for `info`, with its per-call filter flag derived.
     pub(crate) fn new(
         info: HookInfo,

@@ -178,7 +178,7 @@ pub mod runtime {
             crew,
             style,
             options,
-            HookCall::Shared(Box::new(move |ctx: &mut P::Context| {
+            HookCall::Shared(std::sync::Arc::new(move |ctx: &mut P::Context| {
                 hook(ctx).into_decision()
             })),
         )?;

@@ -487,6 +487,17 @@ impl HookRegistry {
     }
 
     pub(crate) fn insert<P: Point>(&self, entry: HookEntry<P>) -> HookId {
+        if entry.info.order != 0 && entry.info.origin == HookOrigin::Runtime {
+            // Said, not silently ignored: run-time hooks outside a crew
+            // follow in call order (SPEC rule 3).
+            tracing::warn!(
+                hook = %entry.info.name,
+                order = entry.info.order,
+                "`order` has no effect on a hook registered at run time outside a crew: such \
+                 hooks run in registration order; register it on a crew (where a crew's own \
+                 hooks run by `order`), or register it where it should run"
+            );
+        }
         let id = entry.info.id;
         let entry = Arc::new(entry);
         self.modify_infallible(|set| P::chain_mut(set).insert(entry));
@@ -899,7 +910,8 @@ where
     F: Fn(&mut P::Context) -> R + Send + Sync + 'static,
     R: HookReturn<P>,
 {
-    let call: Box<crate::hook::SyncHookFn<P>> = Box::new(move |ctx| hook(ctx).into_decision());
+    let call: std::sync::Arc<crate::hook::SyncHookFn<P>> =
+        std::sync::Arc::new(move |ctx| hook(ctx).into_decision());
     entry::<P, F>(options, style, origin, HookCall::Shared(call))
 }
 
@@ -930,7 +942,7 @@ where
     F: for<'c> AsyncHookFn<'c, P::Context, R>,
     R: HookReturn<P> + 'static,
 {
-    HookCall::SharedAsync(Box::new(move |ctx| {
+    HookCall::SharedAsync(std::sync::Arc::new(move |ctx| {
         let running = hook.start(ctx);
         // One allocation per run: the hook's own future lives inside.
         Box::pin(async move { running.await.into_decision() })
@@ -943,7 +955,8 @@ where
     F: Fn(&mut P::Context) -> R + Send + Sync + 'static,
     R: LegacyBeforeReturn<P>,
 {
-    let call: Box<crate::hook::SyncHookFn<P>> = Box::new(move |ctx| hook(ctx).into_decision());
+    let call: std::sync::Arc<crate::hook::SyncHookFn<P>> =
+        std::sync::Arc::new(move |ctx| hook(ctx).into_decision());
     entry::<P, F>(options, style, HookOrigin::Runtime, HookCall::Shared(call))
 }
 

@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! crew-inbox serve --store URL [--listen 127.0.0.1:8080] [--public-origin URL] [--secure-cookies]
+//!                  [--allowed-host NAME]... [--trusted-proxy ADDRESS]... [--max-password-checks N]
+//!                  [--max-connections N]
 //! crew-inbox add-approver --store URL NAME [--tools a,b] [--capabilities destructive,open_world] [--no-password]
 //! crew-inbox sign-in-token --store URL NAME [--ttl-minutes 15]
 //! crew-inbox api-token --store URL NAME
@@ -23,6 +25,8 @@ crew-inbox: the approval inbox of a crew's approvals store
 
 USAGE:
   crew-inbox serve --store URL [--listen ADDRESS] [--public-origin URL] [--secure-cookies]
+                   [--allowed-host NAME]... [--trusted-proxy ADDRESS]...
+                   [--max-password-checks N] [--max-connections N]
   crew-inbox add-approver --store URL NAME [--tools a,b] [--capabilities c,d] [--no-password]
   crew-inbox sign-in-token --store URL NAME [--ttl-minutes N]
   crew-inbox api-token --store URL NAME
@@ -33,12 +37,32 @@ USAGE:
   --public-origin URL  the origin approvers' browsers use, e.g.
                        https://approvals.example.com (behind a proxy)
   --secure-cookies     mark cookies Secure: set it when served over TLS
+  --allowed-host NAME  a host name (or NAME:PORT) requests may name in
+                       their Host header besides localhost, 127.0.0.0/8
+                       and [::1]; others are refused 421 (repeatable)
+  --trusted-proxy ADDRESS
+                       the IP address of a reverse proxy in front of the
+                       inbox: only from it is X-Forwarded-For (or
+                       Forwarded) believed, for the sign-in throttle
+                       (repeatable)
+  --max-password-checks N
+                       password checks running at once, each holding
+                       about 19 MiB (default: the number of cores)
+  --max-connections N  connections held open at once (default 512)
   --tools a,b          the approver answers only calls of these tools
   --capabilities c,d   only calls of tools declaring one of these:
                        read_only, destructive, idempotent, open_world
   --no-password        no password: the approver signs in with one-time
                        tokens only (otherwise one line is read from stdin)
   --ttl-minutes N      how long a sign-in token is valid (default 15)
+
+Sign-in is throttled per account and per client address, in the store
+(shared by every replica): 5 failures from one address, or 20 for one
+account, within an hour, then each further failure refuses that address
+or account for 1 second, doubling up to 15 minutes. A one-time sign-in
+token lets a locked-out approver in (only its address's lock holds it).
+A connection that takes 10 seconds to send its headers, or sits idle
+that long, is closed.
 
 sign-in-token and api-token print the token on standard output.";
 
@@ -80,6 +104,10 @@ struct Parsed {
     capabilities: Option<String>,
     no_password: bool,
     ttl_minutes: Option<String>,
+    allowed_hosts: Vec<String>,
+    trusted_proxies: Vec<String>,
+    max_password_checks: Option<String>,
+    max_connections: Option<String>,
     names: Vec<String>,
 }
 
@@ -115,6 +143,10 @@ fn parse(arguments: &[String], allowed: &[&str]) -> Result<Parsed, Failure> {
             "--tools" => parsed.tools = Some(value()?),
             "--capabilities" => parsed.capabilities = Some(value()?),
             "--ttl-minutes" => parsed.ttl_minutes = Some(value()?),
+            "--allowed-host" => parsed.allowed_hosts.push(value()?),
+            "--trusted-proxy" => parsed.trusted_proxies.push(value()?),
+            "--max-password-checks" => parsed.max_password_checks = Some(value()?),
+            "--max-connections" => parsed.max_connections = Some(value()?),
             "--secure-cookies" => parsed.secure_cookies = true,
             "--no-password" => parsed.no_password = true,
             _ => return Err(Failure::Usage(format!("unknown option {option}"))),
@@ -169,7 +201,16 @@ async fn run(arguments: Vec<String>) -> Result<(), Failure> {
         "serve" => {
             let parsed = parse(
                 rest,
-                &["--store", "--listen", "--public-origin", "--secure-cookies"],
+                &[
+                    "--store",
+                    "--listen",
+                    "--public-origin",
+                    "--secure-cookies",
+                    "--allowed-host",
+                    "--trusted-proxy",
+                    "--max-password-checks",
+                    "--max-connections",
+                ],
             )?;
             parsed.no_names()?;
             serve(&parsed).await
@@ -242,6 +283,35 @@ async fn serve(parsed: &Parsed) -> Result<(), Failure> {
         .as_deref()
         .map(check_origin)
         .transpose()?;
+    let proxies = parsed
+        .trusted_proxies
+        .iter()
+        .map(|text| {
+            text.trim().parse::<std::net::IpAddr>().map_err(|_| {
+                Failure::Usage(format!(
+                    "--trusted-proxy takes an IP address such as 10.0.0.2 or ::1, not {text:?}"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let count = |option: &str, text: Option<&str>| -> Result<Option<usize>, Failure> {
+        text.map(|text| {
+            text.parse::<usize>()
+                .ok()
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| {
+                    Failure::Usage(format!(
+                        "{option} takes a whole number from 1, not {text:?}"
+                    ))
+                })
+        })
+        .transpose()
+    };
+    let checks = count(
+        "--max-password-checks",
+        parsed.max_password_checks.as_deref(),
+    )?;
+    let connections = count("--max-connections", parsed.max_connections.as_deref())?;
     let store = open(parsed).await?;
     let listener = tokio::net::TcpListener::bind(address)
         .await
@@ -249,7 +319,16 @@ async fn serve(parsed: &Parsed) -> Result<(), Failure> {
     let bound = listener
         .local_addr()
         .map_or_else(|_| address.to_owned(), |bound| bound.to_string());
-    let mut inbox = Inbox::new(store.clone()).secure_cookies(parsed.secure_cookies);
+    let mut inbox = Inbox::new(store.clone())
+        .secure_cookies(parsed.secure_cookies)
+        .allowed_hosts(&parsed.allowed_hosts)
+        .trusted_proxies(proxies);
+    if let Some(checks) = checks {
+        inbox = inbox.max_password_checks(checks);
+    }
+    if let Some(connections) = connections {
+        inbox = inbox.max_connections(connections);
+    }
     if let Some(origin) = &origin {
         inbox = inbox.public_origin(origin.clone());
     }

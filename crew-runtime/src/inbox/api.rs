@@ -38,7 +38,12 @@ pub(crate) async fn pending(Extract(state): Extract<State>, Bot(approver): Bot) 
     let approvals: Vec<QuestionView> = pending
         .iter()
         .filter(|question| approver.may_answer(question))
-        .filter(|question| question.requester.as_deref() != Some(approver.name.as_str()))
+        .filter(|question| {
+            !question
+                .requester
+                .as_deref()
+                .is_some_and(|requester| crate::store::same_identity(requester, &approver.name))
+        })
         .map(|question| QuestionView::of(question, now))
         .collect();
     Json(serde_json::json!({ "approvals": approvals })).into_response()

@@ -212,6 +212,106 @@ impl FromRequestParts<State> for Bot {
     }
 }
 
+/// Which `Host` headers the inbox answers: loopback names always, and
+/// the configured names; `None` when any host is taken (a public origin
+/// and no allowed hosts).
+#[derive(Debug, Clone)]
+pub(crate) struct HostCheck(Option<Vec<String>>);
+
+impl HostCheck {
+    pub(crate) fn new(public_origin: Option<&str>, allowed: &[String]) -> Self {
+        match public_origin {
+            Some(_) if allowed.is_empty() => HostCheck(None),
+            Some(origin) => {
+                let mut hosts = allowed.to_vec();
+                if let Some((_, host)) = origin.split_once("://") {
+                    hosts.push(host.to_ascii_lowercase());
+                }
+                HostCheck(Some(hosts))
+            }
+            None => HostCheck(Some(allowed.to_vec())),
+        }
+    }
+
+    /// Whether a request naming `host` (`name` or `name:port`) is for us.
+    pub(crate) fn allows(&self, host: &str) -> bool {
+        let Some(allowed) = &self.0 else {
+            return true;
+        };
+        let host = host.trim().to_ascii_lowercase();
+        let Some(name) = host_name(&host) else {
+            return false;
+        };
+        is_loopback_name(name)
+            || allowed
+                .iter()
+                .any(|entry| *entry == host || entry.as_str() == name)
+    }
+}
+
+/// The name of `host` without its port (`[::1]` keeps its brackets);
+/// `None` when the port is not a number.
+fn host_name(host: &str) -> Option<&str> {
+    let (name, port) = if host.starts_with('[') {
+        let end = host.find(']')?;
+        let (name, rest) = host.split_at(end + 1);
+        (name, rest.strip_prefix(':'))
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        }
+    };
+    match port {
+        Some(port) if port.is_empty() || !port.bytes().all(|b| b.is_ascii_digit()) => None,
+        _ if name.is_empty() => None,
+        _ => Some(name),
+    }
+}
+
+/// `localhost`, an address of 127.0.0.0/8, or `[::1]`.
+fn is_loopback_name(name: &str) -> bool {
+    if name == "localhost" {
+        return true;
+    }
+    if let Some(inside) = name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
+        return inside
+            .parse::<std::net::Ipv6Addr>()
+            .is_ok_and(|address| address.is_loopback());
+    }
+    name.parse::<std::net::Ipv4Addr>()
+        .is_ok_and(|address| address.is_loopback())
+}
+
+/// Refuses (421) a request whose `Host` the inbox was not given: with no
+/// public origin, the expected `Origin` is built from the `Host`, and a
+/// page of another site whose name now points at this machine (DNS
+/// rebinding) would pass for the inbox's own.
+pub(crate) async fn known_hosts_only(
+    axum::extract::State(state): axum::extract::State<State>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| request.uri().authority().map(|a| a.as_str().to_owned()));
+    match host {
+        Some(host) if state.hosts.allows(&host) => next.run(request).await,
+        host => {
+            let named =
+                host.map_or_else(|| "no host".to_owned(), |host| format!("the host {host:?}"));
+            let message = format!(
+                "this request names {named}, which is not this inbox's: it answers loopback names (localhost, 127.0.0.1, [::1]) and the names it was given (crew-inbox serve --allowed-host NAME, or --public-origin)"
+            );
+            let (parts, _) = request.into_parts();
+            refuse(&state, &parts, StatusCode::MISDIRECTED_REQUEST, &message)
+        }
+    }
+}
+
 /// The origin state changes must come from.
 fn expected_origin(state: &State, headers: &HeaderMap) -> Option<String> {
     if let Some(origin) = &state.public_origin {
@@ -276,19 +376,34 @@ pub(crate) async fn limit_body(
     let mut chunks = body.into_data_stream();
     let mut kept: Vec<u8> = Vec::new();
     let mut total = 0usize;
-    while let Some(chunk) = chunks.next().await {
-        let chunk = match chunk {
-            Ok(chunk) => chunk,
-            Err(error) => {
-                let message = format!("the request's body could not be read: {error}");
-                return refuse(&state, &parts, StatusCode::BAD_REQUEST, &message);
+    let read = async {
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk?;
+            total = total.saturating_add(chunk.len());
+            if total <= MAX_BODY_BYTES {
+                kept.extend_from_slice(&chunk);
+            } else if total > DRAIN_BODY_BYTES {
+                break;
             }
-        };
-        total = total.saturating_add(chunk.len());
-        if total <= MAX_BODY_BYTES {
-            kept.extend_from_slice(&chunk);
-        } else if total > DRAIN_BODY_BYTES {
-            break;
+        }
+        Ok::<(), axum::Error>(())
+    };
+    match tokio::time::timeout(state.body_timeout, read).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => {
+            let message = format!("the request's body could not be read: {error}");
+            return refuse(&state, &parts, StatusCode::BAD_REQUEST, &message);
+        }
+        Err(_) => {
+            let message = format!(
+                "the request's body did not arrive within {} seconds: send it again",
+                state.body_timeout.as_secs_f32()
+            );
+            let mut response = refuse(&state, &parts, StatusCode::REQUEST_TIMEOUT, &message);
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return response;
         }
     }
     if total > MAX_BODY_BYTES {
@@ -352,6 +467,44 @@ fn changes_nothing(method: &Method) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_loopback_and_given_host_names_are_answered() {
+        let default = HostCheck::new(None, &[]);
+        for host in [
+            "localhost",
+            "localhost:8080",
+            "127.0.0.1:80",
+            "127.8.9.1",
+            "[::1]:8080",
+            "[::1]",
+            "LOCALHOST:1",
+        ] {
+            assert!(default.allows(host), "{host}");
+        }
+        for host in [
+            "evil.example:8080",
+            "evil.example",
+            "localhost.evil.example",
+            "127.0.0.1.evil.example",
+            "[::2]:80",
+            "localhost:80x",
+            "10.0.0.1",
+            "",
+        ] {
+            assert!(!default.allows(host), "{host}");
+        }
+        let given = HostCheck::new(
+            None,
+            &["approvals.internal".to_owned(), "10.0.0.7:8080".to_owned()],
+        );
+        assert!(given.allows("approvals.internal:9000"));
+        assert!(given.allows("10.0.0.7:8080"));
+        assert!(!given.allows("10.0.0.7:8081"));
+        assert!(HostCheck::new(Some("https://a.example"), &[]).allows("anything"));
+        let both = HostCheck::new(Some("https://a.example"), &["b.example".to_owned()]);
+        assert!(both.allows("a.example") && both.allows("b.example") && !both.allows("c.example"));
+    }
 
     #[test]
     fn cookies_are_found_among_others() {

@@ -40,17 +40,23 @@
 mod api;
 mod auth;
 mod pages;
+mod serve;
+mod throttle;
 mod view;
 
 use std::fmt;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
+use tokio::sync::Semaphore;
 
 use crate::store::Store;
+
+pub use throttle::SignInThrottle;
 
 /// The largest request body taken, in bytes (1 MiB): a larger one is
 /// answered 413 before it is read whole.
@@ -63,6 +69,22 @@ const DRAIN_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// How long a session lasts unless told otherwise: a working day.
 const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(8 * 60 * 60);
+
+/// How long a connection may take to send a request's headers, and stay
+/// idle between requests, unless told otherwise.
+const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a request's body may take to arrive unless told otherwise.
+const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How many connections [`Inbox::serve`] holds open at once unless told
+/// otherwise: half the 1,024 descriptors a process usually gets, leaving
+/// the rest to the store's connections and the runtime.
+const DEFAULT_MAX_CONNECTIONS: usize = 512;
+
+/// How long a sign-in waits for a free password check before it is
+/// answered 503.
+const PASSWORD_CHECK_WAIT: Duration = Duration::from_secs(1);
 
 /// The approval inbox: build it on a [`Store`], then mount its
 /// [`router`](Inbox::router) in your own axum app or [`serve`](Inbox::serve)
@@ -88,6 +110,13 @@ pub struct Inbox {
     public_origin: Option<String>,
     secure_cookies: bool,
     session_ttl: Duration,
+    allowed_hosts: Vec<String>,
+    trusted_proxies: Vec<IpAddr>,
+    max_password_checks: usize,
+    throttle: SignInThrottle,
+    header_timeout: Duration,
+    body_timeout: Duration,
+    max_connections: usize,
 }
 
 impl fmt::Debug for Inbox {
@@ -97,14 +126,25 @@ impl fmt::Debug for Inbox {
             .field("public_origin", &self.public_origin)
             .field("secure_cookies", &self.secure_cookies)
             .field("session_ttl", &self.session_ttl)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("trusted_proxies", &self.trusted_proxies)
+            .field("max_password_checks", &self.max_password_checks)
+            .field("throttle", &self.throttle)
+            .field("header_timeout", &self.header_timeout)
+            .field("body_timeout", &self.body_timeout)
+            .field("max_connections", &self.max_connections)
             .finish()
     }
 }
 
 impl Inbox {
     /// An inbox answering the questions of `store`: sessions of 8 hours,
-    /// cookies without `Secure`, and state changes accepted from the
-    /// origin the request's `Host` names.
+    /// cookies without `Secure`, requests only for loopback host names
+    /// (`localhost`, `127.0.0.1`, `[::1]`), state changes accepted from
+    /// the origin the request's `Host` names, as many password checks at
+    /// once as the machine has cores, sign-ins throttled as
+    /// [`SignInThrottle::default`] says, and the time limits and
+    /// connection cap of [`serve`](Inbox::serve).
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), crew_runtime::store::StoreError> {
@@ -120,6 +160,13 @@ impl Inbox {
             public_origin: None,
             secure_cookies: false,
             session_ttl: DEFAULT_SESSION_TTL,
+            allowed_hosts: Vec::new(),
+            trusted_proxies: Vec::new(),
+            max_password_checks: std::thread::available_parallelism().map_or(1, usize::from),
+            throttle: SignInThrottle::default(),
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 
@@ -128,7 +175,9 @@ impl Inbox {
     /// whenever the inbox is behind a proxy or on a public name; without
     /// it, the origin is `http://` (or `https://` with
     /// [`secure_cookies`](Inbox::secure_cookies)) followed by the
-    /// request's `Host`.
+    /// request's `Host`, which must then be a loopback name or one of the
+    /// [`allowed_hosts`](Inbox::allowed_hosts) (a page of another site
+    /// whose name was re-pointed at this machine must not sign in).
     ///
     /// ```no_run
     /// # fn run(inbox: crew_runtime::inbox::Inbox) {
@@ -170,6 +219,133 @@ impl Inbox {
         self
     }
 
+    /// The host names (`approvals.internal`, or with a port,
+    /// `approvals.internal:8080`) requests may name in their `Host` header
+    /// besides the loopback names (`localhost`, `127.0.0.0/8`, `[::1]`,
+    /// with any port): any other is refused 421 on every route, so that a
+    /// page of another site whose name was re-pointed at this machine (DNS
+    /// rebinding) can neither read nor sign in. With a
+    /// [`public_origin`](Inbox::public_origin) and no allowed hosts, the
+    /// `Host` is not checked (a proxy may name the inbox as it likes; the
+    /// origin check is fixed); with both, the public origin's host is
+    /// allowed too.
+    ///
+    /// ```no_run
+    /// # fn run(inbox: crew_runtime::inbox::Inbox) {
+    /// let inbox = inbox.allowed_hosts(["approvals.internal", "10.0.0.7:8080"]);
+    /// # let _ = inbox;
+    /// # }
+    /// ```
+    pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.allowed_hosts = hosts
+            .into_iter()
+            .map(|host| host.as_ref().trim().to_ascii_lowercase())
+            .filter(|host| !host.is_empty())
+            .collect();
+        self
+    }
+
+    /// The addresses of the reverse proxies in front of the inbox: only
+    /// for a connection from one of them is the client's address read from
+    /// `X-Forwarded-For` (or `Forwarded: for=`), the nearest address in it
+    /// that is not itself a trusted proxy. From anyone else those headers
+    /// are ignored (a client could write any address there) and the
+    /// connection's own address counts, for the
+    /// [sign-in throttle](SignInThrottle).
+    ///
+    /// ```no_run
+    /// # fn run(inbox: crew_runtime::inbox::Inbox) {
+    /// let proxy: std::net::IpAddr = "10.0.0.2".parse().expect("an address");
+    /// let inbox = inbox.trusted_proxies([proxy]);
+    /// # let _ = inbox;
+    /// # }
+    /// ```
+    pub fn trusted_proxies(mut self, proxies: impl IntoIterator<Item = IpAddr>) -> Self {
+        self.trusted_proxies = proxies.into_iter().collect();
+        self
+    }
+
+    /// How many password checks run at once (at least one; as many as the
+    /// machine has cores unless set). Each is an argon2 verification that
+    /// holds about 19 MiB while it runs: the bound keeps the inbox's memory
+    /// bounded whatever the traffic. A sign-in that finds no free check
+    /// within a second is answered 503 with `Retry-After`.
+    ///
+    /// ```no_run
+    /// # fn run(inbox: crew_runtime::inbox::Inbox) {
+    /// let inbox = inbox.max_password_checks(2);
+    /// # let _ = inbox;
+    /// # }
+    /// ```
+    pub fn max_password_checks(mut self, checks: usize) -> Self {
+        self.max_password_checks = checks.max(1);
+        self
+    }
+
+    /// How failed sign-ins are throttled (see [`SignInThrottle`]).
+    ///
+    /// ```no_run
+    /// # fn run(inbox: crew_runtime::inbox::Inbox) {
+    /// use crew_runtime::inbox::SignInThrottle;
+    /// let inbox = inbox.sign_in_throttle(SignInThrottle::default().failures_per_address(3));
+    /// # let _ = inbox;
+    /// # }
+    /// ```
+    pub fn sign_in_throttle(mut self, throttle: SignInThrottle) -> Self {
+        self.throttle = throttle;
+        self
+    }
+
+    /// How long a connection of [`serve`](Inbox::serve) may take to send a
+    /// request's headers, and may stay idle between requests, before it is
+    /// closed (10 seconds unless set; at least 10 milliseconds).
+    ///
+    /// ```no_run
+    /// # fn run(inbox: crew_runtime::inbox::Inbox) {
+    /// let inbox = inbox.header_timeout(std::time::Duration::from_secs(5));
+    /// # let _ = inbox;
+    /// # }
+    /// ```
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long the body of a state change may take to arrive before the
+    /// request is refused 408 and its connection closed (30 seconds
+    /// unless set; at least 10 milliseconds).
+    ///
+    /// ```no_run
+    /// # fn run(inbox: crew_runtime::inbox::Inbox) {
+    /// let inbox = inbox.body_timeout(std::time::Duration::from_secs(10));
+    /// # let _ = inbox;
+    /// # }
+    /// ```
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How many connections [`serve`](Inbox::serve) holds open at once
+    /// (512 unless set; at least one): beyond it, new connections wait in
+    /// the operating system's queue until one closes, so that slow
+    /// clients cannot use up the process's file descriptors.
+    ///
+    /// ```no_run
+    /// # fn run(inbox: crew_runtime::inbox::Inbox) {
+    /// let inbox = inbox.max_connections(256);
+    /// # let _ = inbox;
+    /// # }
+    /// ```
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+
     /// The inbox's routes, to serve or to mount in an axum app (also
     /// under a path with [`Router::nest`]: links and redirects follow it).
     ///
@@ -188,6 +364,11 @@ impl Inbox {
             secure_cookies: self.secure_cookies,
             session_ttl: self.session_ttl,
             templates: view::templates(),
+            hosts: auth::HostCheck::new(self.public_origin.as_deref(), &self.allowed_hosts),
+            trusted_proxies: self.trusted_proxies.clone(),
+            password_checks: Arc::new(Semaphore::new(self.max_password_checks)),
+            throttle: self.throttle.clone(),
+            body_timeout: self.body_timeout,
         });
         // Cookie-authenticated routes: every state change must come from
         // the inbox's own origin (checked before anything else is read).
@@ -220,10 +401,19 @@ impl Inbox {
             ))
             .layer(axum::middleware::map_response(auth::security_headers))
             .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+            .layer(axum::middleware::from_fn_with_state(
+                shared.clone(),
+                auth::known_hosts_only,
+            ))
             .with_state(shared)
     }
 
-    /// Serves the inbox on `listener` until the process stops.
+    /// Serves the inbox on `listener` until the process stops: HTTP/1.1,
+    /// each connection closed when it takes longer than the
+    /// [`header_timeout`](Inbox::header_timeout) to send a request's
+    /// headers or stays idle that long between requests, at most
+    /// [`max_connections`](Inbox::max_connections) at once, and the
+    /// client's address known to the [sign-in throttle](SignInThrottle).
     ///
     /// ```no_run
     /// # async fn run(store: crew_runtime::store::Store) -> std::io::Result<()> {
@@ -232,7 +422,13 @@ impl Inbox {
     /// # }
     /// ```
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        axum::serve(listener, self.router()).await
+        serve::serve(
+            listener,
+            self.router(),
+            self.header_timeout,
+            self.max_connections,
+        )
+        .await
     }
 }
 
@@ -243,6 +439,14 @@ pub(crate) struct Shared {
     pub(crate) secure_cookies: bool,
     pub(crate) session_ttl: Duration,
     pub(crate) templates: minijinja::Environment<'static>,
+    /// The `Host` names requests may use.
+    pub(crate) hosts: auth::HostCheck,
+    /// Where `X-Forwarded-For` is believed from.
+    pub(crate) trusted_proxies: Vec<IpAddr>,
+    /// One permit per password check running.
+    pub(crate) password_checks: Arc<Semaphore>,
+    pub(crate) throttle: SignInThrottle,
+    pub(crate) body_timeout: Duration,
 }
 
 /// The handlers' state.

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use axum::Form;
 use axum::extract::rejection::FormRejection;
 use axum::extract::{Path, Query, State as Extract};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use futures_util::Stream;
@@ -15,8 +15,9 @@ use serde_json::{Map, Value};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::auth::{self, Base, Page, Script, SignedIn};
+use super::throttle::{self, Client};
 use super::view::{self, Row};
-use super::{MAX_BODY_BYTES, State};
+use super::{MAX_BODY_BYTES, PASSWORD_CHECK_WAIT, State};
 use crate::store::{Answer, Decision};
 
 /// How many answered questions the history shows.
@@ -94,10 +95,13 @@ fn login_page(state: &State, base: &str, status: StatusCode, error: Option<&str>
     response
 }
 
-/// `POST /login`: a name and password, or a one-time token.
+/// `POST /login`: a name and password, or a one-time token. Refused
+/// (429) while the client's address, or for a password the account, is
+/// throttled; answered 503 when no password check is free in time.
 pub(crate) async fn login(
     Extract(state): Extract<State>,
     Base(base): Base,
+    Client(client): Client,
     headers: HeaderMap,
     form: Result<Form<LoginForm>, FormRejection>,
 ) -> Response {
@@ -119,17 +123,39 @@ pub(crate) async fn login(
         );
     }
     let token = form.token.as_deref().map(str::trim).unwrap_or_default();
+    let name = form.name.as_deref().unwrap_or_default();
+    let password = form.password.as_deref().unwrap_or_default();
+    if token.is_empty() && (name.is_empty() || password.is_empty()) {
+        return login_page(
+            &state,
+            &base,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("Give your name and password, or a one-time sign-in token."),
+        );
+    }
+    // What the throttle counts: the address, and for a password the
+    // account (a one-time token is held back by its address only, so
+    // that an approver locked out by someone's guessing can still come in
+    // with a token).
+    let address_key = client.map(throttle::address_key);
+    let account_key = token.is_empty().then(|| throttle::account_key(name));
+    let keys: Vec<String> = address_key.iter().chain(&account_key).cloned().collect();
+    match state.store.sign_in_locked_until(&keys).await {
+        Ok(None) => {}
+        Ok(Some(until)) => return throttled(&state, &base, until),
+        Err(error) => return view::store_failed_page(&state, &base, &error),
+    }
     let signed_in = if token.is_empty() {
-        let name = form.name.as_deref().unwrap_or_default();
-        let password = form.password.as_deref().unwrap_or_default();
-        if name.is_empty() || password.is_empty() {
-            return login_page(
-                &state,
-                &base,
-                StatusCode::UNPROCESSABLE_ENTITY,
-                Some("Give your name and password, or a one-time sign-in token."),
-            );
-        }
+        // Each check holds argon2's memory while it runs: at most so many
+        // at once, and the rest answered at once rather than queued.
+        let permit = tokio::time::timeout(
+            PASSWORD_CHECK_WAIT,
+            state.password_checks.clone().acquire_owned(),
+        )
+        .await;
+        let Ok(Ok(_permit)) = permit else {
+            return busy(&state, &base);
+        };
         state.store.check_password(name, password).await
     } else {
         state.store.redeem_sign_in_token(token).await
@@ -137,6 +163,20 @@ pub(crate) async fn login(
     let approver = match signed_in {
         Ok(Some(approver)) => approver,
         Ok(None) => {
+            let counted = async {
+                if let Some(key) = &address_key {
+                    let rule = state.throttle.rule(state.throttle.failures_per_address);
+                    state.store.record_sign_in_failure(key, rule).await?;
+                }
+                if let Some(key) = &account_key {
+                    let rule = state.throttle.rule(state.throttle.failures_per_account);
+                    state.store.record_sign_in_failure(key, rule).await?;
+                }
+                Ok::<(), crate::store::StoreError>(())
+            };
+            if let Err(error) = counted.await {
+                return view::store_failed_page(&state, &base, &error);
+            }
             let message = if token.is_empty() {
                 "Wrong name or password."
             } else {
@@ -146,6 +186,11 @@ pub(crate) async fn login(
         }
         Err(error) => return view::store_failed_page(&state, &base, &error),
     };
+    for key in address_key.iter().chain(&account_key) {
+        if let Err(error) = state.store.clear_sign_in_failures(key).await {
+            return view::store_failed_page(&state, &base, &error);
+        }
+    }
     let (session, _csrf) = match state
         .store
         .create_session(&approver.name, state.session_ttl)
@@ -169,6 +214,36 @@ pub(crate) async fn login(
         header::SET_COOKIE,
         auth::set_cookie(&state, auth::login_cookie_name(&state), "", 0),
     );
+    response
+}
+
+/// The sign-in page, 429 with `Retry-After`, while the throttle holds
+/// the address or account back until `until` (milliseconds).
+fn throttled(state: &State, base: &str, until: i64) -> Response {
+    let wait_ms = until.saturating_sub(crate::store::now_millis()).max(0);
+    let seconds = u64::try_from(wait_ms).unwrap_or(0).div_ceil(1000).max(1);
+    let message = format!(
+        "Too many failed sign-ins from here or for this account: try again in {seconds} seconds (or sign in with a one-time token)."
+    );
+    let mut response = login_page(state, base, StatusCode::TOO_MANY_REQUESTS, Some(&message));
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    response
+}
+
+/// The sign-in page, 503 with `Retry-After`, when every password check
+/// is taken.
+fn busy(state: &State, base: &str) -> Response {
+    let mut response = login_page(
+        state,
+        base,
+        StatusCode::SERVICE_UNAVAILABLE,
+        Some("The inbox is checking too many sign-ins at once: try again in a moment."),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     response
 }
 

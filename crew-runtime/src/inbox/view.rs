@@ -290,7 +290,7 @@ impl Row {
         let cannot_answer = question
             .requester
             .as_deref()
-            .filter(|requester| *requester == approver.name)
+            .filter(|requester| crate::store::same_identity(requester, &approver.name))
             .map(|_| {
                 "You asked for this call yourself: another approver must answer it.".to_owned()
             });

@@ -265,6 +265,13 @@ fn check_name(name: &str) -> Result<(), StoreError> {
     )))
 }
 
+/// The form under which two account names that a person could mistake
+/// for each other are equal: the UTS #39 confusable skeleton of the
+/// name's identity key.
+fn look_alike_skeleton(name: &str) -> String {
+    unicode_security::skeleton(&super::identity::identity_key(name)).collect()
+}
+
 /// Checks a new password's length.
 fn check_password_text(password: &str) -> Result<(), StoreError> {
     if password.chars().count() < MIN_PASSWORD_CHARS {
@@ -280,6 +287,70 @@ fn check_password_text(password: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// A piece of argon2 work for the [`argon2_threads`].
+type Argon2Job = Box<dyn FnOnce() + Send>;
+
+/// Where argon2 hashes and verifications run: as many threads of their
+/// own as the machine has cores, fed from one queue. Each run takes about
+/// 19 MiB; on the runtime's blocking pool every run could land on another
+/// of hundreds of threads, whose allocator arenas each kept that memory
+/// afterwards (several hundred MiB after a burst of sign-ins). A few fixed
+/// threads keep at most a few such blocks. `None` when no thread could be
+/// started.
+fn argon2_threads() -> Option<&'static std::sync::mpsc::Sender<Argon2Job>> {
+    static QUEUE: OnceLock<Option<std::sync::mpsc::Sender<Argon2Job>>> = OnceLock::new();
+    QUEUE
+        .get_or_init(|| {
+            let (sender, receiver) = std::sync::mpsc::channel::<Argon2Job>();
+            let receiver = std::sync::Arc::new(std::sync::Mutex::new(receiver));
+            let threads = std::thread::available_parallelism().map_or(1, usize::from);
+            let mut started = 0;
+            for n in 0..threads {
+                let receiver = receiver.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("crew-argon2-{n}"))
+                    .spawn(move || {
+                        loop {
+                            let job = match receiver.lock() {
+                                Ok(queue) => queue.recv(),
+                                Err(poisoned) => poisoned.into_inner().recv(),
+                            };
+                            match job {
+                                Ok(job) => job(),
+                                Err(_) => return,
+                            }
+                        }
+                    });
+                started += usize::from(spawned.is_ok());
+            }
+            (started > 0).then_some(sender)
+        })
+        .as_ref()
+}
+
+/// Runs `work` on the [`argon2_threads`] (on the blocking pool when there
+/// are none) and awaits its result.
+async fn on_argon2_thread<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, StoreError> {
+    let stopped = |error: &dyn std::fmt::Display| {
+        StoreError::Account(format!("the password work stopped: {error}"))
+    };
+    let Some(queue) = argon2_threads() else {
+        return tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|error| stopped(&error));
+    };
+    let (done, result) = tokio::sync::oneshot::channel();
+    let job: Argon2Job = Box::new(move || {
+        let _ = done.send(work());
+    });
+    queue
+        .send(job)
+        .map_err(|_| stopped(&"no password thread is running"))?;
+    result.await.map_err(|error| stopped(&error))
+}
+
 /// The argon2id PHC string of `password`, computed off the async threads
 /// (it takes tens of milliseconds by design).
 async fn hash_password(password: &str) -> Result<String, StoreError> {
@@ -290,14 +361,13 @@ async fn hash_password(password: &str) -> Result<String, StoreError> {
         ))
     })?;
     let password = password.to_owned();
-    tokio::task::spawn_blocking(move || {
+    on_argon2_thread(move || {
         Argon2::default()
             .hash_password_with_salt(password.as_bytes(), &salt)
             .map(|hash| hash.to_string())
             .map_err(|error| StoreError::Account(format!("cannot hash the password: {error}")))
     })
-    .await
-    .map_err(|error| StoreError::Account(format!("hashing the password stopped: {error}")))?
+    .await?
 }
 
 /// A hash that no password matches in practice, verified when a name is
@@ -320,7 +390,7 @@ fn dummy_hash() -> &'static str {
 /// Verifies `password` against `hash` (a PHC string) off the async threads.
 async fn verify_password(password: &str, hash: Option<String>) -> Result<bool, StoreError> {
     let password = password.to_owned();
-    tokio::task::spawn_blocking(move || {
+    on_argon2_thread(move || {
         let real = hash.is_some();
         let hash = hash.unwrap_or_else(|| dummy_hash().to_owned());
         let matches = Argon2::default()
@@ -329,7 +399,6 @@ async fn verify_password(password: &str, hash: Option<String>) -> Result<bool, S
         real && matches
     })
     .await
-    .map_err(|error| StoreError::Account(format!("checking the password stopped: {error}")))
 }
 
 /// An approver from its stored columns.
@@ -412,6 +481,7 @@ impl Store {
             }
             None => None,
         };
+        self.refuse_look_alike(name).await?;
         let approver = Approver::new(name, scope);
         // JSON arrays of plain strings: printing them cannot fail.
         let tools = approver
@@ -441,6 +511,32 @@ impl Store {
                 StoreError::Account(format!("an approver named {name:?} exists already")),
             ),
             Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Refuses a new account name whose confusable skeleton (UTS #39, of
+    /// its identity key: NFKC, case-folded, trimmed) is another account's,
+    /// disabled ones included: `carol` beside `Carol`, or a Cyrillic `с`
+    /// standing for a Latin `c`, would let one person pass for another in
+    /// the requester rule and in the history.
+    async fn refuse_look_alike(&self, name: &str) -> Result<(), StoreError> {
+        let wanted = look_alike_skeleton(name);
+        let names: Vec<String> = on_pool!(self, |pool| {
+            sqlx::query_scalar("SELECT name FROM crew_approvers")
+                .fetch_all(pool)
+                .await?
+        });
+        match names
+            .iter()
+            .find(|other| look_alike_skeleton(other) == wanted)
+        {
+            Some(other) if other == name => Err(StoreError::Account(format!(
+                "an approver named {name:?} exists already"
+            ))),
+            Some(other) => Err(StoreError::Account(format!(
+                "the approver name {name:?} cannot be used: it can be mistaken for the existing approver {other:?} (same letters once case, Unicode forms and look-alike characters are set aside); choose a name that reads differently"
+            ))),
+            None => Ok(()),
         }
     }
 
@@ -767,6 +863,116 @@ impl Store {
     }
 }
 
+/// How one kind of sign-in throttle key is held back: `free_failures`
+/// failures within `window` of each other are let be; each further one
+/// locks the key for `first_lockout`, doubled per failure, at most
+/// `max_lockout`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ThrottleRule {
+    pub(crate) free_failures: u32,
+    pub(crate) first_lockout: Duration,
+    pub(crate) max_lockout: Duration,
+    pub(crate) window: Duration,
+}
+
+impl ThrottleRule {
+    /// How long the `failures`-th failure in a row locks its key.
+    fn lockout(&self, failures: i64) -> Duration {
+        let beyond = failures.saturating_sub(i64::from(self.free_failures));
+        if beyond <= 0 {
+            return Duration::ZERO;
+        }
+        let doublings = u32::try_from(beyond - 1).unwrap_or(u32::MAX).min(30);
+        self.first_lockout
+            .saturating_mul(1 << doublings)
+            .min(self.max_lockout)
+    }
+}
+
+impl Store {
+    /// Until when (milliseconds since the epoch) the sign-in throttle
+    /// refuses attempts of any of `keys`, when that is later than now.
+    pub(crate) async fn sign_in_locked_until(
+        &self,
+        keys: &[String],
+    ) -> Result<Option<i64>, StoreError> {
+        let sql = "SELECT locked_until FROM crew_sign_in_throttle \
+                   WHERE key_hash = $1 AND locked_until > $2";
+        let now = now_millis();
+        let mut latest: Option<i64> = None;
+        for key in keys {
+            let until: Option<i64> = on_pool!(self, |pool| {
+                sqlx::query_scalar(sql)
+                    .bind(secret_hash(key))
+                    .bind(now)
+                    .fetch_optional(pool)
+                    .await?
+            });
+            latest = latest.max(until);
+        }
+        Ok(latest)
+    }
+
+    /// Counts a failed sign-in of `key` (in one statement, so that
+    /// replicas failing at once all count) and locks the key as `rule`
+    /// says. Counts older than the rule's window are dropped on the way.
+    pub(crate) async fn record_sign_in_failure(
+        &self,
+        key: &str,
+        rule: ThrottleRule,
+    ) -> Result<(), StoreError> {
+        let now = now_millis();
+        let window_start = now.saturating_sub(millis_in(rule.window));
+        let count = "INSERT INTO crew_sign_in_throttle (key_hash, failures, last_failure_at, locked_until) \
+                     VALUES ($1, 1, $2, 0) \
+                     ON CONFLICT (key_hash) DO UPDATE SET \
+                     failures = CASE WHEN crew_sign_in_throttle.last_failure_at < $3 THEN 1 \
+                                ELSE crew_sign_in_throttle.failures + 1 END, \
+                     last_failure_at = $2 \
+                     RETURNING failures";
+        let lock = "UPDATE crew_sign_in_throttle SET locked_until = $2 \
+                    WHERE key_hash = $1 AND locked_until < $2";
+        let sweep = "DELETE FROM crew_sign_in_throttle \
+                     WHERE last_failure_at < $1 AND locked_until < $2";
+        let hash = secret_hash(key);
+        let failures: i64 = on_pool!(self, |pool| {
+            sqlx::query(sweep)
+                .bind(window_start)
+                .bind(now)
+                .execute(pool)
+                .await?;
+            sqlx::query_scalar(count)
+                .bind(&hash)
+                .bind(now)
+                .bind(window_start)
+                .fetch_one(pool)
+                .await?
+        });
+        let lockout = rule.lockout(failures);
+        if !lockout.is_zero() {
+            let until = now.saturating_add(millis_in(lockout));
+            on_pool!(self, |pool| {
+                sqlx::query(lock)
+                    .bind(&hash)
+                    .bind(until)
+                    .execute(pool)
+                    .await?;
+            });
+        }
+        Ok(())
+    }
+
+    /// Forgets the failed sign-ins of `key` (after a success).
+    pub(crate) async fn clear_sign_in_failures(&self, key: &str) -> Result<(), StoreError> {
+        let sql = "DELETE FROM crew_sign_in_throttle WHERE key_hash = $1";
+        let hash = secret_hash(key);
+        on_pool!(self, |pool| {
+            sqlx::query(sql).bind(&hash).execute(pool).await?;
+        });
+        Ok(())
+    }
+}
+
 fn unknown_approver(name: &str) -> StoreError {
     StoreError::Account(format!("no approver is named {name:?}"))
 }
@@ -867,6 +1073,38 @@ mod tests {
             .await
             .expect_err("refused");
         assert!(error.to_string().contains("no approver"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn an_account_whose_name_can_be_mistaken_for_anothers_is_refused() {
+        let (store, _dir) = store().await;
+        for name in ["carol", "Jos\u{e9}", "paypal"] {
+            store
+                .add_approver(name, None, ApproverScope::everything())
+                .await
+                .expect("added");
+        }
+        // Case, NFD against NFC, full-width letters, a Cyrillic `а`.
+        for look_alike in [
+            "Carol",
+            "CAROL",
+            "Jose\u{301}",
+            "\u{ff43}arol",
+            "p\u{430}yp\u{430}l",
+        ] {
+            let error = store
+                .add_approver(look_alike, None, ApproverScope::everything())
+                .await
+                .expect_err("refused");
+            assert!(
+                error.to_string().contains("mistaken for"),
+                "{look_alike}: {error}"
+            );
+        }
+        store
+            .add_approver("caroline", None, ApproverScope::everything())
+            .await
+            .expect("a name that reads differently is added");
     }
 
     #[tokio::test]
@@ -1020,6 +1258,69 @@ mod tests {
         let anyone = Approver::new("a", ApproverScope::everything());
         assert!(anyone.may_answer(&question("read_file", reader)));
         assert_eq!(anyone.scope_description(), "any tool");
+    }
+
+    #[test]
+    fn lockouts_double_from_the_first_up_to_the_cap() {
+        let rule = ThrottleRule {
+            free_failures: 3,
+            first_lockout: Duration::from_secs(1),
+            max_lockout: Duration::from_secs(900),
+            window: Duration::from_secs(3600),
+        };
+        let lockouts: Vec<u64> = (1..=6).map(|n| rule.lockout(n).as_secs()).collect();
+        assert_eq!(lockouts, [0, 0, 0, 1, 2, 4]);
+        assert_eq!(rule.lockout(200), Duration::from_secs(900));
+        assert_eq!(rule.lockout(i64::MAX), Duration::from_secs(900));
+    }
+
+    #[tokio::test]
+    async fn failures_beyond_the_allowance_lock_a_key_and_a_success_clears_it() {
+        let (store, _dir) = store().await;
+        let rule = ThrottleRule {
+            free_failures: 2,
+            first_lockout: Duration::from_secs(60),
+            max_lockout: Duration::from_secs(60),
+            window: Duration::from_secs(3600),
+        };
+        let keys = ["account:alice".to_owned(), "address:192.0.2.1".to_owned()];
+        for _ in 0..2 {
+            store
+                .record_sign_in_failure(&keys[0], rule)
+                .await
+                .expect("counted");
+            assert!(
+                store
+                    .sign_in_locked_until(&keys)
+                    .await
+                    .expect("read")
+                    .is_none()
+            );
+        }
+        store
+            .record_sign_in_failure(&keys[0], rule)
+            .await
+            .expect("counted");
+        let until = store.sign_in_locked_until(&keys).await.expect("read");
+        assert!(until.is_some_and(|until| until > now_millis()), "{until:?}");
+        assert!(
+            store
+                .sign_in_locked_until(&keys[1..])
+                .await
+                .expect("read")
+                .is_none()
+        );
+        store
+            .clear_sign_in_failures(&keys[0])
+            .await
+            .expect("cleared");
+        assert!(
+            store
+                .sign_in_locked_until(&keys)
+                .await
+                .expect("read")
+                .is_none()
+        );
     }
 
     #[test]

@@ -628,7 +628,7 @@ impl Store {
         if question
             .requester
             .as_deref()
-            .is_some_and(|requester| requester == answer.approver)
+            .is_some_and(|requester| super::identity::same_identity(requester, &answer.approver))
         {
             let error = DecisionError::OwnRequest(answer.approver.clone());
             self.record_refusal(id, &answer, &error).await?;

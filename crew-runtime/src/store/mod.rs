@@ -41,6 +41,7 @@ mod accounts;
 mod approvals;
 #[cfg(feature = "audit")]
 pub(crate) mod audit;
+mod identity;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -54,6 +55,8 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 use tokio::sync::broadcast;
 
 #[cfg(feature = "inbox")]
+pub(crate) use accounts::ThrottleRule;
+#[cfg(feature = "inbox")]
 pub(crate) use accounts::same_secret;
 #[cfg(feature = "inbox")]
 pub use accounts::{Approver, ApproverScope};
@@ -61,6 +64,8 @@ pub use approvals::{
     Answer, Decision, DecisionError, MAX_EDIT_BYTES, Question, QuestionStatus, RecordedAnswer,
     Refusal, StoreApprovals,
 };
+#[cfg(feature = "inbox")]
+pub(crate) use identity::{identity_key, same_identity};
 
 /// The migrations, in order: the schema this program knows.
 const MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -75,6 +80,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         4,
         "approval outcomes",
         include_str!("migrations/0004_approval_outcomes.sql"),
+    ),
+    (
+        5,
+        "sign_in_throttle",
+        include_str!("migrations/0005_sign_in_throttle.sql"),
     ),
 ];
 
