@@ -488,6 +488,45 @@ impl ToolCallHookContext {
         )
     }
 
+    /// [`request_approval`](Self::request_approval), saying why in plain
+    /// words beside the terminal wording of `prompt`: a web page or a chat
+    /// shows the reason and the call (tool, agent, task, input).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hooks_core::{HookAborted, ScriptedInput, ToolCallHookContext};
+    ///
+    /// async fn approve(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+    ///     let answer = ctx
+    ///         .request_approval_with_reason("Send `it`? (yes/no)", "yes/no", "mail leaves the company")
+    ///         .await?;
+    ///     if !answer.text.eq_ignore_ascii_case("yes") {
+    ///         return Err(HookAborted::new("refused by a person", "approval"));
+    ///     }
+    ///     Ok(())
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let mut ctx = ToolCallHookContext::new("send_email", Default::default())
+    ///     .with_human_input(Arc::new(ScriptedInput::new(["yes"])));
+    /// assert!(approve(&mut ctx).await.is_ok());
+    /// # }
+    /// ```
+    pub fn request_approval_with_reason(
+        &self,
+        prompt: &str,
+        default_message: &str,
+        reason: &str,
+    ) -> HumanInputFuture<crate::HumanAnswer> {
+        crate::human::ask_for_answer(
+            self.human_input.clone(),
+            self.human_request(prompt, default_message)
+                .with_reason(reason),
+            self.human_input_timeout,
+        )
+    }
+
     /// The question about this call: the call, its tool (schema and
     /// capabilities), agent, task, crew, kickoff and requester.
     fn human_request(&self, prompt: &str, default_message: &str) -> HumanInputRequest {
