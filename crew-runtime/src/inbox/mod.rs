@@ -3,12 +3,20 @@
 //! arguments — live, without reloading.
 //!
 //! - Pages (server-rendered, no build step): `GET /login`, `POST /login`,
-//!   `POST /logout`, `GET /` (the pending calls the approver may answer),
-//!   `GET /history`, and what the page's script uses: `GET /events`
-//!   (server-sent events) and `GET /fragments/pending`.
+//!   `POST /logout`, `GET /` (the pending calls the approver may answer,
+//!   50 a page: `/?after=CURSOR` for the next, each card showing the first
+//!   4 KiB of the arguments), `GET /questions/{id}` (one question, its
+//!   whole arguments), `GET /history`, and what the page's script uses:
+//!   `GET /events` (server-sent events) and `GET /fragments/pending`.
 //! - A JSON API for chat bots with `Authorization: Bearer <token>`
-//!   ([`Store::issue_api_token`]): `GET /api/approvals`,
-//!   `POST /api/approvals/{id}/decision`.
+//!   ([`Store::issue_api_token`]): `GET /api/approvals?limit=&cursor=`
+//!   (50 a page unless `limit` says, at most 200; `next_cursor` for the
+//!   next), `GET /api/approvals/{id}`, `POST /api/approvals/{id}/decision`.
+//!
+//! Nothing leaves an approver's scope: the list, the live stream and the
+//! refusals say nothing of a question they may not answer (one outside
+//! their scope is answered as a missing one). A live stream ends with its
+//! session.
 //!
 //! Accounts are made with [`Store::add_approver`] (or `crew-inbox
 //! add-approver`). Signing in takes a password or a one-time token;
@@ -39,8 +47,11 @@
 
 mod api;
 mod auth;
+mod list;
 mod pages;
 mod view;
+
+pub use view::rfc3339;
 
 use std::fmt;
 use std::sync::Arc;
@@ -63,6 +74,11 @@ const DRAIN_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// How long a session lasts unless told otherwise: a working day.
 const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(8 * 60 * 60);
+
+/// How often a live stream checks that its session is still open when
+/// nothing changes (it checks on every change too): a session that
+/// expires ends its stream within this time.
+const DEFAULT_SESSION_CHECK: Duration = Duration::from_secs(10);
 
 /// The approval inbox: build it on a [`Store`], then mount its
 /// [`router`](Inbox::router) in your own axum app or [`serve`](Inbox::serve)
@@ -88,6 +104,7 @@ pub struct Inbox {
     public_origin: Option<String>,
     secure_cookies: bool,
     session_ttl: Duration,
+    session_check: Duration,
 }
 
 impl fmt::Debug for Inbox {
@@ -97,6 +114,7 @@ impl fmt::Debug for Inbox {
             .field("public_origin", &self.public_origin)
             .field("secure_cookies", &self.secure_cookies)
             .field("session_ttl", &self.session_ttl)
+            .field("session_check", &self.session_check)
             .finish()
     }
 }
@@ -120,6 +138,7 @@ impl Inbox {
             public_origin: None,
             secure_cookies: false,
             session_ttl: DEFAULT_SESSION_TTL,
+            session_check: DEFAULT_SESSION_CHECK,
         }
     }
 
@@ -170,6 +189,25 @@ impl Inbox {
         self
     }
 
+    /// How often a live stream (`GET /events`) checks, while nothing
+    /// changes, that its session is still open (10 seconds unless set; at
+    /// least 10 ms). A stream also checks on every change, and signing
+    /// out, ending sessions, disabling an approver or changing their
+    /// password announce a change: those end the stream at once, on every
+    /// replica; this period bounds how long a stream outlives a session
+    /// that merely expired.
+    ///
+    /// ```no_run
+    /// # fn run(inbox: crew_runtime::inbox::Inbox) {
+    /// let inbox = inbox.session_check_every(std::time::Duration::from_secs(5));
+    /// # let _ = inbox;
+    /// # }
+    /// ```
+    pub fn session_check_every(mut self, period: Duration) -> Self {
+        self.session_check = period.max(Duration::from_millis(10));
+        self
+    }
+
     /// The inbox's routes, to serve or to mount in an axum app (also
     /// under a path with [`Router::nest`]: links and redirects follow it).
     ///
@@ -187,6 +225,7 @@ impl Inbox {
             public_origin: self.public_origin.clone(),
             secure_cookies: self.secure_cookies,
             session_ttl: self.session_ttl,
+            session_check: self.session_check,
             templates: view::templates(),
         });
         // Cookie-authenticated routes: every state change must come from
@@ -196,6 +235,7 @@ impl Inbox {
             .route("/history", get(pages::history))
             .route("/login", get(pages::login_form).post(pages::login))
             .route("/logout", post(pages::logout))
+            .route("/questions/{id}", get(pages::question))
             .route("/questions/{id}/decision", post(pages::decide))
             .route("/fragments/pending", get(pages::pending_fragment))
             .route("/events", get(pages::events))
@@ -206,6 +246,7 @@ impl Inbox {
         // Bearer tokens carry no ambient authority: no CSRF, no Origin.
         let bots = Router::new()
             .route("/api/approvals", get(api::pending))
+            .route("/api/approvals/{id}", get(api::question))
             .route("/api/approvals/{id}/decision", post(api::decide));
         let assets = Router::new()
             .route("/static/inbox.js", get(pages::script))
@@ -241,6 +282,7 @@ pub(crate) struct Shared {
     pub(crate) public_origin: Option<String>,
     pub(crate) secure_cookies: bool,
     pub(crate) session_ttl: Duration,
+    pub(crate) session_check: Duration,
     pub(crate) templates: minijinja::Environment<'static>,
 }
 

@@ -54,7 +54,7 @@ use tokio::sync::broadcast;
 #[cfg(feature = "inbox")]
 pub(crate) use accounts::same_secret;
 #[cfg(feature = "inbox")]
-pub use accounts::{Approver, ApproverScope};
+pub use accounts::{Approver, ApproverScope, Credential, Which};
 pub use approvals::{
     Answer, Decision, DecisionError, MAX_EDIT_BYTES, Question, QuestionStatus, RecordedAnswer,
     Refusal, StoreApprovals,
@@ -69,6 +69,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
     (2, "accounts", include_str!("migrations/0002_accounts.sql")),
     (3, "audit", include_str!("migrations/0003_audit.sql")),
+    (
+        6,
+        "question_reason",
+        include_str!("migrations/0006_question_reason.sql"),
+    ),
 ];
 
 /// The newest schema version this program knows.
