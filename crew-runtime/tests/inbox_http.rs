@@ -336,7 +336,7 @@ async fn a_one_time_token_signs_in_once_and_is_refused_when_reused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_session_pages_redirect_to_login_and_the_api_answers_401() {
     let inbox = Served::start().await;
-    for page in ["/", "/history"] {
+    for page in ["/", "/history", "/questions/some-id", "/?after=1.some-id"] {
         let response = inbox
             .client
             .get(inbox.url(page))
@@ -381,6 +381,13 @@ async fn without_a_session_pages_redirect_to_login_and_the_api_answers_401() {
         .expect("an answer");
     assert_eq!(list.status(), StatusCode::UNAUTHORIZED);
     assert!(error_json(list).await.contains("Bearer"));
+    let one = inbox
+        .client
+        .get(inbox.url("/api/approvals/some-id"))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(one.status(), StatusCode::UNAUTHORIZED);
     let wrong_token = inbox
         .client
         .post(inbox.url("/api/approvals/some-id/decision"))
@@ -1660,4 +1667,32 @@ async fn the_api_refuses_a_limit_beyond_its_maximum_and_a_malformed_cursor() {
             "{message}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_ends_when_its_session_expires_though_nothing_changes() {
+    let inbox = Served::start().await;
+    inbox.add("alice", ApproverScope::everything()).await;
+    // An inbox that looks at its streams' sessions often, on the same store.
+    let origin = serve(
+        Inbox::new(inbox.store.clone())
+            .session_check_every(Duration::from_millis(50))
+            .router(),
+    )
+    .await;
+    let (cookie, _) = inbox
+        .store
+        .create_session("alice", Duration::from_secs(1))
+        .await
+        .expect("a short session");
+    let mut events = inbox
+        .client
+        .get(format!("{origin}/events"))
+        .header(COOKIE, format!("crew_inbox_session={cookie}"))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(events.status(), StatusCode::OK);
+    let (seen, ended) = read_events(&mut events, |_| false).await;
+    assert!(ended && seen.contains("signed-out"), "{seen}");
 }
