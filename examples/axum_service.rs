@@ -845,7 +845,7 @@ mod tests {
             .json()
             .await
             .expect("JSON");
-        assert_eq!(listed, json!({"approvals": []}));
+        assert_eq!(listed, json!({"approvals": [], "next_cursor": null}));
         let answer = client
             .post(format!(
                 "{base}{INBOX_PATH}/api/approvals/{}/decision",

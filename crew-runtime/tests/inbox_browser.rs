@@ -104,6 +104,22 @@ fn refund_kickoff(
     tokio::task::JoinHandle<Result<CrewOutput, CrewError>>,
     Log<Value>,
 ) {
+    refund_kickoff_through(
+        store,
+        amount,
+        ApprovalGate::for_capabilities([Capability::Destructive]),
+    )
+}
+
+/// [`refund_kickoff`], asking through `gate`.
+fn refund_kickoff_through(
+    store: &Store,
+    amount: u64,
+    gate: ApprovalGate,
+) -> (
+    tokio::task::JoinHandle<Result<CrewOutput, CrewError>>,
+    Log<Value>,
+) {
     let ran: Log<Value> = log();
     let sink = ran.clone();
     let refund = Tool::dynamic(
@@ -137,7 +153,7 @@ fn refund_kickoff(
         .async_hook_with(
             PRE_TOOL_CALL,
             HookOptions::new().name("approval-gate"),
-            ApprovalGate::for_capabilities([Capability::Destructive]).pre_hook(),
+            gate.pre_hook(),
         )
         .build()
         .expect("the crew builds")
@@ -305,6 +321,52 @@ async fn an_approver_signs_in_and_approves_denies_and_edits_calls_as_they_appear
     for decision in ["approve", "deny", "edit", "above the refund policy"] {
         assert!(history.contains(decision), "{decision} missing: {history}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_card_shows_why_the_call_is_asked_and_the_call_without_the_terminals_wording() {
+    let Some(browser) = support::browser().await else {
+        return;
+    };
+    let client = browser.client();
+    let served = serve().await;
+    sign_in(client, &served.origin, PASSWORD).await;
+    wait_for(client, "#no-pending:not([hidden])").await;
+    // Worded for a terminal, as a policy's @ask is: backticks, "(yes/no)".
+    let gate = ApprovalGate::for_capabilities([Capability::Destructive])
+        .prompt(|ctx| {
+            format!(
+                "Refunds above 100 EUR need a second pair of eyes\nAllow `{}` for {}? (yes/no)",
+                ctx.tool_name(),
+                ctx.agent_role().unwrap_or("the agent")
+            )
+        })
+        .message("yes/no");
+    let (kickoff, ran) = refund_kickoff_through(&served.store, 300, gate);
+    let question = the_pending_question(&served.store).await;
+    let row = row_of(client, &question.id).await;
+    let shown = row.text().await.expect("the row's text");
+    assert!(
+        shown.contains("Refunds above 100 EUR need a second pair of eyes"),
+        "the reason is not shown: {shown:?}"
+    );
+    for fact in ["refund", "Support", "Handle the ticket", "A-17", "300"] {
+        assert!(shown.contains(fact), "{fact} is not shown in {shown:?}");
+    }
+    assert!(!shown.contains('`'), "backticks on the card: {shown:?}");
+    assert!(
+        !shown.contains("(yes/no)"),
+        "terminal wording on the card: {shown:?}"
+    );
+    browser.screenshot("inbox_card_reason").await;
+    row.find(Locator::Css("button.approve"))
+        .await
+        .expect("an approve button")
+        .click()
+        .await
+        .expect("approves");
+    finished(kickoff).await;
+    assert_eq!(take(&ran), vec![json!({"order": "A-17", "amount": 300})]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

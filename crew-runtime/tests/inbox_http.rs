@@ -336,7 +336,7 @@ async fn a_one_time_token_signs_in_once_and_is_refused_when_reused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_session_pages_redirect_to_login_and_the_api_answers_401() {
     let inbox = Served::start().await;
-    for page in ["/", "/history"] {
+    for page in ["/", "/history", "/questions/some-id", "/?after=1.some-id"] {
         let response = inbox
             .client
             .get(inbox.url(page))
@@ -381,6 +381,13 @@ async fn without_a_session_pages_redirect_to_login_and_the_api_answers_401() {
         .expect("an answer");
     assert_eq!(list.status(), StatusCode::UNAUTHORIZED);
     assert!(error_json(list).await.contains("Bearer"));
+    let one = inbox
+        .client
+        .get(inbox.url("/api/approvals/some-id"))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(one.status(), StatusCode::UNAUTHORIZED);
     let wrong_token = inbox
         .client
         .post(inbox.url("/api/approvals/some-id/decision"))
@@ -722,13 +729,13 @@ async fn approvers_limited_to_tools_or_capabilities_see_and_answer_only_those() 
     let refused = inbox
         .decide(&mailer, &read_id, &[("decision", "approve")])
         .await;
-    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    assert_eq!(refused.status(), StatusCode::NOT_FOUND);
     assert!(
         refused
             .text()
             .await
             .expect("a page")
-            .contains("may answer only the tools send_email")
+            .contains("no question has this id")
     );
 
     let reader = inbox.sign_in("reader", PASSWORD).await;
@@ -737,7 +744,7 @@ async fn approvers_limited_to_tools_or_capabilities_see_and_answer_only_those() 
     let refused = inbox
         .decide(&reader, &email_id, &[("decision", "deny")])
         .await;
-    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    assert_eq!(refused.status(), StatusCode::NOT_FOUND);
 
     let taken = inbox
         .decide(&reader, &read_id, &[("decision", "approve")])
@@ -876,41 +883,97 @@ async fn an_edit_the_schema_rejects_is_422_and_approves_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_thousand_pending_questions_are_listed_on_the_page_and_by_the_api() {
+async fn a_thousand_and_one_pending_questions_come_fifty_a_page_and_the_api_pages_through_all() {
     let inbox = Served::start().await;
     inbox.add("alice", ApproverScope::everything()).await;
-    let waiting: Vec<_> = (0..1000)
+    let waiting: Vec<_> = (0..1001)
         .map(|_| inbox.ask(email_request("carol")))
         .collect();
-    let pending = inbox.pending(1000).await;
-    assert_eq!(pending.len(), 1000);
+    let pending = inbox.pending(1001).await;
+    assert_eq!(pending.len(), 1001);
     let session = inbox.sign_in("alice", PASSWORD).await;
-    let page = inbox.get(&session, "/").await.text().await.expect("a page");
-    assert_eq!(page.matches("class=\"question\"").count(), 1000);
-    assert!(page.contains("1000 pending"));
+
+    // The page: 50 cards, the whole count, and a link to the next page,
+    // followed to the end.
+    let link = regex::Regex::new(r#"id="next-page" href="([^"]+)""#).expect("a pattern");
+    let mut path = "/".to_owned();
+    let mut shown = std::collections::HashSet::new();
+    let mut largest = 0;
+    for _ in 0..30 {
+        let page = inbox
+            .get(&session, &path)
+            .await
+            .text()
+            .await
+            .expect("a page");
+        largest = largest.max(page.len());
+        assert!(page.contains("1001 pending"), "the count of all");
+        let cards = page.matches("class=\"question\"").count();
+        assert!(cards <= 50, "{cards} cards on one page");
+        for id in pending.iter().map(|question| &question.id) {
+            if page.contains(&format!("data-question-id=\"{id}\"")) {
+                shown.insert(id.clone());
+            }
+        }
+        match link.captures(&page).and_then(|found| found.get(1)) {
+            // The template escapes the link as HTML does.
+            Some(next) => path = next.as_str().replace("&#x2f;", "/").replace("&amp;", "&"),
+            None => break,
+        }
+    }
+    assert_eq!(shown.len(), 1001, "every question is on some page");
+    assert!(largest < 512 * 1024, "a page of {largest} bytes");
     let fragment = inbox
         .get(&session, "/fragments/pending")
         .await
         .text()
         .await
         .expect("a fragment");
-    assert_eq!(fragment.matches("data-question-id=").count(), 1000);
+    assert_eq!(fragment.matches("data-question-id=").count(), 50);
 
+    // The API: 50 by default, up to 200 when asked, and `next_cursor`
+    // until the end; nothing twice, nothing left out.
     let token = inbox.store.issue_api_token("alice").await.expect("a token");
-    let list: Value = serde_json::from_str(
-        &inbox
+    let list = |query: String| {
+        let request = inbox
             .client
-            .get(inbox.url("/api/approvals"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .expect("an answer")
-            .text()
-            .await
-            .expect("a body"),
-    )
-    .expect("JSON");
-    assert_eq!(list["approvals"].as_array().map(Vec::len), Some(1000));
+            .get(inbox.url(&format!("/api/approvals{query}")))
+            .bearer_auth(&token);
+        async move {
+            let response = request.send().await.expect("an answer");
+            assert_eq!(response.status(), StatusCode::OK);
+            serde_json::from_str::<Value>(&response.text().await.expect("a body")).expect("JSON")
+        }
+    };
+    let first = list(String::new()).await;
+    assert_eq!(first["approvals"].as_array().map(Vec::len), Some(50));
+    let mut listed = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..20 {
+        let query = match &cursor {
+            None => "?limit=200".to_owned(),
+            Some(cursor) => format!("?limit=200&cursor={cursor}"),
+        };
+        let page = list(query).await;
+        let approvals = page["approvals"].as_array().expect("a list");
+        assert!(approvals.len() <= 200);
+        listed.extend(
+            approvals
+                .iter()
+                .map(|question| question["id"].as_str().expect("an id").to_owned()),
+        );
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    let expected: Vec<String> = pending.iter().map(|question| question.id.clone()).collect();
+    assert!(
+        listed == expected,
+        "all, once each, oldest first: {} listed of {}",
+        listed.len(),
+        expected.len()
+    );
     for task in waiting {
         task.abort();
     }
@@ -999,9 +1062,9 @@ async fn a_bot_with_a_bearer_token_lists_and_decides_through_the_api() {
     assert_eq!(shown["crew"], "finance");
     assert_eq!(shown["requester"], "carol");
     assert!(
-        shown["prompt"]
+        shown["reason"]
             .as_str()
-            .expect("a prompt")
+            .expect("a reason")
             .contains("quarterly")
     );
     assert!(shown["created_at"].as_str().expect("a time").ends_with('Z'));
@@ -1095,4 +1158,541 @@ async fn the_event_stream_announces_a_question_when_it_is_asked() {
     assert_eq!(found, Ok(true), "events so far: {seen}");
     assert!(seen.contains("event: change") || seen.contains("event:change"));
     waiting.abort();
+}
+
+/// The status of `path` for `session`: 200 while it is open, 303 (to
+/// sign in) once it has ended.
+async fn status_of(inbox: &Served, session: &Session, path: &str) -> StatusCode {
+    inbox.get(session, path).await.status()
+}
+
+/// The status of `GET /api/approvals` with `token`.
+async fn api_status(inbox: &Served, token: &str) -> StatusCode {
+    inbox
+        .client
+        .get(inbox.url("/api/approvals"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("an answer")
+        .status()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_password_ends_the_approvers_sessions_and_bearer_tokens() {
+    let inbox = Served::start().await;
+    inbox.add("alice", ApproverScope::everything()).await;
+    inbox.add("bob", ApproverScope::everything()).await;
+    let alice = inbox.sign_in("alice", PASSWORD).await;
+    let bob = inbox.sign_in("bob", PASSWORD).await;
+    let token = inbox.store.issue_api_token("alice").await.expect("a token");
+    assert_eq!(status_of(&inbox, &alice, "/").await, StatusCode::OK);
+    assert_eq!(api_status(&inbox, &token).await, StatusCode::OK);
+
+    inbox
+        .store
+        .set_password("alice", Some("a brand new passphrase"))
+        .await
+        .expect("changed");
+    assert_eq!(status_of(&inbox, &alice, "/").await, StatusCode::SEE_OTHER);
+    assert_eq!(api_status(&inbox, &token).await, StatusCode::UNAUTHORIZED);
+    assert!(
+        inbox
+            .store
+            .sessions("alice")
+            .await
+            .expect("listed")
+            .is_empty()
+    );
+    // Nobody else is signed out; alice signs in with the new password.
+    assert_eq!(status_of(&inbox, &bob, "/").await, StatusCode::OK);
+    let again = inbox.sign_in("alice", "a brand new passphrase").await;
+    assert_eq!(status_of(&inbox, &again, "/").await, StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disabled_approver_is_refused_at_once_everywhere_and_an_enabled_one_signs_in_anew() {
+    let inbox = Served::start().await;
+    inbox.add("alice", ApproverScope::everything()).await;
+    let session = inbox.sign_in("alice", PASSWORD).await;
+    let token = inbox.store.issue_api_token("alice").await.expect("a token");
+    let sign_in_token = inbox
+        .store
+        .issue_sign_in_token("alice", Duration::from_secs(600))
+        .await
+        .expect("a sign-in token");
+
+    inbox
+        .store
+        .disable_approver("alice")
+        .await
+        .expect("disabled");
+    assert_eq!(
+        status_of(&inbox, &session, "/").await,
+        StatusCode::SEE_OTHER
+    );
+    assert_eq!(api_status(&inbox, &token).await, StatusCode::UNAUTHORIZED);
+    let refused = inbox
+        .log_in(&[("name", "alice"), ("password", PASSWORD)])
+        .await;
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    let refused = inbox.log_in(&[("token", sign_in_token.as_str())]).await;
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+
+    inbox.store.enable_approver("alice").await.expect("enabled");
+    // Nothing of before comes back: not the session, not the token.
+    assert_eq!(
+        status_of(&inbox, &session, "/").await,
+        StatusCode::SEE_OTHER
+    );
+    assert_eq!(api_status(&inbox, &token).await, StatusCode::UNAUTHORIZED);
+    let again = inbox.sign_in("alice", PASSWORD).await;
+    assert_eq!(status_of(&inbox, &again, "/").await, StatusCode::OK);
+    assert!(
+        inbox.store.disable_approver("nobody").await.is_err(),
+        "an unknown name is an error"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_listed_without_their_secret_and_end_one_at_a_time() {
+    use crew_runtime::store::Which;
+    let inbox = Served::start().await;
+    inbox.add("alice", ApproverScope::everything()).await;
+    let laptop = inbox.sign_in("alice", PASSWORD).await;
+    let phone = inbox.sign_in("alice", PASSWORD).await;
+    let listed = inbox.store.sessions("alice").await.expect("listed");
+    assert_eq!(listed.len(), 2);
+    for session in &listed {
+        assert_eq!(session.id.len(), 12, "{:?}", session.id);
+        assert!(session.expires_at.is_some_and(|at| at > session.created_at));
+        for secret in [&laptop.cookie, &phone.cookie, &laptop.csrf, &phone.csrf] {
+            assert!(
+                !secret.contains(&session.id),
+                "a short id is no part of a secret"
+            );
+        }
+    }
+    let short = inbox
+        .store
+        .end_sessions("alice", &Which::Prefix("ab".into()))
+        .await
+        .expect_err("too short to pick one");
+    assert!(short.to_string().contains("at least 4"), "{short}");
+
+    // Which listed session is the phone's: the one left after the laptop
+    // signs out.
+    let before: Vec<String> = listed.iter().map(|session| session.id.clone()).collect();
+    let signed_out = inbox
+        .client
+        .post(inbox.url("/logout"))
+        .header(ORIGIN, &inbox.origin)
+        .header(COOKIE, format!("crew_inbox_session={}", laptop.cookie))
+        .form(&[("csrf", laptop.csrf.as_str())])
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(signed_out.status(), StatusCode::SEE_OTHER);
+    let left = inbox.store.sessions("alice").await.expect("listed");
+    assert_eq!(left.len(), 1);
+    assert!(before.contains(&left[0].id));
+    let tablet = inbox.sign_in("alice", PASSWORD).await;
+    let ended = inbox
+        .store
+        .end_sessions("alice", &Which::Prefix(left[0].id[..6].to_owned()))
+        .await
+        .expect("ended");
+    assert_eq!(ended, 1);
+    assert_eq!(status_of(&inbox, &phone, "/").await, StatusCode::SEE_OTHER);
+    assert_eq!(status_of(&inbox, &tablet, "/").await, StatusCode::OK);
+    assert_eq!(
+        inbox
+            .store
+            .end_sessions("alice", &Which::All)
+            .await
+            .expect("ended"),
+        1
+    );
+    assert_eq!(status_of(&inbox, &tablet, "/").await, StatusCode::SEE_OTHER);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bearer_token_is_revoked_by_its_short_id_and_the_others_keep_working() {
+    use crew_runtime::store::Which;
+    let inbox = Served::start().await;
+    inbox.add("bot", ApproverScope::everything()).await;
+    let first = inbox.store.issue_api_token("bot").await.expect("a token");
+    let listed = inbox.store.api_tokens("bot").await.expect("listed");
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0].expires_at.is_none());
+    assert!(!first.contains(&listed[0].id));
+    let second = inbox.store.issue_api_token("bot").await.expect("a token");
+    let revoked = inbox
+        .store
+        .revoke_api_token("bot", &Which::Prefix(listed[0].id.clone()))
+        .await
+        .expect("revoked");
+    assert_eq!(revoked, 1);
+    assert_eq!(api_status(&inbox, &first).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(api_status(&inbox, &second).await, StatusCode::OK);
+    assert_eq!(
+        inbox.store.api_tokens("bot").await.expect("listed").len(),
+        1
+    );
+}
+
+/// Reads server-sent events from `events` until `done` says the text so
+/// far is enough, or the stream ends; returns the text and whether the
+/// stream ended. A test fails rather than hangs after 30 seconds.
+async fn read_events(
+    events: &mut reqwest::Response,
+    done: impl Fn(&str) -> bool,
+) -> (String, bool) {
+    let mut seen = String::new();
+    let read = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match events.chunk().await {
+                Ok(Some(chunk)) => {
+                    seen.push_str(&String::from_utf8_lossy(&chunk));
+                    if done(&seen) {
+                        return false;
+                    }
+                }
+                Ok(None) | Err(_) => return true,
+            }
+        }
+    })
+    .await;
+    match read {
+        Ok(ended) => (seen, ended),
+        Err(_) => panic!("the stream neither said enough nor ended; so far: {seen}"),
+    }
+}
+
+/// The data of every `change` event in `text`.
+fn changes_in(text: &str) -> Vec<String> {
+    text.split("\n\n")
+        .filter(|event| event.contains("event: change") || event.contains("event:change"))
+        .filter_map(|event| {
+            event
+                .lines()
+                .find_map(|line| line.strip_prefix("data:"))
+                .map(|data| data.trim().to_owned())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_says_nothing_of_questions_outside_the_approvers_scope() {
+    let inbox = Served::start().await;
+    inbox
+        .add("reader", ApproverScope::everything().tools(["read_file"]))
+        .await;
+    let reader = inbox.sign_in("reader", PASSWORD).await;
+    let mut events = inbox.get(&reader, "/events").await;
+    assert_eq!(events.status(), StatusCode::OK);
+
+    // First a question on another tool, then one on theirs: by the time
+    // theirs is announced, the other's would have been.
+    let email = inbox.ask(email_request("carol"));
+    let other = inbox.pending(1).await.remove(0);
+    let read = inbox.ask(read_request("carol"));
+    let theirs = inbox
+        .pending(2)
+        .await
+        .into_iter()
+        .find(|question| question.tool == "read_file")
+        .expect("the read question");
+    let (seen, ended) =
+        read_events(&mut events, |seen| changes_in(seen).contains(&theirs.id)).await;
+    assert!(!ended, "the stream ended: {seen}");
+    assert!(
+        !seen.contains(&other.id),
+        "told of another tool's question: {seen}"
+    );
+    for change in changes_in(&seen) {
+        assert!(
+            change == theirs.id || change == "*",
+            "a change outside the scope: {change} in {seen}"
+        );
+    }
+    // Answering the other tool's question tells them nothing either,
+    // while answering theirs does.
+    inbox
+        .store
+        .decide(
+            &other.id,
+            crew_runtime::store::Answer::new("dave", crew_runtime::store::Decision::Deny),
+        )
+        .await
+        .expect("answered");
+    assert_eq!(answer_of(email).await.text, "no");
+    let decided = inbox
+        .decide(&reader, &theirs.id, &[("decision", "approve")])
+        .await;
+    assert_eq!(decided.status(), StatusCode::SEE_OTHER);
+    let (seen, _) = read_events(&mut events, |now| changes_in(now).contains(&theirs.id)).await;
+    assert!(
+        !seen.contains(&other.id),
+        "told of another tool's answer: {seen}"
+    );
+    assert_eq!(answer_of(read).await.text, "yes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_ends_when_its_session_is_signed_out() {
+    let inbox = Served::start().await;
+    inbox.add("alice", ApproverScope::everything()).await;
+    let session = inbox.sign_in("alice", PASSWORD).await;
+    let mut events = inbox.get(&session, "/events").await;
+    assert_eq!(events.status(), StatusCode::OK);
+    let signed_out = inbox
+        .client
+        .post(inbox.url("/logout"))
+        .header(ORIGIN, &inbox.origin)
+        .header(COOKIE, format!("crew_inbox_session={}", session.cookie))
+        .form(&[("csrf", session.csrf.as_str())])
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(signed_out.status(), StatusCode::SEE_OTHER);
+    let (seen, ended) = read_events(&mut events, |_| false).await;
+    assert!(ended, "the stream goes on: {seen}");
+    assert!(seen.contains("signed-out"), "{seen}");
+    assert_eq!(
+        inbox.get(&session, "/events").await.status(),
+        StatusCode::UNAUTHORIZED
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_ends_when_the_approver_is_disabled() {
+    let inbox = Served::start().await;
+    inbox.add("alice", ApproverScope::everything()).await;
+    let session = inbox.sign_in("alice", PASSWORD).await;
+    let mut events = inbox.get(&session, "/events").await;
+    assert_eq!(events.status(), StatusCode::OK);
+    inbox
+        .store
+        .disable_approver("alice")
+        .await
+        .expect("disabled");
+    let (seen, ended) = read_events(&mut events, |_| false).await;
+    assert!(ended && seen.contains("signed-out"), "{seen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_outside_the_scope_reads_as_a_missing_question_and_names_no_tool() {
+    let inbox = Served::start().await;
+    inbox
+        .add("reader", ApproverScope::everything().tools(["read_file"]))
+        .await;
+    let email = inbox.ask(email_request("carol"));
+    let other = inbox.pending(1).await.remove(0);
+    let reader = inbox.sign_in("reader", PASSWORD).await;
+
+    let missing = inbox
+        .decide(&reader, "no-such-question", &[("decision", "approve")])
+        .await;
+    let missing = (missing.status(), missing.text().await.expect("a page"));
+    let refused = inbox
+        .decide(&reader, &other.id, &[("decision", "approve")])
+        .await;
+    let refused = (refused.status(), refused.text().await.expect("a page"));
+    assert_eq!(refused, missing, "the same status and the same page");
+    assert!(!refused.1.contains("send_email"), "{}", refused.1);
+
+    let page = inbox
+        .get(&reader, &format!("/questions/{}", other.id))
+        .await;
+    assert_eq!(page.status(), StatusCode::NOT_FOUND);
+    assert!(!page.text().await.expect("a page").contains("send_email"));
+
+    let token = inbox
+        .store
+        .issue_api_token("reader")
+        .await
+        .expect("a token");
+    let api = |path: String, body: Option<Value>| {
+        let request = match body {
+            Some(body) => inbox.client.post(inbox.url(&path)).json(&body),
+            None => inbox.client.get(inbox.url(&path)),
+        };
+        let request = request.bearer_auth(&token);
+        async move {
+            let response = request.send().await.expect("an answer");
+            (response.status(), response.text().await.expect("a body"))
+        }
+    };
+    let decision = json!({"decision": "approve"});
+    let missing = api(
+        "/api/approvals/nothing/decision".into(),
+        Some(decision.clone()),
+    )
+    .await;
+    let refused = api(
+        format!("/api/approvals/{}/decision", other.id),
+        Some(decision),
+    )
+    .await;
+    assert_eq!(refused, missing);
+    assert_eq!(refused.0, StatusCode::NOT_FOUND);
+    assert!(!refused.1.contains("send_email"), "{}", refused.1);
+    let shown = api(format!("/api/approvals/{}", other.id), None).await;
+    assert_eq!(shown.0, StatusCode::NOT_FOUND);
+    assert!(!shown.1.contains("send_email"));
+    assert_eq!(
+        inbox
+            .store
+            .question(&other.id)
+            .await
+            .expect("read")
+            .map(|q| q.status),
+        Some(QuestionStatus::Pending),
+        "nothing was decided"
+    );
+    email.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_mebibytes_of_arguments_keep_the_list_small_and_show_whole_on_the_questions_page() {
+    let inbox = Served::start().await;
+    inbox.add("alice", ApproverScope::everything()).await;
+    let body = format!("{}THE-END", "x".repeat(8 * 1024 * 1024));
+    let mut request = email_request("carol");
+    request.tool_input = Some(json!({"to": "board@example.com", "subject": "Q3", "body": body}));
+    request.tool_schema = None;
+    let huge = inbox.ask(request);
+    inbox.pending(1).await;
+    let small = inbox.ask(read_request("carol"));
+    let pending = inbox.pending(2).await;
+    let huge_id = pending
+        .iter()
+        .find(|question| question.tool == "send_email")
+        .map(|question| question.id.clone())
+        .expect("the huge question");
+    let session = inbox.sign_in("alice", PASSWORD).await;
+
+    let page = inbox.get(&session, "/").await.text().await.expect("a page");
+    assert!(page.len() < 64 * 1024, "a page of {} bytes", page.len());
+    assert_eq!(page.matches("class=\"question\"").count(), 2);
+    assert!(!page.contains("THE-END"));
+    assert!(
+        page.contains(&format!("/questions/{huge_id}")),
+        "a link to the whole"
+    );
+    assert!(
+        page.contains("payroll.csv"),
+        "a small question is shown whole"
+    );
+    let fragment = inbox.get(&session, "/fragments/pending").await;
+    let fragment = fragment.text().await.expect("a fragment");
+    assert!(
+        fragment.len() < 64 * 1024,
+        "a fragment of {} bytes",
+        fragment.len()
+    );
+
+    let whole = inbox.get(&session, &format!("/questions/{huge_id}")).await;
+    assert_eq!(whole.status(), StatusCode::OK);
+    let whole = whole.text().await.expect("a page");
+    assert_eq!(whole.matches("THE-END").count(), 1, "shown once, whole");
+    assert!(
+        whole.len() < 9 * 1024 * 1024,
+        "a page of {} bytes",
+        whole.len()
+    );
+
+    let token = inbox.store.issue_api_token("alice").await.expect("a token");
+    let listed = inbox
+        .client
+        .get(inbox.url("/api/approvals"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("an answer")
+        .text()
+        .await
+        .expect("a body");
+    assert!(
+        listed.len() < 64 * 1024,
+        "a listing of {} bytes",
+        listed.len()
+    );
+    let listed: Value = serde_json::from_str(&listed).expect("JSON");
+    let cut = listed["approvals"]
+        .as_array()
+        .and_then(|all| all.iter().find(|q| q["id"] == json!(huge_id)))
+        .expect("listed");
+    assert_eq!(cut["arguments_cut"], json!(true));
+    let one: Value = serde_json::from_str(
+        &inbox
+            .client
+            .get(inbox.url(&format!("/api/approvals/{huge_id}")))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .expect("an answer")
+            .text()
+            .await
+            .expect("a body"),
+    )
+    .expect("JSON");
+    assert!(
+        one["arguments"]["body"]
+            .as_str()
+            .is_some_and(|b| b.ends_with("THE-END"))
+    );
+    huge.abort();
+    small.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_refuses_a_limit_beyond_its_maximum_and_a_malformed_cursor() {
+    let inbox = Served::start().await;
+    inbox.add("alice", ApproverScope::everything()).await;
+    let token = inbox.store.issue_api_token("alice").await.expect("a token");
+    for query in ["?limit=0", "?limit=201", "?limit=many", "?cursor=nonsense"] {
+        let response = inbox
+            .client
+            .get(inbox.url(&format!("/api/approvals{query}")))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{query}");
+        let message = error_json(response).await;
+        assert!(
+            message.contains("limit") || message.contains("cursor"),
+            "{message}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_ends_when_its_session_expires_though_nothing_changes() {
+    let inbox = Served::start().await;
+    inbox.add("alice", ApproverScope::everything()).await;
+    // An inbox that looks at its streams' sessions often, on the same store.
+    let origin = serve(
+        Inbox::new(inbox.store.clone())
+            .session_check_every(Duration::from_millis(50))
+            .router(),
+    )
+    .await;
+    let (cookie, _) = inbox
+        .store
+        .create_session("alice", Duration::from_secs(1))
+        .await
+        .expect("a short session");
+    let mut events = inbox
+        .client
+        .get(format!("{origin}/events"))
+        .header(COOKIE, format!("crew_inbox_session={cookie}"))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(events.status(), StatusCode::OK);
+    let (seen, ended) = read_events(&mut events, |_| false).await;
+    assert!(ended && seen.contains("signed-out"), "{seen}");
 }

@@ -138,6 +138,10 @@ pub struct HumanInputRequest {
     /// How long the question waits for an answer, set when it is asked:
     /// an answer given later is refused whatever the source does.
     pub timeout: Option<Duration>,
+    /// Why it is asked, in plain words (a policy's `@ask` text, a gate's
+    /// message), for sources that show the call beside it (a web page, a
+    /// chat) rather than the terminal wording of [`prompt`](Self::prompt).
+    pub reason: Option<String>,
 }
 
 impl HumanInputRequest {
@@ -190,6 +194,19 @@ impl HumanInputRequest {
         self
     }
 
+    /// Says why the question is asked, in plain words (see
+    /// [`reason`](Self::reason)).
+    ///
+    /// ```
+    /// let request = hooks_core::HumanInputRequest::new("Pay `x`? (yes/no)", "")
+    ///     .with_reason("payments above 100 EUR need a person");
+    /// assert_eq!(request.reason.as_deref(), Some("payments above 100 EUR need a person"));
+    /// ```
+    pub fn with_reason(mut self, reason: impl Into<String>) -> Self {
+        self.reason = Some(reason.into());
+        self
+    }
+
     /// The request as it may leave the crew: every text through the
     /// redaction in scope (a credential an earlier PRE hook put in the
     /// input must not reach the person, nor the UI that shows it).
@@ -206,6 +223,7 @@ impl HumanInputRequest {
             self.task.as_mut(),
             self.crew.as_mut(),
             self.requester.as_mut(),
+            self.reason.as_mut(),
         ];
         for text in texts.into_iter().flatten() {
             if let std::borrow::Cow::Owned(cleaned) = crate::events::redact_in_scope(text) {

@@ -7,6 +7,13 @@
 //! crew-inbox add-approver --store URL NAME [--tools a,b] [--capabilities destructive,open_world] [--no-password]
 //! crew-inbox sign-in-token --store URL NAME [--ttl-minutes 15]
 //! crew-inbox api-token --store URL NAME
+//! crew-inbox set-password --store URL NAME
+//! crew-inbox disable --store URL NAME
+//! crew-inbox enable --store URL NAME
+//! crew-inbox sessions --store URL NAME
+//! crew-inbox end-session --store URL NAME (ID-PREFIX | --all)
+//! crew-inbox tokens --store URL NAME
+//! crew-inbox revoke-token --store URL NAME (ID-PREFIX | --all)
 //! ```
 //!
 //! A password is read from standard input (one line), never from the
@@ -18,7 +25,7 @@ use std::time::Duration;
 
 use crew_runtime::Capability;
 use crew_runtime::inbox::Inbox;
-use crew_runtime::store::{ApproverScope, Store};
+use crew_runtime::store::{ApproverScope, Credential, Store, Which};
 
 const USAGE: &str = "\
 crew-inbox: the approval inbox of a crew's approvals store
@@ -30,6 +37,13 @@ USAGE:
   crew-inbox add-approver --store URL NAME [--tools a,b] [--capabilities c,d] [--no-password]
   crew-inbox sign-in-token --store URL NAME [--ttl-minutes N]
   crew-inbox api-token --store URL NAME
+  crew-inbox set-password --store URL NAME
+  crew-inbox disable --store URL NAME
+  crew-inbox enable --store URL NAME
+  crew-inbox sessions --store URL NAME
+  crew-inbox end-session --store URL NAME (ID-PREFIX | --all)
+  crew-inbox tokens --store URL NAME
+  crew-inbox revoke-token --store URL NAME (ID-PREFIX | --all)
 
   --store URL          sqlite://PATH or postgres://USER@HOST/DATABASE
                        (or the environment variable CREW_INBOX_STORE)
@@ -55,6 +69,7 @@ USAGE:
   --no-password        no password: the approver signs in with one-time
                        tokens only (otherwise one line is read from stdin)
   --ttl-minutes N      how long a sign-in token is valid (default 15)
+  --all                every session or bearer token of the approver
 
 Sign-in is throttled per account and per client address, in the store
 (shared by every replica): 5 failures from one address, or 20 for one
@@ -64,7 +79,16 @@ token lets a locked-out approver in (only its address's lock holds it).
 A connection that takes 10 seconds to send its headers, or sits idle
 that long, is closed.
 
-sign-in-token and api-token print the token on standard output.";
+sign-in-token and api-token print the token on standard output.
+
+set-password reads the new password as one line on standard input. A new
+password, disable, end-session and revoke-token end access at once, on
+every replica: a new password or disable ends all the approver's sessions
+(and their open live streams) and revokes all their bearer tokens;
+enable lets a disabled approver sign in again (with new sessions only).
+sessions and tokens list when each was opened or issued (and when a
+session expires) with a short id (never the secret) to give end-session
+or revoke-token; a prefix of at least 4 characters picks one.";
 
 /// What went wrong, and whether it was the command line (exit 2) or the
 /// work (exit 1).
@@ -108,6 +132,7 @@ struct Parsed {
     trusted_proxies: Vec<String>,
     max_password_checks: Option<String>,
     max_connections: Option<String>,
+    all: bool,
     names: Vec<String>,
 }
 
@@ -149,6 +174,7 @@ fn parse(arguments: &[String], allowed: &[&str]) -> Result<Parsed, Failure> {
             "--max-connections" => parsed.max_connections = Some(value()?),
             "--secure-cookies" => parsed.secure_cookies = true,
             "--no-password" => parsed.no_password = true,
+            "--all" => parsed.all = true,
             _ => return Err(Failure::Usage(format!("unknown option {option}"))),
         }
     }
@@ -179,6 +205,26 @@ impl Parsed {
                 "give one approver name, not {} ({})",
                 more.len(),
                 more.join(" ")
+            ))),
+        }
+    }
+
+    /// The approver's name and which of their sessions or tokens: one
+    /// short id prefix, or `--all`.
+    fn name_and_which(&self) -> Result<(&str, Which), Failure> {
+        match (self.names.as_slice(), self.all) {
+            ([name], true) => Ok((name, Which::All)),
+            ([name, prefix], false) => Ok((name, Which::Prefix(prefix.clone()))),
+            ([_], false) => Err(Failure::Usage(
+                "give the id (a prefix of at least 4 characters, as listed) or --all".into(),
+            )),
+            ([], _) => Err(Failure::Usage("give the approver's name".into())),
+            (_, true) => Err(Failure::Usage(
+                "give either an id or --all, not both".into(),
+            )),
+            (more, false) => Err(Failure::Usage(format!(
+                "give the approver's name and one id, not {} arguments",
+                more.len()
             ))),
         }
     }
@@ -262,12 +308,105 @@ async fn run(arguments: Vec<String>) -> Result<(), Failure> {
             );
             Ok(())
         }
+        "set-password" => {
+            let parsed = parse(rest, &["--store"])?;
+            let name = parsed.name()?.to_owned();
+            let password = read_password(&name)?;
+            let store = open(&parsed).await?;
+            store
+                .set_password(&name, Some(&password))
+                .await
+                .map_err(failed)?;
+            eprintln!(
+                "crew-inbox: the password of {name} is changed; their sessions and bearer tokens are ended"
+            );
+            Ok(())
+        }
+        "disable" | "enable" => {
+            let parsed = parse(rest, &["--store"])?;
+            let name = parsed.name()?;
+            let store = open(&parsed).await?;
+            if command == "disable" {
+                store.disable_approver(name).await.map_err(failed)?;
+                eprintln!(
+                    "crew-inbox: {name} is disabled; their sessions and bearer tokens are ended"
+                );
+            } else {
+                store.enable_approver(name).await.map_err(failed)?;
+                eprintln!("crew-inbox: {name} may sign in again");
+            }
+            Ok(())
+        }
+        "sessions" | "tokens" => {
+            let parsed = parse(rest, &["--store"])?;
+            let name = parsed.name()?;
+            let store = open(&parsed).await?;
+            let listed = if command == "sessions" {
+                store.sessions(name).await
+            } else {
+                store.api_tokens(name).await
+            }
+            .map_err(failed)?;
+            print_credentials(&listed);
+            eprintln!("crew-inbox: {} open {command} of {name}", listed.len());
+            Ok(())
+        }
+        "end-session" => {
+            let parsed = parse(rest, &["--store", "--all"])?;
+            let (name, which) = parsed.name_and_which()?;
+            let store = open(&parsed).await?;
+            let ended = store.end_sessions(name, &which).await.map_err(failed)?;
+            if ended == 0 && which != Which::All {
+                return Err(Failure::Failed(format!(
+                    "no open session of {name} has this id (see `crew-inbox sessions {name}`)"
+                )));
+            }
+            eprintln!("crew-inbox: ended {ended} sessions of {name}");
+            Ok(())
+        }
+        "revoke-token" => {
+            let parsed = parse(rest, &["--store", "--all"])?;
+            let (name, which) = parsed.name_and_which()?;
+            let store = open(&parsed).await?;
+            let revoked = store.revoke_api_token(name, &which).await.map_err(failed)?;
+            if revoked == 0 && which != Which::All {
+                return Err(Failure::Failed(format!(
+                    "no bearer token of {name} has this id (see `crew-inbox tokens {name}`)"
+                )));
+            }
+            eprintln!("crew-inbox: revoked {revoked} bearer tokens of {name}");
+            Ok(())
+        }
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(())
         }
         other => Err(Failure::Usage(format!("unknown command {other:?}"))),
     }
+}
+
+fn failed(error: crew_runtime::store::StoreError) -> Failure {
+    Failure::Failed(error.to_string())
+}
+
+/// One line per session or token: its short id, when it was opened or
+/// issued, and when it expires.
+fn print_credentials(listed: &[Credential]) {
+    for credential in listed {
+        let expires = credential
+            .expires_at
+            .map_or_else(|| "until revoked".to_owned(), rfc3339);
+        println!(
+            "{}  created {}  expires {expires}",
+            credential.id,
+            rfc3339(credential.created_at)
+        );
+    }
+}
+
+/// A time as RFC 3339 in UTC, to the second.
+fn rfc3339(time: std::time::SystemTime) -> String {
+    crew_runtime::inbox::rfc3339(time)
 }
 
 async fn open(parsed: &Parsed) -> Result<Store, Failure> {

@@ -438,7 +438,15 @@ impl ApprovalGate {
             return None;
         }
         let prompt = (self.prompt)(ctx);
-        Some(ctx.request_approval(&prompt, &self.message))
+        // A web page or a chat shows the call beside the question: its
+        // first line says why, without the input the page shows anyway.
+        let reason = prompt
+            .lines()
+            .map(str::trim)
+            .find(|line| !line.is_empty())
+            .unwrap_or("a person must approve this call")
+            .to_owned();
+        Some(ctx.request_approval_with_reason(&prompt, &self.message, &reason))
     }
 
     /// The gate as an `async` `PRE_TOOL_CALL` hook, to register globally

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, State as Extract};
+use axum::extract::{Path, Query, State as Extract};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::auth::Bot;
 use super::view::{self, QuestionView};
-use super::{MAX_BODY_BYTES, State};
+use super::{MAX_BODY_BYTES, State, list};
 use crate::store::{Answer, Decision};
 
 /// `POST /api/approvals/{id}/decision`'s body.
@@ -27,32 +27,74 @@ pub(crate) struct DecisionBody {
     comment: Option<String>,
 }
 
-/// `GET /api/approvals`: `{"approvals": [...]}`, the pending questions
-/// the bot's approver may answer (not their own requests), oldest first.
-pub(crate) async fn pending(Extract(state): Extract<State>, Bot(approver): Bot) -> Response {
-    let pending = match state.store.pending().await {
-        Ok(pending) => pending,
-        Err(error) => return view::store_failed_api(&error),
-    };
-    let now = SystemTime::now();
-    let approvals: Vec<QuestionView> = pending
-        .iter()
-        .filter(|question| approver.may_answer(question))
-        .filter(|question| {
-            !question
-                .requester
-                .as_deref()
-                .is_some_and(|requester| crate::store::same_identity(requester, &approver.name))
-        })
-        .map(|question| QuestionView::of(question, now))
-        .collect();
-    Json(serde_json::json!({ "approvals": approvals })).into_response()
+/// `GET /api/approvals`'s query.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListQuery {
+    limit: Option<String>,
+    cursor: Option<String>,
 }
 
-/// `GET /api/approvals/{id}`: one question the bot's approver may
-/// answer, in whatever state: its answer, and what became of the call
-/// (`outcome`: ran, failed, or refused afterwards and by whom; `summary`
-/// in words). A question outside the approver's scope reads as missing.
+/// `GET /api/approvals?limit=N&cursor=C`: `{"approvals": [...],
+/// "next_cursor": "…" | null}`, the pending questions the bot's approver
+/// may answer (not their own requests), oldest first, [`list::API_DEFAULT_LIMIT`]
+/// at a time unless `limit` says (at most [`list::API_MAX_LIMIT`]); the
+/// next page is asked with `cursor` set to `next_cursor`. Arguments over
+/// 64 KiB are left out of the listing (`"arguments_cut": true`):
+/// `GET /api/approvals/{id}` has them.
+pub(crate) async fn pending(
+    Extract(state): Extract<State>,
+    Bot(approver): Bot,
+    Query(query): Query<ListQuery>,
+) -> Response {
+    let limit = match query.limit.as_deref() {
+        None => list::API_DEFAULT_LIMIT,
+        Some(text) => match text.parse::<usize>() {
+            Ok(limit) if (1..=list::API_MAX_LIMIT).contains(&limit) => limit,
+            _ => {
+                return view::api_error(
+                    StatusCode::BAD_REQUEST,
+                    &format!(
+                        "limit must be a whole number from 1 to {}, not {text:?}",
+                        list::API_MAX_LIMIT
+                    ),
+                );
+            }
+        },
+    };
+    let cursor = match query.cursor.as_deref().filter(|cursor| !cursor.is_empty()) {
+        None => None,
+        Some(text) => match list::Cursor::parse(text) {
+            Some(cursor) => Some(cursor),
+            None => {
+                return view::api_error(
+                    StatusCode::BAD_REQUEST,
+                    "cursor is malformed: give the next_cursor of the previous page, or none for the first",
+                );
+            }
+        },
+    };
+    let page =
+        match list::pending_page(&state.store, &approver, cursor.as_ref(), limit, false).await {
+            Ok(page) => page,
+            Err(error) => return view::store_failed_api(&error),
+        };
+    let now = SystemTime::now();
+    let approvals: Vec<QuestionView> = page
+        .questions
+        .iter()
+        .map(|question| QuestionView::listed(question, now))
+        .collect();
+    Json(serde_json::json!({
+        "approvals": approvals,
+        "next_cursor": page.next.map(|next| next.to_string()),
+    }))
+    .into_response()
+}
+
+/// `GET /api/approvals/{id}`: one question, whole, in whatever state:
+/// its answer, and what became of the call (`outcome`: ran, failed, or
+/// refused afterwards and by whom; `summary` in words). Outside the bot's
+/// scope it is missing (404).
 pub(crate) async fn question(
     Extract(state): Extract<State>,
     Bot(approver): Bot,
@@ -62,7 +104,7 @@ pub(crate) async fn question(
         Ok(Some(question)) if approver.may_answer(&question) => {
             Json(QuestionView::of(&question, SystemTime::now())).into_response()
         }
-        Ok(_) => view::api_error(StatusCode::NOT_FOUND, "no question has this id"),
+        Ok(_) => view::api_error(StatusCode::NOT_FOUND, view::NO_SUCH_QUESTION),
         Err(error) => view::store_failed_api(&error),
     }
 }
@@ -118,14 +160,12 @@ pub(crate) async fn decide(
     };
     let question = match state.store.question(&id).await {
         Ok(Some(question)) => question,
-        Ok(None) => return view::api_error(StatusCode::NOT_FOUND, "no question has this id"),
+        Ok(None) => return view::api_error(StatusCode::NOT_FOUND, view::NO_SUCH_QUESTION),
         Err(error) => return view::store_failed_api(&error),
     };
+    // Outside the scope reads as missing: nothing of it is told.
     if !approver.may_answer(&question) {
-        return view::api_error(
-            StatusCode::FORBIDDEN,
-            &view::out_of_scope(&approver, &question),
-        );
+        return view::api_error(StatusCode::NOT_FOUND, view::NO_SUCH_QUESTION);
     }
     let mut answer = Answer::new(approver.name.clone(), decision);
     if let Some(comment) = body.comment.as_deref().map(str::trim)

@@ -3,12 +3,20 @@
 //! arguments — live, without reloading.
 //!
 //! - Pages (server-rendered, no build step): `GET /login`, `POST /login`,
-//!   `POST /logout`, `GET /` (the pending calls the approver may answer),
-//!   `GET /history`, and what the page's script uses: `GET /events`
-//!   (server-sent events) and `GET /fragments/pending`.
+//!   `POST /logout`, `GET /` (the pending calls the approver may answer,
+//!   50 a page: `/?after=CURSOR` for the next, each card showing the first
+//!   4 KiB of the arguments), `GET /questions/{id}` (one question, its
+//!   whole arguments), `GET /history`, and what the page's script uses:
+//!   `GET /events` (server-sent events) and `GET /fragments/pending`.
 //! - A JSON API for chat bots with `Authorization: Bearer <token>`
-//!   ([`Store::issue_api_token`]): `GET /api/approvals`,
-//!   `POST /api/approvals/{id}/decision`.
+//!   ([`Store::issue_api_token`]): `GET /api/approvals?limit=&cursor=`
+//!   (50 a page unless `limit` says, at most 200; `next_cursor` for the
+//!   next), `GET /api/approvals/{id}`, `POST /api/approvals/{id}/decision`.
+//!
+//! Nothing leaves an approver's scope: the list, the live stream and the
+//! refusals say nothing of a question they may not answer (one outside
+//! their scope is answered as a missing one). A live stream ends with its
+//! session.
 //!
 //! Accounts are made with [`Store::add_approver`] (or `crew-inbox
 //! add-approver`). Signing in takes a password or a one-time token;
@@ -39,10 +47,13 @@
 
 mod api;
 mod auth;
+mod list;
 mod pages;
 mod serve;
 mod throttle;
 mod view;
+
+pub use view::rfc3339;
 
 use std::fmt;
 use std::net::IpAddr;
@@ -86,6 +97,11 @@ const DEFAULT_MAX_CONNECTIONS: usize = 512;
 /// answered 503.
 const PASSWORD_CHECK_WAIT: Duration = Duration::from_secs(1);
 
+/// How often a live stream checks that its session is still open when
+/// nothing changes (it checks on every change too): a session that
+/// expires ends its stream within this time.
+const DEFAULT_SESSION_CHECK: Duration = Duration::from_secs(10);
+
 /// The approval inbox: build it on a [`Store`], then mount its
 /// [`router`](Inbox::router) in your own axum app or [`serve`](Inbox::serve)
 /// it alone.
@@ -117,6 +133,7 @@ pub struct Inbox {
     header_timeout: Duration,
     body_timeout: Duration,
     max_connections: usize,
+    session_check: Duration,
 }
 
 impl fmt::Debug for Inbox {
@@ -133,6 +150,7 @@ impl fmt::Debug for Inbox {
             .field("header_timeout", &self.header_timeout)
             .field("body_timeout", &self.body_timeout)
             .field("max_connections", &self.max_connections)
+            .field("session_check", &self.session_check)
             .finish()
     }
 }
@@ -167,6 +185,7 @@ impl Inbox {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            session_check: DEFAULT_SESSION_CHECK,
         }
     }
 
@@ -346,6 +365,25 @@ impl Inbox {
         self
     }
 
+    /// How often a live stream (`GET /events`) checks, while nothing
+    /// changes, that its session is still open (10 seconds unless set; at
+    /// least 10 ms). A stream also checks on every change, and signing
+    /// out, ending sessions, disabling an approver or changing their
+    /// password announce a change: those end the stream at once, on every
+    /// replica; this period bounds how long a stream outlives a session
+    /// that merely expired.
+    ///
+    /// ```no_run
+    /// # fn run(inbox: crew_runtime::inbox::Inbox) {
+    /// let inbox = inbox.session_check_every(std::time::Duration::from_secs(5));
+    /// # let _ = inbox;
+    /// # }
+    /// ```
+    pub fn session_check_every(mut self, period: Duration) -> Self {
+        self.session_check = period.max(Duration::from_millis(10));
+        self
+    }
+
     /// The inbox's routes, to serve or to mount in an axum app (also
     /// under a path with [`Router::nest`]: links and redirects follow it).
     ///
@@ -363,6 +401,7 @@ impl Inbox {
             public_origin: self.public_origin.clone(),
             secure_cookies: self.secure_cookies,
             session_ttl: self.session_ttl,
+            session_check: self.session_check,
             templates: view::templates(),
             hosts: auth::HostCheck::new(self.public_origin.as_deref(), &self.allowed_hosts),
             trusted_proxies: self.trusted_proxies.clone(),
@@ -377,6 +416,7 @@ impl Inbox {
             .route("/history", get(pages::history))
             .route("/login", get(pages::login_form).post(pages::login))
             .route("/logout", post(pages::logout))
+            .route("/questions/{id}", get(pages::question))
             .route("/questions/{id}/decision", post(pages::decide))
             .route("/fragments/pending", get(pages::pending_fragment))
             .route("/events", get(pages::events))
@@ -438,6 +478,7 @@ pub(crate) struct Shared {
     pub(crate) public_origin: Option<String>,
     pub(crate) secure_cookies: bool,
     pub(crate) session_ttl: Duration,
+    pub(crate) session_check: Duration,
     pub(crate) templates: minijinja::Environment<'static>,
     /// The `Host` names requests may use.
     pub(crate) hosts: auth::HostCheck,

@@ -9,7 +9,6 @@ use axum::extract::{Path, Query, State as Extract};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
-use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use tokio::sync::broadcast::error::RecvError;
@@ -17,7 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 use super::auth::{self, Base, Page, Script, SignedIn};
 use super::throttle::{self, Client};
 use super::view::{self, Row};
-use super::{MAX_BODY_BYTES, PASSWORD_CHECK_WAIT, State};
+use super::{MAX_BODY_BYTES, PASSWORD_CHECK_WAIT, State, list};
 use crate::store::{Answer, Decision};
 
 /// How many answered questions the history shows.
@@ -48,10 +47,12 @@ pub(crate) struct CsrfForm {
     csrf: Option<String>,
 }
 
-/// What the page says after a decision.
+/// What the page says after a decision, and which page of the list.
 #[derive(Debug, Deserialize)]
 pub(crate) struct Notice {
     done: Option<String>,
+    /// Where the page starts (a cursor the previous page's link carries).
+    after: Option<String>,
 }
 
 /// `GET /login`: the sign-in form, with a fresh CSRF token in a cookie
@@ -271,32 +272,57 @@ pub(crate) async fn logout(
     response
 }
 
-/// The rows of the pending questions `user` may answer (their own
-/// requests included, without buttons).
-async fn pending_rows(state: &State, user: &SignedIn) -> Result<Vec<Row>, Response> {
-    let pending = state
-        .store
-        .pending()
-        .await
-        .map_err(|error| view::store_failed_page(state, &user.base, &error))?;
+/// One page of the pending questions `user` may answer (their own
+/// requests included, without buttons), after the cursor `after`.
+async fn pending_rows(
+    state: &State,
+    user: &SignedIn,
+    after: Option<&str>,
+) -> Result<(Vec<Row>, Option<String>, usize), Response> {
+    let after = match after.filter(|after| !after.is_empty()) {
+        None => None,
+        Some(text) => match list::Cursor::parse(text) {
+            Some(cursor) => Some(cursor),
+            None => {
+                return Err(view::error_page(
+                    state,
+                    &user.base,
+                    StatusCode::BAD_REQUEST,
+                    "this page's link is malformed: go back to the first page of the list",
+                ));
+            }
+        },
+    };
+    let page = list::pending_page(
+        &state.store,
+        &user.approver,
+        after.as_ref(),
+        list::PAGE_SIZE,
+        true,
+    )
+    .await
+    .map_err(|error| view::store_failed_page(state, &user.base, &error))?;
     let now = SystemTime::now();
-    Ok(pending
+    let rows = page
+        .questions
         .iter()
-        .filter(|question| user.approver.may_answer(question))
         .map(|question| Row::of(question, &user.approver, now))
-        .collect())
+        .collect();
+    Ok((rows, page.next.map(|next| next.to_string()), page.total))
 }
 
-/// `GET /`: the pending calls, live.
+/// `GET /` (and `/?after=CURSOR`, a later page): the pending calls, live,
+/// [`list::PAGE_SIZE`] a page.
 pub(crate) async fn pending(
     Extract(state): Extract<State>,
     Page(user): Page,
     Query(notice): Query<Notice>,
 ) -> Response {
-    let rows = match pending_rows(&state, &user).await {
-        Ok(rows) => rows,
+    let (rows, next, total) = match pending_rows(&state, &user, notice.after.as_deref()).await {
+        Ok(page) => page,
         Err(response) => return response,
     };
+    let later_page = notice.after.is_some();
     let notice = match notice.done.as_deref() {
         Some("approve") => Some("Approved."),
         Some("deny") => Some("Denied."),
@@ -308,24 +334,30 @@ pub(crate) async fn pending(
         StatusCode::OK,
         "pending.html",
         minijinja::context! {
+            home => auth::home(&user.base),
             base => user.base,
             csrf => user.csrf,
             scope => user.approver.scope_description(),
             approver => user.approver.name,
             questions => minijinja::Value::from(minijinja::value::Serde(&rows)),
             now_ms => crate::store::now_millis(),
+            total,
+            next,
+            later_page,
             notice,
         },
     )
 }
 
-/// `GET /fragments/pending`: the list alone, which the script swaps in.
+/// `GET /fragments/pending` (`?after=CURSOR` for a later page): the list
+/// alone, which the script swaps in.
 pub(crate) async fn pending_fragment(
     Extract(state): Extract<State>,
     Script(user): Script,
+    Query(notice): Query<Notice>,
 ) -> Response {
-    let rows = match pending_rows(&state, &user).await {
-        Ok(rows) => rows,
+    let (rows, next, total) = match pending_rows(&state, &user, notice.after.as_deref()).await {
+        Ok(page) => page,
         Err(response) => return response,
     };
     view::render(
@@ -333,10 +365,52 @@ pub(crate) async fn pending_fragment(
         StatusCode::OK,
         "pending_list.html",
         minijinja::context! {
+            home => auth::home(&user.base),
             base => user.base,
             csrf => user.csrf,
             questions => minijinja::Value::from(minijinja::value::Serde(&rows)),
             now_ms => crate::store::now_millis(),
+            total,
+            next,
+            later_page => notice.after.is_some(),
+        },
+    )
+}
+
+/// `GET /questions/{id}`: one question with its whole arguments, and its
+/// decision form while it waits. Outside the approver's scope it is
+/// missing (404, the words of an unknown id).
+pub(crate) async fn question(
+    Extract(state): Extract<State>,
+    Page(user): Page,
+    Path(id): Path<String>,
+) -> Response {
+    let question = match state.store.question(&id).await {
+        Ok(Some(question)) if user.approver.may_answer(&question) => question,
+        Ok(_) => {
+            return view::error_page(
+                &state,
+                &user.base,
+                StatusCode::NOT_FOUND,
+                view::NO_SUCH_QUESTION,
+            );
+        }
+        Err(error) => return view::store_failed_page(&state, &user.base, &error),
+    };
+    let now = SystemTime::now();
+    let open = question.is_open(now);
+    let row = Row::whole(&question, &user.approver, now);
+    view::render(
+        &state,
+        StatusCode::OK,
+        "question.html",
+        minijinja::context! {
+            home => auth::home(&user.base),
+            base => user.base,
+            csrf => user.csrf,
+            approver => user.approver.name,
+            q => minijinja::Value::from(minijinja::value::Serde(&row)),
+            open,
         },
     )
 }
@@ -405,14 +479,12 @@ pub(crate) async fn decide(
     };
     let question = match state.store.question(&id).await {
         Ok(Some(question)) => question,
-        Ok(None) => return fail(StatusCode::NOT_FOUND, "no question has this id"),
+        Ok(None) => return fail(StatusCode::NOT_FOUND, view::NO_SUCH_QUESTION),
         Err(error) => return view::store_failed_page(&state, &base, &error),
     };
+    // Outside the scope reads as missing: nothing of it is told.
     if !user.approver.may_answer(&question) {
-        return fail(
-            StatusCode::FORBIDDEN,
-            &view::out_of_scope(&user.approver, &question),
-        );
+        return fail(StatusCode::NOT_FOUND, view::NO_SUCH_QUESTION);
     }
     let done = decision.as_str();
     let mut answer = Answer::new(user.approver.name.clone(), decision);
@@ -440,23 +512,132 @@ pub(crate) fn parse_edit(text: &str) -> Result<Map<String, Value>, String> {
 }
 
 /// `GET /events`: a server-sent event `change` (its data the id of the
-/// question, or `*` for "something changed") whenever a question is
-/// asked, answered or closed, and a keep-alive comment in between.
-pub(crate) async fn events(
-    Extract(state): Extract<State>,
-    Script(_user): Script,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+/// question, or `*` for "something changed") whenever a question the
+/// approver may answer is asked, answered or closed, and a keep-alive
+/// comment in between. Nothing is said of questions outside their scope.
+/// The stream ends with its session: it checks the session on every
+/// change and every [`session_check_every`](super::Inbox::session_check_every),
+/// and when the session is gone it sends `signed-out` and ends.
+pub(crate) async fn events(Extract(state): Extract<State>, Script(user): Script) -> Response {
+    // Subscribed first: nothing that changes after the snapshot is missed.
     let changes = state.store.changes();
-    let stream = futures_util::stream::unfold(changes, |mut changes| async move {
-        let id = match changes.recv().await {
-            Ok(id) if !id.is_empty() => id,
-            // Unknown or too many to name: the page reloads its list anyway.
-            Ok(_) | Err(RecvError::Lagged(_)) => "*".to_owned(),
-            Err(RecvError::Closed) => return None,
-        };
-        Some((Ok(Event::default().event("change").data(id)), changes))
+    let in_scope = match in_scope_pending(&state, &user.approver).await {
+        Ok(in_scope) => in_scope,
+        Err(error) => return view::store_failed_page(&state, &user.base, &error),
+    };
+    let mut check = tokio::time::interval(state.session_check);
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let watch = Watch {
+        state,
+        token: user.token,
+        approver: user.approver,
+        changes,
+        check,
+        in_scope,
+        ended: false,
+    };
+    let stream = futures_util::stream::unfold(watch, |mut watch| async move {
+        let event = watch.next().await?;
+        Some((Ok::<_, Infallible>(event), watch))
     });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// The ids of the pending questions `approver` may answer, in order.
+async fn in_scope_pending(
+    state: &State,
+    approver: &crate::store::Approver,
+) -> Result<Vec<String>, crate::store::StoreError> {
+    Ok(state
+        .store
+        .pending_summaries()
+        .await?
+        .into_iter()
+        .filter(|question| approver.may_answer_call(&question.tool, question.capabilities))
+        .map(|question| question.id)
+        .collect())
+}
+
+/// One approver's live stream: what it listens to and what it has said.
+struct Watch {
+    state: State,
+    /// The session token the stream was opened with.
+    token: String,
+    approver: crate::store::Approver,
+    changes: tokio::sync::broadcast::Receiver<String>,
+    check: tokio::time::Interval,
+    /// The pending questions in scope when last looked at: an unnamed
+    /// change ("something changed") is told only if these changed.
+    in_scope: Vec<String>,
+    ended: bool,
+}
+
+impl Watch {
+    /// The next event to send, or `None` to end the stream.
+    async fn next(&mut self) -> Option<Event> {
+        if self.ended {
+            return None;
+        }
+        loop {
+            let change = tokio::select! {
+                change = self.changes.recv() => Some(change),
+                _ = self.check.tick() => None,
+            };
+            // On every change and every tick: is the session still open?
+            match self.state.store.session(&self.token).await {
+                Ok(Some((approver, _))) => self.approver = approver,
+                Ok(None) => {
+                    self.ended = true;
+                    return Some(
+                        Event::default()
+                            .event("signed-out")
+                            .data("the session ended: sign in again"),
+                    );
+                }
+                Err(error) => {
+                    // Closed rather than open on a doubt; the page
+                    // reconnects and is told what is wrong.
+                    tracing::error!(%error, "the approvals store failed; a live stream ends");
+                    return None;
+                }
+            }
+            let id = match change {
+                None => continue,
+                Some(Ok(id)) if !id.is_empty() => id,
+                // Unknown, or too many to name: tell "something changed"
+                // only if the approver's own list changed.
+                Some(Ok(_) | Err(RecvError::Lagged(_))) => {
+                    match in_scope_pending(&self.state, &self.approver).await {
+                        Ok(now) if now != self.in_scope => {
+                            self.in_scope = now;
+                            return Some(Event::default().event("change").data("*"));
+                        }
+                        Ok(_) => continue,
+                        Err(error) => {
+                            tracing::error!(%error, "the approvals store failed; a live stream ends");
+                            return None;
+                        }
+                    }
+                }
+                Some(Err(RecvError::Closed)) => return None,
+            };
+            match self.state.store.question_scope(&id).await {
+                Ok(Some((tool, capabilities)))
+                    if self.approver.may_answer_call(&tool, capabilities) =>
+                {
+                    return Some(Event::default().event("change").data(id));
+                }
+                // Outside the scope, or not (or no longer) a question.
+                Ok(_) => continue,
+                Err(error) => {
+                    tracing::error!(%error, "the approvals store failed; a live stream ends");
+                    return None;
+                }
+            }
+        }
+    }
 }
 
 /// `GET /static/inbox.js`: the page's script (no build step, no CDN).

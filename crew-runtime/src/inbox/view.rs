@@ -22,6 +22,7 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("templates/pending_list.html"),
     ),
     ("history.html", include_str!("templates/history.html")),
+    ("question.html", include_str!("templates/question.html")),
     ("error.html", include_str!("templates/error.html")),
 ];
 
@@ -132,14 +133,82 @@ pub(crate) fn decision_message(error: &DecisionError) -> String {
     }
 }
 
-/// Why an approver may not answer a question outside their scope.
-pub(crate) fn out_of_scope(approver: &Approver, question: &Question) -> String {
-    format!(
-        "{} may answer only {}: this question is about the tool {}",
-        approver.name,
-        approver.scope_description(),
-        question.tool
-    )
+/// What a question that does not exist, and one outside the approver's
+/// scope, are answered with: the same words (and status, 404), so that a
+/// refusal tells nothing of questions the approver may not see.
+pub(crate) const NO_SUCH_QUESTION: &str = "no question has this id";
+
+/// How much of a question's arguments (pretty JSON) a card of the list
+/// and a row of the history show: 4 KiB, the whole on its own page.
+pub(crate) const SHOWN_ARGUMENT_BYTES: usize = 4 * 1024;
+
+/// The largest arguments (compact JSON) a listing of the API includes:
+/// 64 KiB. Larger ones are left out (`"arguments": null`,
+/// `"arguments_cut": true`); `GET /api/approvals/{id}` has the whole.
+pub(crate) const API_LISTED_ARGUMENT_BYTES: usize = 64 * 1024;
+
+/// `text` cut to at most `limit` bytes at a character boundary, and
+/// whether it was cut.
+pub(crate) fn cut(mut text: String, limit: usize) -> (String, bool) {
+    if text.len() <= limit {
+        return (text, false);
+    }
+    let mut end = limit;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    (text, true)
+}
+
+/// A size in words: "812 bytes", "4.0 KiB", "8.0 MiB".
+pub(crate) fn size_words(bytes: usize) -> String {
+    // Precision does not matter here: a size shown to a person.
+    #[allow(clippy::cast_precision_loss)]
+    let size = bytes as f64;
+    if bytes < 1024 {
+        format!("{bytes} bytes")
+    } else if bytes < 1024 * 1024 {
+        format!("{:.1} KiB", size / 1024.0)
+    } else {
+        format!("{:.1} MiB", size / (1024.0 * 1024.0))
+    }
+}
+
+/// Why `question` is asked, as a web page or a chat shows it beside the
+/// call: the reason the asking hook gave, or else its prompt without the
+/// terminal's wording (backticks, "(yes/no)", a last line saying how to
+/// answer).
+pub(crate) fn reason_of(question: &Question) -> String {
+    if let Some(reason) = question.reason.as_deref().map(str::trim)
+        && !reason.is_empty()
+    {
+        return reason.to_owned();
+    }
+    let mut lines: Vec<String> = question
+        .prompt
+        .lines()
+        .map(|line| {
+            line.replace('`', "")
+                .replace("(yes/no)", "")
+                .trim_end()
+                .to_owned()
+        })
+        .collect();
+    // How to answer at a terminal ("yes/no", "Type APPROVE …") was appended
+    // as the last line when it was given.
+    while lines
+        .last()
+        .is_some_and(|line| line.trim().is_empty() || line.trim().eq_ignore_ascii_case("yes/no"))
+    {
+        lines.pop();
+    }
+    let cleaned = lines.join("\n").trim().to_owned();
+    if cleaned.is_empty() {
+        "a person must approve this call".to_owned()
+    } else {
+        cleaned
+    }
 }
 
 /// A question as the inbox shows it (and as the API returns it).
@@ -148,12 +217,16 @@ pub(crate) struct QuestionView {
     pub(crate) id: String,
     pub(crate) tool: String,
     pub(crate) arguments: serde_json::Value,
+    /// Whether `arguments` were left out of a listing for their size.
+    pub(crate) arguments_cut: bool,
     pub(crate) capabilities: Vec<&'static str>,
     pub(crate) agent: Option<String>,
     pub(crate) task: Option<String>,
     pub(crate) crew: Option<String>,
     pub(crate) requester: Option<String>,
-    pub(crate) prompt: String,
+    /// Why it is asked, in plain words: the asking hook's reason, or its
+    /// prompt without the terminal's wording.
+    pub(crate) reason: String,
     pub(crate) created_at: String,
     pub(crate) deadline: String,
     pub(crate) seconds_left: u64,
@@ -202,12 +275,13 @@ impl QuestionView {
             id: question.id.clone(),
             tool: question.tool.clone(),
             arguments: question.arguments.clone(),
+            arguments_cut: false,
             capabilities: question.capabilities.iter().map(|c| c.name()).collect(),
             agent: question.agent.clone(),
             task: question.task.clone(),
             crew: question.crew.clone(),
             requester: question.requester.clone(),
-            prompt: question.prompt.clone(),
+            reason: reason_of(question),
             created_at: rfc3339(question.created_at),
             deadline: rfc3339(question.deadline),
             seconds_left: question.time_left(now).as_secs(),
@@ -270,6 +344,19 @@ pub(crate) fn summary(question: &Question) -> String {
     }
 }
 
+impl QuestionView {
+    /// The question as a listing of the API shows it: arguments larger
+    /// than [`API_LISTED_ARGUMENT_BYTES`] left out.
+    pub(crate) fn listed(question: &Question, now: SystemTime) -> Self {
+        let mut view = QuestionView::of(question, now);
+        if view.arguments.to_string().len() > API_LISTED_ARGUMENT_BYTES {
+            view.arguments = serde_json::Value::Null;
+            view.arguments_cut = true;
+        }
+        view
+    }
+}
+
 /// A question as a row of the pages: what the API has, and what the
 /// template needs besides (pretty JSON, the time left in words, whether
 /// the approver may press the buttons).
@@ -277,8 +364,15 @@ pub(crate) fn summary(question: &Question) -> String {
 pub(crate) struct Row {
     #[serde(flatten)]
     pub(crate) question: QuestionView,
+    /// The arguments as pretty JSON: the first
+    /// [`SHOWN_ARGUMENT_BYTES`] on a card, the whole on its own page.
     pub(crate) arguments_pretty: String,
+    /// Whether `arguments_pretty` is cut.
+    pub(crate) arguments_cut: bool,
+    /// The whole arguments' size, in words.
+    pub(crate) arguments_size: String,
     pub(crate) edited_pretty: Option<String>,
+    pub(crate) edited_cut: bool,
     pub(crate) deadline_ms: i64,
     pub(crate) time_left: String,
     /// Why the approver cannot answer it, when they cannot.
@@ -286,7 +380,18 @@ pub(crate) struct Row {
 }
 
 impl Row {
+    /// A card of the list or a row of the history: its arguments cut to
+    /// [`SHOWN_ARGUMENT_BYTES`].
     pub(crate) fn of(question: &Question, approver: &Approver, now: SystemTime) -> Self {
+        Row::shown(question, approver, now, SHOWN_ARGUMENT_BYTES)
+    }
+
+    /// The question's own page: the whole arguments.
+    pub(crate) fn whole(question: &Question, approver: &Approver, now: SystemTime) -> Self {
+        Row::shown(question, approver, now, usize::MAX)
+    }
+
+    fn shown(question: &Question, approver: &Approver, now: SystemTime, limit: usize) -> Self {
         let cannot_answer = question
             .requester
             .as_deref()
@@ -294,17 +399,36 @@ impl Row {
             .map(|_| {
                 "You asked for this call yourself: another approver must answer it.".to_owned()
             });
-        let view = QuestionView::of(question, now);
+        let mut view = QuestionView::of(question, now);
+        // The template shows the pretty text, cut: the values themselves
+        // need not go into its context.
+        view.arguments = serde_json::Value::Null;
+        if let Some(answer) = view.answer.as_mut() {
+            answer.edited_arguments = None;
+        }
         let pretty = |value: &serde_json::Value| {
             serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
         };
+        let whole = pretty(&question.arguments);
+        let arguments_size = size_words(whole.len());
+        let (arguments_pretty, arguments_cut) = cut(whole, limit);
+        let (edited_pretty, edited_cut) = match question
+            .answer
+            .as_ref()
+            .and_then(|answer| answer.edited_arguments.as_ref())
+        {
+            Some(edit) => {
+                let (text, was_cut) = cut(pretty(edit), limit);
+                (Some(text), was_cut)
+            }
+            None => (None, false),
+        };
         Row {
-            arguments_pretty: pretty(&question.arguments),
-            edited_pretty: question
-                .answer
-                .as_ref()
-                .and_then(|answer| answer.edited_arguments.as_ref())
-                .map(pretty),
+            arguments_pretty,
+            arguments_cut,
+            arguments_size,
+            edited_pretty,
+            edited_cut,
             deadline_ms: crate::store::millis(question.deadline),
             time_left: time_left_words(question.time_left(now)),
             cannot_answer,
@@ -329,8 +453,15 @@ pub(crate) fn time_left_words(left: Duration) -> String {
     }
 }
 
-/// A time as RFC 3339 in UTC, to the second: `2025-01-31T09:05:00Z`.
-pub(crate) fn rfc3339(time: SystemTime) -> String {
+/// A time as RFC 3339 in UTC, to the second: `2025-01-31T09:05:00Z`
+/// (as the inbox and `crew-inbox` show times).
+///
+/// ```
+/// use std::time::{Duration, UNIX_EPOCH};
+/// let time = UNIX_EPOCH + Duration::from_secs(951_782_400);
+/// assert_eq!(crew_runtime::inbox::rfc3339(time), "2000-02-29T00:00:00Z");
+/// ```
+pub fn rfc3339(time: SystemTime) -> String {
     let seconds = time
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_secs());
@@ -397,6 +528,19 @@ mod tests {
         assert_eq!(time_left_words(Duration::from_secs(42)), "42 s");
         assert_eq!(time_left_words(Duration::from_secs(299)), "4 min 59 s");
         assert_eq!(time_left_words(Duration::from_secs(3720)), "1 h 02 min");
+    }
+
+    #[test]
+    fn a_prompt_without_a_reason_loses_the_terminal_wording() {
+        let mut question = crate::store::Question::for_tests("refund");
+        question.prompt =
+            "Refunds above 100 need a person\nAllow `refund` for Support? (yes/no)\nyes/no".into();
+        assert_eq!(
+            reason_of(&question),
+            "Refunds above 100 need a person\nAllow refund for Support?"
+        );
+        question.reason = Some("Refunds above 100 need a person".into());
+        assert_eq!(reason_of(&question), "Refunds above 100 need a person");
     }
 
     #[test]

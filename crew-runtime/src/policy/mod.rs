@@ -1019,7 +1019,7 @@ impl Attachment {
                     ctx.agent_role().unwrap_or("the agent")
                 );
                 let answer = ctx
-                    .request_approval(&question, "yes/no")
+                    .request_approval_with_reason(&question, "yes/no", &why)
                     .await
                     .map_err(|error| {
                         HookAborted::new(format!("{why}: no approval ({error})"), source.clone())

@@ -10,7 +10,7 @@ use std::time::Duration;
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use base64::Engine as _;
-use hooks_core::{Capability, normalize_tool_name};
+use hooks_core::{Capabilities, Capability, normalize_tool_name};
 use sha2::{Digest, Sha256};
 
 use super::{Question, Store, StoreError, now_millis, on_pool};
@@ -158,8 +158,14 @@ impl Approver {
     /// # }
     /// ```
     pub fn may_answer(&self, question: &Question) -> bool {
+        self.may_answer_call(&question.tool, question.capabilities)
+    }
+
+    /// [`Approver::may_answer`] of a question about `tool`, which declares
+    /// `declared`.
+    pub(crate) fn may_answer_call(&self, tool: &str, declared: Capabilities) -> bool {
         if let Some(tools) = &self.tools {
-            let tool = normalize_tool_name(&question.tool);
+            let tool = normalize_tool_name(tool);
             if !tools
                 .iter()
                 .any(|allowed| normalize_tool_name(allowed) == tool)
@@ -170,7 +176,7 @@ impl Approver {
         if let Some(capabilities) = &self.capabilities
             && !capabilities
                 .iter()
-                .any(|&capability| question.capabilities.contains(capability))
+                .any(|&capability| declared.contains(capability))
         {
             return false;
         }
@@ -571,7 +577,242 @@ impl Store {
         if updated == 0 {
             return Err(unknown_approver(name));
         }
+        // Whoever knew the old password may be signed in, or have made a
+        // bot's token: a new password ends both.
+        self.end_access(name).await?;
         Ok(())
+    }
+
+    /// Disables an approver: they can no longer sign in, and their
+    /// sessions and bearer tokens end at once (every replica reads the
+    /// store on each request). Their unused sign-in tokens are revoked
+    /// too. [`Store::enable_approver`] lets them sign in again, with new
+    /// sessions and tokens.
+    ///
+    /// Errors: no such approver, the store failing.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// store.disable_approver("alice").await?;
+    /// assert!(store.approver("alice").await?.is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn disable_approver(&self, name: &str) -> Result<(), StoreError> {
+        let sql =
+            "UPDATE crew_approvers SET disabled_at = COALESCE(disabled_at, $2) WHERE name = $1";
+        let updated = on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(name)
+                .bind(now_millis())
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        if updated == 0 {
+            return Err(unknown_approver(name));
+        }
+        self.end_access(name).await?;
+        let sql = "UPDATE crew_approver_tokens SET used_at = $2 \
+                   WHERE approver = $1 AND kind = 'sign-in' AND used_at IS NULL";
+        on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(name)
+                .bind(now_millis())
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// Lets a disabled approver sign in again (nothing of their old
+    /// sessions or tokens comes back).
+    ///
+    /// Errors: no such approver, the store failing.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// store.enable_approver("alice").await?;
+    /// assert!(store.approver("alice").await?.is_some());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn enable_approver(&self, name: &str) -> Result<(), StoreError> {
+        let sql = "UPDATE crew_approvers SET disabled_at = NULL WHERE name = $1";
+        let updated = on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(name)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        if updated == 0 {
+            return Err(unknown_approver(name));
+        }
+        Ok(())
+    }
+
+    /// Ends every session and revokes every bearer token of `name`.
+    async fn end_access(&self, name: &str) -> Result<(), StoreError> {
+        self.end_sessions(name, &Which::All).await?;
+        self.revoke_api_tokens(name).await?;
+        Ok(())
+    }
+
+    /// The open sessions of `name`, oldest first: when each was opened,
+    /// when it expires, and a short id (the first characters of the
+    /// SHA-256 the store keeps, never the cookie's secret) to end it with
+    /// [`Store::end_sessions`].
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// for session in store.sessions("alice").await? {
+    ///     println!("{} opened {:?}, expires {:?}", session.id, session.created_at, session.expires_at);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn sessions(&self, name: &str) -> Result<Vec<Credential>, StoreError> {
+        let sql = "SELECT id_hash, created_at, expires_at FROM crew_sessions \
+                   WHERE approver = $1 AND expires_at > $2 ORDER BY created_at, id_hash";
+        let rows: Vec<(String, i64, i64)> = on_pool!(self, |pool| {
+            sqlx::query_as(sql)
+                .bind(name)
+                .bind(now_millis())
+                .fetch_all(pool)
+                .await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(|(hash, created, expires)| Credential::of(&hash, created, Some(expires)))
+            .collect())
+    }
+
+    /// Ends sessions of `name`: all of them, or those whose short id
+    /// (as [`Store::sessions`] shows it) starts with a prefix; returns how
+    /// many ended. Each ends at once, on every replica, and so does a live
+    /// stream of the inbox opened with it.
+    ///
+    /// Errors: a prefix shorter than 4 characters or matching more than
+    /// one session ([`StoreError::Account`] says so; nothing is ended),
+    /// the store failing.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// use crew_runtime::store::Which;
+    /// let ended = store.end_sessions("alice", &Which::Prefix("3f9a01".into())).await?;
+    /// assert!(ended <= 1);
+    /// store.end_sessions("alice", &Which::All).await?;
+    /// assert!(store.sessions("alice").await?.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn end_sessions(&self, name: &str, which: &Which) -> Result<u64, StoreError> {
+        let prefix = match which {
+            Which::All => {
+                let sql = "DELETE FROM crew_sessions WHERE approver = $1";
+                let ended = on_pool!(self, |pool| {
+                    sqlx::query(sql)
+                        .bind(name)
+                        .execute(pool)
+                        .await?
+                        .rows_affected()
+                });
+                // Live streams check their session on each change.
+                self.announce("").await;
+                return Ok(ended);
+            }
+            Which::Prefix(prefix) => prefix,
+        };
+        let ids: Vec<String> = self
+            .sessions(name)
+            .await?
+            .into_iter()
+            .map(|session| session.id)
+            .collect();
+        let Some(id) = pick(name, "session", prefix, &ids)? else {
+            return Ok(0);
+        };
+        let sql = "DELETE FROM crew_sessions WHERE approver = $1 AND id_hash LIKE $2";
+        let ended = on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(name)
+                .bind(format!("{id}%"))
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        self.announce("").await;
+        Ok(ended)
+    }
+
+    /// The bearer tokens of `name` not revoked, oldest first: when each
+    /// was issued and a short id (the first characters of its SHA-256,
+    /// never the token) to revoke it with [`Store::revoke_api_token`].
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// for token in store.api_tokens("payments-bot").await? {
+    ///     println!("{} issued {:?}", token.id, token.created_at);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn api_tokens(&self, name: &str) -> Result<Vec<Credential>, StoreError> {
+        let sql = "SELECT token_hash, created_at FROM crew_approver_tokens \
+                   WHERE approver = $1 AND kind = 'api' AND used_at IS NULL \
+                   ORDER BY created_at, token_hash";
+        let rows: Vec<(String, i64)> = on_pool!(self, |pool| {
+            sqlx::query_as(sql).bind(name).fetch_all(pool).await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(|(hash, created)| Credential::of(&hash, created, None))
+            .collect())
+    }
+
+    /// Revokes bearer tokens of `name`: all of them (as
+    /// [`Store::revoke_api_tokens`]), or the one whose short id (as
+    /// [`Store::api_tokens`] shows it) starts with a prefix; returns how
+    /// many were revoked. A revoked token is refused at once, on every
+    /// replica.
+    ///
+    /// Errors: a prefix shorter than 4 characters or matching more than
+    /// one token (nothing is revoked), the store failing.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// use crew_runtime::store::Which;
+    /// let revoked = store.revoke_api_token("payments-bot", &Which::Prefix("c0ffee".into())).await?;
+    /// println!("{revoked} revoked");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn revoke_api_token(&self, name: &str, which: &Which) -> Result<u64, StoreError> {
+        let prefix = match which {
+            Which::All => return self.revoke_api_tokens(name).await,
+            Which::Prefix(prefix) => {
+                let ids: Vec<String> = self
+                    .api_tokens(name)
+                    .await?
+                    .into_iter()
+                    .map(|token| token.id)
+                    .collect();
+                pick(name, "bearer token", prefix, &ids)?
+            }
+        };
+        let Some(prefix) = prefix else { return Ok(0) };
+        let sql = "UPDATE crew_approver_tokens SET used_at = $3 \
+                   WHERE approver = $1 AND kind = 'api' AND used_at IS NULL AND token_hash LIKE $2";
+        Ok(on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(name)
+                .bind(format!("{prefix}%"))
+                .bind(now_millis())
+                .execute(pool)
+                .await?
+                .rows_affected()
+        }))
     }
 
     /// The approver named `name`, if there is one.
@@ -859,6 +1100,9 @@ impl Store {
         on_pool!(self, |pool| {
             sqlx::query(sql).bind(&hash).execute(pool).await?;
         });
+        // Live streams check their session on each change: say one
+        // happened, here and on every replica.
+        self.announce("").await;
         Ok(())
     }
 }
@@ -970,6 +1214,85 @@ impl Store {
             sqlx::query(sql).bind(&hash).execute(pool).await?;
         });
         Ok(())
+    }
+}
+
+/// How many hex characters of a stored hash name a session or token.
+const SHORT_ID_CHARS: usize = 12;
+
+/// The fewest characters of a short id that pick a session or token.
+const MIN_PREFIX_CHARS: usize = 4;
+
+/// Which of an approver's sessions or tokens to end.
+///
+/// ```
+/// use crew_runtime::store::Which;
+/// let one = Which::Prefix("3f9a01".into());
+/// assert_ne!(one, Which::All);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Which {
+    /// Every one of them.
+    All,
+    /// The one whose short id starts with this (at least 4 characters).
+    Prefix(String),
+}
+
+/// A session or bearer token as listed: never its secret.
+///
+/// ```no_run
+/// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+/// let sessions: Vec<crew_runtime::store::Credential> = store.sessions("alice").await?;
+/// println!("alice has {} sessions", sessions.len());
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Credential {
+    /// A short id: the first 12 hex characters of the SHA-256 the store
+    /// keeps of the secret (which the secret cannot be found from).
+    pub id: String,
+    /// When it was opened or issued.
+    pub created_at: std::time::SystemTime,
+    /// When it expires (sessions); `None`: when revoked (bearer tokens).
+    pub expires_at: Option<std::time::SystemTime>,
+}
+
+impl Credential {
+    fn of(hash: &str, created: i64, expires: Option<i64>) -> Self {
+        Credential {
+            id: hash.chars().take(SHORT_ID_CHARS).collect(),
+            created_at: super::time_of(created),
+            expires_at: expires.map(super::time_of),
+        }
+    }
+}
+
+/// The one short id among `ids` that starts with `prefix`: `None` when
+/// none does; an error when the prefix is too short, not hex, or picks
+/// several.
+fn pick(
+    name: &str,
+    what: &str,
+    prefix: &str,
+    ids: &[String],
+) -> Result<Option<String>, StoreError> {
+    let prefix = prefix.trim().to_ascii_lowercase();
+    if prefix.len() < MIN_PREFIX_CHARS || !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(StoreError::Account(format!(
+            "{prefix:?} is no {what} id: give at least {MIN_PREFIX_CHARS} hex characters of one that is listed"
+        )));
+    }
+    let matching: Vec<&String> = ids.iter().filter(|id| id.starts_with(&prefix)).collect();
+    match matching.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some((*one).clone())),
+        many => Err(StoreError::Account(format!(
+            "{prefix:?} starts {} {what} ids of {name:?}: give more characters (nothing was ended)",
+            many.len()
+        ))),
     }
 }
 
@@ -1235,6 +1558,7 @@ mod tests {
             kickoff_id: None,
             requester: None,
             prompt: String::new(),
+            reason: None,
             created_at: std::time::SystemTime::UNIX_EPOCH,
             deadline: std::time::SystemTime::UNIX_EPOCH,
             lease_until: std::time::SystemTime::UNIX_EPOCH,

@@ -246,8 +246,13 @@ pub struct Question {
     pub kickoff_id: Option<String>,
     /// Who the kickoff runs for: they cannot answer it.
     pub requester: Option<String>,
-    /// Why it is asked: the question as the hook put it.
+    /// The question as the hook put it to a terminal (with how to
+    /// answer, e.g. "(yes/no)").
     pub prompt: String,
+    /// Why it is asked, in plain words, when the asking hook said (a
+    /// policy's `@ask` text, a gate's first line); `None` for questions
+    /// asked without one.
+    pub reason: Option<String>,
     /// When it was asked.
     pub created_at: SystemTime,
     /// When it stops taking answers.
@@ -299,6 +304,31 @@ pub struct CallOutcome {
 }
 
 impl Question {
+    /// A pending question about `tool`, for unit tests.
+    #[cfg(test)]
+    pub(crate) fn for_tests(tool: &str) -> Question {
+        Question {
+            id: "q".into(),
+            call_id: None,
+            tool: tool.into(),
+            arguments: Value::Null,
+            tool_schema: None,
+            capabilities: Capabilities::NONE,
+            agent: None,
+            task: None,
+            crew: None,
+            kickoff_id: None,
+            requester: None,
+            prompt: String::new(),
+            reason: None,
+            created_at: SystemTime::UNIX_EPOCH,
+            deadline: SystemTime::UNIX_EPOCH,
+            lease_until: SystemTime::UNIX_EPOCH,
+            status: QuestionStatus::Pending,
+            answer: None,
+        }
+    }
+
     /// Whether it still takes an answer at `now`: pending, before its
     /// deadline, its process alive.
     ///
@@ -408,7 +438,7 @@ pub enum DecisionError {
 const COLUMNS: &str = "id, call_id, tool, arguments, tool_schema, capabilities, agent, task, crew, \
      kickoff_id, requester, prompt, created_at, deadline, lease_until, status, approver, decision, \
      edited_arguments, comment, answered_at, taken_at, closed_at, outcome, outcome_source, \
-     outcome_detail, outcome_at";
+     outcome_detail, outcome_at, reason";
 
 /// Reads a question from a row of either backend.
 macro_rules! read_question {
@@ -467,6 +497,7 @@ macro_rules! read_question {
                 kickoff_id: row.try_get("kickoff_id").map_err(corrupt)?,
                 requester: row.try_get("requester").map_err(corrupt)?,
                 prompt: row.try_get("prompt").map_err(corrupt)?,
+                reason: row.try_get("reason").map_err(corrupt)?,
                 created_at: time_of(row.try_get("created_at").map_err(corrupt)?),
                 deadline: time_of(row.try_get("deadline").map_err(corrupt)?),
                 lease_until: time_of(row.try_get("lease_until").map_err(corrupt)?),
@@ -495,7 +526,87 @@ fn parse_capabilities(text: &str) -> Capabilities {
         .fold(Capabilities::NONE, Capabilities::with)
 }
 
+/// What the inbox needs of a pending question to tell who may see it
+/// and where it stands in the list, without its arguments (which may be
+/// large).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Summary {
+    pub(crate) id: String,
+    pub(crate) tool: String,
+    pub(crate) capabilities: Capabilities,
+    pub(crate) requester: Option<String>,
+    /// Milliseconds since the epoch: the list's order is (created, id).
+    pub(crate) created_at: i64,
+}
+
 impl Store {
+    /// [`Store::pending`] without the arguments: what the inbox pages
+    /// and filters by scope before reading whole questions.
+    #[cfg_attr(not(feature = "inbox"), allow(dead_code))]
+    pub(crate) async fn pending_summaries(&self) -> Result<Vec<Summary>, StoreError> {
+        self.close_lapsed().await?;
+        let sql = "SELECT id, tool, capabilities, requester, created_at FROM crew_approvals \
+                   WHERE status = 'pending' AND deadline > $1 AND lease_until > $1 \
+                   ORDER BY created_at, id";
+        type Row = (String, String, String, Option<String>, i64);
+        let rows: Vec<Row> = on_pool!(self, |pool| {
+            sqlx::query_as(sql)
+                .bind(now_millis())
+                .fetch_all(pool)
+                .await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(|(id, tool, capabilities, requester, created_at)| Summary {
+                id,
+                tool,
+                capabilities: parse_capabilities(&capabilities),
+                requester,
+                created_at,
+            })
+            .collect())
+    }
+
+    /// The pending questions among `ids`, in one query (a page of the
+    /// inbox's list), in the order of `ids`.
+    #[cfg_attr(not(feature = "inbox"), allow(dead_code))]
+    pub(crate) async fn pending_among(&self, ids: &[String]) -> Result<Vec<Question>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders: Vec<String> = (1..=ids.len()).map(|n| format!("${n}")).collect();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM crew_approvals WHERE status = 'pending' AND id IN ({})",
+            placeholders.join(", ")
+        );
+        let mut found: Vec<Question> = on_pool!(self, |pool| {
+            let mut query = sqlx::query(&sql);
+            for id in ids {
+                query = query.bind(id);
+            }
+            let rows = query.fetch_all(pool).await?;
+            rows.iter()
+                .map(|row| read_question!(row))
+                .collect::<Result<Vec<_>, StoreError>>()?
+        });
+        found.sort_by_key(|question| ids.iter().position(|id| *id == question.id));
+        Ok(found)
+    }
+
+    /// The tool and capabilities of question `id` (in whatever state):
+    /// whom a change to it may be told.
+    #[cfg_attr(not(feature = "inbox"), allow(dead_code))]
+    pub(crate) async fn question_scope(
+        &self,
+        id: &str,
+    ) -> Result<Option<(String, Capabilities)>, StoreError> {
+        let sql = "SELECT tool, capabilities FROM crew_approvals WHERE id = $1";
+        let row: Option<(String, String)> = on_pool!(self, |pool| {
+            sqlx::query_as(sql).bind(id).fetch_optional(pool).await?
+        });
+        Ok(row.map(|(tool, capabilities)| (tool, parse_capabilities(&capabilities))))
+    }
+
     /// The questions that still take an answer, oldest first: pending,
     /// before their deadline, their process alive. Questions whose
     /// deadline or lease ran out are closed here (expired, abandoned).
@@ -821,8 +932,8 @@ impl Store {
         );
         let sql = "INSERT INTO crew_approvals (id, call_id, tool, arguments, tool_schema, capabilities, \
                    agent, task, crew, kickoff_id, requester, prompt, created_at, deadline, owner, \
-                   lease_until, audit_trail, status) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
-                   $10, $11, $12, $13, $14, $15, $16, $17, 'pending')";
+                   lease_until, audit_trail, status, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, \
+                   $9, $10, $11, $12, $13, $14, $15, $16, $17, 'pending', $18)";
         let mut prompt = request.prompt.clone();
         if !request.default_message.is_empty() {
             prompt.push('\n');
@@ -849,6 +960,7 @@ impl Store {
                 .bind(owner)
                 .bind(lease_until)
                 .bind(audit_trail)
+                .bind(request.reason.as_deref())
                 .execute(pool)
                 .await?;
         });

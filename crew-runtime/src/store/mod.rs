@@ -59,7 +59,7 @@ pub(crate) use accounts::ThrottleRule;
 #[cfg(feature = "inbox")]
 pub(crate) use accounts::same_secret;
 #[cfg(feature = "inbox")]
-pub use accounts::{Approver, ApproverScope};
+pub use accounts::{Approver, ApproverScope, Credential, Which};
 pub use approvals::{
     Answer, Decision, DecisionError, MAX_EDIT_BYTES, Question, QuestionStatus, RecordedAnswer,
     Refusal, StoreApprovals,
@@ -85,6 +85,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         5,
         "sign_in_throttle",
         include_str!("migrations/0005_sign_in_throttle.sql"),
+    ),
+    (
+        6,
+        "question_reason",
+        include_str!("migrations/0006_question_reason.sql"),
     ),
 ];
 

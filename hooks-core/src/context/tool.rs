@@ -491,7 +491,18 @@ impl ToolCallHookContext {
         prompt: &str,
         default_message: &str,
     ) -> HumanInputFuture<crate::HumanAnswer> {
-        let mut request = self.human_request(prompt, default_message);
+        self.approval_question(self.human_request(prompt, default_message))
+    }
+
+    /// Asks `request` as an approval of this call: answered at once on the
+    /// second round of an approved edit when this hook asked about exactly
+    /// these arguments, else asked of a person (with the approver who
+    /// edited the call as its requester), the answer kept in the call's
+    /// ledger.
+    fn approval_question(
+        &self,
+        mut request: HumanInputRequest,
+    ) -> HumanInputFuture<crate::HumanAnswer> {
         let ledger = Arc::clone(self.approvals.get_or_init(Default::default));
         if self.recheck.is_some()
             && let Some(answer) = ledger.answered(self.running_hook, &self.tool_input)
@@ -533,6 +544,43 @@ impl ToolCallHookContext {
         {
             ledger.settle(&outcome);
         }
+    }
+
+    /// [`request_approval`](Self::request_approval), saying why in plain
+    /// words beside the terminal wording of `prompt`: a web page or a chat
+    /// shows the reason and the call (tool, agent, task, input).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hooks_core::{HookAborted, ScriptedInput, ToolCallHookContext};
+    ///
+    /// async fn approve(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+    ///     let answer = ctx
+    ///         .request_approval_with_reason("Send `it`? (yes/no)", "yes/no", "mail leaves the company")
+    ///         .await?;
+    ///     if !answer.text.eq_ignore_ascii_case("yes") {
+    ///         return Err(HookAborted::new("refused by a person", "approval"));
+    ///     }
+    ///     Ok(())
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let mut ctx = ToolCallHookContext::new("send_email", Default::default())
+    ///     .with_human_input(Arc::new(ScriptedInput::new(["yes"])));
+    /// assert!(approve(&mut ctx).await.is_ok());
+    /// # }
+    /// ```
+    pub fn request_approval_with_reason(
+        &self,
+        prompt: &str,
+        default_message: &str,
+        reason: &str,
+    ) -> HumanInputFuture<crate::HumanAnswer> {
+        self.approval_question(
+            self.human_request(prompt, default_message)
+                .with_reason(reason),
+        )
     }
 
     /// The question about this call: the call, its tool (schema and

@@ -5,10 +5,29 @@
   "use strict";
 
   var base = document.body.getAttribute("data-base") || "";
+
+  // An edit starts from the arguments shown, when they are shown whole
+  // (the page sends them once; a cut card links to the question's page).
+  document.addEventListener("toggle", function (event) {
+    var details = event.target;
+    if (!details.classList || !details.classList.contains("edit-details") || !details.open) {
+      return;
+    }
+    var row = details.closest(".question");
+    var shown = row && row.querySelector("pre.arguments[data-complete='true']");
+    var area = details.querySelector("textarea.edit-arguments");
+    if (shown && area && area.value === "") {
+      area.value = shown.textContent;
+    }
+  }, true);
+
   var region = document.getElementById("pending");
   if (!region) {
     return;
   }
+  // A later page of the list stays that page when it updates.
+  var after = new URLSearchParams(window.location.search).get("after");
+  var fragment = base + "/fragments/pending" + (after ? "?after=" + encodeURIComponent(after) : "");
   var status = document.getElementById("live-status");
   // The server's clock minus this one: the countdown follows the server.
   var skew = 0;
@@ -99,6 +118,11 @@
     if (count && shownCount) {
       shownCount.textContent = count.textContent;
     }
+    var pages = template.content.getElementById("pages");
+    var shownPages = document.getElementById("pages");
+    if (pages && shownPages) {
+      shownPages.innerHTML = pages.innerHTML;
+    }
     var none = document.getElementById("no-pending");
     if (none) {
       none.hidden = freshRows.length > 0;
@@ -115,7 +139,7 @@
       return;
     }
     loading = true;
-    fetch(base + "/fragments/pending", { credentials: "same-origin", cache: "no-store" })
+    fetch(fragment, { credentials: "same-origin", cache: "no-store" })
       .then(function (response) {
         if (response.status === 401) {
           window.location.assign(base + "/login");
@@ -164,6 +188,12 @@
           refresh();
         }, 100);
       }
+    });
+    // The session ended (signed out elsewhere, revoked, expired): the
+    // stream says so and ends; sign in again.
+    events.addEventListener("signed-out", function () {
+      events.close();
+      window.location.assign(base + "/login");
     });
     // After a lost connection, what was missed is fetched at once.
     var opened = false;
