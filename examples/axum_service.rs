@@ -693,6 +693,21 @@ mod tests {
         }
     }
 
+    /// The first question asked, once there is one (within 10 s).
+    async fn first_question(store: &Store) -> crew_runtime::store::Question {
+        within(Duration::from_secs(10), "the question", async {
+            loop {
+                let pending = store.pending().await.expect("the pending questions");
+                if let Some(question) = pending.into_iter().next() {
+                    return question;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("a question in time")
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_shutdown_stops_a_call_waiting_for_a_person_and_withdraws_its_question() {
         // Nobody would answer for an hour: the shutdown must not wait.
@@ -706,17 +721,7 @@ mod tests {
                 .send(),
         );
         let store = running.service.store.clone();
-        let question = within(Duration::from_secs(10), "the question", async {
-            loop {
-                let pending = store.pending().await.expect("the pending questions");
-                if let Some(question) = pending.into_iter().next() {
-                    return question;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await
-        .expect("the question is asked");
+        let question = first_question(&store).await;
 
         running.shutdown.stop();
         let stopped = within(
@@ -822,17 +827,7 @@ mod tests {
                 .send(),
         );
         let store = &running.service.store;
-        let pending = within(Duration::from_secs(5), "the question", async {
-            loop {
-                let pending = store.pending().await.expect("the pending questions");
-                if let Some(question) = pending.into_iter().next() {
-                    return question;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await
-        .expect("a question in time");
+        let pending = first_question(store).await;
         assert_eq!(pending.requester.as_deref(), Some(APPROVER));
 
         // Not listed to its requester, and their answer is refused.

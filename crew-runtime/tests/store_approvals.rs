@@ -887,6 +887,20 @@ async fn settled(store: &Store, id: &str) -> Question {
     }
 }
 
+/// Runs `crew`'s kickoff, answers its one question as `alice` with
+/// `decision`, and waits for the kickoff to end; returns the question as
+/// it was asked.
+async fn answer_the_call(store: &Store, crew: Crew, decision: Decision) -> Question {
+    let run = tokio::spawn(async move { crew.kickoff(()).await });
+    let question = pending(store, 1).await.remove(0);
+    store
+        .decide(&question.id, Answer::new("alice", decision))
+        .await
+        .expect("the store takes the answer");
+    finish(run).await.expect("the kickoff ends");
+    question
+}
+
 async fn an_approved_edit_goes_through_the_guards_that_ran_before_the_question(
     store: Store,
     _keep: Keep,
@@ -898,19 +912,10 @@ async fn an_approved_edit_goes_through_the_guards_that_ran_before_the_question(
         json!({"path": "drafts/a.md", "content": "notes"}),
         |builder| builder,
     );
-    let run = tokio::spawn(async move { crew.kickoff(()).await });
-    let question = pending(&store, 1).await.remove(0);
     // Valid for the tool's schema, and past the guard that let the
     // question be asked.
     let edit = object(json!({"path": "/etc/cron.d/evil", "content": "* * * * * root sh"}));
-    store
-        .decide(
-            &question.id,
-            Answer::new("alice", Decision::ApproveWithEdit(edit)),
-        )
-        .await
-        .expect("the store takes the edit");
-    finish(run).await.expect("the kickoff ends");
+    let question = answer_the_call(&store, crew, Decision::ApproveWithEdit(edit)).await;
 
     assert!(take(&ran).is_empty(), "the edited call must not run");
     assert_eq!(
@@ -938,17 +943,8 @@ async fn an_ask_on_the_second_round_about_the_approved_arguments_is_not_asked_ag
         json!({"path": "drafts/a.md", "content": "notes"}),
         |builder| builder,
     );
-    let run = tokio::spawn(async move { crew.kickoff(()).await });
-    let question = pending(&store, 1).await.remove(0);
     let edit = object(json!({"path": "drafts/b.md", "content": "better notes"}));
-    store
-        .decide(
-            &question.id,
-            Answer::new("alice", Decision::ApproveWithEdit(edit)),
-        )
-        .await
-        .expect("alice edits and approves");
-    finish(run).await.expect("the kickoff ends");
+    let question = answer_the_call(&store, crew, Decision::ApproveWithEdit(edit)).await;
 
     assert_eq!(
         take(&ran),
@@ -1038,17 +1034,8 @@ async fn a_guard_that_changes_the_approved_arguments_refuses_the_edit(store: Sto
             )
         },
     );
-    let run = tokio::spawn(async move { crew.kickoff(()).await });
-    let question = pending(&store, 1).await.remove(0);
     let edit = object(json!({"path": "drafts/B.md", "content": "notes"}));
-    store
-        .decide(
-            &question.id,
-            Answer::new("alice", Decision::ApproveWithEdit(edit)),
-        )
-        .await
-        .expect("alice edits and approves");
-    finish(run).await.expect("the kickoff ends");
+    let question = answer_the_call(&store, crew, Decision::ApproveWithEdit(edit)).await;
     assert!(take(&ran).is_empty(), "{:?}", take(&ran));
     let outcome = settled(&store, &question.id)
         .await
@@ -1107,16 +1094,8 @@ async fn an_edit_that_changes_a_redacted_value_is_refused(store: Store, _keep: K
             json!({"path": "drafts/a.md", "token": TOKEN}),
             |builder| builder.redact_with(crew_runtime::guards::SecretRedactor::new()),
         );
-        let run = tokio::spawn(async move { crew.kickoff(()).await });
-        let question = pending(&store, 1).await.remove(0);
-        store
-            .decide(
-                &question.id,
-                Answer::new("alice", Decision::ApproveWithEdit(object(tampered))),
-            )
-            .await
-            .expect("the store takes the edit");
-        finish(run).await.expect("the kickoff ends");
+        let question =
+            answer_the_call(&store, crew, Decision::ApproveWithEdit(object(tampered))).await;
         assert!(take(&ran).is_empty(), "{:?}", take(&ran));
         let outcome = settled(&store, &question.id)
             .await
@@ -1151,13 +1130,7 @@ async fn what_became_of_an_approved_call_is_kept_beside_its_answer(store: Store,
             )
         },
     );
-    let run = tokio::spawn(async move { crew.kickoff(()).await });
-    let question = pending(&store, 1).await.remove(0);
-    store
-        .decide(&question.id, Answer::new("alice", Decision::Approve))
-        .await
-        .expect("alice approves");
-    finish(run).await.expect("the kickoff ends");
+    let question = answer_the_call(&store, crew, Decision::Approve).await;
     assert!(take(&ran).is_empty());
     let refused = settled(&store, &question.id).await;
     let outcome = refused.outcome.expect("settled");
@@ -1179,13 +1152,7 @@ async fn what_became_of_an_approved_call_is_kept_beside_its_answer(store: Store,
         json!({"path": "full/a.md", "content": "x"}),
         |builder| builder,
     );
-    let run = tokio::spawn(async move { crew.kickoff(()).await });
-    let question = pending(&store, 1).await.remove(0);
-    store
-        .decide(&question.id, Answer::new("alice", Decision::Approve))
-        .await
-        .expect("alice approves");
-    finish(run).await.expect("the kickoff ends");
+    let question = answer_the_call(&store, crew, Decision::Approve).await;
     let outcome = settled(&store, &question.id)
         .await
         .outcome

@@ -127,7 +127,7 @@ struct Answered {
 }
 
 /// An approved edit to check again: the arguments approved.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct ApprovedEdit {
     pub(crate) input: Map<String, Value>,
 }

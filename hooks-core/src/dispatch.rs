@@ -730,11 +730,11 @@ impl<'a> CallHooks<'a> {
         ctx: &mut ToolCallHookContext,
         approved: crate::approval::ApprovedEdit,
     ) -> DispatchOutcome {
-        let input = approved.input.clone();
-        ctx.tool_input = approved.input.clone();
-        ctx.set_recheck(Some(approved));
+        let input = approved.input;
+        ctx.tool_input = input.clone();
+        ctx.set_recheck(true);
         let outcome = self.dispatch_async(PreToolCall, ctx).await;
-        ctx.set_recheck(None);
+        ctx.set_recheck(false);
         // Answers given on this round count as checked: one round only.
         let edited_again = ctx.approved_edit_to_recheck().is_some();
         match outcome {

@@ -1546,27 +1546,8 @@ mod tests {
     fn scope_limits_tools_and_capabilities() {
         use hooks_core::Capabilities;
         let question = |tool: &str, capabilities: Capabilities| Question {
-            id: "q".into(),
-            call_id: None,
-            tool: tool.into(),
-            arguments: serde_json::Value::Null,
-            tool_schema: None,
             capabilities,
-            agent: None,
-            task: None,
-            crew: None,
-            kickoff_id: None,
-            requester: None,
-            prompt: String::new(),
-            reason: None,
-            created_at: std::time::SystemTime::UNIX_EPOCH,
-            deadline: std::time::SystemTime::UNIX_EPOCH,
-            lease_until: std::time::SystemTime::UNIX_EPOCH,
-            status: super::super::QuestionStatus::Pending,
-            answer: None,
-            taken_at: None,
-            closed_at: None,
-            outcome: None,
+            ..Question::for_tests(tool)
         };
         let destructive = Capabilities::NONE.with(Capability::Destructive);
         let reader = Capabilities::NONE.with(Capability::ReadOnly);

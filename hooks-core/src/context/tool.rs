@@ -160,8 +160,8 @@ pub struct ToolCallHookContext {
     block_reasons_shown: bool,
     /// The answers this call got, from its first approval question on.
     approvals: std::sync::OnceLock<Arc<crate::approval::Ledger>>,
-    /// During the second round of an approved edit: what was approved.
-    recheck: Option<crate::approval::ApprovedEdit>,
+    /// Whether the second round of an approved edit is running.
+    recheck: bool,
     /// The `async` hook an awaiting walk is running (its entry's address),
     /// so that a question knows which hook asked it.
     running_hook: usize,
@@ -190,7 +190,7 @@ impl ToolCallHookContext {
             human_input_timeout: DEFAULT_HUMAN_INPUT_TIMEOUT,
             block_reasons_shown: false,
             approvals: std::sync::OnceLock::new(),
-            recheck: None,
+            recheck: false,
             running_hook: 0,
         }
     }
@@ -504,7 +504,7 @@ impl ToolCallHookContext {
         mut request: HumanInputRequest,
     ) -> HumanInputFuture<crate::HumanAnswer> {
         let ledger = Arc::clone(self.approvals.get_or_init(Default::default));
-        if self.recheck.is_some()
+        if self.recheck
             && let Some(answer) = ledger.answered(self.running_hook, &self.tool_input)
         {
             // The second round of an approved edit: this hook asked about
@@ -531,9 +531,9 @@ impl ToolCallHookContext {
         self.approvals.get()?.edit_to_recheck()
     }
 
-    /// Starts (with `Some`) or ends the second round of an approved edit.
-    pub(crate) fn set_recheck(&mut self, approved: Option<crate::approval::ApprovedEdit>) {
-        self.recheck = approved;
+    /// Starts or ends the second round of an approved edit.
+    pub(crate) fn set_recheck(&mut self, recheck: bool) {
+        self.recheck = recheck;
     }
 
     /// Tells the sources that answered questions about this call what
