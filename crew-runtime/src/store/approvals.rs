@@ -326,6 +326,9 @@ impl Question {
             lease_until: SystemTime::UNIX_EPOCH,
             status: QuestionStatus::Pending,
             answer: None,
+            taken_at: None,
+            closed_at: None,
+            outcome: None,
         }
     }
 
