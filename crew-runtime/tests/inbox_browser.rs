@@ -4,15 +4,18 @@
 //!
 //! An approver signs in, sees a call appear without reloading, approves it
 //! and the crew goes on; denies one; edits one's arguments and the tool
-//! runs with the edit. A wrong password, a forged cross-site POST and an
-//! answer to an expired question are refused. A screenshot of the inbox is
-//! written under the target directory (never into the repository).
+//! runs with the edit; edits one's path where a guard refuses it, and the
+//! history shows the refusal. A wrong password, a forged cross-site POST
+//! and an answer to an expired question are refused. Screenshots of the
+//! inbox are written under the target directory (never into the
+//! repository).
 //!
 //! Where Chromium or chromedriver is missing, each test says so loudly and
 //! checks nothing; CI installs them and sets `CREW_REQUIRE_SERVICES=1`, so
 //! there they fail instead.
 
 mod common;
+mod drafts_crew;
 mod support;
 
 use std::sync::Arc;
@@ -514,4 +517,134 @@ async fn an_answer_to_an_expired_question_is_refused_in_the_browser() {
         "the late answer is recorded"
     );
     waiting.abort();
+}
+
+/// The value of the edit box of `row`, once opening it has filled it with
+/// the arguments shown.
+async fn edit_box_of(
+    row: &fantoccini::elements::Element,
+) -> (fantoccini::elements::Element, String) {
+    row.find(Locator::Css("details.edit-details > summary"))
+        .await
+        .expect("the edit section")
+        .click()
+        .await
+        .expect("opens the edit section");
+    let area = row
+        .find(Locator::Css("textarea.edit-arguments"))
+        .await
+        .expect("the edit box");
+    let started = std::time::Instant::now();
+    loop {
+        let value = area
+            .prop("value")
+            .await
+            .expect("reads the edit box")
+            .unwrap_or_default();
+        if !value.is_empty() {
+            return (area, value);
+        }
+        assert!(started.elapsed() < PATIENCE, "the edit box stays empty");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+// SPEC §11 "Under attack": an approver's edit goes through the guards
+// that ran before the question, and the history tells the approver it
+// was refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_a_guard_refuses_is_shown_in_the_history() {
+    let Some(browser) = support::browser().await else {
+        return;
+    };
+    let client = browser.client();
+    let served = serve().await;
+    sign_in(client, &served.origin, PASSWORD).await;
+    wait_for(client, "#no-pending:not([hidden])").await;
+    let mut kickoff = drafts_crew::kickoff(
+        &served.store,
+        json!({"path": "drafts/a.md", "content": "notes", "token": drafts_crew::TOKEN}),
+    );
+    let question = the_pending_question(&served.store).await;
+    let row = row_of(client, &question.id).await;
+    let card = row.text().await.expect("the row's text");
+    assert!(card.contains("drafts/a.md"), "{card:?}");
+    assert!(
+        !card.contains(drafts_crew::TOKEN),
+        "the card shows the secret"
+    );
+
+    // Alice changes the path in the edit box and leaves the rest as shown.
+    let (area, shown) = edit_box_of(&row).await;
+    assert!(
+        !shown.contains(drafts_crew::TOKEN),
+        "the edit box holds the secret"
+    );
+    let mut edit: Value = serde_json::from_str(&shown).expect("the edit box holds JSON");
+    edit["path"] = json!("/etc/cron.d/evil");
+    area.clear().await.expect("clears the edit box");
+    area.send_keys(&edit.to_string())
+        .await
+        .expect("types the edit");
+    row.find(Locator::Css("button.edit"))
+        .await
+        .expect("an approve-with-this-edit button")
+        .click()
+        .await
+        .expect("approves the edit");
+    kickoff.ended(PATIENCE).await;
+    assert!(
+        take(&kickoff.ran).is_empty(),
+        "the edited call ran: {:?}",
+        take(&kickoff.ran)
+    );
+
+    // Once the call has told what became of it, the history says so.
+    let started = std::time::Instant::now();
+    while served
+        .store
+        .question(&question.id)
+        .await
+        .expect("reads")
+        .expect("kept")
+        .outcome
+        .is_none()
+    {
+        assert!(started.elapsed() < PATIENCE, "no outcome recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    client
+        .goto(&format!("{}/history", served.origin))
+        .await
+        .expect("the history page");
+    let summary = wait_for(
+        client,
+        &format!(
+            "tr.history-row[data-question-id=\"{}\"] td.summary",
+            question.id
+        ),
+    )
+    .await
+    .text()
+    .await
+    .expect("the summary's text");
+    assert!(
+        summary.contains("refused by drafts-only"),
+        "the refusal is not shown: {summary:?}"
+    );
+    assert!(
+        summary.contains("/etc/cron.d/evil is outside drafts/"),
+        "{summary:?}"
+    );
+    let history = wait_for(client, "table#history")
+        .await
+        .text()
+        .await
+        .expect("the history's text");
+    assert!(
+        !history.contains(drafts_crew::TOKEN),
+        "the history shows the secret"
+    );
+    let screenshot = browser.screenshot("inbox_history_refused_edit").await;
+    assert!(screenshot.exists());
 }

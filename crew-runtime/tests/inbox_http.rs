@@ -2,9 +2,13 @@
 //! router served on 127.0.0.1, questions asked by a real `StoreApprovals`
 //! in a spawned task, and answers given through the pages and the API.
 
+mod common;
+mod drafts_crew;
+
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::take;
 use crew_runtime::inbox::Inbox;
 use crew_runtime::store::{ApproverScope, Question, QuestionStatus, Store, StoreApprovals};
 use hooks_core::{
@@ -1695,4 +1699,88 @@ async fn the_event_stream_ends_when_its_session_expires_though_nothing_changes()
     assert_eq!(events.status(), StatusCode::OK);
     let (seen, ended) = read_events(&mut events, |_| false).await;
     assert!(ended && seen.contains("signed-out"), "{seen}");
+}
+
+/// `GET /api/approvals/{id}` with `token`, as JSON.
+async fn api_question(inbox: &Served, token: &str, id: &str) -> Value {
+    let response = inbox
+        .client
+        .get(inbox.url(&format!("/api/approvals/{id}")))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), StatusCode::OK);
+    serde_json::from_str(&response.text().await.expect("a body")).expect("JSON")
+}
+
+// SPEC §11 "Under attack": an approver's edit goes through the guards
+// that ran before the question, and the approver is told what they did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_a_guard_refuses_is_shown_to_the_approver_through_the_api() {
+    let inbox = Served::start().await;
+    inbox.add("alice", ApproverScope::everything()).await;
+    let token = inbox.store.issue_api_token("alice").await.expect("a token");
+    let mut kickoff = drafts_crew::kickoff(
+        &inbox.store,
+        json!({"path": "drafts/a.md", "content": "notes"}),
+    );
+    let question = inbox.pending(1).await.remove(0);
+    assert_eq!(question.requester.as_deref(), Some("carol"));
+
+    // Valid for the tool's schema; the guard let the question be asked
+    // about drafts/a.md, never about this path.
+    let decided = inbox
+        .client
+        .post(inbox.url(&format!("/api/approvals/{}/decision", question.id)))
+        .bearer_auth(&token)
+        .header(CONTENT_TYPE, "application/json")
+        .body(
+            json!({
+                "decision": "edit",
+                "arguments": {"path": "/etc/cron.d/evil", "content": "notes"}
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(decided.status(), StatusCode::OK);
+    kickoff.ended(Duration::from_secs(30)).await;
+
+    // The call tells its outcome after the answer: the approver asks
+    // until it is there.
+    let mut shown = Value::Null;
+    for _ in 0..600 {
+        shown = api_question(&inbox, &token, &question.id).await;
+        if shown.get("outcome").is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let outcome = &shown["outcome"];
+    assert_eq!(outcome["outcome"], "refused", "{shown:#}");
+    assert_eq!(outcome["source"], "drafts-only", "{shown:#}");
+    assert_eq!(outcome["detail"], "/etc/cron.d/evil is outside drafts/");
+    assert_eq!(
+        shown["summary"],
+        "approved, then refused by drafts-only: /etc/cron.d/evil is outside drafts/"
+    );
+    assert_eq!(shown["status"], "approved");
+    assert_eq!(shown["answer"]["approver"], "alice");
+    assert_eq!(shown["answer"]["decision"], "edit");
+    assert_eq!(
+        shown["answer"]["edited_arguments"]["path"],
+        "/etc/cron.d/evil"
+    );
+
+    assert!(
+        take(&kickoff.ran).is_empty(),
+        "the edited call ran: {:?}",
+        take(&kickoff.ran)
+    );
+    assert_eq!(
+        kickoff.llm.requests()[1].observations(),
+        ["Tool execution blocked by hook. Tool: write_file"]
+    );
 }
