@@ -730,16 +730,35 @@ impl<'a> CallHooks<'a> {
         ctx: &mut ToolCallHookContext,
         approved: crate::approval::ApprovedEdit,
     ) -> DispatchOutcome {
-        let input = approved.input;
-        ctx.tool_input = input.clone();
-        ctx.set_recheck(true);
+        let input = Self::begin_recheck(ctx, approved);
         let outcome = self.dispatch_async(PreToolCall, ctx).await;
+        Self::end_recheck(ctx, outcome, &input)
+    }
+
+    /// Puts the approved arguments in place for the second round; returns
+    /// them.
+    fn begin_recheck(
+        ctx: &mut ToolCallHookContext,
+        approved: crate::approval::ApprovedEdit,
+    ) -> serde_json::Map<String, serde_json::Value> {
+        ctx.tool_input = approved.input.clone();
+        ctx.set_recheck(true);
+        approved.input
+    }
+
+    /// What the second round decided: its abort, or a refusal when a guard
+    /// changed the approved arguments (or a person edited them again).
+    fn end_recheck(
+        ctx: &mut ToolCallHookContext,
+        outcome: DispatchOutcome,
+        approved: &serde_json::Map<String, serde_json::Value>,
+    ) -> DispatchOutcome {
         ctx.set_recheck(false);
         // Answers given on this round count as checked: one round only.
         let edited_again = ctx.approved_edit_to_recheck().is_some();
         match outcome {
             DispatchOutcome::Aborted(abort) => DispatchOutcome::Aborted(abort),
-            _ if edited_again || ctx.tool_input != input => {
+            _ if edited_again || ctx.tool_input != *approved => {
                 DispatchOutcome::Aborted(HookAborted::new(
                     "a guard changed the arguments the approver approved: the edit is refused \
                      (an approved call runs with exactly what was approved)",
@@ -774,14 +793,26 @@ impl<'a> CallHooks<'a> {
         ctx: &mut ToolCallHookContext,
         execute: impl FnOnce(&mut ToolCallHookContext) -> ToolOutput,
     ) -> Result<ToolCallReport, HookAborted> {
-        let blocked = match self.dispatch(PreToolCall, ctx) {
+        let mut pre = self.dispatch(PreToolCall, ctx);
+        // An approval asked here was awaited on this thread: its edit
+        // goes through the chain again all the same.
+        if !matches!(pre, DispatchOutcome::Aborted(_))
+            && let Some(approved) = ctx.approved_edit_to_recheck()
+        {
+            let input = Self::begin_recheck(ctx, approved);
+            let outcome = self.dispatch(PreToolCall, ctx);
+            pre = Self::end_recheck(ctx, outcome, &input);
+        }
+        let blocked = match pre {
             DispatchOutcome::Aborted(abort) => {
                 Self::block(ctx, &abort);
+                ctx.settle_approvals();
                 Some(abort)
             }
             DispatchOutcome::Proceeded | DispatchOutcome::Modified => {
                 let output = execute(ctx);
                 Self::record(ctx, output);
+                ctx.settle_approvals();
                 None
             }
         };

@@ -843,19 +843,28 @@ impl Store {
             ),
         ];
         for (status, condition) in lapsed {
-            // One statement per kind: a question closes once, by whoever
-            // gets there first, and only that writer records it.
+            // A look first: a store with nothing to close is not written
+            // (a read-only copy lists its questions).
+            let select = format!("SELECT id FROM crew_approvals WHERE {condition} LIMIT 1");
+            // Then one statement per kind: a question closes once, by
+            // whoever gets there first, and only that writer records it.
             let update = format!(
                 "UPDATE crew_approvals SET status = $2, closed_at = $1 WHERE {condition} \
                  RETURNING id"
             );
             on_pool!(self, |pool| {
-                let ids: Vec<String> = sqlx::query_scalar(&update)
+                let lapsed: Option<String> = sqlx::query_scalar(&select)
                     .bind(now)
-                    .bind(status)
-                    .fetch_all(pool)
+                    .fetch_optional(pool)
                     .await?;
-                closed.extend(ids);
+                if lapsed.is_some() {
+                    let ids: Vec<String> = sqlx::query_scalar(&update)
+                        .bind(now)
+                        .bind(status)
+                        .fetch_all(pool)
+                        .await?;
+                    closed.extend(ids);
+                }
             });
         }
         for id in closed {
