@@ -4,7 +4,8 @@
 //! The run goes through the crew machinery (one task carrying the
 //! caller's messages, on a crew made for the run and dropped after it), so
 //! it meets every point a crew's task meets, in the same order, with the
-//! same guarantees; only, hooks see no crew, crew-scoped hooks do not
+//! same guarantees; only, hooks see no crew (and the model-call hooks no
+//! task, as the reference's), crew-scoped hooks do not
 //! exist for it, and no crew-kickoff event is reported.
 
 use std::sync::{Arc, PoisonError};
@@ -149,7 +150,8 @@ impl Agent {
     /// `POST_STEP`, `OUTPUT`, and `EXECUTION_END` once. The hooks come
     /// from the global registry, or the one given with
     /// [`AgentBuilder::global_registry`](crate::AgentBuilder::global_registry);
-    /// they see `crew` absent, as for any call outside a crew. The model is
+    /// they see `crew` absent, as for any call outside a crew, and the
+    /// model-call hooks see no task (as the reference). The model is
     /// told who the agent is (a system message), then `messages`; the texts
     /// are sent as they are (no `{placeholder}` is filled).
     ///

@@ -19,6 +19,7 @@ use crate::context::{RawToolResult, ToolCallHookContext, ToolCallStatus};
 use crate::events::{Event, HookDispatchedEvent, HookPanickedEvent};
 use crate::hook::{FailureMode, HookContext, HookEntry, Invocation};
 use crate::outcome::{Decision, DispatchOutcome, HookAborted};
+use crate::output::CrewOutput;
 use crate::point::points::{PostToolCall, PreToolCall};
 use crate::point::{InterceptionPoint, Point};
 use crate::registry::{ChainSet, HookRegistry, global_registry};
@@ -838,6 +839,8 @@ impl<'a> CallHooks<'a> {
         // system clock costs tens, twice per observed dispatch.
         let started = self.listening.then(quanta::Instant::now);
         let mut walk = Walk::default();
+        // `None` but at EXECUTION_END, and then compiled away.
+        let before = P::copy_before_chain(ctx);
         // Panics of the hooks below are contained: the panic hook stays
         // silent for them, and the dispatcher reports them (redacted).
         let quiet = crate::panic::QuietScope::enter();
@@ -860,6 +863,7 @@ impl<'a> CallHooks<'a> {
             }
         }
         drop(quiet);
+        walk.edited_in_place::<P>(before.as_ref(), ctx);
         self.conclude::<P>(walk, started, ctx)
     }
 
@@ -877,6 +881,7 @@ impl<'a> CallHooks<'a> {
     {
         let started = self.listening.then(quanta::Instant::now);
         let mut walk = Walk::default();
+        let before = P::copy_before_chain(ctx);
         for entry in hooks {
             if entry.call_filtered && !entry.call_matches(ctx) {
                 continue;
@@ -889,6 +894,7 @@ impl<'a> CallHooks<'a> {
                 break;
             }
         }
+        walk.edited_in_place::<P>(before.as_ref(), ctx);
         self.conclude::<P>(walk, started, ctx)
     }
 
@@ -1182,6 +1188,19 @@ struct Walk {
     hooks_run: usize,
     modified: bool,
     aborted: Option<HookAborted>,
+}
+
+impl Walk {
+    /// Counts an edit in place of what the point watches (see
+    /// [`Point::copy_before_chain`]) as a modification.
+    #[inline(always)]
+    fn edited_in_place<P: Point>(&mut self, before: Option<&CrewOutput>, ctx: &P::Context) {
+        if let Some(before) = before
+            && P::changed_since(ctx, before)
+        {
+            self.modified = true;
+        }
+    }
 }
 
 impl HookRegistry {

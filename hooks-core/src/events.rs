@@ -478,8 +478,11 @@ pub struct AgentExecutionStartedEvent {
     pub crew: String,
     /// The names of the tools it may call.
     pub tools: Vec<String>,
-    /// The task as the agent is asked it (its description, inputs filled
-    /// in).
+    /// The whole prompt the agent's model gets for the task, as the
+    /// reference sends it: in `crew-runtime`, the task's message (its
+    /// description and expected output, inputs filled in, and the context
+    /// of earlier tasks), through the crew's redaction; for an agent run
+    /// without a crew, what it was asked last.
     pub task_prompt: String,
 }
 

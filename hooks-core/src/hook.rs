@@ -181,7 +181,9 @@ pub struct HookInfo {
     pub point: InterceptionPoint,
     /// The hook's name: the function's name for attributes
     /// (`Type::method` for crew hook methods), the name given in
-    /// [`HookOptions`], or else the closure's type name.
+    /// [`HookOptions`], a function's own name for the legacy `register_*`
+    /// calls (`block_ping`, as the reference names it), or else the
+    /// function's or closure's type name.
     pub name: String,
     /// Normalized tool names the hook is limited to (empty: every tool).
     pub tools: Vec<String>,

@@ -227,8 +227,9 @@ pub enum DispatchOutcome {
     /// Every hook that ran let the call proceed unchanged (or no hook ran).
     Proceeded,
     /// A hook replaced the point's value (or a fail-closed POST hook
-    /// withheld the result). In-place edits are not tracked: detecting them
-    /// would cost a copy on every call.
+    /// withheld the result), or, at `EXECUTION_END`, edited a completed
+    /// kickoff's output in place. Other in-place edits are not tracked:
+    /// detecting them would cost a copy on every call.
     Modified,
     /// A hook stopped the call (PRE) or the run.
     Aborted(HookAborted),

@@ -22,6 +22,7 @@ use crate::context::{
 use crate::hook::HookContext;
 use crate::inputs::Inputs;
 use crate::outcome::NoReplacement;
+use crate::output::CrewOutput;
 use crate::registry::ChainSet;
 
 /// A point of a crew's run, named at run time.
@@ -180,6 +181,23 @@ pub trait Point: Copy + Send + Sync + fmt::Debug + 'static + sealed::PointChains
     /// withholds the value (`POST_TOOL_CALL`: the result).
     #[doc(hidden)]
     fn withhold(_ctx: &mut Self::Context) {}
+
+    /// For points whose hooks change the run only by editing the context
+    /// in place (`EXECUTION_END`: the output, once per kickoff): a copy of
+    /// what they may change, taken before the chain, so that a chain that
+    /// changes it is reported [`DispatchOutcome::Modified`](crate::DispatchOutcome::Modified).
+    /// `None` elsewhere: there a copy on every call would cost more than
+    /// the report is worth.
+    #[doc(hidden)]
+    fn copy_before_chain(_ctx: &Self::Context) -> Option<CrewOutput> {
+        None
+    }
+
+    /// Whether the chain changed what [`Point::copy_before_chain`] copied.
+    #[doc(hidden)]
+    fn changed_since(_ctx: &Self::Context, _before: &CrewOutput) -> bool {
+        false
+    }
 }
 
 pub(crate) mod sealed {
@@ -491,6 +509,15 @@ pub mod points {
         const ID: InterceptionPoint = InterceptionPoint::EXECUTION_END;
         fn replace(_: &mut ExecutionEndContext, never: NoReplacement) {
             match never {}
+        }
+        // A completed kickoff returns the output as its END hooks leave it;
+        // a failed one's error stands whatever they write, so only a
+        // completed kickoff's output is watched.
+        fn copy_before_chain(ctx: &ExecutionEndContext) -> Option<CrewOutput> {
+            ctx.output.clone()
+        }
+        fn changed_since(ctx: &ExecutionEndContext, before: &CrewOutput) -> bool {
+            ctx.output.as_ref() != Some(before)
         }
     }
 }

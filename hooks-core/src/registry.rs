@@ -967,13 +967,56 @@ fn entry<P: Point, F: 'static>(
     call: HookCall<P>,
 ) -> HookEntry<P> {
     let rank = next_rank();
+    // A legacy hook is named as the reference names it: a function by its
+    // own name (`block_ping`, not `my_crate::hooks::block_ping`).
+    let name = match style {
+        HookStyle::On => type_name::<F>(),
+        _ => function_name(type_name::<F>()),
+    };
     HookEntry::new(
-        base_info(P::ID, options, style, origin, type_name::<F>(), rank),
+        base_info(P::ID, options, style, origin, name, rank),
         rank,
         function_key::<F>(),
         None,
         call,
     )
+}
+
+/// A function's own name from its type's name (`my_crate::hooks::block_ping`
+/// → `block_ping`, generic arguments dropped); a type with no name of its
+/// own (a closure's `…::{{closure}}`, a function pointer) keeps its type's
+/// name, which at least says where it was written.
+fn function_name(type_name: &str) -> &str {
+    // The last path segment outside any `<…>` (generic arguments and
+    // qualified paths hold `::` of their own).
+    let mut depth = 0usize;
+    let mut start = 0;
+    let mut end = type_name.len();
+    let bytes = type_name.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'<' => {
+                if depth == 0 && i > start {
+                    end = i;
+                }
+                depth += 1;
+            }
+            b'>' => depth = depth.saturating_sub(1),
+            b':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => {
+                start = i + 2;
+                end = type_name.len();
+            }
+            b'(' | b' ' if depth == 0 => return type_name,
+            _ => {}
+        }
+    }
+    let name = &type_name[start.min(end)..end];
+    let is_identifier = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+    if is_identifier { name } else { type_name }
 }
 
 /// An entry for a hook already adapted to its point (the door generated
@@ -1016,4 +1059,35 @@ static GLOBAL: LazyLock<HookRegistry> = LazyLock::new(HookRegistry::with_static_
 /// ```
 pub fn global_registry() -> &'static HookRegistry {
     &GLOBAL
+}
+
+#[cfg(test)]
+mod tests {
+    use super::function_name;
+
+    #[test]
+    fn a_function_is_named_by_its_last_segment_and_anything_else_by_its_type() {
+        for (type_name, expected) in [
+            ("my_crate::hooks::block_ping", "block_ping"),
+            ("block_ping", "block_ping"),
+            ("my_crate::block<alloc::string::String>", "block"),
+            ("my_crate::Guard<u8>::check", "check"),
+            ("<my_crate::Guard as my_crate::Check>::check", "check"),
+            (
+                "my_crate::tests::t::{{closure}}",
+                "my_crate::tests::t::{{closure}}",
+            ),
+            (
+                "my_crate::f<alloc::string::String>::{{closure}}",
+                "my_crate::f<alloc::string::String>::{{closure}}",
+            ),
+            (
+                "for<'a> fn(&'a mut hooks_core::ToolCallHookContext) -> bool",
+                "for<'a> fn(&'a mut hooks_core::ToolCallHookContext) -> bool",
+            ),
+            ("fn(&mut u8)", "fn(&mut u8)"),
+        ] {
+            assert_eq!(function_name(type_name), expected, "{type_name}");
+        }
+    }
 }

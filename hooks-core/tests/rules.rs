@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use hooks_core::runtime::{Dispatcher, ToolOutput};
 use hooks_core::{
-    AgentInfo, DispatchOutcome, Event, FailureMode, HookAborted, HookOptions, HookOrigin,
-    HookRegistry, HookStyle, InterceptionPoint, POST_TOOL_CALL, PRE_TOOL_CALL, RegisterError,
-    ScriptedInput, ToolCallHookContext, Verdict,
+    AgentInfo, CrewOutput, DispatchOutcome, EXECUTION_END, Event, ExecutionEndContext, FailureMode,
+    HookAborted, HookOptions, HookOrigin, HookRegistry, HookStyle, InterceptionPoint,
+    POST_TOOL_CALL, PRE_TOOL_CALL, RegisterError, ScriptedInput, ToolCallHookContext, Verdict,
 };
 use serde_json::{Map, Value, json};
 
@@ -941,4 +941,40 @@ fn dispatch_outcome_reports_modified_only_for_replacements() {
         .expect("fits");
     assert_eq!(registry.dispatch_post(&mut ctx), DispatchOutcome::Modified);
     assert_eq!(ctx.tool_result.as_deref(), Some("new"));
+}
+
+#[test]
+fn spec17_an_end_hook_that_edits_the_output_in_place_is_reported_modified() {
+    let registry = HookRegistry::new();
+    let completed = || {
+        ExecutionEndContext::completed(CrewOutput {
+            raw: "done".to_owned(),
+            ..CrewOutput::default()
+        })
+    };
+    registry
+        .register_hook(EXECUTION_END, |_: &mut ExecutionEndContext| {})
+        .expect("fits");
+    assert_eq!(
+        registry.dispatch(EXECUTION_END, &mut completed()),
+        DispatchOutcome::Proceeded
+    );
+    registry
+        .register_hook(EXECUTION_END, |ctx: &mut ExecutionEndContext| {
+            if let Some(output) = &mut ctx.output {
+                output.raw.push_str(" [signed]");
+            }
+        })
+        .expect("fits");
+    let mut ctx = completed();
+    assert_eq!(
+        registry.dispatch(EXECUTION_END, &mut ctx),
+        DispatchOutcome::Modified
+    );
+    assert_eq!(ctx.output.map(|o| o.raw).as_deref(), Some("done [signed]"));
+    // A failed kickoff has no output to edit: its error stands.
+    assert_eq!(
+        registry.dispatch(EXECUTION_END, &mut ExecutionEndContext::failed("down")),
+        DispatchOutcome::Proceeded
+    );
 }

@@ -427,7 +427,18 @@ impl AgentRun {
         let mut pre_step = self.step_context(prompt::context_text(context));
         let outcome = dispatch(&dispatcher, PRE_STEP, &mut pre_step).await;
         go_on(outcome, InterceptionPoint::PRE_STEP, Some(self.role()))?;
+        let messages = self.opening(&pre_step.payload);
         if self.listening() {
+            // The prompt as the model gets it: a crew task's message (the
+            // last of its opening); a standalone agent's run was given no
+            // task message, and is named by what it was asked last.
+            let task_prompt = match self.task.opening() {
+                None => messages
+                    .last()
+                    .map(|message| message.content.clone())
+                    .unwrap_or_default(),
+                Some(_) => self.redaction().text(self.task.description()).into_owned(),
+            };
             self.emit(Event::AgentExecutionStarted(AgentExecutionStartedEvent {
                 agent_role: self.role().to_owned(),
                 task_name: self.task_name(),
@@ -438,10 +449,10 @@ impl AgentRun {
                     .iter()
                     .map(|tool| tool.name.clone())
                     .collect(),
-                task_prompt: self.redaction().text(self.task.description()).into_owned(),
+                task_prompt,
             }));
         }
-        let mut output = self.work(&pre_step.payload).await?;
+        let mut output = self.work(messages).await?;
         if self.listening() {
             self.emit(Event::AgentExecutionCompleted(
                 AgentExecutionCompletedEvent {
@@ -549,22 +560,15 @@ async fn write_output_file(path: &Path, text: String, task: &str) -> Result<(), 
 }
 
 impl AgentRun {
-    /// The model-turn loop of one task. Each model call runs its
-    /// `PRE_MODEL_CALL` chain (what it leaves in the messages is what the
-    /// model receives, and stays in the conversation) and its
-    /// `POST_MODEL_CALL` chain (what it leaves of the answer is what is
-    /// used), on one snapshot of the hooks.
-    async fn work(self: &Arc<Self>, context: &str) -> Result<TaskOutput, CrewError> {
-        let crew_agent = self.agent();
-        let agent = &*crew_agent.agent;
-        let dispatcher = self.dispatcher();
+    /// The conversation a task opens with, given the context text the
+    /// `PRE_STEP` hooks left: the agent's system message, then the task
+    /// message (a crew's task) or the caller's messages after that context
+    /// (a standalone agent's run). Each message is cleaned as it enters
+    /// the conversation, so the model-call hooks see it as the model will.
+    fn opening(&self, context: &str) -> Vec<ChatMessage> {
         let redaction = self.redaction();
-        // Each message is cleaned as it enters the conversation, so the
-        // model-call hooks see it as the model will.
-        let mut messages = vec![redaction.message(prompt::system_message(agent))];
+        let mut messages = vec![redaction.message(prompt::system_message(&self.agent().agent))];
         match self.task.opening() {
-            // A standalone agent's run: the caller's messages, after the
-            // context a PRE_STEP hook may have given.
             Some(opening) => {
                 if !context.is_empty() {
                     messages.push(redaction.message(prompt::context_message(context)));
@@ -573,12 +577,27 @@ impl AgentRun {
             }
             None => messages.push(redaction.message(prompt::task_message(&self.task, context))),
         }
+        messages
+    }
+
+    /// The model-turn loop of one task, from its opening `messages`. Each
+    /// model call runs its `PRE_MODEL_CALL` chain (what it leaves in the
+    /// messages is what the model receives, and stays in the conversation)
+    /// and its `POST_MODEL_CALL` chain (what it leaves of the answer is
+    /// what is used), on one snapshot of the hooks.
+    async fn work(
+        self: &Arc<Self>,
+        mut messages: Vec<ChatMessage>,
+    ) -> Result<TaskOutput, CrewError> {
+        let crew_agent = self.agent();
+        let agent = &*crew_agent.agent;
+        let dispatcher = self.dispatcher();
+        let redaction = self.redaction();
         for turn in 1..=agent.max_iter() {
             self.turn.store(turn, std::sync::atomic::Ordering::Relaxed);
             let mut hooks = dispatcher.begin_call(&MODEL_CALL_POINTS);
             let mut call = LlmCallHookContext::new(std::mem::take(&mut messages))
                 .with_agent(Arc::clone(&self.agent_info))
-                .with_task(Arc::clone(&self.task_info))
                 .in_crew(&self.crew_info)
                 .with_llm(Arc::clone(&crew_agent.llm_info))
                 .with_tools(
@@ -588,6 +607,12 @@ impl AgentRun {
                 .with_iterations(turn)
                 .with_human_input(Arc::clone(&self.settings().human_input))
                 .with_human_input_timeout(self.settings().human_input_timeout);
+            // A standalone agent's run has no task to show its model-call
+            // hooks, as in the reference (its other points still name the
+            // run by what it was asked).
+            if self.task.opening().is_none() {
+                call.task = Some(Arc::clone(&self.task_info));
+            }
             let outcome = hooks.dispatch_async(PRE_MODEL_CALL, &mut call).await;
             go_on(
                 outcome,
