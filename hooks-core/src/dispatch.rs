@@ -19,9 +19,8 @@ use crate::context::{RawToolResult, ToolCallHookContext, ToolCallStatus};
 use crate::events::{Event, HookDispatchedEvent, HookPanickedEvent};
 use crate::hook::{FailureMode, HookContext, HookEntry, Invocation};
 use crate::outcome::{Decision, DispatchOutcome, HookAborted};
-use crate::output::CrewOutput;
 use crate::point::points::{PostToolCall, PreToolCall};
-use crate::point::{InterceptionPoint, Point};
+use crate::point::{InPlaceWatch, InterceptionPoint, Point};
 use crate::registry::{ChainSet, HookRegistry, global_registry};
 
 /// The text the agent receives when a PRE hook blocks a call.
@@ -840,7 +839,7 @@ impl<'a> CallHooks<'a> {
         let started = self.listening.then(quanta::Instant::now);
         let mut walk = Walk::default();
         // `None` but at EXECUTION_END, and then compiled away.
-        let before = P::copy_before_chain(ctx);
+        let before = <P::Watched as InPlaceWatch<P::Context>>::copy(ctx);
         // Panics of the hooks below are contained: the panic hook stays
         // silent for them, and the dispatcher reports them (redacted).
         let quiet = crate::panic::QuietScope::enter();
@@ -881,7 +880,7 @@ impl<'a> CallHooks<'a> {
     {
         let started = self.listening.then(quanta::Instant::now);
         let mut walk = Walk::default();
-        let before = P::copy_before_chain(ctx);
+        let before = <P::Watched as InPlaceWatch<P::Context>>::copy(ctx);
         for entry in hooks {
             if entry.call_filtered && !entry.call_matches(ctx) {
                 continue;
@@ -1192,11 +1191,11 @@ struct Walk {
 
 impl Walk {
     /// Counts an edit in place of what the point watches (see
-    /// [`Point::copy_before_chain`]) as a modification.
+    /// [`Point::Watched`]) as a modification.
     #[inline(always)]
-    fn edited_in_place<P: Point>(&mut self, before: Option<&CrewOutput>, ctx: &P::Context) {
+    fn edited_in_place<P: Point>(&mut self, before: Option<&P::Watched>, ctx: &P::Context) {
         if let Some(before) = before
-            && P::changed_since(ctx, before)
+            && before.changed(ctx)
         {
             self.modified = true;
         }

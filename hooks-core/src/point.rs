@@ -182,21 +182,53 @@ pub trait Point: Copy + Send + Sync + fmt::Debug + 'static + sealed::PointChains
     #[doc(hidden)]
     fn withhold(_ctx: &mut Self::Context) {}
 
-    /// For points whose hooks change the run only by editing the context
-    /// in place (`EXECUTION_END`: the output, once per kickoff): a copy of
-    /// what they may change, taken before the chain, so that a chain that
-    /// changes it is reported [`DispatchOutcome::Modified`](crate::DispatchOutcome::Modified).
-    /// `None` elsewhere: there a copy on every call would cost more than
-    /// the report is worth.
+    /// What the point's hooks may change only by editing the context in
+    /// place, watched across the chain so that a change is reported
+    /// [`DispatchOutcome::Modified`](crate::DispatchOutcome::Modified):
+    /// `EXECUTION_END`'s output, once per kickoff; `()` (nothing, no copy,
+    /// nothing kept on the walk) at every other point, where a copy on
+    /// every call would cost more than the report is worth.
     #[doc(hidden)]
-    fn copy_before_chain(_ctx: &Self::Context) -> Option<CrewOutput> {
+    type Watched: InPlaceWatch<Self::Context>;
+}
+
+/// A copy of what a point's hooks may edit in place, taken before the
+/// chain (see [`Point::Watched`]).
+#[doc(hidden)]
+pub trait InPlaceWatch<C>: Sized {
+    /// The copy, or `None` when nothing is watched for this context.
+    fn copy(ctx: &C) -> Option<Self>;
+    /// Whether the chain changed it.
+    fn changed(&self, ctx: &C) -> bool;
+}
+
+impl<C> InPlaceWatch<C> for () {
+    #[inline(always)]
+    fn copy(_: &C) -> Option<()> {
         None
     }
 
-    /// Whether the chain changed what [`Point::copy_before_chain`] copied.
-    #[doc(hidden)]
-    fn changed_since(_ctx: &Self::Context, _before: &CrewOutput) -> bool {
+    #[inline(always)]
+    fn changed(&self, _: &C) -> bool {
         false
+    }
+}
+
+/// `EXECUTION_END`'s output as its chain found it. A completed kickoff
+/// returns the output as its END hooks leave it; a failed one's error
+/// stands whatever they write, so only a completed kickoff's output is
+/// watched.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct OutputBefore(CrewOutput);
+
+impl InPlaceWatch<ExecutionEndContext> for OutputBefore {
+    fn copy(ctx: &ExecutionEndContext) -> Option<Self> {
+        ctx.output.clone().map(OutputBefore)
+    }
+
+    fn changed(&self, ctx: &ExecutionEndContext) -> bool {
+        ctx.output.as_ref() != Some(&self.0)
     }
 }
 
@@ -417,6 +449,7 @@ pub mod points {
     impl Point for ExecutionStart {
         type Context = ExecutionStartContext;
         type Replacement = Inputs;
+        type Watched = ();
         const ID: InterceptionPoint = InterceptionPoint::EXECUTION_START;
         fn replace(ctx: &mut ExecutionStartContext, inputs: Inputs) {
             ctx.inputs = inputs;
@@ -426,6 +459,7 @@ pub mod points {
     impl Point for Input {
         type Context = InputContext;
         type Replacement = Inputs;
+        type Watched = ();
         const ID: InterceptionPoint = InterceptionPoint::INPUT;
         fn replace(ctx: &mut InputContext, inputs: Inputs) {
             ctx.inputs = inputs;
@@ -435,6 +469,7 @@ pub mod points {
     impl Point for PreStep {
         type Context = StepContext;
         type Replacement = String;
+        type Watched = ();
         const ID: InterceptionPoint = InterceptionPoint::PRE_STEP;
         fn replace(ctx: &mut StepContext, payload: String) {
             ctx.payload = payload;
@@ -444,6 +479,7 @@ pub mod points {
     impl Point for PreModelCall {
         type Context = LlmCallHookContext;
         type Replacement = NoReplacement;
+        type Watched = ();
         const ID: InterceptionPoint = InterceptionPoint::PRE_MODEL_CALL;
         fn replace(_: &mut LlmCallHookContext, never: NoReplacement) {
             match never {}
@@ -453,6 +489,7 @@ pub mod points {
     impl Point for PostModelCall {
         type Context = LlmCallHookContext;
         type Replacement = String;
+        type Watched = ();
         const ID: InterceptionPoint = InterceptionPoint::POST_MODEL_CALL;
         fn replace(ctx: &mut LlmCallHookContext, text: String) {
             if let Some(response) = &mut ctx.response {
@@ -464,6 +501,7 @@ pub mod points {
     impl Point for PreToolCall {
         type Context = ToolCallHookContext;
         type Replacement = NoReplacement;
+        type Watched = ();
         const ID: InterceptionPoint = InterceptionPoint::PRE_TOOL_CALL;
         fn replace(_: &mut ToolCallHookContext, never: NoReplacement) {
             match never {}
@@ -473,6 +511,7 @@ pub mod points {
     impl Point for PostToolCall {
         type Context = ToolCallHookContext;
         type Replacement = String;
+        type Watched = ();
         const ID: InterceptionPoint = InterceptionPoint::POST_TOOL_CALL;
         fn replace(ctx: &mut ToolCallHookContext, text: String) {
             ctx.tool_result = Some(text);
@@ -488,6 +527,7 @@ pub mod points {
     impl Point for PostStep {
         type Context = StepContext;
         type Replacement = String;
+        type Watched = ();
         const ID: InterceptionPoint = InterceptionPoint::POST_STEP;
         fn replace(ctx: &mut StepContext, payload: String) {
             ctx.payload = payload;
@@ -497,6 +537,7 @@ pub mod points {
     impl Point for Output {
         type Context = OutputContext;
         type Replacement = String;
+        type Watched = ();
         const ID: InterceptionPoint = InterceptionPoint::OUTPUT;
         fn replace(ctx: &mut OutputContext, text: String) {
             ctx.output.raw = text;
@@ -506,18 +547,10 @@ pub mod points {
     impl Point for ExecutionEnd {
         type Context = ExecutionEndContext;
         type Replacement = NoReplacement;
+        type Watched = super::OutputBefore;
         const ID: InterceptionPoint = InterceptionPoint::EXECUTION_END;
         fn replace(_: &mut ExecutionEndContext, never: NoReplacement) {
             match never {}
-        }
-        // A completed kickoff returns the output as its END hooks leave it;
-        // a failed one's error stands whatever they write, so only a
-        // completed kickoff's output is watched.
-        fn copy_before_chain(ctx: &ExecutionEndContext) -> Option<CrewOutput> {
-            ctx.output.clone()
-        }
-        fn changed_since(ctx: &ExecutionEndContext, before: &CrewOutput) -> bool {
-            ctx.output.as_ref() != Some(before)
         }
     }
 }
