@@ -248,7 +248,7 @@ mod tests {
             "    no-shell #[on] tools=[\"run_shell\"] (run time)",
             "get_before_tool_call_hooks() -> 4 hook(s)",
             "get_after_tool_call_hooks() -> 2 hook(s)",
-            "    hook_management::append_footer #[after_tool_call] (run time)",
+            "    append_footer #[after_tool_call] (run time)",
             "== 4. a crew run with these hooks",
             "    audit_calls saw run_shell",
             "    closure hook saw run_shell",

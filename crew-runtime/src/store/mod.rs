@@ -61,8 +61,8 @@ pub(crate) use accounts::same_secret;
 #[cfg(feature = "inbox")]
 pub use accounts::{Approver, ApproverScope, Credential, Which};
 pub use approvals::{
-    Answer, Decision, DecisionError, MAX_EDIT_BYTES, Question, QuestionStatus, RecordedAnswer,
-    Refusal, StoreApprovals,
+    Answer, CallOutcome, Decision, DecisionError, MAX_EDIT_BYTES, Question, QuestionStatus,
+    RecordedAnswer, Refusal, StoreApprovals,
 };
 #[cfg(feature = "inbox")]
 pub(crate) use identity::{identity_key, same_identity};
