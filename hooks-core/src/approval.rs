@@ -126,12 +126,6 @@ struct Answered {
     rechecked: bool,
 }
 
-/// An approved edit to check again: the arguments approved.
-#[derive(Debug)]
-pub(crate) struct ApprovedEdit {
-    pub(crate) input: Map<String, Value>,
-}
-
 impl Ledger {
     /// Keeps `answer`, given by `source` to the hook `asker` about
     /// `asked`.
@@ -152,17 +146,16 @@ impl Ledger {
         self.lock().push(answered);
     }
 
-    /// The last edit not yet checked again (every earlier one counts as
-    /// checked too: the call runs with one set of arguments).
-    pub(crate) fn edit_to_recheck(&self) -> Option<ApprovedEdit> {
+    /// The arguments of the last edit not yet checked again (every
+    /// earlier one counts as checked too: the call runs with one set of
+    /// arguments).
+    pub(crate) fn edit_to_recheck(&self) -> Option<Map<String, Value>> {
         let mut answers = self.lock();
         let mut found = None;
         for answered in answers.iter_mut().filter(|answered| !answered.rechecked) {
             answered.rechecked = true;
             if let Some(edit) = &answered.answer.edited_input {
-                found = Some(ApprovedEdit {
-                    input: edit.clone(),
-                });
+                found = Some(edit.clone());
             }
         }
         found

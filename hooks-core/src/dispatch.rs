@@ -728,7 +728,7 @@ impl<'a> CallHooks<'a> {
     async fn recheck_approved_edit(
         &self,
         ctx: &mut ToolCallHookContext,
-        approved: crate::approval::ApprovedEdit,
+        approved: serde_json::Map<String, serde_json::Value>,
     ) -> DispatchOutcome {
         let input = Self::begin_recheck(ctx, approved);
         let outcome = self.dispatch_async(PreToolCall, ctx).await;
@@ -739,11 +739,11 @@ impl<'a> CallHooks<'a> {
     /// them.
     fn begin_recheck(
         ctx: &mut ToolCallHookContext,
-        approved: crate::approval::ApprovedEdit,
+        approved: serde_json::Map<String, serde_json::Value>,
     ) -> serde_json::Map<String, serde_json::Value> {
-        ctx.tool_input = approved.input.clone();
+        ctx.tool_input = approved.clone();
         ctx.set_recheck(true);
-        approved.input
+        approved
     }
 
     /// What the second round decided: its abort, or a refusal when a guard

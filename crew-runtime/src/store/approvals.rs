@@ -875,50 +875,40 @@ impl Store {
     }
 
     /// Records on its audit trail (if its process named one) that question
-    /// `id` was closed without an answer taken.
+    /// `id` was closed without an answer taken; a failure is logged (the
+    /// question is closed all the same).
     async fn record_closed(&self, id: &str) {
         #[cfg(feature = "audit")]
-        {
-            let question = match self.question(id).await {
-                Ok(Some(question)) => question,
-                Ok(None) => return,
-                Err(error) => {
-                    tracing::warn!(question = %id, %error, "reading a closed approval failed");
-                    return;
-                }
-            };
-            let trail: Option<String> = {
-                let sql = "SELECT audit_trail FROM crew_approvals WHERE id = $1";
-                let read: Result<Option<String>, StoreError> = async {
-                    Ok(on_pool!(self, |pool| {
-                        sqlx::query_scalar::<_, Option<String>>(sql)
-                            .bind(id)
-                            .fetch_optional(pool)
-                            .await?
-                            .flatten()
-                    }))
-                }
-                .await;
-                read.unwrap_or_else(|error| {
-                    tracing::warn!(question = %id, %error, "reading an approval's trail failed");
-                    None
-                })
-            };
-            let Some(trail) = trail else { return };
-            let at = question
-                .closed_at
-                .map_or_else(now_millis, crate::store::millis);
-            let entry = crate::store::audit::Entry {
-                at,
-                kind: "approval_closed".to_owned(),
-                data: closed_record(&question),
-            };
-            if let Err(error) = self.append_audit(&trail, &[entry]).await {
-                tracing::warn!(question = %id, %error, "recording a closed approval failed");
-            }
+        if let Err(error) = self.record_closed_on_trail(id).await {
+            tracing::warn!(question = %id, %error, "recording a closed approval failed");
         }
         #[cfg(not(feature = "audit"))]
         let _ = id;
+    }
+
+    #[cfg(feature = "audit")]
+    async fn record_closed_on_trail(&self, id: &str) -> Result<(), StoreError> {
+        let sql = "SELECT audit_trail FROM crew_approvals WHERE id = $1";
+        let trail: Option<String> = on_pool!(self, |pool| {
+            sqlx::query_scalar::<_, Option<String>>(sql)
+                .bind(id)
+                .fetch_optional(pool)
+                .await?
+                .flatten()
+        });
+        let Some(trail) = trail else { return Ok(()) };
+        let Some(question) = self.question(id).await? else {
+            return Ok(());
+        };
+        let entry = crate::store::audit::Entry {
+            at: question
+                .closed_at
+                .map_or_else(now_millis, crate::store::millis),
+            kind: "approval_closed".to_owned(),
+            data: closed_record(&question),
+        };
+        self.append_audit(&trail, &[entry]).await?;
+        Ok(())
     }
 
     /// Stores a new question, open until `deadline`, held by `owner`.
@@ -1061,13 +1051,7 @@ impl Store {
         id: &str,
         outcome: &ApprovedCallOutcome,
     ) -> Result<bool, StoreError> {
-        let (source, detail) = match outcome {
-            ApprovedCallOutcome::Refused { source, reason } => {
-                (Some(source.as_str()), Some(reason.as_str()))
-            }
-            ApprovedCallOutcome::Failed { error } => (None, Some(error.as_str())),
-            _ => (None, None),
-        };
+        let (source, detail) = outcome_parts(outcome);
         let sql = "UPDATE crew_approvals SET outcome = $2, outcome_source = $3, \
                    outcome_detail = $4, outcome_at = $5 \
                    WHERE id = $1 AND status = 'approved' AND outcome IS NULL";
@@ -1086,6 +1070,16 @@ impl Store {
             self.announce(id).await;
         }
         Ok(updated == 1)
+    }
+}
+
+/// Who refused an approved call and why, or the tool's error: what a
+/// question keeps beside `outcome`.
+fn outcome_parts(outcome: &ApprovedCallOutcome) -> (Option<&str>, Option<&str>) {
+    match outcome {
+        ApprovedCallOutcome::Refused { source, reason } => (Some(source), Some(reason)),
+        ApprovedCallOutcome::Failed { error } => (None, Some(error)),
+        _ => (None, None),
     }
 }
 
@@ -1573,13 +1567,7 @@ impl HumanInputSource for StoreApprovals {
                 Ok(true) => {
                     #[cfg(feature = "audit")]
                     if let Some(trail) = trail {
-                        let (source, detail) = match &outcome {
-                            ApprovedCallOutcome::Refused { source, reason } => {
-                                (Some(source.clone()), Some(reason.clone()))
-                            }
-                            ApprovedCallOutcome::Failed { error } => (None, Some(error.clone())),
-                            _ => (None, None),
-                        };
+                        let (source, detail) = outcome_parts(&outcome);
                         trail.record(
                             "approval_outcome",
                             serde_json::json!({

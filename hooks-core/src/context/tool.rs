@@ -525,9 +525,9 @@ impl ToolCallHookContext {
         )
     }
 
-    /// The last approved edit not yet checked again, if a person edited
-    /// this call's arguments.
-    pub(crate) fn approved_edit_to_recheck(&self) -> Option<crate::approval::ApprovedEdit> {
+    /// The arguments of the last approved edit not yet checked again, if
+    /// a person edited this call's arguments.
+    pub(crate) fn approved_edit_to_recheck(&self) -> Option<Map<String, Value>> {
         self.approvals.get()?.edit_to_recheck()
     }
 
