@@ -537,6 +537,7 @@ impl AuditTrail {
             .filter_map(std::sync::Weak::upgrade)
             .collect();
         let event = Event::AuditRecordsDropped(hooks_core::events::AuditRecordsDroppedEvent {
+            meta: hooks_core::events::EventMeta::new(),
             trail: self.shared.name.clone(),
             dropped,
         });
@@ -740,7 +741,9 @@ fn record_of(event: &Event) -> Option<(&'static str, Value)> {
                    "mode": if e.shadow { "shadow" } else { "enforced" },
                    "policies": e.policies, "reason": e.reason}),
         ),
-        Event::ToolUsageStarted(e) => (
+        // Where the tool really starts (after the PRE chain), with what it
+        // receives; `ToolUsageStarted` comes before the hooks decide.
+        Event::ToolExecutionStarted(e) => (
             "tool_started",
             json!({"tool": e.tool_name, "input": e.tool_input, "agent": e.agent_role,
                    "task": e.task, "crew": e.crew}),

@@ -24,7 +24,9 @@ use crate::error::{BuildError, CrewError};
 use crate::llm::Llm;
 use crate::redaction::Redaction;
 use crate::registry::SharedRegistry;
-use crate::run::{Conversation, CrewAgent, CrewHooks, CrewTask, KickoffDepth, Plan, RunSettings};
+use crate::run::{
+    Conversation, CrewAgent, CrewHooks, CrewTask, KickoffDepth, Nesting, Plan, RunSettings,
+};
 use crate::task::Task;
 use crate::tool::Tool;
 
@@ -285,8 +287,9 @@ impl Crew {
     }
 
     /// The bus on which this crew reports: hook dispatches (`HookDispatched`,
-    /// `HookPanicked`) and tool usage (`ToolUsageStarted`, `ToolUsageFinished`,
-    /// `ToolUsageError`) of its own calls.
+    /// `HookPanicked`) and tool usage (`ToolUsageStarted`,
+    /// `ToolExecutionStarted`, `ToolUsageFinished`, `ToolUsageError`,
+    /// `ToolFailureDetected`) of its own calls.
     pub fn events(&self) -> &EventBus {
         self.inner.plan.hooks.scoped.events()
     }
@@ -514,14 +517,21 @@ impl Crew {
     /// ```
     pub async fn kickoff(&self, inputs: impl Into<Inputs>) -> Result<CrewOutput, CrewError> {
         let inputs = inputs.into();
-        let depth = KickoffDepth::current() + 1;
+        // The work this kickoff starts in: a tool call of another kickoff,
+        // whose events it names as its parent.
+        let outer = KickoffDepth::current();
+        let depth = outer.depth + 1;
         if depth > self.inner.max_kickoff_depth {
             return Err(CrewError::KickoffTooDeep {
                 crew: self.inner.plan.settings.name.clone(),
                 limit: self.inner.max_kickoff_depth,
             });
         }
-        KickoffDepth::scope(depth, async {
+        let nesting = Nesting {
+            depth,
+            tool_call: None,
+        };
+        KickoffDepth::scope(nesting, async {
             self.inner.check_global_filters_once()?;
             let violations = self
                 .inner
@@ -535,7 +545,7 @@ impl Crew {
             // A standalone agent's run is outside any crew: hooks see none.
             let crew = (!self.inner.plan.settings.standalone)
                 .then(|| Arc::new(self.for_kickoff()) as Arc<dyn CrewInfo>);
-            crate::run::executor::kickoff(&self.inner.plan, crew, inputs).await
+            crate::run::executor::kickoff(&self.inner.plan, crew, inputs, outer.tool_call).await
         })
         .await
     }
@@ -1148,8 +1158,9 @@ impl CrewBuilder {
     ///   observation after the POST chain, and, when model-call hooks are
     ///   registered, every message as the hooks left it;
     /// - the events of the crew's calls, on its bus and the global one:
-    ///   `ToolUsageStarted` (the input a PRE hook left, credentials it
-    ///   injected included), `ToolUsageFinished`, `ToolUsageError`,
+    ///   `ToolUsageStarted`, `ToolExecutionStarted` (the input a PRE hook
+    ///   left, credentials it injected included), `ToolUsageFinished`,
+    ///   `ToolUsageError`, `ToolFailureDetected`,
     ///   `HookDispatched` (abort reasons) and `HookPanicked` (messages);
     /// - the `tracing` lines of the crew's calls, and the verbose console;
     /// - the [`CrewError`](crate::CrewError) a kickoff returns, and its

@@ -4,10 +4,13 @@
 
 use std::sync::Arc;
 
+use hooks_core::events::{
+    EventMeta, LlmCallCompletedEvent, LlmCallFailedEvent, LlmCallStartedEvent,
+};
 use hooks_core::runtime::{MODEL_CALL_POINTS, contain_panic_async, take_panic_message};
 use hooks_core::{
-    DispatchOutcome, HookAborted, HookRegistry, LlmCallHookContext, LlmInfo, ModelResponse,
-    POST_MODEL_CALL, PRE_MODEL_CALL,
+    DispatchOutcome, Event, HookAborted, HookRegistry, LlmCallHookContext, LlmInfo, ModelResponse,
+    POST_MODEL_CALL, PRE_MODEL_CALL, TokenUsage,
 };
 use std::panic::AssertUnwindSafe;
 
@@ -56,12 +59,62 @@ impl LlmInfo for Named {
     }
 }
 
+/// A direct model call's answer: the response as the `POST_MODEL_CALL`
+/// hooks left it, and the tokens the provider reported for it. It reads as
+/// the [`ModelResponse`] it holds (`answer.content`, `answer.tool_calls`).
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::prelude::*;
+/// use crew_runtime::call_model;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let model = Arc::new(ScriptedLlm::new().reporting_usage(TokenUsage::new(12, 1, 13)).answer("hi"));
+/// let answer = call_model(&HookRegistry::new(), model, vec![ChatMessage::user("Hello")], &[]).await?;
+/// assert_eq!(answer.content, "hi");
+/// assert_eq!(answer.usage.map(|usage| usage.total_tokens), Some(13));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ModelAnswer {
+    /// What the model answered, as the `POST_MODEL_CALL` hooks left it.
+    pub response: ModelResponse,
+    /// The tokens the provider reported for the answer, when it reports
+    /// them.
+    pub usage: Option<TokenUsage>,
+}
+
+impl std::ops::Deref for ModelAnswer {
+    type Target = ModelResponse;
+
+    fn deref(&self) -> &ModelResponse {
+        &self.response
+    }
+}
+
+impl From<ModelAnswer> for ModelResponse {
+    fn from(answer: ModelAnswer) -> Self {
+        answer.response
+    }
+}
+
 /// Calls `llm` once, outside any crew, through `registry`'s
 /// `PRE_MODEL_CALL` and `POST_MODEL_CALL` chains, on one snapshot: what the
 /// PRE hooks leave in the messages is what the model receives, and what
 /// the POST hooks leave of the answer is what is returned (its text and
-/// tool calls). Hooks see no agent, task or crew; an `agents` filter lets
-/// them run (a call without an agent passes it, rule 7).
+/// tool calls, with the tokens the provider reported). Hooks see no agent,
+/// task or crew; an `agents` filter lets them run (a call without an agent
+/// passes it, rule 7).
+///
+/// Listeners on the registry's bus see a model call, as the reference
+/// reports one: `LlmCallStarted` (with the messages as given) before the
+/// PRE chain, then `LlmCallCompleted` (the answer as the POST chain left
+/// it, and its usage) after the POST chain, or `LlmCallFailed` naming the
+/// hook that blocked or aborted the call, or the model's error. Their
+/// agent, task and crew are empty.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -91,24 +144,80 @@ pub async fn call_model(
     llm: Arc<dyn Llm>,
     messages: Vec<ChatMessage>,
     tools: &[ToolDefinition],
-) -> Result<ModelResponse, ModelCallError> {
-    let mut hooks = registry.dispatcher().begin_call(&MODEL_CALL_POINTS);
+) -> Result<ModelAnswer, ModelCallError> {
+    let events = registry.events();
+    let model = llm.name().to_owned();
     let mut call = LlmCallHookContext::new(messages)
         .with_llm(Arc::new(Named(Arc::clone(&llm))))
         .with_tools(Arc::from(tools))
         .with_iterations(1);
-    if let DispatchOutcome::Aborted(abort) = hooks.dispatch_async(PRE_MODEL_CALL, &mut call).await {
+    let mut started = None;
+    if events.has_listeners() {
+        let messages = Arc::new(std::mem::take(&mut call.messages));
+        let meta = EventMeta::new();
+        started = Some(meta.event_id);
+        events.emit(&Event::LlmCallStarted(LlmCallStartedEvent {
+            meta,
+            model: model.clone(),
+            messages: Arc::clone(&messages),
+            agent_role: String::new(),
+            task_name: String::new(),
+            crew: String::new(),
+        }));
+        call.messages = Arc::try_unwrap(messages).unwrap_or_else(|kept| (*kept).clone());
+    }
+    let answered = ask(registry, &llm, &mut call).await;
+    if events.has_listeners() {
+        events.emit(&match &answered {
+            Ok(answer) => Event::LlmCallCompleted(LlmCallCompletedEvent {
+                meta: EventMeta::new().with_started(started),
+                model,
+                response: answer.response.content.clone(),
+                tool_calls: answer
+                    .response
+                    .tool_calls
+                    .iter()
+                    .map(|call| call.name.clone())
+                    .collect(),
+                usage: answer.usage,
+                agent_role: String::new(),
+                task_name: String::new(),
+                crew: String::new(),
+            }),
+            Err(error) => Event::LlmCallFailed(LlmCallFailedEvent {
+                meta: EventMeta::new().with_started(started),
+                model,
+                error: error.to_string(),
+                agent_role: String::new(),
+                task_name: String::new(),
+                crew: String::new(),
+            }),
+        });
+    }
+    answered
+}
+
+/// The chains and the model, on one snapshot of the hooks.
+async fn ask(
+    registry: &HookRegistry,
+    llm: &Arc<dyn Llm>,
+    call: &mut LlmCallHookContext,
+) -> Result<ModelAnswer, ModelCallError> {
+    let mut hooks = registry.dispatcher().begin_call(&MODEL_CALL_POINTS);
+    if let DispatchOutcome::Aborted(abort) = hooks.dispatch_async(PRE_MODEL_CALL, call).await {
         return Err(ModelCallError::Blocked(abort));
     }
     hooks.hold();
     let request = LlmRequest::new(&call.messages, &call.tools);
-    let answer = contain_panic_async(AssertUnwindSafe(llm.complete(&request)))
+    let (answer, usage) = contain_panic_async(AssertUnwindSafe(llm.complete_with_usage(&request)))
         .await
         .map_err(|panic| LlmError::Panicked(take_panic_message(panic)))??;
     call.response = Some(answer.into());
-    if let DispatchOutcome::Aborted(abort) = hooks.dispatch_async(POST_MODEL_CALL, &mut call).await
-    {
+    if let DispatchOutcome::Aborted(abort) = hooks.dispatch_async(POST_MODEL_CALL, call).await {
         return Err(ModelCallError::Aborted(abort));
     }
-    Ok(call.response.take().unwrap_or_default())
+    Ok(ModelAnswer {
+        response: call.response.take().unwrap_or_default(),
+        usage,
+    })
 }

@@ -266,7 +266,7 @@ pub use crew::{
     DEFAULT_MAX_OBSERVATION_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_TURN, DEFAULT_MODEL_TIMEOUT,
     DEFAULT_TOOL_TIMEOUT, Process,
 };
-pub use direct::{ModelCallError, call_model};
+pub use direct::{ModelAnswer, ModelCallError, call_model};
 pub use error::{BuildError, CrewError};
 pub use placement::SyncPlacement;
 pub use registry::SharedRegistry;

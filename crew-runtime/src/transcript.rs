@@ -396,7 +396,7 @@ impl Transcript {
     /// let tools_run = transcript
     ///     .events()
     ///     .iter()
-    ///     .filter(|event| matches!(event, Event::ToolUsageStarted(_)))
+    ///     .filter(|event| matches!(event, Event::ToolExecutionStarted(_)))
     ///     .count();
     /// assert_eq!(tools_run, 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -645,7 +645,7 @@ fn crew_key(crew: &Crew) -> usize {
 fn describe_event(event: &Event, masked_keys: &[String]) -> Option<String> {
     let line = match event {
         Event::HookDispatched(dispatched) => describe_dispatch(dispatched),
-        Event::ToolUsageStarted(ToolUsageStartedEvent {
+        Event::ToolExecutionStarted(ToolUsageStartedEvent {
             tool_name,
             tool_input,
             ..
@@ -672,7 +672,12 @@ fn describe_event(event: &Event, masked_keys: &[String]) -> Option<String> {
         }
         // The transcript tells the model's side itself; the lifecycle
         // events would only repeat it.
-        Event::ToolUsageFinished(_) | Event::LlmStreamChunk(_) => return None,
+        // A call's start before its hooks decide (the dispatch lines tell
+        // that), and a failure's kind (its error line tells it).
+        Event::ToolUsageFinished(_)
+        | Event::ToolUsageStarted(_)
+        | Event::ToolFailureDetected(_)
+        | Event::LlmStreamChunk(_) => return None,
         lifecycle if lifecycle.is_lifecycle() => return None,
         other => format!("{other:?}"),
     };

@@ -276,6 +276,12 @@ fn event_texts(event: &Event) -> String {
             tool_input,
             task,
             ..
+        })
+        | Event::ToolExecutionStarted(ToolUsageStartedEvent {
+            tool_name,
+            tool_input,
+            task,
+            ..
         }) => format!("{tool_name} {tool_input} {task:?}"),
         Event::ToolUsageFinished(ToolUsageFinishedEvent {
             tool_name,
@@ -298,6 +304,7 @@ fn kind_of(event: &Event) -> &'static str {
         Event::HookDispatched(_) => "HookDispatched",
         Event::HookPanicked(_) => "HookPanicked",
         Event::ToolUsageStarted(_) => "ToolUsageStarted",
+        Event::ToolExecutionStarted(_) => "ToolExecutionStarted",
         Event::ToolUsageFinished(_) => "ToolUsageFinished",
         Event::ToolUsageError(_) => "ToolUsageError",
         _ => "another kind",
@@ -416,7 +423,7 @@ fn every_event_kind_on_both_buses_is_redacted() {
             assert_no_secret(bus, &event_texts(event));
         }
         for kind in [
-            "ToolUsageStarted",
+            "ToolExecutionStarted",
             "ToolUsageFinished",
             "ToolUsageError",
             "HookDispatched",
@@ -441,21 +448,22 @@ fn every_event_kind_on_both_buses_is_redacted() {
 }
 
 #[test]
-fn tool_usage_started_carries_the_input_as_the_pre_chain_left_it_redacted() {
+fn tool_execution_started_carries_the_input_as_the_pre_chain_left_it_redacted() {
     let _lines = tracing_lines();
     let scenario = leaky_crew(false);
     let events = record_all_events(scenario.crew.events());
 
     kickoff(&scenario).expect("the run finishes");
 
-    let inputs: Vec<Value> = take(&events)
-        .into_iter()
+    let events = take(&events);
+    let inputs: Vec<Value> = events
+        .iter()
         .filter_map(|event| match event {
-            Event::ToolUsageStarted(started) => Some(started.tool_input),
+            Event::ToolExecutionStarted(started) => Some(started.tool_input.clone()),
             _ => None,
         })
         .collect();
-    assert_eq!(inputs.len(), 4, "four calls started (one was blocked)");
+    assert_eq!(inputs.len(), 4, "four tools ran (one call was blocked)");
     for input in &inputs {
         // Still JSON, with the injected key's value replaced in place.
         assert_eq!(input["api_key"], INJECTED_MARKER, "{input}");
@@ -466,8 +474,22 @@ fn tool_usage_started_carries_the_input_as_the_pre_chain_left_it_redacted() {
         .collect();
     assert_eq!(with_previous.len(), 3, "the second turn's calls");
     for input in with_previous {
-        assert_clean("ToolUsageStarted.tool_input", &input.to_string());
+        assert_clean("ToolExecutionStarted.tool_input", &input.to_string());
     }
+    // Every call began before its hooks, the blocked one too, with the
+    // arguments as the model sent them: no key a hook injected yet.
+    let asked: Vec<&Value> = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::ToolUsageStarted(started) => Some(&started.tool_input),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked.len(), 5, "five calls began: {asked:?}");
+    assert!(
+        asked.iter().all(|input| input.get("api_key").is_none()),
+        "{asked:?}"
+    );
 }
 
 #[test]

@@ -16,7 +16,7 @@ use arc_swap::Guard;
 
 use crate::chain::{Candidates, Chain, MergeByRank};
 use crate::context::{RawToolResult, ToolCallHookContext, ToolCallStatus};
-use crate::events::{Event, HookDispatchedEvent, HookPanickedEvent};
+use crate::events::{Event, EventMeta, HookDispatchedEvent, HookPanickedEvent};
 use crate::hook::{FailureMode, HookContext, HookEntry, Invocation};
 use crate::outcome::{Decision, DispatchOutcome, HookAborted};
 use crate::point::points::{PostToolCall, PreToolCall};
@@ -1033,6 +1033,7 @@ impl<'a> CallHooks<'a> {
             }
         );
         self.dispatcher.emit(Event::HookPanicked(HookPanickedEvent {
+            meta: EventMeta::new(),
             point: P::ID,
             hook: entry.info.name.clone(),
             message: message.clone(),

@@ -40,6 +40,9 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
+pub use crate::event_meta::{
+    EventId, EventIdError, EventMeta, EventSequence, InSequence, SequenceScope,
+};
 use crate::outcome::DispatchOutcome;
 use crate::panic::{catch_quietly, contain_panic};
 use crate::point::InterceptionPoint;
@@ -80,6 +83,8 @@ fn clean_shared(text: Arc<str>) -> Arc<str> {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookDispatchedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The point dispatched.
     pub point: InterceptionPoint,
     /// `proceeded`, `modified` or `aborted` (see [`DispatchOutcome::as_str`]).
@@ -112,6 +117,7 @@ impl HookDispatchedEvent {
         let abort = outcome.aborted();
         let clean = |text: &str| redact_in_scope(text).into_owned();
         HookDispatchedEvent {
+            meta: EventMeta::new(),
             point,
             outcome: outcome.as_str(),
             hooks_run,
@@ -156,6 +162,8 @@ impl HookDispatchedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookPanickedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The point the hook ran at.
     pub point: InterceptionPoint,
     /// The hook's name.
@@ -169,13 +177,23 @@ pub struct HookPanickedEvent {
     pub tool_name: Option<String>,
 }
 
-/// A tool call is about to run (after the PRE chain let it through).
+/// A tool call begins: sent before its `PRE_TOOL_CALL` chain, as the
+/// reference sends it, for a call a hook then blocks too, with the
+/// arguments as the model sent them. Exactly one end follows:
+/// [`ToolUsageFinishedEvent`] (the call ran, or a hook blocked it),
+/// [`ToolUsageErrorEvent`] (it failed), or
+/// [`ToolUsageAbandonedEvent`] (it was left behind).
+///
+/// The same payload, as [`Event::ToolExecutionStarted`], says when the
+/// tool's body itself starts (after the PRE chain let the call through),
+/// with the arguments it receives.
 ///
 /// ```
 /// use hooks_core::Event;
 /// use hooks_core::events::ToolUsageStartedEvent;
 ///
 /// let event = ToolUsageStartedEvent {
+///     meta: Default::default(),
 ///     tool_name: "web_search".into(),
 ///     tool_input: serde_json::json!({"query": "rust"}),
 ///     agent_role: Some("Researcher".into()),
@@ -189,9 +207,13 @@ pub struct HookPanickedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolUsageStartedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The normalized tool name.
     pub tool_name: String,
-    /// The arguments the tool receives.
+    /// The arguments: as the model sent them (`ToolUsageStarted`; the raw
+    /// text, as a JSON string, when they were not a JSON object), or as the
+    /// tool receives them (`ToolExecutionStarted`).
     pub tool_input: serde_json::Value,
     /// The agent's role.
     pub agent_role: Option<String>,
@@ -209,7 +231,9 @@ pub struct ToolUsageStartedEvent {
 /// use hooks_core::events::ToolUsageFinishedEvent;
 ///
 /// let event = ToolUsageFinishedEvent {
+///     meta: Default::default(),
 ///     tool_name: "web_search".into(),
+///     tool_input: serde_json::json!({"query": "rust"}),
 ///     result: "3 results".into(),
 ///     blocked: false,
 ///     duration: std::time::Duration::from_millis(120),
@@ -224,8 +248,13 @@ pub struct ToolUsageStartedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolUsageFinishedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The normalized tool name.
     pub tool_name: String,
+    /// The arguments the tool got (for a blocked call, as the PRE chain
+    /// left them).
+    pub tool_input: serde_json::Value,
     /// The agent-facing result.
     pub result: String,
     /// Whether a PRE hook blocked the call.
@@ -240,15 +269,21 @@ pub struct ToolUsageFinishedEvent {
     pub crew: Option<String>,
 }
 
-/// A tool call failed: the tool returned an error or panicked, the tool was
-/// unknown, or its arguments were malformed.
+/// A tool call failed: the tool returned an error, panicked or timed out
+/// (sent right away, before the `POST_TOOL_CALL` chain, and followed by a
+/// [`ToolFailureDetectedEvent`]), the tool was unknown, its arguments were
+/// malformed, the turn asked for too many calls, or a `POST_TOOL_CALL`
+/// hook aborted the run. It ends the call: no [`ToolUsageFinishedEvent`]
+/// follows.
 ///
 /// ```
 /// use hooks_core::Event;
 /// use hooks_core::events::ToolUsageErrorEvent;
 ///
 /// let event = ToolUsageErrorEvent {
+///     meta: Default::default(),
 ///     tool_name: "serch".into(),
+///     tool_input: serde_json::json!({"query": "rust"}),
 ///     error: "no tool named `serch`".into(),
 ///     agent_role: Some("Researcher".into()),
 ///     task: None,
@@ -260,10 +295,56 @@ pub struct ToolUsageFinishedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolUsageErrorEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The tool name as normalized (the model's spelling when unknown).
     pub tool_name: String,
+    /// The arguments the tool got (as the model sent them when no tool
+    /// ran).
+    pub tool_input: serde_json::Value,
     /// What went wrong.
     pub error: String,
+    /// The agent's role.
+    pub agent_role: Option<String>,
+    /// The task's description.
+    pub task: Option<String>,
+    /// The crew's name, absent outside a crew.
+    pub crew: Option<String>,
+}
+
+/// A tool itself failed (after its [`ToolUsageErrorEvent`]): what
+/// went wrong, of which kind, and whether the same call may succeed if
+/// made again.
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::ToolFailureDetectedEvent;
+///
+/// let event = ToolFailureDetectedEvent {
+///     meta: Default::default(),
+///     tool_name: "web_search".into(),
+///     reason: "timed out after 30s".into(),
+///     error_type: "timeout",
+///     retryable: true,
+///     agent_role: Some("Researcher".into()),
+///     task: None,
+///     crew: None,
+/// };
+/// assert!(event.retryable);
+/// assert!(!Event::ToolFailureDetected(event).is_lifecycle());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolFailureDetectedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
+    /// The normalized tool name.
+    pub tool_name: String,
+    /// What went wrong, as the agent is told it.
+    pub reason: String,
+    /// `error` (the tool returned an error), `panic` or `timeout`.
+    pub error_type: &'static str,
+    /// Whether the same call may succeed if made again (a timeout).
+    pub retryable: bool,
     /// The agent's role.
     pub agent_role: Option<String>,
     /// The task's description.
@@ -281,6 +362,7 @@ pub struct ToolUsageErrorEvent {
 /// use hooks_core::events::CrewKickoffStartedEvent;
 ///
 /// let event = CrewKickoffStartedEvent {
+///     meta: Default::default(),
 ///     crew_name: "research".into(),
 ///     inputs: hooks_core::Inputs::new().with("topic", "Rust"),
 ///     user: Some("alice".into()),
@@ -292,6 +374,8 @@ pub struct ToolUsageErrorEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CrewKickoffStartedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The crew's name.
     pub crew_name: String,
     /// The inputs as the boundary hooks left them (what `{placeholders}`
@@ -311,6 +395,7 @@ pub struct CrewKickoffStartedEvent {
 /// use hooks_core::events::CrewKickoffCompletedEvent;
 ///
 /// let event = CrewKickoffCompletedEvent {
+///     meta: Default::default(),
 ///     crew_name: "research".into(),
 ///     output: "the report".into(),
 ///     token_usage: hooks_core::TokenUsage::new(900, 100, 1_000),
@@ -323,6 +408,8 @@ pub struct CrewKickoffStartedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CrewKickoffCompletedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The crew's name.
     pub crew_name: String,
     /// The final output, as the `OUTPUT` hooks left it.
@@ -343,6 +430,7 @@ pub struct CrewKickoffCompletedEvent {
 /// use hooks_core::events::CrewKickoffFailedEvent;
 ///
 /// let event = CrewKickoffFailedEvent {
+///     meta: Default::default(),
 ///     crew_name: "research".into(),
 ///     error: "hook aborted by budget: over budget".into(),
 ///     user: None,
@@ -353,6 +441,8 @@ pub struct CrewKickoffCompletedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CrewKickoffFailedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The crew's name.
     pub crew_name: String,
     /// What went wrong.
@@ -371,6 +461,7 @@ pub struct CrewKickoffFailedEvent {
 /// use hooks_core::events::TaskStartedEvent;
 ///
 /// let event = TaskStartedEvent {
+///     meta: Default::default(),
 ///     task_name: "report".into(),
 ///     agent_role: "Writer".into(),
 ///     crew: "research".into(),
@@ -382,6 +473,8 @@ pub struct CrewKickoffFailedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskStartedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The task's name (see `Task::name`).
     pub task_name: String,
     /// The role of the agent doing it.
@@ -401,6 +494,7 @@ pub struct TaskStartedEvent {
 /// use hooks_core::events::TaskCompletedEvent;
 ///
 /// let event = TaskCompletedEvent {
+///     meta: Default::default(),
 ///     task_name: "report".into(),
 ///     agent_role: "Writer".into(),
 ///     crew: "research".into(),
@@ -411,6 +505,8 @@ pub struct TaskStartedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskCompletedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The task's name.
     pub task_name: String,
     /// The role of the agent that did it.
@@ -429,6 +525,7 @@ pub struct TaskCompletedEvent {
 /// use hooks_core::events::TaskFailedEvent;
 ///
 /// let event = TaskFailedEvent {
+///     meta: Default::default(),
 ///     task_name: "report".into(),
 ///     agent_role: "Writer".into(),
 ///     crew: "research".into(),
@@ -439,6 +536,8 @@ pub struct TaskCompletedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskFailedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The task's name.
     pub task_name: String,
     /// The role of the agent doing it.
@@ -457,6 +556,7 @@ pub struct TaskFailedEvent {
 /// use hooks_core::events::AgentExecutionStartedEvent;
 ///
 /// let event = AgentExecutionStartedEvent {
+///     meta: Default::default(),
 ///     agent_role: "Researcher".into(),
 ///     task_name: "research".into(),
 ///     crew: String::new(), // an agent run without a crew
@@ -469,6 +569,8 @@ pub struct TaskFailedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentExecutionStartedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The agent's role.
     pub agent_role: String,
     /// The task's name.
@@ -494,6 +596,7 @@ pub struct AgentExecutionStartedEvent {
 /// use hooks_core::events::AgentExecutionCompletedEvent;
 ///
 /// let event = AgentExecutionCompletedEvent {
+///     meta: Default::default(),
 ///     agent_role: "Researcher".into(),
 ///     task_name: "research".into(),
 ///     crew: "research".into(),
@@ -504,6 +607,8 @@ pub struct AgentExecutionStartedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentExecutionCompletedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The agent's role.
     pub agent_role: String,
     /// The task's name.
@@ -522,6 +627,7 @@ pub struct AgentExecutionCompletedEvent {
 /// use hooks_core::events::LlmCallStartedEvent;
 ///
 /// let event = LlmCallStartedEvent {
+///     meta: Default::default(),
 ///     model: "gpt-4o-mini".into(),
 ///     messages: std::sync::Arc::new(vec![hooks_core::ChatMessage::user("hi")]),
 ///     agent_role: "Assistant".into(),
@@ -534,6 +640,8 @@ pub struct AgentExecutionCompletedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LlmCallStartedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The model's name.
     pub model: String,
     /// The messages it receives, shared: the event lends the conversation
@@ -558,6 +666,7 @@ pub struct LlmCallStartedEvent {
 /// use hooks_core::events::LlmCallCompletedEvent;
 ///
 /// let event = LlmCallCompletedEvent {
+///     meta: Default::default(),
 ///     model: "gpt-4o-mini".into(),
 ///     response: String::new(),
 ///     tool_calls: vec!["web_search".into()],
@@ -573,6 +682,8 @@ pub struct LlmCallStartedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LlmCallCompletedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The model's name.
     pub model: String,
     /// The text of the answer.
@@ -598,6 +709,7 @@ pub struct LlmCallCompletedEvent {
 /// use hooks_core::events::LlmCallFailedEvent;
 ///
 /// let event = LlmCallFailedEvent {
+///     meta: Default::default(),
 ///     model: "gpt-4o-mini".into(),
 ///     error: "timed out after 60s".into(),
 ///     agent_role: "Assistant".into(),
@@ -609,6 +721,8 @@ pub struct LlmCallCompletedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LlmCallFailedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The model's name.
     pub model: String,
     /// What went wrong.
@@ -633,6 +747,7 @@ pub struct LlmCallFailedEvent {
 /// use hooks_core::events::ToolUsageAbandonedEvent;
 ///
 /// let event = ToolUsageAbandonedEvent {
+///     meta: Default::default(),
 ///     tool_name: "send_email".into(),
 ///     completed: true,
 ///     result: Some("sent".into()),
@@ -648,6 +763,8 @@ pub struct LlmCallFailedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolUsageAbandonedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The normalized tool name.
     pub tool_name: String,
     /// Whether the tool's body ran to its end.
@@ -671,12 +788,18 @@ pub enum Event {
     HookDispatched(HookDispatchedEvent),
     /// A hook panicked.
     HookPanicked(HookPanickedEvent),
-    /// A tool started.
+    /// A tool call began (before its `PRE_TOOL_CALL` chain).
     ToolUsageStarted(ToolUsageStartedEvent),
+    /// A tool's body starts (after the `PRE_TOOL_CALL` chain let the call
+    /// through), with the arguments it receives: where an audit trail
+    /// records that the tool ran.
+    ToolExecutionStarted(ToolUsageStartedEvent),
     /// A tool finished.
     ToolUsageFinished(ToolUsageFinishedEvent),
     /// A tool call failed.
     ToolUsageError(ToolUsageErrorEvent),
+    /// A tool failed (after its `ToolUsageError`): the kind of failure.
+    ToolFailureDetected(ToolFailureDetectedEvent),
     /// A tool call was left behind (cancelled, or a synchronous tool past
     /// its timeout).
     ToolUsageAbandoned(ToolUsageAbandonedEvent),
@@ -716,6 +839,50 @@ pub enum Event {
 }
 
 impl Event {
+    /// The event's id, time, place in its kickoff and links, whatever its
+    /// kind.
+    ///
+    /// ```
+    /// use hooks_core::Event;
+    /// use hooks_core::events::{EventMeta, TaskFailedEvent};
+    ///
+    /// let meta = EventMeta::new();
+    /// let failed = Event::TaskFailed(TaskFailedEvent {
+    ///     meta,
+    ///     task_name: "report".into(),
+    ///     agent_role: "Writer".into(),
+    ///     crew: "research".into(),
+    ///     error: "the model server is down".into(),
+    /// });
+    /// assert_eq!(failed.meta().event_id, meta.event_id);
+    /// ```
+    pub fn meta(&self) -> &EventMeta {
+        match self {
+            Event::HookDispatched(e) => &e.meta,
+            Event::HookPanicked(e) => &e.meta,
+            Event::ToolUsageStarted(e) | Event::ToolExecutionStarted(e) => &e.meta,
+            Event::ToolUsageFinished(e) => &e.meta,
+            Event::ToolUsageError(e) => &e.meta,
+            Event::ToolFailureDetected(e) => &e.meta,
+            Event::ToolUsageAbandoned(e) => &e.meta,
+            Event::LlmStreamChunk(e) => &e.meta,
+            Event::CrewKickoffStarted(e) => &e.meta,
+            Event::CrewKickoffCompleted(e) => &e.meta,
+            Event::CrewKickoffFailed(e) => &e.meta,
+            Event::TaskStarted(e) => &e.meta,
+            Event::TaskCompleted(e) => &e.meta,
+            Event::TaskFailed(e) => &e.meta,
+            Event::AgentExecutionStarted(e) => &e.meta,
+            Event::AgentExecutionCompleted(e) => &e.meta,
+            Event::LlmCallStarted(e) => &e.meta,
+            Event::LlmCallCompleted(e) => &e.meta,
+            Event::LlmCallFailed(e) => &e.meta,
+            Event::PolicyDecided(e) => &e.meta,
+            Event::PolicySetRejected(e) => &e.meta,
+            Event::AuditRecordsDropped(e) => &e.meta,
+        }
+    }
+
     /// Whether this is one of a kickoff's lifecycle events (kickoff, task,
     /// agent execution, model call), as opposed to the hook and tool
     /// events: for a listener that wants one kind only.
@@ -725,6 +892,7 @@ impl Event {
     /// use hooks_core::events::CrewKickoffFailedEvent;
     ///
     /// let failed = Event::CrewKickoffFailed(CrewKickoffFailedEvent {
+    ///     meta: Default::default(),
     ///     crew_name: "crew".into(),
     ///     error: "the model server is down".into(),
     ///     user: None,
@@ -759,6 +927,7 @@ impl Event {
 /// use hooks_core::events::PolicyDecidedEvent;
 ///
 /// let event = PolicyDecidedEvent {
+///     meta: Default::default(),
 ///     tool_name: "refund".into(),
 ///     agent_role: Some("Support".into()),
 ///     decision: "would_deny",
@@ -770,6 +939,8 @@ impl Event {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyDecidedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The normalized tool name.
     pub tool_name: String,
     /// The agent's role.
@@ -792,6 +963,7 @@ pub struct PolicyDecidedEvent {
 /// use hooks_core::events::PolicySetRejectedEvent;
 ///
 /// let event = PolicySetRejectedEvent {
+///     meta: Default::default(),
 ///     origin: "policies.cedar".into(),
 ///     error: "policy `p` (line 1, column 30): no tool of this crew is named `delte_file`".into(),
 /// };
@@ -799,6 +971,8 @@ pub struct PolicyDecidedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicySetRejectedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// Where the set came from: a file's path, or `text`.
     pub origin: String,
     /// Every problem found, as one message.
@@ -819,6 +993,8 @@ pub struct PolicySetRejectedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditRecordsDroppedEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The trail's name.
     pub trail: String,
     /// How many of its records were dropped so far, in all.
@@ -844,6 +1020,7 @@ pub struct AuditRecordsDroppedEvent {
 /// });
 /// for chunk in ["Hel", "lo"] {
 ///     bus.emit(&Event::LlmStreamChunk(LlmStreamChunkEvent {
+///         meta: Default::default(),
 ///         chunk: chunk.into(),
 ///         agent_role: Some("Assistant".into()),
 ///         task: None,
@@ -854,6 +1031,8 @@ pub struct AuditRecordsDroppedEvent {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LlmStreamChunkEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
     /// The text that arrived.
     pub chunk: String,
     /// The agent whose model answers.
@@ -902,6 +1081,7 @@ type Listener = Arc<dyn Fn(&Event) + Send + Sync>;
 ///     }
 /// });
 /// bus.emit(&Event::TaskCompleted(TaskCompletedEvent {
+///     meta: Default::default(),
 ///     task_name: "report".into(),
 ///     agent_role: "Writer".into(),
 ///     crew: "research".into(),

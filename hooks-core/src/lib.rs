@@ -86,6 +86,7 @@ mod chain;
 pub mod console;
 mod context;
 mod dispatch;
+mod event_meta;
 pub mod events;
 mod explain;
 mod extensions;

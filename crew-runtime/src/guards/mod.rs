@@ -120,7 +120,7 @@
 //! let started = Arc::new(std::sync::Mutex::new(Vec::new()));
 //! let seen = started.clone();
 //! hooks.events().subscribe(move |event| {
-//!     if let Event::ToolUsageStarted(started) = event {
+//!     if let Event::ToolExecutionStarted(started) = event {
 //!         seen.lock().unwrap_or_else(|e| e.into_inner()).push(started.tool_input.clone());
 //!     }
 //! });

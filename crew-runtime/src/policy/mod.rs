@@ -785,6 +785,7 @@ fn read_file(path: &Path) -> Result<String, PolicyError> {
 fn report_rejected(attachments: &[Arc<Attachment>], origin: &str, error: &PolicyError) {
     tracing::warn!(origin, %error, "policy set refused; the running set stays");
     let event = Event::PolicySetRejected(PolicySetRejectedEvent {
+        meta: hooks_core::events::EventMeta::new(),
         origin: origin.to_owned(),
         error: error.to_string(),
     });
@@ -1100,6 +1101,7 @@ impl Attachment {
         );
         if self.listened() {
             self.emit(&Event::PolicyDecided(PolicyDecidedEvent {
+                meta: hooks_core::events::EventMeta::new(),
                 tool_name: ctx.tool_name().to_owned(),
                 agent_role: ctx.agent_role().map(str::to_owned),
                 decision,

@@ -31,9 +31,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use hooks_core::events::{
     AgentExecutionCompletedEvent, AgentExecutionStartedEvent, CrewKickoffCompletedEvent,
-    CrewKickoffFailedEvent, CrewKickoffStartedEvent, LlmCallCompletedEvent, LlmCallFailedEvent,
-    LlmCallStartedEvent, LlmStreamChunkEvent, TaskCompletedEvent, TaskFailedEvent,
-    TaskStartedEvent,
+    CrewKickoffFailedEvent, CrewKickoffStartedEvent, EventId, EventMeta, EventSequence,
+    LlmCallCompletedEvent, LlmCallFailedEvent, LlmCallStartedEvent, LlmStreamChunkEvent,
+    TaskCompletedEvent, TaskFailedEvent, TaskStartedEvent,
 };
 use hooks_core::runtime::{
     Dispatcher, MODEL_CALL_POINTS, RedactionScope, ToolOutput, contain_panic_async,
@@ -46,7 +46,7 @@ use hooks_core::{
     POST_STEP, PRE_MODEL_CALL, PRE_STEP, TaskOutput, TokenUsage,
 };
 
-use super::{AgentRun, Conversation, InCrew, KickoffDepth, Plan, excerpt};
+use super::{AgentRun, Conversation, InCrew, KickoffDepth, Plan, RunScope, excerpt};
 use crate::error::CrewError;
 use crate::join::BoundedJoinSet;
 use crate::llm::{ChatMessage, DeltaSink, LlmError, LlmRequest, ModelTurn, ToolCallRequest};
@@ -62,10 +62,14 @@ use tracing::Instrument;
 /// agent's run). Its output or error leaves through the crew's redaction,
 /// and so does what `hooks-core` reports while the kickoff is polled, on
 /// whichever thread.
+///
+/// Its events take sequence numbers of their own, from 1; `parent` is the
+/// tool call (its `ToolUsageStarted`) the kickoff was started in, if any.
 pub(crate) async fn kickoff(
     plan: &Arc<Plan>,
     crew: Option<Arc<dyn CrewInfo>>,
     inputs: Inputs,
+    parent: Option<EventId>,
 ) -> Result<CrewOutput, CrewError> {
     let redaction = &plan.settings.redaction;
     let span = tracing::info_span!(
@@ -73,8 +77,9 @@ pub(crate) async fn kickoff(
         crew.name = %plan.settings.name,
         gen_ai.operation.name = "invoke_workflow",
     );
-    let work = kickoff_unredacted(plan, crew, inputs).instrument(span);
-    match RedactionScope::instrument(redaction.redactor(), work).await {
+    let work = kickoff_unredacted(plan, crew, inputs, parent).instrument(span);
+    let work = RedactionScope::instrument(redaction.redactor(), work);
+    match EventSequence::instrument(Arc::new(EventSequence::new()), work).await {
         Ok(output) => Ok(redaction.output(output)),
         Err(error) => Err(error.redacted(redaction)),
     }
@@ -84,7 +89,13 @@ async fn kickoff_unredacted(
     plan: &Arc<Plan>,
     crew_info: Option<Arc<dyn CrewInfo>>,
     inputs: Inputs,
+    parent: Option<EventId>,
 ) -> Result<CrewOutput, CrewError> {
+    // The kickoff's start, which its tasks' events name: handed out now.
+    let kickoff = KickoffEvents {
+        started: EventId::new(),
+        parent,
+    };
     let dispatcher = plan.hooks.dispatcher();
     let mut start = ExecutionStartContext::new(inputs).in_crew(&crew_info);
     // EXECUTION_END fires only for kickoffs that passed EXECUTION_START.
@@ -97,12 +108,14 @@ async fn kickoff_unredacted(
         crew_info: crew_info.clone(),
         armed: true,
         started: false,
+        kickoff,
+        sequence: EventSequence::current(),
     };
-    let result = match input(plan, start.inputs, &crew_info).await {
+    let result = match input(plan, start.inputs, &crew_info, kickoff).await {
         Ok(inputs) => {
             // The kickoff has begun: its end is reported, whatever it is.
             cancelled.started = true;
-            tasks(plan, inputs, &crew_info).await
+            tasks(plan, inputs, &crew_info, kickoff).await
         }
         Err(error) => Err(error),
     };
@@ -117,6 +130,7 @@ async fn kickoff_unredacted(
         let crew_name = plan.settings.name.clone();
         plan.hooks.emit(&match &result {
             Ok(output) => Event::CrewKickoffCompleted(CrewKickoffCompletedEvent {
+                meta: kickoff.end(),
                 crew_name,
                 output: redaction.text(&output.raw).into_owned(),
                 token_usage: output.token_usage,
@@ -124,6 +138,7 @@ async fn kickoff_unredacted(
                 kickoff_id,
             }),
             Err(error) => Event::CrewKickoffFailed(CrewKickoffFailedEvent {
+                meta: kickoff.end(),
                 crew_name,
                 error: redaction.owned(error.to_string()),
                 user,
@@ -145,6 +160,33 @@ struct EndIfCancelled {
     crew_info: Option<Arc<dyn CrewInfo>>,
     armed: bool,
     started: bool,
+    kickoff: KickoffEvents,
+    /// The kickoff's sequence, which the drop does not have in scope.
+    sequence: Option<Arc<EventSequence>>,
+}
+
+/// The ids a kickoff's own events carry: its start's, and the tool call it
+/// runs in.
+#[derive(Debug, Clone, Copy)]
+struct KickoffEvents {
+    started: EventId,
+    parent: Option<EventId>,
+}
+
+impl KickoffEvents {
+    /// What `CrewKickoffStarted` carries.
+    fn start(self) -> EventMeta {
+        EventMeta::new()
+            .with_event_id(self.started)
+            .with_parent(self.parent)
+    }
+
+    /// What the kickoff's end carries.
+    fn end(self) -> EventMeta {
+        EventMeta::new()
+            .with_parent(self.parent)
+            .with_started(Some(self.started))
+    }
 }
 
 impl Drop for EndIfCancelled {
@@ -154,12 +196,15 @@ impl Drop for EndIfCancelled {
         }
         let plan = &*self.plan;
         let redaction = &plan.settings.redaction;
-        // The kickoff's redaction scope is not entered during a drop.
+        // The kickoff's redaction scope and sequence are not entered during
+        // a drop.
         let _scope = redaction.scope();
+        let _sequence = EventSequence::enter(self.sequence.clone());
         if self.started && plan.hooks.listening() && !plan.settings.standalone {
             let (user, kickoff_id) = who_and_which(&self.crew_info);
             plan.hooks
                 .emit(&Event::CrewKickoffFailed(CrewKickoffFailedEvent {
+                    meta: self.kickoff.end(),
                     crew_name: plan.settings.name.clone(),
                     error: "the kickoff was cancelled".to_owned(),
                     user,
@@ -182,14 +227,16 @@ impl Drop for EndIfCancelled {
                 let hooks = plan.hooks.clone();
                 let crew_info = self.crew_info.clone();
                 let redactor = redaction.redactor();
-                runtime.spawn(RedactionScope::instrument(redactor, async move {
+                let sequence = self.sequence.clone().unwrap_or_default();
+                let end = RedactionScope::instrument(redactor, async move {
                     let mut end = ExecutionEndContext::cancelled().in_crew(&crew_info);
                     hooks
                         .dispatcher()
                         .begin_call(&[InterceptionPoint::EXECUTION_END])
                         .dispatch_async_only(EXECUTION_END, &mut end)
                         .await;
-                }));
+                });
+                runtime.spawn(EventSequence::instrument(sequence, end));
             }
             Err(_) => tracing::warn!(
                 target: "crew_runtime::executor",
@@ -289,6 +336,7 @@ async fn input(
     plan: &Plan,
     inputs: Inputs,
     crew_info: &Option<Arc<dyn CrewInfo>>,
+    kickoff: KickoffEvents,
 ) -> Result<Inputs, CrewError> {
     let mut input = InputContext::new(inputs).in_crew(crew_info);
     let outcome = dispatch(&plan.hooks.dispatcher(), INPUT, &mut input).await;
@@ -305,6 +353,7 @@ async fn input(
         let (user, kickoff_id) = who_and_which(crew_info);
         plan.hooks
             .emit(&Event::CrewKickoffStarted(CrewKickoffStartedEvent {
+                meta: kickoff.start(),
                 crew_name: plan.settings.name.clone(),
                 inputs,
                 user,
@@ -319,7 +368,10 @@ async fn tasks(
     plan: &Plan,
     inputs: Inputs,
     crew_info: &Option<Arc<dyn CrewInfo>>,
+    kickoff: KickoffEvents,
 ) -> Result<CrewOutput, CrewError> {
+    // A standalone agent's run reports no kickoff of its own.
+    let kickoff_event = (!plan.settings.standalone).then_some(kickoff.started);
     let redaction = &plan.settings.redaction;
     let tasks = fill_inputs(plan, &inputs)?;
     let usage = Arc::new(Mutex::new(TokenUsage::default()));
@@ -344,6 +396,7 @@ async fn tasks(
             conversation: plan.conversation.clone(),
             verbose: plan.settings.verbose || agent.agent.verbose(),
             depth: KickoffDepth::current(),
+            scope: RunScope::new(kickoff_event),
             usage: Arc::clone(&usage),
             turn: std::sync::atomic::AtomicUsize::new(0),
         });
@@ -367,6 +420,9 @@ async fn tasks(
         if run.listening() {
             let context = redaction.owned(prompt::context_text(&context));
             run.emit(Event::TaskStarted(TaskStartedEvent {
+                meta: EventMeta::new()
+                    .with_event_id(run.scope.task)
+                    .with_parent(run.scope.kickoff),
                 task_name: run.task_name(),
                 agent_role: run.role().to_owned(),
                 crew: run.settings().crew_name(),
@@ -388,6 +444,7 @@ async fn tasks(
             Err(error) => {
                 if run.listening() {
                     run.emit(Event::TaskFailed(TaskFailedEvent {
+                        meta: run.task_end(),
                         task_name: run.task_name(),
                         agent_role: run.role().to_owned(),
                         crew: run.settings().crew_name(),
@@ -399,6 +456,7 @@ async fn tasks(
         };
         if run.listening() {
             run.emit(Event::TaskCompleted(TaskCompletedEvent {
+                meta: run.task_end(),
                 task_name: run.task_name(),
                 agent_role: run.role().to_owned(),
                 crew: run.settings().crew_name(),
@@ -421,6 +479,32 @@ async fn tasks(
 }
 
 impl AgentRun {
+    /// What the task's end carries.
+    fn task_end(&self) -> EventMeta {
+        EventMeta::new()
+            .with_parent(self.scope.kickoff)
+            .with_started(Some(self.scope.task))
+    }
+
+    /// What an agent execution's start carries; its id becomes the parent
+    /// of the execution's events.
+    fn begin_execution(&self) -> EventMeta {
+        let meta = EventMeta::new().with_parent(Some(self.scope.task));
+        *self
+            .scope
+            .execution
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(meta.event_id);
+        meta
+    }
+
+    /// What the end of the agent execution under way carries.
+    fn execution_end(&self) -> EventMeta {
+        EventMeta::new()
+            .with_parent(Some(self.scope.task))
+            .with_started(self.execution_event())
+    }
+
     /// One task: `PRE_STEP`, the model-turn loop, `POST_STEP`.
     async fn task(self: &Arc<Self>, context: &[&str]) -> Result<TaskOutput, CrewError> {
         let dispatcher = self.dispatcher();
@@ -440,6 +524,7 @@ impl AgentRun {
                 Some(_) => self.redaction().text(self.task.description()).into_owned(),
             };
             self.emit(Event::AgentExecutionStarted(AgentExecutionStartedEvent {
+                meta: self.begin_execution(),
                 agent_role: self.role().to_owned(),
                 task_name: self.task_name(),
                 crew: self.settings().crew_name(),
@@ -456,6 +541,7 @@ impl AgentRun {
         if self.listening() {
             self.emit(Event::AgentExecutionCompleted(
                 AgentExecutionCompletedEvent {
+                    meta: self.execution_end(),
                     agent_role: self.role().to_owned(),
                     task_name: self.task_name(),
                     crew: self.settings().crew_name(),
@@ -632,12 +718,18 @@ impl AgentRun {
             // seconds: hold it without borrowing the thread's slots.
             hooks.hold();
             let model = self.agent().agent.llm().name().to_owned();
+            let mut model_call = None;
             if self.listening() {
                 // Lend the conversation to the listeners rather than copy it
                 // (a copy per turn would make a long run quadratic); it is
                 // copied back only if a listener kept it.
                 let messages = Arc::new(std::mem::take(&mut call.messages));
+                let started = EventId::new();
+                model_call = Some(started);
                 self.emit(Event::LlmCallStarted(LlmCallStartedEvent {
+                    meta: EventMeta::new()
+                        .with_event_id(started)
+                        .with_parent(self.execution_event()),
                     model: model.clone(),
                     messages: Arc::clone(&messages),
                     agent_role: self.role().to_owned(),
@@ -652,13 +744,16 @@ impl AgentRun {
                         *self.usage.lock().unwrap_or_else(PoisonError::into_inner) += usage;
                     }
                     if self.listening() {
-                        self.report_answer(model, &answer, usage);
+                        self.report_answer(model, &answer, usage, model_call);
                     }
                     answer
                 }
                 Err(source) => {
                     if self.listening() {
                         self.emit(Event::LlmCallFailed(LlmCallFailedEvent {
+                            meta: EventMeta::new()
+                                .with_parent(self.execution_event())
+                                .with_started(model_call),
                             model,
                             error: redaction.owned(source.to_string()),
                             agent_role: self.role().to_owned(),
@@ -745,12 +840,21 @@ impl AgentRun {
 
     /// Reports a model's answer (before `POST_MODEL_CALL`), cleaned.
     #[cold]
-    fn report_answer(&self, model: String, answer: &ModelTurn, usage: Option<TokenUsage>) {
+    fn report_answer(
+        &self,
+        model: String,
+        answer: &ModelTurn,
+        usage: Option<TokenUsage>,
+        started: Option<EventId>,
+    ) {
         let (text, calls) = match answer {
             ModelTurn::FinalAnswer(text) => (text, &[][..]),
             ModelTurn::ToolCalls { content, calls } => (content, &calls[..]),
         };
         self.emit(Event::LlmCallCompleted(LlmCallCompletedEvent {
+            meta: EventMeta::new()
+                .with_parent(self.execution_event())
+                .with_started(started),
             model,
             response: self.redaction().text(text).into_owned(),
             tool_calls: calls
@@ -851,6 +955,7 @@ impl AgentRun {
             // scope and span with it.
             let work = KickoffDepth::scope(self.depth, async move { run.run_call(&call).await });
             let work = RedactionScope::instrument(None, work).instrument(tracing::Span::current());
+            let work = EventSequence::inherit(work);
             set.push(index, work);
         }
         let mut observations: Vec<Option<String>> = vec![None; calls.len()];
@@ -934,6 +1039,7 @@ impl<'r> StreamToBuses<'r> {
         }
         let run = self.run;
         run.emit(Event::LlmStreamChunk(LlmStreamChunkEvent {
+            meta: EventMeta::new().with_parent(run.execution_event()),
             chunk,
             agent_role: Some(run.role().to_owned()),
             task: Some(run.task_for_events()),

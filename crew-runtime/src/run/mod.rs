@@ -18,6 +18,7 @@ use std::cell::Cell;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use hooks_core::events::EventId;
 use hooks_core::runtime::Dispatcher;
 use hooks_core::{
     AgentInfo, CrewInfo, Event, ExecutionEndContext, ExecutionStartContext, HookRegistry,
@@ -231,7 +232,9 @@ pub(crate) struct AgentRun {
     /// The depth of the kickoff the run belongs to: the tasks and threads
     /// that run its calls take it, so a hook there that kicks off a crew
     /// counts toward the nesting limit.
-    pub(crate) depth: usize,
+    pub(crate) depth: Nesting,
+    /// The ids its events link to: its kickoff's start and its task's.
+    pub(crate) scope: RunScope,
     /// The tokens of the kickoff's model responses so far, shared by its
     /// tasks.
     pub(crate) usage: Arc<Mutex<TokenUsage>>,
@@ -296,6 +299,36 @@ impl AgentRun {
     pub(crate) fn emit(&self, event: Event) {
         self.hooks.emit(&event);
     }
+
+    /// The start of the agent's execution under way (its events' parent).
+    pub(crate) fn execution_event(&self) -> Option<EventId> {
+        *self
+            .scope
+            .execution
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The events a run's events link to.
+#[derive(Debug)]
+pub(crate) struct RunScope {
+    /// The kickoff's start (none for a standalone agent's run).
+    pub(crate) kickoff: Option<EventId>,
+    /// The task's start.
+    pub(crate) task: EventId,
+    /// The start of the agent's execution (attempt) under way.
+    pub(crate) execution: Mutex<Option<EventId>>,
+}
+
+impl RunScope {
+    pub(crate) fn new(kickoff: Option<EventId>) -> RunScope {
+        RunScope {
+            kickoff,
+            task: EventId::new(),
+            execution: Mutex::new(None),
+        }
+    }
 }
 
 /// Gives a hook context its crew, when the run has one (a standalone
@@ -335,27 +368,46 @@ pub(crate) fn excerpt(text: &str, limit: usize) -> String {
     }
 }
 
+/// Where work stands among nested kickoffs: how many it works inside, and
+/// the tool call (its `ToolUsageStarted`) it runs in, which a kickoff
+/// started there names as its parent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Nesting {
+    pub(crate) depth: usize,
+    pub(crate) tool_call: Option<EventId>,
+}
+
+impl Nesting {
+    /// The same depth, inside the tool call `event`.
+    pub(crate) fn in_call(self, event: Option<EventId>) -> Nesting {
+        Nesting {
+            depth: self.depth,
+            tool_call: event,
+        }
+    }
+}
+
 thread_local! {
-    /// How many kickoffs a synchronous tool's thread works inside (the
-    /// depth of the kickoff whose call it runs).
-    static KICKOFF_DEPTH: Cell<usize> = const { Cell::new(0) };
+    /// Where a synchronous tool's thread works (the kickoff whose call it
+    /// runs).
+    static KICKOFF_DEPTH: Cell<Nesting> = const { Cell::new(Nesting { depth: 0, tool_call: None }) };
 }
 
 tokio::task_local! {
-    /// How many kickoffs the polled task works inside.
-    static TASK_KICKOFF_DEPTH: usize;
+    /// Where the polled task works.
+    static TASK_KICKOFF_DEPTH: Nesting;
 }
 
 /// Holds this thread's kickoff depth while a kickoff (or a turn's tool
 /// calls) runs; puts the previous depth back when dropped.
 pub(crate) struct KickoffDepth {
-    previous: usize,
+    previous: Nesting,
 }
 
 impl KickoffDepth {
-    /// How many kickoffs the current work is nested in: the polled task's
-    /// depth, or else this thread's.
-    pub(crate) fn current() -> usize {
+    /// Where the current work stands: the polled task's place, or else
+    /// this thread's.
+    pub(crate) fn current() -> Nesting {
         TASK_KICKOFF_DEPTH
             .try_with(|depth| *depth)
             .unwrap_or_else(|_| KICKOFF_DEPTH.with(Cell::get))
@@ -363,7 +415,7 @@ impl KickoffDepth {
 
     /// `future`, polled at `depth`.
     pub(crate) fn scope<F: std::future::Future>(
-        depth: usize,
+        depth: Nesting,
         future: F,
     ) -> impl std::future::Future<Output = F::Output> {
         TASK_KICKOFF_DEPTH.scope(depth, future)
@@ -372,7 +424,7 @@ impl KickoffDepth {
     /// This thread at `depth`: a blocking-pool thread running a
     /// synchronous tool of a kickoff takes that kickoff's depth, so a
     /// kickoff started from the tool is counted too.
-    pub(crate) fn at(depth: usize) -> KickoffDepth {
+    pub(crate) fn at(depth: Nesting) -> KickoffDepth {
         KickoffDepth {
             previous: KICKOFF_DEPTH.with(|current| current.replace(depth)),
         }

@@ -6,13 +6,13 @@
 //!   for tool …`; no hook and no tool runs; a `ToolUsageError` event;
 //! - a tool the agent does not have: `Tool not found: <name>. Available
 //!   tools: …`; PRE and POST hooks run with `ctx.tool` absent; a
-//!   `ToolUsageError` event;
+//!   `ToolUsageError` event (before the POST chain);
 //! - a call a PRE hook blocks: `Tool execution blocked by hook. Tool: …`
 //!   (POST hooks run and may replace it);
-//! - a tool that fails or panics: `Error executing tool: <message>` (POST
-//!   hooks see it); a `ToolUsageError` event, sent after the POST chain
-//!   with the message as the hooks left it (so a redacting hook's work
-//!   holds there too);
+//! - a tool that fails, panics or times out: `Error executing tool:
+//!   <message>` (POST hooks see it); `ToolUsageError` and
+//!   `ToolFailureDetected` events, sent as soon as the tool failed, before
+//!   the POST chain, as the reference sends them;
 //! - otherwise the tool's rendered result, after POST hooks;
 //! - past the crew's `max_tool_calls_per_turn`: `Tool call refused: …`; no
 //!   hook and no tool runs; a `ToolUsageError` event.
@@ -23,15 +23,21 @@
 //! console and the `ToolUsageFinished` event get the cut one. Call ids are
 //! made unique within a turn before any call runs.
 //!
-//! Every call that reaches the hooks ends with one `ToolUsageFinished` event
-//! carrying the text the agent sees, unless a POST hook aborts the run.
-//! `ToolUsageStarted` is sent when a tool actually starts (after the PRE
-//! chain let the call through).
+//! Events keep the reference's places: every call begins with one
+//! `ToolUsageStarted` (before the PRE chain, with the arguments as the
+//! model sent them, for a call a hook then blocks too) and ends with
+//! exactly one of `ToolUsageFinished` (the text the agent sees; blocked
+//! calls too), `ToolUsageError` (a failure, or a POST hook aborting the
+//! run) or `ToolUsageAbandoned` (left behind), so a listener pairing starts
+//! with ends pairs every call once. `ToolExecutionStarted` says when the
+//! tool's body itself starts (after the PRE chain let the call through),
+//! with the arguments it receives: what an audit trail records as
+//! `tool_started`.
 //!
 //! With a crew's redaction set, the observation is cleaned after the POST
 //! chain (before the cut to `max_observation_bytes`), and every event, console line and log line of the call carries
-//! cleaned texts (`ToolUsageStarted` its input as the PRE chain left it,
-//! cleaned). A panicking tool is contained without the panic hook printing
+//! cleaned texts (`ToolExecutionStarted` its input as the PRE chain left
+//! it, credentials a hook injected included, cleaned). A panicking tool is contained without the panic hook printing
 //! it.
 
 use std::borrow::Cow;
@@ -46,7 +52,8 @@ use futures_util::future::Either;
 use tracing::Instrument;
 
 use hooks_core::events::{
-    ToolUsageAbandonedEvent, ToolUsageErrorEvent, ToolUsageFinishedEvent, ToolUsageStartedEvent,
+    EventId, EventMeta, EventSequence, ToolFailureDetectedEvent, ToolUsageAbandonedEvent,
+    ToolUsageErrorEvent, ToolUsageFinishedEvent, ToolUsageStartedEvent,
 };
 use hooks_core::runtime::{
     TOOL_CALL_POINTS, TOOL_ERROR_PREFIX, ToolCallReport, ToolOutput, contain_panic,
@@ -81,6 +88,10 @@ impl AgentRun {
             Ok(input) => input,
             Err(problem) => return Ok(self.reject_arguments(call, &problem)),
         };
+        let listening = self.listening();
+        // The call's start, which its end and a kickoff started by its tool
+        // name.
+        let started = listening.then(|| self.announce(&normalize_tool_name(&call.name), &input));
         let mut ctx = ToolCallHookContext::new(&call.name, input)
             .with_call_id(call.id.clone())
             .with_iteration(self.turn.load(std::sync::atomic::Ordering::Relaxed))
@@ -110,9 +121,14 @@ impl AgentRun {
             .begin_call(&TOOL_CALL_POINTS)
             .run_tool_call_async_keeping(&mut ctx, |ctx| {
                 let running = match tool {
-                    Some(tool) => Either::Left(self.execute(tool, ctx)),
+                    Some(tool) => Either::Left(self.execute(tool, ctx, started)),
                     None => {
-                        Either::Right(std::future::ready((self.not_found(call), Ran::default())))
+                        let not_found = Ran {
+                            failed: Some(Failure::NotFound),
+                            ..Ran::default()
+                        };
+                        let output = self.not_found(call, ctx, started);
+                        Either::Right(std::future::ready((output, not_found)))
                     }
                 };
                 async move {
@@ -128,6 +144,7 @@ impl AgentRun {
             ran_for,
             failed,
             before_post,
+            input: ran_with,
         } = ran.unwrap_or_default();
 
         let replaced = matches!(
@@ -144,8 +161,8 @@ impl AgentRun {
         match result {
             Ok(report) => {
                 let observation = report.observation;
-                if let Some(failure) = failed {
-                    self.report_failure(failure, ctx.tool_name(), &observation);
+                if failed == Some(Failure::Panic) {
+                    self.warn_panic(ctx.tool_name(), &observation);
                 }
                 if self.verbose {
                     if let Some(abort) = &report.blocked {
@@ -159,9 +176,16 @@ impl AgentRun {
                         excerpt(&observation, 300)
                     ));
                 }
-                if self.listening() {
+                // A failed call ended with its `ToolUsageError`.
+                if self.listening() && failed.is_none() {
+                    let tool_input = match ran_with {
+                        Some(input) => input,
+                        None => self.cleaned_input(&ctx.tool_input),
+                    };
                     self.emit(Event::ToolUsageFinished(ToolUsageFinishedEvent {
+                        meta: self.call_end(started),
                         tool_name: self.redaction().owned(ctx.tool_name().to_owned()),
+                        tool_input,
                         result: observation.clone(),
                         blocked: report.blocked.is_some(),
                         duration: ran_for,
@@ -173,10 +197,22 @@ impl AgentRun {
                 Ok(observation)
             }
             Err(abort) => {
-                if let Some(failure) = failed {
+                if failed == Some(Failure::Panic) {
                     let text = ctx.tool_result.as_deref().unwrap_or_default();
                     let text = self.redaction().text(text);
-                    self.report_failure(failure, ctx.tool_name(), &text);
+                    self.warn_panic(ctx.tool_name(), &text);
+                }
+                // The call's end, unless its failure already ended it.
+                if failed.is_none() {
+                    let input = match &ran_with {
+                        Some(input) => input.clone(),
+                        None => self.cleaned_input(&ctx.tool_input),
+                    };
+                    let error = format!(
+                        "the run was aborted after the call by {}: {}",
+                        abort.source, abort.reason
+                    );
+                    self.report_error(ctx.tool_name(), input, &error, started);
                 }
                 if self.verbose {
                     self.say(&format!(
@@ -204,26 +240,24 @@ impl AgentRun {
         &'a self,
         tool: &'a Tool,
         ctx: &ToolCallHookContext,
+        started: Option<EventId>,
     ) -> impl Future<Output = (ToolOutput, Ran)> + Send + use<'a> {
         let listening = self.listening();
-        if listening {
-            let redaction = self.redaction();
-            self.emit(Event::ToolUsageStarted(ToolUsageStartedEvent {
-                tool_name: redaction.owned(ctx.tool_name().to_owned()),
-                // As the PRE chain left it: credentials a hook injected are
-                // cleaned here, while the tool receives them.
-                tool_input: redaction.json({
-                    // Keys a hook added come in order too.
-                    let mut input = ctx.tool_input.clone();
-                    sort_keys(&mut input);
-                    Value::Object(input)
-                }),
+        // As the PRE chain left it: credentials a hook injected are
+        // cleaned here, while the tool receives them.
+        let ran_with = listening.then(|| self.cleaned_input(&ctx.tool_input));
+        if let Some(input) = &ran_with {
+            self.emit(Event::ToolExecutionStarted(ToolUsageStartedEvent {
+                meta: EventMeta::new().with_parent(started),
+                tool_name: self.redaction().owned(ctx.tool_name().to_owned()),
+                tool_input: input.clone(),
                 agent_role: Some(self.role().to_owned()),
                 task: Some(self.task_for_events()),
                 crew: self.settings().crew_label(),
             }));
         }
-        let started = (listening || self.verbose).then(Instant::now);
+        let tool_name = listening.then(|| ctx.tool_name().to_owned());
+        let clock = (listening || self.verbose).then(Instant::now);
         let timeout = tool.timeout().unwrap_or(self.settings().tool_timeout);
         let run = tool.invoke(&ctx.tool_input);
         let placement = tool.placement();
@@ -233,6 +267,12 @@ impl AgentRun {
                 hooks: self.hooks.clone(),
                 redaction: self.redaction().clone(),
                 event: ToolUsageAbandonedEvent {
+                    // Only its links count here: it is stamped anew when
+                    // sent (see `report`), and takes no number before.
+                    meta: {
+                        let _uncounted = EventSequence::enter(None);
+                        self.call_end(started)
+                    },
                     tool_name: self.redaction().owned(ctx.tool_name().to_owned()),
                     completed: false,
                     result: None,
@@ -243,8 +283,11 @@ impl AgentRun {
             })
         });
         async move {
-            let result = self.run_tool(run, placement, timeout, watch).await;
-            let ran_for = started.map_or(Duration::ZERO, |started| started.elapsed());
+            // A kickoff the tool starts names this call as its parent.
+            let nesting = self.depth.in_call(started);
+            let result =
+                KickoffDepth::scope(nesting, self.run_tool(run, placement, timeout, watch)).await;
+            let ran_for = clock.map_or(Duration::ZERO, |clock| clock.elapsed());
             let (output, failed) = match result {
                 Ok(Ok(output)) => (output, None),
                 Ok(Err(failure)) => {
@@ -260,13 +303,20 @@ impl AgentRun {
                 ),
                 Err(Stopped::TimedOut) => (
                     ToolOutput::error(format!("timed out after {}", format_duration(timeout))),
-                    Some(Failure::Error),
+                    Some(Failure::Timeout),
                 ),
             };
+            // A failure is reported as it happens, before the POST chain
+            // sees it, as the reference reports it.
+            if let (Some(failure), Some(input), Some(tool_name)) = (failed, &ran_with, &tool_name) {
+                let input = input.clone();
+                self.report_tool_failure(failure, tool_name, input, &output.rendered, started);
+            }
             let ran = Ran {
                 ran_for,
                 failed,
                 before_post: None,
+                input: ran_with,
             };
             (output, ran)
         }
@@ -333,13 +383,15 @@ impl AgentRun {
         watch: Option<Arc<CallWatch>>,
     ) -> Result<ToolResult, Stopped> {
         let redaction = self.redaction().clone();
-        let depth = self.depth;
+        let depth = KickoffDepth::current();
+        let sequence = EventSequence::current();
         // Left behind (cancelled, or past its timeout), the body still
         // runs to its end: then its end is reported.
         let _left = watch.as_ref().map(|watch| Abandon(Arc::clone(watch), true));
         let thread = tokio::task::spawn_blocking(move || {
             let _scope = redaction.scope();
             let _depth = KickoffDepth::at(depth);
+            let _sequence = EventSequence::enter(sequence);
             let ran = placement::timed(record.as_deref(), PlacementRecord::ran_on_pool, || {
                 contain_panic(AssertUnwindSafe(body))
             });
@@ -364,24 +416,94 @@ impl AgentRun {
         }
     }
 
-    /// Reports a failed call with its error as the agent was told it
-    /// (`told`, already cleaned): a `ToolUsageError` event, and for a panic
-    /// a warning in the log.
-    fn report_failure(&self, failure: Failure, tool_name: &str, told: &str) {
-        let error = failure_text(told);
-        if failure == Failure::Panic {
-            tracing::warn!(
-                target: "crew_runtime::executor",
-                tool = %self.redaction().text(tool_name),
-                agent = %self.role(),
-                "{error}; the panic was contained and reported to the agent"
-            );
-        }
-        self.report_error(tool_name, error);
+    /// Logs a contained panic of a tool with its message as the agent was
+    /// told it (`told`, already cleaned).
+    fn warn_panic(&self, tool_name: &str, told: &str) {
+        tracing::warn!(
+            target: "crew_runtime::executor",
+            tool = %self.redaction().text(tool_name),
+            agent = %self.role(),
+            "{}; the panic was contained and reported to the agent",
+            failure_text(told)
+        );
     }
 
-    /// The observation for a tool the agent does not have.
-    fn not_found(&self, call: &ToolCallRequest) -> ToolOutput {
+    /// Reports a tool that failed with the error it returned (`rendered`,
+    /// the observation before the POST chain): a `ToolUsageError` event,
+    /// then a `ToolFailureDetected`, their texts cleaned.
+    #[cold]
+    fn report_tool_failure(
+        &self,
+        failure: Failure,
+        tool_name: &str,
+        input: Value,
+        rendered: &str,
+        started: Option<EventId>,
+    ) {
+        let reason = self.redaction().text(failure_text(rendered)).into_owned();
+        self.report_error(tool_name, input, &reason, started);
+        let (error_type, retryable) = match failure {
+            Failure::Error | Failure::NotFound => ("error", false),
+            Failure::Panic => ("panic", false),
+            Failure::Timeout => ("timeout", true),
+        };
+        self.emit(Event::ToolFailureDetected(ToolFailureDetectedEvent {
+            meta: EventMeta::new().with_parent(started),
+            tool_name: self.redaction().owned(tool_name.to_owned()),
+            reason,
+            error_type,
+            retryable,
+            agent_role: Some(self.role().to_owned()),
+            task: Some(self.task_for_events()),
+            crew: self.settings().crew_label(),
+        }));
+    }
+
+    /// Sends the `ToolUsageStarted` that begins a call (its arguments as
+    /// the model sent them, cleaned); returns its id.
+    fn announce(&self, tool_name: &str, input: &Map<String, Value>) -> EventId {
+        let tool_input = self.cleaned_input(input);
+        self.announce_value(tool_name, tool_input)
+    }
+
+    fn announce_value(&self, tool_name: &str, tool_input: Value) -> EventId {
+        let meta = EventMeta::new().with_parent(self.execution_event());
+        let id = meta.event_id;
+        self.emit(Event::ToolUsageStarted(ToolUsageStartedEvent {
+            meta,
+            tool_name: self.redaction().text(tool_name).into_owned(),
+            tool_input,
+            agent_role: Some(self.role().to_owned()),
+            task: Some(self.task_for_events()),
+            crew: self.settings().crew_label(),
+        }));
+        id
+    }
+
+    /// What a call's end carries: the call's start, and the agent's
+    /// execution as its parent.
+    fn call_end(&self, started: Option<EventId>) -> EventMeta {
+        EventMeta::new()
+            .with_parent(self.execution_event())
+            .with_started(started)
+    }
+
+    /// Arguments as events carry them: keys in order (a hook's added keys
+    /// too), cleaned by the crew's redaction.
+    fn cleaned_input(&self, input: &Map<String, Value>) -> Value {
+        let mut input = input.clone();
+        sort_keys(&mut input);
+        self.redaction().json(Value::Object(input))
+    }
+
+    /// The observation for a tool the agent does not have (its
+    /// `ToolUsageError` ends the call, before the POST chain).
+    fn not_found(
+        &self,
+        call: &ToolCallRequest,
+        ctx: &ToolCallHookContext,
+        started: Option<EventId>,
+    ) -> ToolOutput {
         let escaped = escape_control_characters(&call.name);
         let named = if call.name.trim().is_empty() {
             "(the call named no tool)"
@@ -392,7 +514,10 @@ impl AgentRun {
             "Tool not found: {named}. Available tools: {}",
             self.agent().tool_names()
         );
-        self.report_error(&call.name, &message);
+        if self.listening() {
+            let input = self.cleaned_input(&ctx.tool_input);
+            self.report_error(&call.name, input, &message, started);
+        }
         ToolOutput::not_found(message)
     }
 
@@ -411,7 +536,13 @@ impl AgentRun {
         } else {
             call.name.as_str()
         };
-        self.report_error(event_name, &message);
+        if self.listening() {
+            // Begun and ended at once: no hook ran. The model's text, as
+            // it sent it, is what the call carries.
+            let sent = self.redaction().json(Value::String(call.arguments.clone()));
+            let started = self.announce_value(event_name, sent.clone());
+            self.report_error(event_name, sent, &message, Some(started));
+        }
         if self.verbose {
             self.say(&format!("✗ {}: {message}", call.name));
         }
@@ -428,7 +559,15 @@ impl AgentRun {
              per turn, so this call of `{name}` did not run. Ask for it again in a later turn if \
              it is still needed."
         );
-        self.report_error(&name, &message);
+        if self.listening() {
+            // Begun and ended at once: no hook ran.
+            let input = match parse_arguments(&call.arguments) {
+                Ok(input) => input,
+                Err(_) => Map::new(),
+            };
+            let started = self.announce(&name, &input);
+            self.report_error(&name, self.cleaned_input(&input), &message, Some(started));
+        }
         if self.verbose {
             self.say(&format!(
                 "✗ {name}: refused, past {limit} calls in one turn"
@@ -451,12 +590,15 @@ impl AgentRun {
         truncate_observation(text, self.settings().max_observation_bytes)
     }
 
-    /// Sends a `ToolUsageError` event, its texts cleaned.
-    fn report_error(&self, tool_name: &str, error: &str) {
+    /// Sends a `ToolUsageError` event (`input` already cleaned), its texts
+    /// cleaned.
+    fn report_error(&self, tool_name: &str, input: Value, error: &str, started: Option<EventId>) {
         if self.listening() {
             let redaction = self.redaction();
             self.emit(Event::ToolUsageError(ToolUsageErrorEvent {
+                meta: self.call_end(started),
                 tool_name: redaction.text(tool_name).into_owned(),
+                tool_input: input,
                 error: redaction.text(error).into_owned(),
                 agent_role: Some(self.role().to_owned()),
                 task: Some(self.task_for_events()),
@@ -528,6 +670,9 @@ impl CallWatch {
 
     fn report(&self, completed: bool, result: Option<String>) {
         let mut event = self.event.clone();
+        event.meta = EventMeta::new()
+            .with_parent(event.meta.parent_event_id)
+            .with_started(event.meta.started_event_id);
         event.completed = completed;
         event.result = result;
         self.hooks.emit(&Event::ToolUsageAbandoned(event));
@@ -676,6 +821,8 @@ struct Ran {
     ran_for: Duration,
     failed: Option<Failure>,
     before_post: Option<String>,
+    /// The arguments the tool got, cleaned (only when someone listens).
+    input: Option<Value>,
 }
 
 /// How a tool call failed.
@@ -685,6 +832,10 @@ enum Failure {
     Error,
     /// The tool panicked.
     Panic,
+    /// The tool ran past its timeout.
+    Timeout,
+    /// The agent has no tool of that name.
+    NotFound,
 }
 
 /// The error of a failed call as the agent was told it, without the
