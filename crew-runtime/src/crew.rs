@@ -1266,6 +1266,7 @@ impl CrewBuilder {
     ///     .build()?;
     /// assert_eq!(crew.kickoff_blocking(())?.raw, "draft (checked)");
     ///
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
     /// let failing = Crew::builder()
     ///     .agent(writer.clone())
     ///     .task(Task::builder("Write").agent(&writer).build())
