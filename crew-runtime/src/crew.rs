@@ -25,7 +25,8 @@ use crate::llm::Llm;
 use crate::redaction::Redaction;
 use crate::registry::SharedRegistry;
 use crate::run::{
-    Conversation, CrewAgent, CrewHooks, CrewTask, KickoffDepth, Nesting, Plan, RunSettings,
+    Conversation, CrewAgent, CrewHooks, CrewTask, KickoffCallbacks, KickoffDepth, Nesting, Plan,
+    RunSettings,
 };
 use crate::task::Task;
 use crate::tool::Tool;
@@ -767,6 +768,7 @@ pub struct CrewBuilder {
     hook_timeout: Duration,
     redaction: Redaction,
     hooks: Vec<PendingHook>,
+    callbacks: KickoffCallbacks,
     conversation: Option<Conversation>,
 }
 
@@ -792,6 +794,7 @@ impl Default for CrewBuilder {
             hook_timeout: DEFAULT_HOOK_TIMEOUT,
             redaction: Redaction::default(),
             hooks: Vec::new(),
+            callbacks: KickoffCallbacks::default(),
             conversation: None,
         }
     }
@@ -1205,6 +1208,94 @@ impl CrewBuilder {
         self
     }
 
+    /// Adds a callback that runs on the inputs of every kickoff before
+    /// anything else of it (CrewAI's `before_kickoff_callbacks`): before
+    /// `EXECUTION_START`, and so before any hook or event. What it returns
+    /// is what the kickoff goes on with, the `EXECUTION_START` and `INPUT`
+    /// hooks and the tasks' `{placeholders}` included. Several run in the
+    /// order added, each given what the one before returned.
+    ///
+    /// It runs on the kickoff's task: keep it quick (a hook at
+    /// `EXECUTION_START` can be `async`). A callback that panics stops the
+    /// kickoff with [`CrewError::CallbackPanicked`] before it has begun
+    /// (no hook runs and no event is reported); the panic is contained.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let llm = Arc::new(ScriptedLlm::new().answer("Rust is fast."));
+    /// let writer = Agent::builder("Writer").llm(llm.clone()).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write about {topic}").agent(&writer).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .before_kickoff(|inputs| {
+    ///         let topic = inputs.get("topic").unwrap_or("Rust").trim().to_lowercase();
+    ///         inputs.with("topic", topic)
+    ///     })
+    ///     .build()?;
+    /// crew.kickoff_blocking([("topic", "  RUST ")])?;
+    /// assert!(llm.requests()[0].task_prompt().unwrap().contains("Write about rust"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn before_kickoff<F>(mut self, callback: F) -> Self
+    where
+        F: Fn(Inputs) -> Inputs + Send + Sync + 'static,
+    {
+        self.callbacks.before.push(Box::new(callback));
+        self
+    }
+
+    /// Adds a callback that runs on the output of every kickoff whose
+    /// tasks completed (CrewAI's `after_kickoff_callbacks`): after the
+    /// `OUTPUT` hooks, before `EXECUTION_END`. What it returns is what the
+    /// `EXECUTION_END` hooks see and, through the crew's redaction
+    /// ([`redact_with`](Self::redact_with)), what `kickoff` returns and
+    /// `CrewKickoffCompleted` carries. Several run in the order added,
+    /// each given what the one before returned.
+    ///
+    /// It runs on the kickoff's task: keep it quick. A callback that
+    /// panics fails the kickoff with [`CrewError::CallbackPanicked`] (the
+    /// panic is contained): `EXECUTION_END` sees the kickoff failed, and
+    /// `CrewKickoffFailed` is reported.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .after_kickoff(|mut output| {
+    ///         output.raw = format!("{} (checked)", output.raw);
+    ///         output
+    ///     })
+    ///     .build()?;
+    /// assert_eq!(crew.kickoff_blocking(())?.raw, "draft (checked)");
+    ///
+    /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
+    /// let failing = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .after_kickoff(|_| panic!("the archive is offline"))
+    ///     .build()?;
+    /// let error = failing.kickoff_blocking(()).unwrap_err();
+    /// assert!(matches!(error, CrewError::CallbackPanicked { which: "after_kickoff", position: 1, .. }));
+    /// assert!(error.to_string().contains("the archive is offline"), "{error}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn after_kickoff<F>(mut self, callback: F) -> Self
+    where
+        F: Fn(CrewOutput) -> CrewOutput + Send + Sync + 'static,
+    {
+        self.callbacks.after.push(Box::new(callback));
+        self
+    }
+
     /// Makes the crew the carrier of a standalone agent's run, which
     /// leaves its conversation in `conversation`.
     pub(crate) fn standalone(mut self, conversation: Conversation) -> Self {
@@ -1516,6 +1607,7 @@ impl CrewBuilder {
                 },
                 agents: agents.into_iter().map(Arc::new).collect(),
                 tasks,
+                callbacks: self.callbacks,
             }),
             process: self.process,
             max_kickoff_depth: self.max_kickoff_depth,
@@ -1671,6 +1763,8 @@ impl fmt::Debug for CrewBuilder {
             )
             .field("tasks", &self.tasks.len())
             .field("hooks", &self.hooks.len())
+            .field("before_kickoff", &self.callbacks.before.len())
+            .field("after_kickoff", &self.callbacks.after.len())
             .field("strict", &self.strict)
             .field("redaction", &self.redaction)
             .finish_non_exhaustive()

@@ -333,6 +333,25 @@ pub enum CrewError {
     /// [`BuildError::SuspiciousToolName`], found at the first kickoff.
     #[error("{0}")]
     UntrustedToolName(BuildError),
+    /// A kickoff callback ([`CrewBuilder::before_kickoff`](crate::CrewBuilder::before_kickoff),
+    /// [`CrewBuilder::after_kickoff`](crate::CrewBuilder::after_kickoff))
+    /// panicked. The panic was contained and the kickoff stopped there: a
+    /// `before_kickoff` panic before anything of the kickoff ran, an
+    /// `after_kickoff` panic after its tasks (`EXECUTION_END` then sees the
+    /// kickoff failed with this error, and `CrewKickoffFailed` reports it).
+    #[error(
+        "{which} callback #{position} (in the order added to the crew) panicked: {message}; \
+         the kickoff was stopped. Fix the callback, or have it return what it was given when \
+         it cannot do its work"
+    )]
+    CallbackPanicked {
+        /// Which list it is in: `before_kickoff` or `after_kickoff`.
+        which: &'static str,
+        /// Its place in that list, from 1, in the order added.
+        position: usize,
+        /// The panic's message.
+        message: String,
+    },
 }
 
 impl CrewError {
@@ -439,6 +458,15 @@ impl CrewError {
                 task: redaction.owned(task),
                 path: PathBuf::from(redaction.owned(path.to_string_lossy().into_owned())),
                 kind,
+                message: redaction.owned(message),
+            },
+            CrewError::CallbackPanicked {
+                which,
+                position,
+                message,
+            } => CrewError::CallbackPanicked {
+                which,
+                position,
                 message: redaction.owned(message),
             },
             // Names and numbers the program chose, no text of a run.

@@ -36,7 +36,7 @@ use hooks_core::events::{
     TaskCompletedEvent, TaskFailedEvent, TaskStartedEvent,
 };
 use hooks_core::runtime::{
-    Dispatcher, MODEL_CALL_POINTS, RedactionScope, ToolOutput, contain_panic_async,
+    Dispatcher, MODEL_CALL_POINTS, RedactionScope, ToolOutput, contain_panic, contain_panic_async,
     take_panic_message,
 };
 use hooks_core::{
@@ -55,12 +55,14 @@ use crate::redaction::Redaction;
 use crate::task::Task;
 use tracing::Instrument;
 
-/// Runs a kickoff of `plan` through every point: `EXECUTION_START`,
-/// `INPUT`, each task (`PRE_STEP`, its model and tool calls, `POST_STEP`),
-/// `OUTPUT`, and `EXECUTION_END` once the rest has completed or failed.
-/// `crew` is what hooks see as the kickoff's crew (none for a standalone
-/// agent's run). Its output or error leaves through the crew's redaction,
-/// and so does what `hooks-core` reports while the kickoff is polled, on
+/// Runs a kickoff of `plan` through every point, with the crew's kickoff
+/// callbacks where the reference runs them: the `before_kickoff`
+/// callbacks, `EXECUTION_START`, `INPUT`, each task (`PRE_STEP`, its model
+/// and tool calls, `POST_STEP`), `OUTPUT`, the `after_kickoff` callbacks,
+/// and `EXECUTION_END` once the rest has completed or failed. `crew` is
+/// what hooks see as the kickoff's crew (none for a standalone agent's
+/// run). Its output or error leaves through the crew's redaction, and so
+/// does what `hooks-core` reports while the kickoff is polled, on
 /// whichever thread.
 ///
 /// Its events take sequence numbers of their own, from 1; `parent` is the
@@ -79,18 +81,23 @@ pub(crate) async fn kickoff(
     );
     let work = kickoff_unredacted(plan, crew, inputs, parent).instrument(span);
     let work = RedactionScope::instrument(redaction.redactor(), work);
-    match EventSequence::instrument(Arc::new(EventSequence::new()), work).await {
-        Ok(output) => Ok(redaction.output(output)),
-        Err(error) => Err(error.redacted(redaction)),
-    }
+    // The output was cleaned where the kickoff reported it.
+    EventSequence::instrument(Arc::new(EventSequence::new()), work)
+        .await
+        .map_err(|error| error.redacted(redaction))
 }
 
+/// The kickoff, its output cleaned once (the text `CrewKickoffCompleted`
+/// carries is the very text returned), its error not yet.
 async fn kickoff_unredacted(
     plan: &Arc<Plan>,
     crew_info: Option<Arc<dyn CrewInfo>>,
     inputs: Inputs,
     parent: Option<EventId>,
 ) -> Result<CrewOutput, CrewError> {
+    // As the reference: before anything of the kickoff runs or is
+    // reported.
+    let inputs = before_kickoff(plan, inputs)?;
     // The kickoff's start, which its tasks' events name: handed out now.
     let kickoff = KickoffEvents {
         started: EventId::new(),
@@ -115,7 +122,11 @@ async fn kickoff_unredacted(
         Ok(inputs) => {
             // The kickoff has begun: its end is reported, whatever it is.
             cancelled.started = true;
-            tasks(plan, inputs, &crew_info, kickoff).await
+            match tasks(plan, inputs, &crew_info, kickoff).await {
+                // `EXECUTION_END` sees what the callbacks left.
+                Ok(output) => after_kickoff(plan, output),
+                Err(error) => Err(error),
+            }
         }
         Err(error) => Err(error),
     };
@@ -123,7 +134,9 @@ async fn kickoff_unredacted(
     let started = cancelled.started;
     let (user, kickoff_id) = who_and_which(&crew_info);
     let redaction = &plan.settings.redaction;
-    let result = finish(&dispatcher, result, crew_info, redaction).await;
+    let result = finish(&dispatcher, result, crew_info, redaction)
+        .await
+        .map(|output| redaction.output(output));
     // A standalone agent's run is no crew kickoff: its task, agent and
     // model events say what it did.
     if started && plan.hooks.listening() && !plan.settings.standalone {
@@ -132,7 +145,7 @@ async fn kickoff_unredacted(
             Ok(output) => Event::CrewKickoffCompleted(CrewKickoffCompletedEvent {
                 meta: kickoff.end(),
                 crew_name,
-                output: redaction.text(&output.raw).into_owned(),
+                output: output.raw.clone(),
                 token_usage: output.token_usage,
                 user,
                 kickoff_id,
@@ -147,6 +160,40 @@ async fn kickoff_unredacted(
         });
     }
     result
+}
+
+/// The inputs as the crew's `before_kickoff` callbacks leave them, each
+/// given what the one before returned.
+fn before_kickoff(plan: &Plan, mut inputs: Inputs) -> Result<Inputs, CrewError> {
+    for (index, callback) in plan.callbacks.before.iter().enumerate() {
+        inputs = contain_panic(AssertUnwindSafe(|| callback(inputs)))
+            .map_err(|panic| callback_panicked("before_kickoff", index, panic))?;
+    }
+    Ok(inputs)
+}
+
+/// The output as the crew's `after_kickoff` callbacks leave it, each
+/// given what the one before returned.
+fn after_kickoff(plan: &Plan, mut output: CrewOutput) -> Result<CrewOutput, CrewError> {
+    for (index, callback) in plan.callbacks.after.iter().enumerate() {
+        output = contain_panic(AssertUnwindSafe(|| callback(output)))
+            .map_err(|panic| callback_panicked("after_kickoff", index, panic))?;
+    }
+    Ok(output)
+}
+
+/// A contained panic of the callback at `index` of the `which` list.
+#[cold]
+fn callback_panicked(
+    which: &'static str,
+    index: usize,
+    panic: Box<dyn std::any::Any + Send>,
+) -> CrewError {
+    CrewError::CallbackPanicked {
+        which,
+        position: index + 1,
+        message: take_panic_message(panic),
+    }
 }
 
 /// A kickoff that passed `EXECUTION_START` and has not reached its

@@ -21,9 +21,9 @@ use std::time::Duration;
 use hooks_core::events::EventId;
 use hooks_core::runtime::Dispatcher;
 use hooks_core::{
-    AgentInfo, CrewInfo, Event, ExecutionEndContext, ExecutionStartContext, HookRegistry,
-    HumanInputSource, InputContext, LlmCallHookContext, LlmInfo, OutputContext, StepContext,
-    StepKind, TaskInfo, TokenUsage,
+    AgentInfo, CrewInfo, CrewOutput, Event, ExecutionEndContext, ExecutionStartContext,
+    HookRegistry, HumanInputSource, InputContext, Inputs, LlmCallHookContext, LlmInfo,
+    OutputContext, StepContext, StepKind, TaskInfo, TokenUsage,
 };
 
 use crate::agent::Agent;
@@ -46,6 +46,23 @@ pub(crate) struct Plan {
     pub(crate) tasks: Vec<CrewTask>,
     /// A standalone agent's run: where it leaves its conversation.
     pub(crate) conversation: Option<Conversation>,
+    /// The crew's kickoff callbacks, each list in the order added.
+    pub(crate) callbacks: KickoffCallbacks,
+}
+
+/// A `before_kickoff` callback ([`CrewBuilder::before_kickoff`](crate::CrewBuilder::before_kickoff)).
+pub(crate) type BeforeKickoff = Box<dyn Fn(Inputs) -> Inputs + Send + Sync>;
+
+/// An `after_kickoff` callback ([`CrewBuilder::after_kickoff`](crate::CrewBuilder::after_kickoff)).
+pub(crate) type AfterKickoff = Box<dyn Fn(CrewOutput) -> CrewOutput + Send + Sync>;
+
+/// The reference's kickoff callbacks: the `before` ones run on the inputs
+/// before anything else of a kickoff, the `after` ones on its output
+/// between `OUTPUT` and `EXECUTION_END`.
+#[derive(Default)]
+pub(crate) struct KickoffCallbacks {
+    pub(crate) before: Vec<BeforeKickoff>,
+    pub(crate) after: Vec<AfterKickoff>,
 }
 
 /// An agent as a built crew holds it: shared, with its tools ready to hand
