@@ -262,14 +262,19 @@ fn non_object_arguments_never_reach_hooks_or_tool() {
     let events = take(&events);
     assert_eq!(
         events.len(),
-        2,
-        "two usage errors and nothing else: {events:?}"
+        4,
+        "each call begun and ended with its usage error, nothing else: {events:?}"
     );
-    assert!(
-        events
-            .iter()
-            .all(|e| e.starts_with("error tool=web_search error=Invalid arguments"))
-    );
+    for pair in events.chunks(2) {
+        assert!(
+            pair[0].starts_with("started tool=web_search input=\""),
+            "{pair:?}"
+        );
+        assert!(
+            pair[1].starts_with("error tool=web_search error=Invalid arguments"),
+            "{pair:?}"
+        );
+    }
 }
 
 #[test]

@@ -52,11 +52,15 @@ fn events_fire_in_order() {
 
     crew.kickoff_blocking(()).expect("runs");
 
+    // As the reference: a call begins before its PRE chain, a blocked one
+    // too; the tool itself starts after it.
     let expected = [
-        "dispatched PRE_TOOL_CALL proceeded hooks=1 tool=web_search agent=Researcher",
         r#"started tool=web_search input={"query":"rust"} agent=Researcher"#,
+        "dispatched PRE_TOOL_CALL proceeded hooks=1 tool=web_search agent=Researcher",
+        r#"runs tool=web_search input={"query":"rust"}"#,
         "dispatched POST_TOOL_CALL modified hooks=1 tool=web_search agent=Researcher",
         "finished tool=web_search blocked=false result=RESULTS FOR RUST agent=Researcher",
+        r#"started tool=delete_file input={"path":"x"} agent=Researcher"#,
         "dispatched PRE_TOOL_CALL aborted hooks=2 tool=delete_file agent=Researcher \
          abort=(no-deletes: deleting is off)",
         "dispatched POST_TOOL_CALL modified hooks=1 tool=delete_file agent=Researcher",
@@ -134,7 +138,7 @@ fn another_crews_calls_do_not_reach_this_crews_bus() {
     assert!(take(&on_mine).is_empty());
     assert_eq!(
         take(&on_global).len(),
-        2,
-        "started and finished of the other crew"
+        3,
+        "the other crew's call: begun, run and finished"
     );
 }

@@ -988,7 +988,7 @@ pub struct PolicySetRejectedEvent {
 /// ```
 /// use hooks_core::events::AuditRecordsDroppedEvent;
 ///
-/// let event = AuditRecordsDroppedEvent { trail: "payments".into(), dropped: 3 };
+/// let event = AuditRecordsDroppedEvent { meta: Default::default(), trail: "payments".into(), dropped: 3 };
 /// assert_eq!(event.dropped, 3);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -420,7 +420,13 @@ fn compile(pattern: &str) -> Option<Regex> {
 /// Register [`hook`](Self::hook) at `POST_TOOL_CALL` before any hook that
 /// copies the result somewhere (a log, an abort reason): hooks after it see
 /// the redacted text. Registering it fail-closed withholds the result if
-/// the redactor ever panicked.
+/// the redactor ever panicked. A hook runs after the events sent before
+/// the POST chain: a call's arguments (`ToolUsageStarted`,
+/// `ToolExecutionStarted`) and a failing tool's error (`ToolUsageError`,
+/// `ToolFailureDetected`, sent as soon as the tool fails, as the reference
+/// sends them). To keep secrets out of those too, give the crew the
+/// redactor as its redaction (`CrewBuilder::redact_with`), which cleans
+/// every exit of the crew.
 ///
 /// ```
 /// use crew_runtime::guards::{Regex, SecretRedactor};

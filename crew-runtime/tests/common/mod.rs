@@ -163,6 +163,16 @@ pub(crate) fn describe(event: &Event) -> String {
         Event::ToolUsageError(ToolUsageErrorEvent {
             tool_name, error, ..
         }) => format!("error tool={tool_name} error={error}"),
+        Event::ToolExecutionStarted(started) => {
+            format!(
+                "runs tool={} input={}",
+                started.tool_name, started.tool_input
+            )
+        }
+        Event::ToolFailureDetected(failure) => format!(
+            "failure tool={} type={} retryable={}",
+            failure.tool_name, failure.error_type, failure.retryable
+        ),
         other => format!("{other:?}"),
     }
 }
