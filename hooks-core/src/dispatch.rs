@@ -982,7 +982,7 @@ impl<'a> CallHooks<'a> {
             P::ID,
             outcome,
             hooks_run,
-            started.elapsed(),
+            started,
             ctx.event_tool_name(),
             ctx.event_agent_role(),
         );

@@ -103,6 +103,27 @@ impl std::str::FromStr for EventId {
     }
 }
 
+/// The wall clock when the process made its first event, and the
+/// monotonic reading then.
+struct Anchor {
+    wall: SystemTime,
+    at: quanta::Instant,
+}
+
+static ANCHOR: OnceLock<Anchor> = OnceLock::new();
+
+/// The wall-clock time of the monotonic reading `at`: the wall clock at
+/// the process's first event plus the monotonic time since. Reading the
+/// fast monotonic clock costs a third of reading the system's wall clock,
+/// and the times never go back, even when the system clock is set back.
+fn wall_clock(at: quanta::Instant) -> SystemTime {
+    let anchor = ANCHOR.get_or_init(|| Anchor {
+        wall: SystemTime::now(),
+        at: quanta::Instant::now(),
+    });
+    anchor.wall + at.saturating_duration_since(anchor.at)
+}
+
 /// What every event carries besides its payload: its id, when it was
 /// sent, its place in its kickoff's order, and its links to other events
 /// (the reference's field names).
@@ -126,7 +147,9 @@ impl std::str::FromStr for EventId {
 pub struct EventMeta {
     /// The event's own id.
     pub event_id: EventId,
-    /// When the event was made (wall clock).
+    /// When the event was made: the wall clock, read as the system's wall
+    /// clock at the process's first event plus the monotonic time since (so
+    /// times within a process never go back).
     pub timestamp: SystemTime,
     /// Its place among the events of its kickoff, from 1: orders events
     /// whose timestamps tie. `None` outside a kickoff.
@@ -150,9 +173,15 @@ impl EventMeta {
     /// assert_eq!((meta.parent_event_id, meta.started_event_id), (None, None));
     /// ```
     pub fn new() -> EventMeta {
+        EventMeta::at(quanta::Instant::now())
+    }
+
+    /// [`EventMeta::new`] for an event made at `at` (a dispatch's event
+    /// reuses the reading that timed its chain).
+    pub(crate) fn at(at: quanta::Instant) -> EventMeta {
         EventMeta {
             event_id: EventId::new(),
-            timestamp: SystemTime::now(),
+            timestamp: wall_clock(at),
             emission_sequence: EventSequence::next_in_scope(),
             parent_event_id: None,
             started_event_id: None,

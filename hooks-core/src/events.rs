@@ -108,20 +108,22 @@ impl HookDispatchedEvent {
         point: InterceptionPoint,
         outcome: &DispatchOutcome,
         hooks_run: usize,
-        duration: Duration,
+        started: quanta::Instant,
         tool_name: Option<Arc<str>>,
         agent_role: Option<Arc<str>>,
     ) -> Self {
+        // One reading of the clock: the chain's end, and the event's time.
+        let ended = quanta::Instant::now();
         // Built for listeners and `tracing` only (never on the unobserved
         // path), so the redaction in scope costs nothing otherwise.
         let abort = outcome.aborted();
         let clean = |text: &str| redact_in_scope(text).into_owned();
         HookDispatchedEvent {
-            meta: EventMeta::new(),
+            meta: EventMeta::at(ended),
             point,
             outcome: outcome.as_str(),
             hooks_run,
-            duration,
+            duration: ended.saturating_duration_since(started),
             abort_reason: abort.map(|a| clean(&a.reason)),
             abort_source: abort.map(|a| clean(&a.source)),
             tool_name: tool_name.map(clean_shared),
