@@ -515,6 +515,37 @@ pub struct AgentExecutionCompletedEvent {
     pub output: String,
 }
 
+/// An agent's work on a task failed: its model call failed on the last
+/// attempt its `max_retry_limit` allows (in `crew-runtime`, each earlier
+/// failure is retried, announced by a new [`AgentExecutionStartedEvent`]).
+/// The task fails after it.
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::AgentExecutionErrorEvent;
+///
+/// let event = AgentExecutionErrorEvent {
+///     agent_role: "Researcher".into(),
+///     task_name: "research".into(),
+///     crew: "research".into(),
+///     error: "the model server answered HTTP 503: overloaded".into(),
+/// };
+/// assert!(event.error.contains("503"));
+/// assert!(Event::AgentExecutionError(event).is_lifecycle());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentExecutionErrorEvent {
+    /// The agent's role.
+    pub agent_role: String,
+    /// The task's name.
+    pub task_name: String,
+    /// The crew's name (empty for an agent run without a crew, see
+    /// `Agent::kickoff` in `crew-runtime`).
+    pub crew: String,
+    /// What went wrong (through the crew's redaction).
+    pub error: String,
+}
+
 /// A model call is about to be made (after its `PRE_MODEL_CALL` hooks).
 ///
 /// ```
@@ -590,8 +621,9 @@ pub struct LlmCallCompletedEvent {
     pub crew: String,
 }
 
-/// A model call failed (an error, a timeout, a panic of the client),
-/// which ends the kickoff.
+/// A model call failed (an error, a timeout, a panic of the client). In
+/// `crew-runtime` the agent asks again, up to its `max_retry_limit`; the
+/// last failure ends the task (after an [`AgentExecutionErrorEvent`]).
 ///
 /// ```
 /// use hooks_core::Event;
@@ -698,6 +730,8 @@ pub enum Event {
     AgentExecutionStarted(AgentExecutionStartedEvent),
     /// An agent finished its work on a task.
     AgentExecutionCompleted(AgentExecutionCompletedEvent),
+    /// An agent's work on a task failed (its last attempt).
+    AgentExecutionError(AgentExecutionErrorEvent),
     /// A model call is about to be made.
     LlmCallStarted(LlmCallStartedEvent),
     /// A model call answered.
@@ -743,6 +777,7 @@ impl Event {
                 | Event::TaskFailed(_)
                 | Event::AgentExecutionStarted(_)
                 | Event::AgentExecutionCompleted(_)
+                | Event::AgentExecutionError(_)
                 | Event::LlmCallStarted(_)
                 | Event::LlmCallCompleted(_)
                 | Event::LlmCallFailed(_)
