@@ -237,6 +237,10 @@ pub(crate) struct AgentRun {
     pub(crate) usage: Arc<Mutex<TokenUsage>>,
     /// The model turn under way (from 1): the calls it asked for carry it.
     pub(crate) turn: std::sync::atomic::AtomicUsize,
+    /// How many failed model calls were asked again so far (up to the
+    /// agent's `max_retry_limit`): each one an `AgentExecutionStarted`
+    /// that its `AgentExecutionCompleted` answers.
+    pub(crate) retries: std::sync::atomic::AtomicUsize,
 }
 
 impl AgentRun {
