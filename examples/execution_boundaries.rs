@@ -19,7 +19,8 @@
 //!   `EXECUTION_START`, whether it completed or failed, and never for a
 //!   refused one. `report_end` reports either: the signed output, or the
 //!   error. The third kickoff fails because the scripted model has nothing
-//!   more to say, as a model server that went away would.
+//!   more to say, as a model server that went away would: the agent asks it
+//!   again twice (its `max_retry_limit`), then gives up.
 
 use std::error::Error;
 use std::process::ExitCode;
@@ -197,10 +198,19 @@ mod tests {
                 "kickoff 3 with audience=\"Rust newcomers\", topic=\"lifetimes\"",
                 "    INPUT          went on (1 hook ran)",
                 "[Writer] task: Explain lifetimes to Rust newcomers",
+                "[Writer] model failed: the scripted model has no more turns (it was asked 2 \
+                 times)",
+                // The failed call is asked again, twice: the agent's max_retry_limit.
+                "[Writer] model asked again",
+                "[Writer] model failed: the scripted model has no more turns (it was asked 3 \
+                 times)",
+                "[Writer] model asked again",
+                "[Writer] model failed: the scripted model has no more turns (it was asked 4 \
+                 times)",
                 "    report_end: Failed: agent `Writer`: the model failed: the scripted model has \
-                 no more turns (it was asked 2 times)",
+                 no more turns (it was asked 4 times)",
                 "kickoff 3 failed: agent `Writer`: the model failed: the scripted model has no \
-                 more turns (it was asked 2 times)",
+                 more turns (it was asked 4 times)",
                 "from the events: EXECUTION_START dispatched 3 times, EXECUTION_END 2 times",
             ],
         );

@@ -23,6 +23,19 @@ use crate::tool::Tool;
 /// ```
 pub const DEFAULT_MAX_ITER: usize = 15;
 
+/// How many times an agent asks its model again, per task, after a model
+/// call fails, unless told otherwise ([`AgentBuilder::max_retry_limit`]):
+/// 2, as the reference.
+///
+/// ```
+/// use crew_runtime::{Agent, DEFAULT_MAX_RETRY_LIMIT};
+///
+/// assert_eq!(DEFAULT_MAX_RETRY_LIMIT, 2);
+/// assert_eq!(Agent::builder("Researcher").build().max_retry_limit(), DEFAULT_MAX_RETRY_LIMIT);
+/// assert_eq!(Agent::builder("Researcher").max_retry_limit(0).build().max_retry_limit(), 0);
+/// ```
+pub const DEFAULT_MAX_RETRY_LIMIT: usize = 2;
+
 /// Identifies an agent: given by [`AgentBuilder::build`], kept by clones,
 /// so a crew can tell its own agent from another agent with the same role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -60,6 +73,7 @@ pub struct Agent {
     tools: Vec<Tool>,
     llm: Arc<dyn Llm>,
     max_iter: usize,
+    max_retry_limit: usize,
     verbose: bool,
     /// The registry a standalone run dispatches through.
     registry: Option<SharedRegistry>,
@@ -79,6 +93,7 @@ impl Agent {
                 tools: Vec::new(),
                 llm: Arc::new(ScriptedLlm::new()),
                 max_iter: DEFAULT_MAX_ITER,
+                max_retry_limit: DEFAULT_MAX_RETRY_LIMIT,
                 verbose: false,
                 registry: None,
             },
@@ -115,6 +130,18 @@ impl Agent {
         self.max_iter
     }
 
+    /// How many times, per task, the agent asks its model again after a
+    /// model call fails (see [`AgentBuilder::max_retry_limit`]).
+    ///
+    /// ```
+    /// use crew_runtime::Agent;
+    ///
+    /// assert_eq!(Agent::builder("Writer").max_retry_limit(5).build().max_retry_limit(), 5);
+    /// ```
+    pub fn max_retry_limit(&self) -> usize {
+        self.max_retry_limit
+    }
+
     /// Whether the agent prints its turns, tool calls and hook decisions.
     pub fn verbose(&self) -> bool {
         self.verbose
@@ -141,6 +168,7 @@ impl Agent {
                 && self.goal == other.goal
                 && self.backstory == other.backstory
                 && self.max_iter == other.max_iter
+                && self.max_retry_limit == other.max_retry_limit
                 && self.verbose == other.verbose
                 && std::ptr::addr_eq(Arc::as_ptr(&self.llm), Arc::as_ptr(&other.llm))
                 && self.tools.len() == other.tools.len()
@@ -173,6 +201,7 @@ impl fmt::Debug for Agent {
             )
             .field("llm", &self.llm.name())
             .field("max_iter", &self.max_iter)
+            .field("max_retry_limit", &self.max_retry_limit)
             .field("verbose", &self.verbose)
             .finish_non_exhaustive()
     }
@@ -223,6 +252,43 @@ impl AgentBuilder {
     /// its output (see [`TaskOutput::iteration_limit_reached`](crate::TaskOutput::iteration_limit_reached)).
     pub fn max_iter(mut self, max_iter: usize) -> Self {
         self.agent.max_iter = max_iter;
+        self
+    }
+
+    /// How many times, per task, the agent asks its model again after a
+    /// model call fails (default [`DEFAULT_MAX_RETRY_LIMIT`]); `0` never
+    /// retries.
+    ///
+    /// A retry asks the failed call again on the conversation exactly as it
+    /// stood (the same messages and tools, its `PRE_MODEL_CALL` hooks not run
+    /// again), so no tool runs twice because of it. Each retry is announced
+    /// by a new `AgentExecutionStarted` event, as the reference announces
+    /// it; when the last attempt fails too, `AgentExecutionError` is sent and
+    /// the task fails. A refusal by a hook, a policy or a budget is never
+    /// retried, and neither is a cancelled kickoff.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// // The model fails once, then answers: one retry is enough.
+    /// let model = Arc::new(
+    ///     ScriptedLlm::new()
+    ///         .fail(LlmError::Transport("connection reset".into()))
+    ///         .answer("Rust is fast."),
+    /// );
+    /// let writer = Agent::builder("Writer").llm(model.clone()).max_retry_limit(1).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write about Rust").agent(&writer).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .build()?;
+    /// assert_eq!(crew.kickoff_blocking(())?.raw, "Rust is fast.");
+    /// assert_eq!(model.asked(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_retry_limit(mut self, max_retry_limit: usize) -> Self {
+        self.agent.max_retry_limit = max_retry_limit;
         self
     }
 

@@ -259,7 +259,7 @@ pub use schemars;
 pub use serde;
 pub use serde_json;
 
-pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_ITER};
+pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_ITER, DEFAULT_MAX_RETRY_LIMIT};
 pub use check::{FilterKind, FilterScope, FilterWarning};
 pub use crew::{
     Crew, CrewBuilder, DEFAULT_MAX_CONCURRENT_TOOL_CALLS, DEFAULT_MAX_KICKOFF_DEPTH,

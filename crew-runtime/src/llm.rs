@@ -146,9 +146,10 @@ impl From<ModelTurn> for hooks_core::ModelResponse {
 ///     .global_registry(Arc::new(HookRegistry::new()))
 ///     .build()?;
 /// let error = crew.kickoff_blocking(()).unwrap_err();
+/// // Asked once, then again twice (the agent's default `max_retry_limit`).
 /// assert!(matches!(
 ///     error,
-///     CrewError::Model { source: LlmError::ScriptExhausted { asked: 1 }, .. }
+///     CrewError::Model { source: LlmError::ScriptExhausted { asked: 3 }, .. }
 /// ));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -71,6 +71,7 @@ type AnswerFn = dyn FnOnce(&LlmRequest<'_>) -> String + Send;
 enum PlannedTurn {
     Fixed(ModelTurn),
     Answer(Box<AnswerFn>),
+    Fail(LlmError),
 }
 
 /// A request the scripted model received: what the model saw.
@@ -300,6 +301,29 @@ impl ScriptedLlm {
         self.push(PlannedTurn::Answer(Box::new(answer)))
     }
 
+    /// A turn that fails with `error`, as a model server that is down or
+    /// overloaded answers: for tests of failures and retries. The request
+    /// is recorded (and counted) like any other.
+    ///
+    /// ```
+    /// use crew_runtime::ScriptedLlm;
+    /// use crew_runtime::llm::{Llm, LlmError, LlmRequest, ModelTurn};
+    ///
+    /// let llm = ScriptedLlm::new().fail(LlmError::Transport("connection reset".into())).answer("hi");
+    /// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    /// let request = LlmRequest::new(&[], &[]);
+    /// assert_eq!(
+    ///     runtime.block_on(llm.complete(&request)),
+    ///     Err(LlmError::Transport("connection reset".into()))
+    /// );
+    /// assert_eq!(runtime.block_on(llm.complete(&request)), Ok(ModelTurn::FinalAnswer("hi".into())));
+    /// assert_eq!(llm.asked(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fail(self, error: LlmError) -> Self {
+        self.push(PlannedTurn::Fail(error))
+    }
+
     /// Any turn.
     pub fn turn(self, turn: ModelTurn) -> Self {
         self.push(PlannedTurn::Fixed(turn))
@@ -412,6 +436,7 @@ impl Llm for ScriptedLlm {
         let turn = match next {
             Some(PlannedTurn::Fixed(turn)) => turn,
             Some(PlannedTurn::Answer(answer)) => ModelTurn::FinalAnswer(answer(request)),
+            Some(PlannedTurn::Fail(error)) => return Err(error),
             None => return Err(LlmError::ScriptExhausted { asked }),
         };
         if let (true, Some(sink)) = (self.streaming, request.stream) {

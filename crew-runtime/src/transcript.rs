@@ -100,7 +100,7 @@ use hooks_core::{
 use serde_json::{Map, Value};
 
 use crate::Crew;
-use crate::llm::{Llm, LlmError, LlmRequest, ModelTurn, Role};
+use crate::llm::{ChatMessage, Llm, LlmError, LlmRequest, ModelTurn, Role};
 
 /// How far lines about hooks and tools are indented under the model's turn
 /// they belong to.
@@ -288,6 +288,7 @@ impl Transcript {
             role: role.into(),
             inner: llm,
             transcript: self.clone(),
+            failed: Mutex::new(None),
         })
     }
 
@@ -749,6 +750,9 @@ struct NarratedModel {
     role: String,
     inner: Arc<dyn Llm>,
     transcript: Transcript,
+    /// The messages of the last request when it failed: the same request
+    /// again is a retry (see `AgentBuilder::max_retry_limit`), told as one.
+    failed: Mutex<Option<Vec<ChatMessage>>>,
 }
 
 impl NarratedModel {
@@ -831,8 +835,22 @@ impl Llm for NarratedModel {
     }
 
     async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
-        self.narrate_request(request);
+        let retried = self
+            .failed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .is_some_and(|failed| failed == request.messages);
+        if retried {
+            self.say("model asked again");
+        } else {
+            self.narrate_request(request);
+        }
         let answer = self.inner.complete(request).await;
+        if answer.is_err() {
+            *self.failed.lock().unwrap_or_else(PoisonError::into_inner) =
+                Some(request.messages.to_vec());
+        }
         self.narrate_answer(&answer);
         answer
     }

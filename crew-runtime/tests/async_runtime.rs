@@ -305,9 +305,12 @@ fn a_model_past_its_timeout_fails_the_kickoff() {
 #[test]
 fn a_panicking_model_is_a_model_error() {
     let llm = Arc::new(ScriptedLlm::new().answer_with(|_| panic!("model broke")));
-    let crew = one_task_crew(agent("Writer", vec![], &llm))
-        .build()
-        .expect("builds");
+    // Not asked again: the panic is the model's last word.
+    let writer = Agent::builder("Writer")
+        .llm(llm.clone())
+        .max_retry_limit(0)
+        .build();
+    let crew = one_task_crew(writer).build().expect("builds");
     match crew.kickoff_blocking(()) {
         Err(CrewError::Model { source, .. }) => {
             assert_eq!(source, LlmError::Panicked("model broke".to_owned()));

@@ -145,6 +145,8 @@ fn run(
         .tools(tools(&records))
         .llm(llm.clone())
         .max_iter(turns.len() + 1)
+        // A script that runs out ends the run at once, not after retries.
+        .max_retry_limit(0)
         .build();
     let crew = Crew::builder()
         .agent(worker.clone())

@@ -38,6 +38,9 @@ fn lifecycle(crew: &Crew) -> Log<String> {
             Event::AgentExecutionCompleted(e) => {
                 format!("AgentExecutionCompleted {} {}", e.agent_role, e.task_name)
             }
+            Event::AgentExecutionError(e) => {
+                format!("AgentExecutionError {} {}", e.agent_role, e.task_name)
+            }
             Event::LlmCallStarted(e) => format!("LLMCallStarted {}", e.agent_role),
             Event::LlmCallCompleted(e) => format!("LLMCallCompleted {}", e.agent_role),
             Event::LlmCallFailed(e) => format!("LLMCallFailed {}", e.agent_role),
@@ -145,7 +148,8 @@ fn the_kickoff_started_event_carries_the_inputs_the_boundary_hooks_left() {
 
 #[test]
 fn a_failing_kickoff_reports_the_failed_task_and_kickoff_once() {
-    // The model has one answer for two tasks: the second model call fails.
+    // The model has one answer for two tasks: the second task's model call
+    // fails, and so do its two retries.
     let llm = Arc::new(ScriptedLlm::new().answer("one"));
     let worker = agent("Worker", Vec::new(), &llm);
     let crew = Crew::builder()
@@ -174,6 +178,13 @@ fn a_failing_kickoff_reports_the_failed_task_and_kickoff_once() {
             "AgentExecutionStarted Worker Second",
             "LLMCallStarted Worker",
             "LLMCallFailed Worker",
+            "AgentExecutionStarted Worker Second",
+            "LLMCallStarted Worker",
+            "LLMCallFailed Worker",
+            "AgentExecutionStarted Worker Second",
+            "LLMCallStarted Worker",
+            "LLMCallFailed Worker",
+            "AgentExecutionError Worker Second",
             "TaskFailed Second Worker",
             "CrewKickoffFailed short",
         ]

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use common::*;
 use crew_runtime::events::{EventId, EventMeta};
+use crew_runtime::llm::LlmError;
 use crew_runtime::prelude::*;
 use crew_runtime::{ModelCallError, call_model};
 
@@ -39,6 +40,7 @@ fn fields(event: &Event) -> String {
         Event::AgentExecutionCompleted(e) => {
             format!("AgentExecutionCompleted {} {}", e.agent_role, e.output)
         }
+        Event::AgentExecutionError(e) => format!("AgentExecutionError {}", e.agent_role),
         Event::LlmCallStarted(e) => format!("LLMCallStarted {}", e.messages.len()),
         Event::LlmCallCompleted(e) => format!(
             "LLMCallCompleted {:?} calls={:?} usage={:?}",
@@ -483,4 +485,78 @@ async fn a_direct_model_call_blocked_at_pre_model_call_ends_with_llm_call_failed
             "#3 LLMCallFailed a PRE_MODEL_CALL hook blocked the model call: hook aborted by budget: the model budget is spent parent=- started=#1",
         ]
     );
+}
+
+#[test]
+fn a_model_that_fails_once_is_asked_again_inside_the_failed_attempt() {
+    let global = fresh_registry();
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .fail(LlmError::Transport("overloaded".into()))
+            .answer("done"),
+    );
+    let crew = one_task_crew(&global, Vec::new(), &llm);
+    let events = record(global.events());
+
+    crew.kickoff_blocking(()).expect("the retry answers");
+
+    assert_eq!(
+        lines(&take(&events), true),
+        [
+            "#1 CrewKickoffStarted desk parent=- started=-",
+            "#2 TaskStarted research parent=#1 started=-",
+            "#3 AgentExecutionStarted Researcher parent=#2 started=-",
+            "#4 LLMCallStarted 2 parent=#3 started=-",
+            "#5 LLMCallFailed could not reach the model server: overloaded parent=#3 started=#4",
+            "#6 AgentExecutionStarted Researcher parent=#3 started=-",
+            "#7 LLMCallStarted 2 parent=#6 started=-",
+            "#8 LLMCallCompleted \"done\" calls=[] usage=None parent=#6 started=#7",
+            "#9 AgentExecutionCompleted Researcher done parent=#3 started=#6",
+            "#10 AgentExecutionCompleted Researcher done parent=#2 started=#3",
+            "#11 TaskCompleted research done parent=#1 started=#2",
+            "#12 CrewKickoffCompleted desk done parent=- started=#1",
+        ]
+    );
+}
+
+#[test]
+fn a_model_that_always_fails_ends_the_last_attempt_with_its_error() {
+    let global = fresh_registry();
+    let mut script = ScriptedLlm::new();
+    for _ in 0..3 {
+        script = script.fail(LlmError::Transport("overloaded".into()));
+    }
+    let llm = Arc::new(script);
+    let crew = one_task_crew(&global, Vec::new(), &llm);
+    let events = record(global.events());
+
+    crew.kickoff_blocking(()).expect_err("every attempt fails");
+
+    let all = lines(&take(&events), true);
+    assert_eq!(llm.asked(), 3);
+    assert_eq!(
+        all.iter()
+            .map(|line| line.split(' ').take(2).collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>(),
+        [
+            "#1 CrewKickoffStarted",
+            "#2 TaskStarted",
+            "#3 AgentExecutionStarted",
+            "#4 LLMCallStarted",
+            "#5 LLMCallFailed",
+            "#6 AgentExecutionStarted",
+            "#7 LLMCallStarted",
+            "#8 LLMCallFailed",
+            "#9 AgentExecutionStarted",
+            "#10 LLMCallStarted",
+            "#11 LLMCallFailed",
+            "#12 AgentExecutionError",
+            "#13 TaskFailed",
+            "#14 CrewKickoffFailed",
+        ]
+    );
+    // The error ends the last attempt, which ran inside the one before.
+    assert!(all[8].ends_with("parent=#6 started=-"), "{}", all[8]);
+    assert!(all[11].ends_with("parent=#6 started=#9"), "{}", all[11]);
+    assert!(all[12].ends_with("parent=#1 started=#2"), "{}", all[12]);
 }

@@ -200,7 +200,8 @@ fn model_failure_is_an_error_naming_the_agent() {
         error,
         CrewError::Model {
             agent: "Researcher".into(),
-            source: LlmError::ScriptExhausted { asked: 1 },
+            // Asked once, then again twice (the default max_retry_limit).
+            source: LlmError::ScriptExhausted { asked: 3 },
         }
     );
 }

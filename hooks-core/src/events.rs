@@ -622,6 +622,41 @@ pub struct AgentExecutionCompletedEvent {
     pub output: String,
 }
 
+/// An agent's work on a task failed: its model call failed on the last
+/// attempt its `max_retry_limit` allows (in `crew-runtime`, each earlier
+/// failure is retried, announced by a new [`AgentExecutionStartedEvent`]),
+/// or a hook refused the run (never retried). It ends the innermost
+/// attempt; the task fails after it.
+///
+/// ```
+/// use hooks_core::Event;
+/// use hooks_core::events::AgentExecutionErrorEvent;
+///
+/// let event = AgentExecutionErrorEvent {
+///     meta: Default::default(),
+///     agent_role: "Researcher".into(),
+///     task_name: "research".into(),
+///     crew: "research".into(),
+///     error: "the model server answered HTTP 503: overloaded".into(),
+/// };
+/// assert!(event.error.contains("503"));
+/// assert!(Event::AgentExecutionError(event).is_lifecycle());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentExecutionErrorEvent {
+    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
+    pub meta: EventMeta,
+    /// The agent's role.
+    pub agent_role: String,
+    /// The task's name.
+    pub task_name: String,
+    /// The crew's name (empty for an agent run without a crew, see
+    /// `Agent::kickoff` in `crew-runtime`).
+    pub crew: String,
+    /// What went wrong (through the crew's redaction).
+    pub error: String,
+}
+
 /// A model call is about to be made (after its `PRE_MODEL_CALL` hooks).
 ///
 /// ```
@@ -703,8 +738,9 @@ pub struct LlmCallCompletedEvent {
     pub crew: String,
 }
 
-/// A model call failed (an error, a timeout, a panic of the client),
-/// which ends the kickoff.
+/// A model call failed (an error, a timeout, a panic of the client). In
+/// `crew-runtime` the agent asks again, up to its `max_retry_limit`; the
+/// last failure ends the task (after an [`AgentExecutionErrorEvent`]).
 ///
 /// ```
 /// use hooks_core::Event;
@@ -823,6 +859,8 @@ pub enum Event {
     AgentExecutionStarted(AgentExecutionStartedEvent),
     /// An agent finished its work on a task.
     AgentExecutionCompleted(AgentExecutionCompletedEvent),
+    /// An agent's work on a task failed (its last attempt).
+    AgentExecutionError(AgentExecutionErrorEvent),
     /// A model call is about to be made.
     LlmCallStarted(LlmCallStartedEvent),
     /// A model call answered.
@@ -876,6 +914,7 @@ impl Event {
             Event::TaskFailed(e) => &e.meta,
             Event::AgentExecutionStarted(e) => &e.meta,
             Event::AgentExecutionCompleted(e) => &e.meta,
+            Event::AgentExecutionError(e) => &e.meta,
             Event::LlmCallStarted(e) => &e.meta,
             Event::LlmCallCompleted(e) => &e.meta,
             Event::LlmCallFailed(e) => &e.meta,
@@ -913,6 +952,7 @@ impl Event {
                 | Event::TaskFailed(_)
                 | Event::AgentExecutionStarted(_)
                 | Event::AgentExecutionCompleted(_)
+                | Event::AgentExecutionError(_)
                 | Event::LlmCallStarted(_)
                 | Event::LlmCallCompleted(_)
                 | Event::LlmCallFailed(_)

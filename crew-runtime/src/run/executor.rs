@@ -9,6 +9,12 @@
 //! runs in the kickoff's own task), and their observations go back to the
 //! model in call order. An agent that reaches its `max_iter` turns without
 //! answering stops with a note as its output, and the crew goes on.
+//! A model call that fails is asked again on the conversation as it stood,
+//! up to the agent's `max_retry_limit` times per task; each retry is a new
+//! `AgentExecutionStarted` (each answered by an `AgentExecutionCompleted`
+//! when the agent finishes), and the last failure sends
+//! `AgentExecutionError` before the task fails. Refusals by hooks and
+//! cancellations are never retried.
 //!
 //! Everything is awaited: models, async tools, `async` hooks. Synchronous
 //! tools run on the runtime's blocking pool. Dropping a kickoff's future
@@ -30,10 +36,10 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use hooks_core::events::{
-    AgentExecutionCompletedEvent, AgentExecutionStartedEvent, CrewKickoffCompletedEvent,
-    CrewKickoffFailedEvent, CrewKickoffStartedEvent, EventId, EventMeta, EventSequence,
-    LlmCallCompletedEvent, LlmCallFailedEvent, LlmCallStartedEvent, LlmStreamChunkEvent,
-    TaskCompletedEvent, TaskFailedEvent, TaskStartedEvent,
+    AgentExecutionCompletedEvent, AgentExecutionErrorEvent, AgentExecutionStartedEvent,
+    CrewKickoffCompletedEvent, CrewKickoffFailedEvent, CrewKickoffStartedEvent, EventId, EventMeta,
+    EventSequence, LlmCallCompletedEvent, LlmCallFailedEvent, LlmCallStartedEvent,
+    LlmStreamChunkEvent, TaskCompletedEvent, TaskFailedEvent, TaskStartedEvent,
 };
 use hooks_core::runtime::{
     Dispatcher, MODEL_CALL_POINTS, RedactionScope, ToolOutput, contain_panic, contain_panic_async,
@@ -446,6 +452,7 @@ async fn tasks(
             scope: RunScope::new(kickoff_event),
             usage: Arc::clone(&usage),
             turn: std::sync::atomic::AtomicUsize::new(0),
+            retries: std::sync::atomic::AtomicUsize::new(0),
         });
         if run.verbose {
             hooks_core::console::print_line(&format!(
@@ -535,21 +542,32 @@ impl AgentRun {
 
     /// What an agent execution's start carries; its id becomes the parent
     /// of the execution's events.
+    /// A retry's attempt opens inside the attempt that failed.
     fn begin_execution(&self) -> EventMeta {
-        let meta = EventMeta::new().with_parent(Some(self.scope.task));
-        *self
+        let mut attempts = self
             .scope
             .execution
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(meta.event_id);
+            .unwrap_or_else(PoisonError::into_inner);
+        let parent = attempts.last().copied().unwrap_or(self.scope.task);
+        let meta = EventMeta::new().with_parent(Some(parent));
+        attempts.push(meta.event_id);
         meta
     }
 
-    /// What the end of the agent execution under way carries.
+    /// What the end of the innermost agent execution under way carries;
+    /// the one around it (if any) is under way again.
     fn execution_end(&self) -> EventMeta {
+        let mut attempts = self
+            .scope
+            .execution
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let started = attempts.pop();
+        let parent = attempts.last().copied().unwrap_or(self.scope.task);
         EventMeta::new()
-            .with_parent(Some(self.scope.task))
-            .with_started(self.execution_event())
+            .with_parent(Some(parent))
+            .with_started(started)
     }
 
     /// One task: `PRE_STEP`, the model-turn loop, `POST_STEP`.
@@ -559,6 +577,7 @@ impl AgentRun {
         let outcome = dispatch(&dispatcher, PRE_STEP, &mut pre_step).await;
         go_on(outcome, InterceptionPoint::PRE_STEP, Some(self.role()))?;
         let messages = self.opening(&pre_step.payload);
+        let mut started = None;
         if self.listening() {
             // The prompt as the model gets it: a crew task's message (the
             // last of its opening); a standalone agent's run was given no
@@ -570,7 +589,7 @@ impl AgentRun {
                     .unwrap_or_default(),
                 Some(_) => self.redaction().text(self.task.description()).into_owned(),
             };
-            self.emit(Event::AgentExecutionStarted(AgentExecutionStartedEvent {
+            let event = AgentExecutionStartedEvent {
                 meta: self.begin_execution(),
                 agent_role: self.role().to_owned(),
                 task_name: self.task_name(),
@@ -582,19 +601,43 @@ impl AgentRun {
                     .map(|tool| tool.name.clone())
                     .collect(),
                 task_prompt,
-            }));
+            };
+            self.emit(Event::AgentExecutionStarted(event.clone()));
+            started = Some(event);
         }
-        let mut output = self.work(messages).await?;
+        let mut output = match self.work(messages, started.as_ref()).await {
+            Ok(output) => output,
+            Err(error) => {
+                // The end of the work whose last attempt failed (a model
+                // that kept failing, or a hook's refusal).
+                if self.listening() {
+                    self.emit(Event::AgentExecutionError(AgentExecutionErrorEvent {
+                        meta: self.execution_end(),
+                        agent_role: self.role().to_owned(),
+                        task_name: self.task_name(),
+                        crew: self.settings().crew_name(),
+                        error: self.redaction().owned(error.to_string()),
+                    }));
+                }
+                return Err(error);
+            }
+        };
         if self.listening() {
-            self.emit(Event::AgentExecutionCompleted(
-                AgentExecutionCompletedEvent {
-                    meta: self.execution_end(),
-                    agent_role: self.role().to_owned(),
-                    task_name: self.task_name(),
-                    crew: self.settings().crew_name(),
-                    output: self.redaction().text(&output.raw).into_owned(),
-                },
-            ));
+            let output = self.redaction().text(&output.raw).into_owned();
+            // One end per start, as the reference's nested attempts each
+            // end theirs, the last attempt first: a listener pairing them
+            // pairs every one.
+            for _ in 0..=self.retries.load(std::sync::atomic::Ordering::Relaxed) {
+                self.emit(Event::AgentExecutionCompleted(
+                    AgentExecutionCompletedEvent {
+                        meta: self.execution_end(),
+                        agent_role: self.role().to_owned(),
+                        task_name: self.task_name(),
+                        crew: self.settings().crew_name(),
+                        output: output.clone(),
+                    },
+                ));
+            }
         }
         let mut post_step = self.step_context(std::mem::take(&mut output.raw));
         let outcome = dispatch(&dispatcher, POST_STEP, &mut post_step).await;
@@ -717,10 +760,13 @@ impl AgentRun {
     /// model call runs its `PRE_MODEL_CALL` chain (what it leaves in the
     /// messages is what the model receives, and stays in the conversation)
     /// and its `POST_MODEL_CALL` chain (what it leaves of the answer is
-    /// what is used), on one snapshot of the hooks.
+    /// what is used), on one snapshot of the hooks. A failed model call is
+    /// asked again (see [`AgentRun::ask`]); `started` is the task's
+    /// `AgentExecutionStarted`, which announces each new attempt.
     async fn work(
         self: &Arc<Self>,
         mut messages: Vec<ChatMessage>,
+        started: Option<&AgentExecutionStartedEvent>,
     ) -> Result<TaskOutput, CrewError> {
         let crew_agent = self.agent();
         let agent = &*crew_agent.agent;
@@ -764,56 +810,7 @@ impl AgentRun {
             // The snapshot outlives the model's answer, which may take
             // seconds: hold it without borrowing the thread's slots.
             hooks.hold();
-            let model = self.agent().agent.llm().name().to_owned();
-            let mut model_call = None;
-            if self.listening() {
-                // Lend the conversation to the listeners rather than copy it
-                // (a copy per turn would make a long run quadratic); it is
-                // copied back only if a listener kept it.
-                let messages = Arc::new(std::mem::take(&mut call.messages));
-                let started = EventId::new();
-                model_call = Some(started);
-                self.emit(Event::LlmCallStarted(LlmCallStartedEvent {
-                    meta: EventMeta::new()
-                        .with_event_id(started)
-                        .with_parent(self.execution_event()),
-                    model: model.clone(),
-                    messages: Arc::clone(&messages),
-                    agent_role: self.role().to_owned(),
-                    task_name: self.task_name(),
-                    crew: self.settings().crew_name(),
-                }));
-                call.messages = Arc::try_unwrap(messages).unwrap_or_else(|kept| (*kept).clone());
-            }
-            let answer = match self.complete(&call.messages, &call.tools, turn).await {
-                Ok((answer, usage)) => {
-                    if let Some(usage) = usage {
-                        *self.usage.lock().unwrap_or_else(PoisonError::into_inner) += usage;
-                    }
-                    if self.listening() {
-                        self.report_answer(model, &answer, usage, model_call);
-                    }
-                    answer
-                }
-                Err(source) => {
-                    if self.listening() {
-                        self.emit(Event::LlmCallFailed(LlmCallFailedEvent {
-                            meta: EventMeta::new()
-                                .with_parent(self.execution_event())
-                                .with_started(model_call),
-                            model,
-                            error: redaction.owned(source.to_string()),
-                            agent_role: self.role().to_owned(),
-                            task_name: self.task_name(),
-                            crew: self.settings().crew_name(),
-                        }));
-                    }
-                    return Err(CrewError::Model {
-                        agent: self.role().to_owned(),
-                        source,
-                    });
-                }
-            };
+            let answer = self.ask(&mut call, turn, started).await?;
             call.response = Some(answer.into());
             let outcome = hooks.dispatch_async(POST_MODEL_CALL, &mut call).await;
             go_on(
@@ -864,6 +861,96 @@ impl AgentRun {
             self.keep_conversation(conversation, messages);
         }
         Ok(self.finish(note, true))
+    }
+
+    /// Asks the model for one turn on `call`'s messages and tools, and asks
+    /// again on a failure, up to the agent's `max_retry_limit` times per
+    /// task (counted on the run): on the conversation exactly as it stood,
+    /// with no hook run again, so no tool runs twice because of a retry.
+    /// Each failure sends `LlmCallFailed`, each new attempt
+    /// `AgentExecutionStarted` (as the reference, which starts the agent's
+    /// work over) and `LlmCallStarted`; the last failure sends
+    /// `AgentExecutionError` and fails the task. Only the model's failures
+    /// come here: a refusal by a hook and a cancellation never do.
+    async fn ask(
+        &self,
+        call: &mut LlmCallHookContext,
+        turn: usize,
+        started: Option<&AgentExecutionStartedEvent>,
+    ) -> Result<ModelTurn, CrewError> {
+        let redaction = self.redaction();
+        let model = self.agent().agent.llm().name();
+        let limit = self.agent().agent.max_retry_limit();
+        // Bounded: each pass either returns or takes one of `limit` retries.
+        loop {
+            let mut model_call = None;
+            if self.listening() {
+                // Lend the conversation to the listeners rather than copy it
+                // (a copy per turn would make a long run quadratic); it is
+                // copied back only if a listener kept it.
+                let messages = Arc::new(std::mem::take(&mut call.messages));
+                let started = EventId::new();
+                model_call = Some(started);
+                self.emit(Event::LlmCallStarted(LlmCallStartedEvent {
+                    meta: EventMeta::new()
+                        .with_event_id(started)
+                        .with_parent(self.execution_event()),
+                    model: model.to_owned(),
+                    messages: Arc::clone(&messages),
+                    agent_role: self.role().to_owned(),
+                    task_name: self.task_name(),
+                    crew: self.settings().crew_name(),
+                }));
+                call.messages = Arc::try_unwrap(messages).unwrap_or_else(|kept| (*kept).clone());
+            }
+            let source = match self.complete(&call.messages, &call.tools, turn).await {
+                Ok((answer, usage)) => {
+                    if let Some(usage) = usage {
+                        *self.usage.lock().unwrap_or_else(PoisonError::into_inner) += usage;
+                    }
+                    if self.listening() {
+                        self.report_answer(model.to_owned(), &answer, usage, model_call);
+                    }
+                    return Ok(answer);
+                }
+                Err(source) => source,
+            };
+            if self.listening() {
+                self.emit(Event::LlmCallFailed(LlmCallFailedEvent {
+                    meta: EventMeta::new()
+                        .with_parent(self.execution_event())
+                        .with_started(model_call),
+                    model: model.to_owned(),
+                    error: redaction.owned(source.to_string()),
+                    agent_role: self.role().to_owned(),
+                    task_name: self.task_name(),
+                    crew: self.settings().crew_name(),
+                }));
+            }
+            let retries = self.retries.load(std::sync::atomic::Ordering::Relaxed);
+            if retries < limit && retryable(&source) {
+                self.retries
+                    .store(retries + 1, std::sync::atomic::Ordering::Relaxed);
+                if self.verbose {
+                    self.say(&format!(
+                        "turn {turn}: the model call failed ({source}); retrying ({} of {limit})",
+                        retries + 1
+                    ));
+                }
+                if let (true, Some(started)) = (self.listening(), started) {
+                    // A new attempt, inside the one that failed (as the
+                    // reference's retry runs inside the failed attempt).
+                    let mut attempt = started.clone();
+                    attempt.meta = self.begin_execution();
+                    self.emit(Event::AgentExecutionStarted(attempt));
+                }
+                continue;
+            }
+            return Err(CrewError::Model {
+                agent: self.role().to_owned(),
+                source,
+            });
+        }
     }
 
     /// Leaves a standalone agent's conversation where its kickoff reads it.
@@ -1157,5 +1244,22 @@ fn who_and_which(crew_info: &Option<Arc<dyn CrewInfo>>) -> (Option<String>, Opti
             crew.kickoff_id().map(str::to_owned),
         ),
         None => (None, None),
+    }
+}
+
+/// Whether a model call that failed this way is asked again. Every
+/// failure of the model is (a timeout, a contained panic of its client, an
+/// answer that could not be read…); a cancelled kickoff never gets here
+/// (its future is dropped). The match names every variant so that a new
+/// kind of failure is decided here, not retried by default.
+fn retryable(error: &LlmError) -> bool {
+    match error {
+        LlmError::Http { .. }
+        | LlmError::Timeout(_)
+        | LlmError::Transport(_)
+        | LlmError::InvalidResponse(_)
+        | LlmError::Config(_)
+        | LlmError::ScriptExhausted { .. }
+        | LlmError::Panicked(_) => true,
     }
 }

@@ -257,6 +257,10 @@ pub(crate) struct AgentRun {
     pub(crate) usage: Arc<Mutex<TokenUsage>>,
     /// The model turn under way (from 1): the calls it asked for carry it.
     pub(crate) turn: std::sync::atomic::AtomicUsize,
+    /// How many failed model calls were asked again so far (up to the
+    /// agent's `max_retry_limit`): each one an `AgentExecutionStarted`
+    /// that its `AgentExecutionCompleted` answers.
+    pub(crate) retries: std::sync::atomic::AtomicUsize,
 }
 
 impl AgentRun {
@@ -319,11 +323,12 @@ impl AgentRun {
 
     /// The start of the agent's execution under way (its events' parent).
     pub(crate) fn execution_event(&self) -> Option<EventId> {
-        *self
-            .scope
+        self.scope
             .execution
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .last()
+            .copied()
     }
 }
 
@@ -334,8 +339,9 @@ pub(crate) struct RunScope {
     pub(crate) kickoff: Option<EventId>,
     /// The task's start.
     pub(crate) task: EventId,
-    /// The start of the agent's execution (attempt) under way.
-    pub(crate) execution: Mutex<Option<EventId>>,
+    /// The starts of the agent's executions under way: the first attempt,
+    /// then each retry inside the one before.
+    pub(crate) execution: Mutex<Vec<EventId>>,
 }
 
 impl RunScope {
@@ -343,7 +349,7 @@ impl RunScope {
         RunScope {
             kickoff,
             task: EventId::new(),
-            execution: Mutex::new(None),
+            execution: Mutex::new(Vec::new()),
         }
     }
 }
