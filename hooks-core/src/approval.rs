@@ -207,11 +207,11 @@ impl Ledger {
 /// Tells `source` the outcome of question `id`, containing a panic of the
 /// source (what it does with the news is its own affair).
 pub(crate) fn tell(source: &dyn HumanInputSource, id: &str, outcome: &ApprovedCallOutcome) {
-    let told = crate::panic::contain_panic(std::panic::AssertUnwindSafe(|| {
+    let told = crate::contain::contain_panic(std::panic::AssertUnwindSafe(|| {
         source.settled(id, outcome);
     }));
     if let Err(panic) = told {
-        crate::dispatch::drop_payload(panic);
+        crate::panic::drop_payload(panic);
     }
 }
 

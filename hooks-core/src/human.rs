@@ -211,7 +211,7 @@ impl HumanInputRequest {
     /// redaction in scope (a credential an earlier PRE hook put in the
     /// input must not reach the person, nor the UI that shows it).
     fn redacted_in_scope(mut self) -> Self {
-        if !crate::events::redaction_in_scope() {
+        if !crate::redaction::redaction_in_scope() {
             return self;
         }
         let texts = [
@@ -226,7 +226,7 @@ impl HumanInputRequest {
             self.reason.as_mut(),
         ];
         for text in texts.into_iter().flatten() {
-            if let std::borrow::Cow::Owned(cleaned) = crate::events::redact_in_scope(text) {
+            if let std::borrow::Cow::Owned(cleaned) = crate::redaction::redact_in_scope(text) {
                 *text = cleaned;
             }
         }
@@ -234,7 +234,7 @@ impl HumanInputRequest {
             // The whole document as text, so that key/value rules see the
             // keys; read back as JSON, or kept as text if it is no longer.
             let text = input.to_string();
-            if let std::borrow::Cow::Owned(cleaned) = crate::events::redact_in_scope(&text) {
+            if let std::borrow::Cow::Owned(cleaned) = crate::redaction::redact_in_scope(&text) {
                 *input = serde_json::from_str(&cleaned).unwrap_or(Value::String(cleaned));
             }
         }
@@ -668,7 +668,7 @@ fn answering(
         // a bad state fails its next question, which refuses as well. The
         // call itself is inside the contained future: a source whose `ask`
         // panics before returning its future is caught too.
-        let asking = crate::panic::contain_panic_async(AssertUnwindSafe(async move {
+        let asking = crate::contain::contain_panic_async(AssertUnwindSafe(async move {
             source.answer(request).await
         }));
         // A source that may block its thread (a synchronous read inside
@@ -695,8 +695,8 @@ fn answering(
                 Ok(answer)
             }
             Some(Some(Err(panic))) => {
-                let message = crate::dispatch::panic_message(&*panic);
-                crate::dispatch::drop_payload(panic);
+                let message = crate::panic::panic_message(&*panic);
+                crate::panic::drop_payload(panic);
                 Err(HumanInputError::SourceFailed(format!(
                     "it panicked: {message}"
                 )))
@@ -746,7 +746,7 @@ where
                 None => futures_executor::block_on(work),
             }));
             if let Err(payload) = ran {
-                crate::dispatch::drop_payload(payload);
+                crate::panic::drop_payload(payload);
             }
         })
         .map_err(|error| {
@@ -793,7 +793,7 @@ impl Deadline {
             // A runtime without timers panics here (nothing else can tell).
             match crate::panic::catch_quietly(|| tokio::time::sleep(timeout)) {
                 Ok(sleep) => return Ok(Deadline::Timer(Box::pin(sleep))),
-                Err(payload) => crate::dispatch::drop_payload(payload),
+                Err(payload) => crate::panic::drop_payload(payload),
             }
         }
         let (cancel, cancelled) = std::sync::mpsc::channel::<()>();

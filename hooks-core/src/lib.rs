@@ -84,6 +84,7 @@ mod approval;
 mod capability;
 mod chain;
 pub mod console;
+mod contain;
 mod context;
 mod dispatch;
 mod event_meta;
@@ -100,6 +101,7 @@ mod outcome;
 mod output;
 mod panic;
 mod point;
+mod redaction;
 mod registry;
 pub mod testing;
 
@@ -133,16 +135,16 @@ pub mod __private;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub mod runtime {
+    pub use crate::contain::{ContainedPanic, contain_panic, contain_panic_async};
     pub use crate::dispatch::{
         CallHooks, Dispatcher, MODEL_CALL_POINTS, TOOL_CALL_POINTS, TOOL_ERROR_PREFIX,
-        ToolCallReport, ToolOutput, blocked_message, blocked_message_with_reason,
-        drop_payload as drop_panic_payload, panic_message, take_panic_message, withheld_message,
+        ToolCallReport, ToolOutput, blocked_message, blocked_message_with_reason, withheld_message,
     };
-    pub use crate::events::{
+    pub use crate::panic::{drop_payload as drop_panic_payload, panic_message, take_panic_message};
+    pub use crate::redaction::{
         InRedactionScope, REDACTION_FAILED, RedactionScope, redact_contained, redact_in_scope,
         redaction_in_scope,
     };
-    pub use crate::panic::{ContainedPanic, contain_panic, contain_panic_async};
 
     use crate::hook::{AsyncHookFn, HookCall, HookId, HookOptions, HookStyle};
     use crate::outcome::HookReturn;
@@ -238,7 +240,7 @@ pub use context::{
     LlmCallHookContext, LlmInfo, ModelResponse, OutputContext, RawToolResult, StepContext,
     StepKind, TaskInfo, ToolCallHookContext, ToolCallStatus, ToolInfo,
 };
-pub use events::{Event, EventBus, HookDispatchedEvent, LlmStreamChunkEvent, Redact};
+pub use events::{Event, EventBus, HookDispatchedEvent, LlmStreamChunkEvent};
 pub use explain::{ExplainedHook, Explanation, ToolCapabilities, Verdict};
 pub use extensions::Extensions;
 pub use hook::{
@@ -285,4 +287,5 @@ pub use point::{
     EXECUTION_END, EXECUTION_START, INPUT, InterceptionPoint, OUTPUT, POST_MODEL_CALL, POST_STEP,
     POST_TOOL_CALL, PRE_MODEL_CALL, PRE_STEP, PRE_TOOL_CALL, Point, points,
 };
+pub use redaction::Redact;
 pub use registry::{HookBatch, HookRegistry, RegisterError, global_registry};

@@ -210,11 +210,11 @@ mod tests {
     use serde_json::json;
 
     use super::AgentInfo;
-    use crate::events::{Redact, RedactionScope};
     use crate::human::{
         CallbackInput, ChannelInput, DEFAULT_HUMAN_INPUT_TIMEOUT, HumanInputError,
         HumanInputRequest, HumanInputSource, ScriptedInput,
     };
+    use crate::redaction::{Redact, RedactionScope};
     use crate::{HookAborted, LlmCallHookContext, ToolCallHookContext};
 
     /// How long a test waits for something that must happen before it
