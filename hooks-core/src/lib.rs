@@ -233,7 +233,7 @@ pub use api::{
     unregister_after_tool_call_hook, unregister_before_llm_call_hook,
     unregister_before_tool_call_hook, unregister_hook,
 };
-pub use approval::{APPROVAL_RECHECK_SOURCE, ApprovedCallOutcome};
+pub use approval::APPROVAL_RECHECK_SOURCE;
 pub use capability::{Capabilities, Capability, ToolAnnotations};
 pub use context::{
     AgentInfo, CrewInfo, ExecutionEndContext, ExecutionStartContext, ExecutionStatus, InputContext,
@@ -249,9 +249,9 @@ pub use hook::{
 };
 pub use hook_clock::DEFAULT_HOOK_TIMEOUT;
 pub use human::{
-    CallbackInput, ChannelInput, DEFAULT_HUMAN_INPUT_TIMEOUT, HumanAnswer, HumanInputError,
-    HumanInputFuture, HumanInputReply, HumanInputRequest, HumanInputSource, PendingHumanInput,
-    ScriptedInput, TerminalInput,
+    ApprovedCallOutcome, CallbackInput, ChannelInput, DEFAULT_HUMAN_INPUT_TIMEOUT, HumanAnswer,
+    HumanInputError, HumanInputFuture, HumanInputReply, HumanInputRequest, HumanInputSource,
+    PendingHumanInput, ScriptedInput, TerminalInput,
 };
 
 /// Implements [`HumanInputSource`] (an `async fn` in a trait used as
