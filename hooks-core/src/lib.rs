@@ -95,14 +95,17 @@ mod hook;
 mod hook_clock;
 mod human;
 mod inputs;
+mod linked;
 mod message;
 mod name;
+mod observation;
 mod outcome;
 mod output;
 mod panic;
 mod point;
 mod redaction;
 mod registry;
+mod returns;
 pub mod testing;
 
 #[doc(hidden)]
@@ -138,8 +141,9 @@ pub mod runtime {
     pub use crate::contain::{ContainedPanic, contain_panic, contain_panic_async};
     pub use crate::dispatch::{
         CallHooks, Dispatcher, MODEL_CALL_POINTS, TOOL_CALL_POINTS, TOOL_ERROR_PREFIX,
-        ToolCallReport, ToolOutput, blocked_message, blocked_message_with_reason, withheld_message,
+        ToolCallReport, ToolOutput,
     };
+    pub use crate::observation::{blocked_message, blocked_message_with_reason, withheld_message};
     pub use crate::panic::{drop_payload as drop_panic_payload, panic_message, take_panic_message};
     pub use crate::redaction::{
         InRedactionScope, REDACTION_FAILED, RedactionScope, redact_contained, redact_in_scope,
@@ -147,9 +151,9 @@ pub mod runtime {
     };
 
     use crate::hook::{AsyncHookFn, HookCall, HookId, HookOptions, HookStyle};
-    use crate::outcome::HookReturn;
     use crate::point::Point;
     use crate::registry::{HookRegistry, RegisterError, async_call, crew_entry};
+    use crate::returns::HookReturn;
 
     /// Registers `hook` on `registry` as a hook of the crew named `crew`
     /// (listed with [`HookOrigin::Crew`](crate::HookOrigin::Crew)): the way
@@ -236,16 +240,16 @@ pub use api::{
 pub use approval::APPROVAL_RECHECK_SOURCE;
 pub use capability::{Capabilities, Capability, ToolAnnotations};
 pub use context::{
-    AgentInfo, CrewInfo, ExecutionEndContext, ExecutionStartContext, ExecutionStatus, InputContext,
-    LlmCallHookContext, LlmInfo, ModelResponse, OutputContext, RawToolResult, StepContext,
-    StepKind, TaskInfo, ToolCallHookContext, ToolCallStatus, ToolInfo,
+    AgentInfo, CrewInfo, ExecutionEndContext, ExecutionStartContext, ExecutionStatus, HookContext,
+    InputContext, LlmCallHookContext, LlmInfo, ModelResponse, OutputContext, RawToolResult,
+    StepContext, StepKind, TaskInfo, ToolCallHookContext, ToolCallStatus, ToolInfo,
 };
 pub use events::{Event, EventBus, HookDispatchedEvent, LlmStreamChunkEvent};
 pub use explain::{ExplainedHook, Explanation, ToolCapabilities, Verdict};
 pub use extensions::Extensions;
 pub use hook::{
-    AsyncHookFn, FailureMode, HookContext, HookFuture, HookHandle, HookId, HookInfo, HookOptions,
-    HookOrigin, HookStyle, async_hook,
+    AsyncHookFn, FailureMode, HookFuture, HookHandle, HookId, HookInfo, HookOptions, HookOrigin,
+    HookStyle, async_hook,
 };
 pub use hook_clock::DEFAULT_HOOK_TIMEOUT;
 pub use human::{
@@ -278,9 +282,8 @@ pub use name::{
     normalize_tool_name,
 };
 pub use outcome::{
-    Decision, DispatchOutcome, HookAborted, HookReturn, LEGACY_BLOCK_REASON,
-    LEGACY_LLM_BLOCK_REASON, LegacyBeforePoint, LegacyBeforeReturn, NoReplacement, ReplacesInputs,
-    ReplacesText,
+    Decision, DispatchOutcome, HookAborted, LEGACY_BLOCK_REASON, LEGACY_LLM_BLOCK_REASON,
+    NoReplacement,
 };
 pub use output::{CrewOutput, TaskOutput, TokenUsage};
 pub use point::{
@@ -289,3 +292,6 @@ pub use point::{
 };
 pub use redaction::Redact;
 pub use registry::{HookBatch, HookRegistry, RegisterError, global_registry};
+pub use returns::{
+    HookReturn, LegacyBeforePoint, LegacyBeforeReturn, ReplacesInputs, ReplacesText,
+};

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::HookContext;
 use super::{AgentInfo, CrewInfo, TaskInfo, ToolInfo};
 use crate::extensions::Extensions;
-use crate::hook::HookContext;
 use crate::human::{
     ApprovedCallOutcome, DEFAULT_HUMAN_INPUT_TIMEOUT, HumanInputFuture, HumanInputRequest,
     HumanInputSource,
