@@ -12,96 +12,23 @@ pub use ::std::sync::Arc as SharedArc;
 
 pub use crate::capability::{Capabilities, Capability};
 pub use crate::hook::{FailureMode, HookOptions, HookStyle};
-pub use crate::outcome::{Decision, HookReturn, LegacyBeforeReturn};
+pub use crate::outcome::Decision;
 pub use crate::point::{InterceptionPoint, Point, points};
 pub use crate::registry::{HookRegistry, RegisterError};
+pub use crate::returns::{HookReturn, LegacyBeforeReturn};
 
-use crate::chain::Chain;
-use crate::hook::{HookCall, HookEntry, HookId, HookInfo, HookOrigin};
-use crate::point::points::{
-    ExecutionEnd, ExecutionStart, Input, Output, PostModelCall, PostStep, PostToolCall,
-    PreModelCall, PreStep, PreToolCall,
+pub use crate::linked::{
+    EXECUTION_END_HOOKS, EXECUTION_START_HOOKS, INPUT_HOOKS, OUTPUT_HOOKS, POST_MODEL_CALL_HOOKS,
+    POST_STEP_HOOKS, POST_TOOL_CALL_HOOKS, PRE_MODEL_CALL_HOOKS, PRE_STEP_HOOKS,
+    PRE_TOOL_CALL_HOOKS, StaticCall, StaticHook,
 };
 
-/// A hook registered at link time by an attribute on a free function, at
-/// point `P`.
-pub struct StaticHook<P: Point> {
-    /// Which attribute registered it.
-    pub style: HookStyle,
-    /// The function's name.
-    pub name: &'static str,
-    /// `module_path!()` at the attribute.
-    pub module_path: &'static str,
-    /// `file!()` at the attribute.
-    pub file: &'static str,
-    /// `line!()` at the attribute.
-    pub line: u32,
-    /// `column!()` at the attribute.
-    pub column: u32,
-    /// Normalized tool filter.
-    pub tools: &'static [&'static str],
-    /// Agent role filter.
-    pub agents: &'static [&'static str],
-    /// Capability filter (empty: none).
-    pub capabilities: Capabilities,
-    /// `order = N`.
-    pub order: i32,
-    /// Fail-open or fail-closed.
-    pub failure: FailureMode,
-    /// `timeout_ms = N`: the hook's own time limit (`None`: the crew's).
-    pub timeout: Option<std::time::Duration>,
-    /// `unchecked_filters`: left out of the crews' filter check.
-    pub unchecked_filters: bool,
-    /// The adapted function.
-    pub call: StaticCall<P>,
-    /// The type of the user's function, for unregistering by function.
-    pub type_id: fn() -> TypeId,
-}
-
-impl<P: Point> std::fmt::Debug for StaticHook<P> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StaticHook")
-            .field("point", &P::ID)
-            .field("name", &self.name)
-            .field("module_path", &self.module_path)
-            .field("line", &self.line)
-            .finish_non_exhaustive()
-    }
-}
-
-macro_rules! static_slices {
-    ($($slice:ident: $point:ty),* $(,)?) => {$(
-        /// The link-time hooks of one point, in link order (unspecified:
-        /// sorted before use).
-        #[linkme::distributed_slice]
-        pub static $slice: [StaticHook<$point>];
-    )*};
-}
-
-static_slices! {
-    EXECUTION_START_HOOKS: ExecutionStart,
-    INPUT_HOOKS: Input,
-    PRE_STEP_HOOKS: PreStep,
-    PRE_MODEL_CALL_HOOKS: PreModelCall,
-    POST_MODEL_CALL_HOOKS: PostModelCall,
-    PRE_TOOL_CALL_HOOKS: PreToolCall,
-    POST_TOOL_CALL_HOOKS: PostToolCall,
-    POST_STEP_HOOKS: PostStep,
-    OUTPUT_HOOKS: Output,
-    EXECUTION_END_HOOKS: ExecutionEnd,
-}
-
-/// Reads an `#[on]` (or legacy after) hook's return value at point `P`.
-/// A link-time hook's function: synchronous, or an `async fn` behind a
-/// wrapper that boxes its future.
-pub enum StaticCall<P: Point> {
-    Sync(fn(&mut P::Context) -> Decision<P::Replacement>),
-    Async(for<'c> fn(&'c mut P::Context) -> HookFuture<'c, Decision<P::Replacement>>),
-}
+use crate::hook::{HookCall, HookId};
 
 pub use crate::hook::HookFuture;
 pub use ::std::boxed::Box as HookBox;
 
+/// Reads an `#[on]` (or legacy after) hook's return value at point `P`.
 #[inline(always)]
 pub fn on<P: Point, R: HookReturn<P>>(value: R) -> Decision<P::Replacement> {
     value.into_decision()
@@ -111,7 +38,7 @@ pub fn on<P: Point, R: HookReturn<P>>(value: R) -> Decision<P::Replacement> {
 #[inline(always)]
 pub fn legacy_before<P, R>(value: R) -> Decision<crate::outcome::NoReplacement>
 where
-    P: crate::outcome::LegacyBeforePoint,
+    P: crate::returns::LegacyBeforePoint,
     R: LegacyBeforeReturn<P>,
 {
     value.into_decision()
@@ -166,64 +93,6 @@ pub fn register_scoped_async<P: Point>(
         HookCall::SharedAsync(std::sync::Arc::new(call)),
     )?;
     Ok(registry.insert(entry))
-}
-
-/// The link-time hooks of point `P` as a chain, sorted by `order`, module
-/// path and source position (the physical order of the slice is
-/// unspecified and changes with the linker, so it is never used).
-pub(crate) fn static_chain<P: Point>() -> Chain<P> {
-    let mut records: Vec<(usize, &'static StaticHook<P>)> =
-        P::static_hooks().iter().enumerate().collect();
-    records.sort_by(|(_, a), (_, b)| {
-        (a.order, a.module_path, a.file, a.line, a.column, a.name).cmp(&(
-            b.order,
-            b.module_path,
-            b.file,
-            b.line,
-            b.column,
-            b.name,
-        ))
-    });
-    let entries = records
-        .into_iter()
-        .enumerate()
-        .map(|(position, (_, record))| {
-            // Ranks of link-time hooks sort below every run-time rank; the
-            // point's index keeps ids distinct across points.
-            let rank = ((P::ID.index() as u64) << 24) | (position as u64 + 1);
-            Arc::new(HookEntry::new(
-                HookInfo {
-                    id: HookId(rank),
-                    point: P::ID,
-                    name: record.name.to_owned(),
-                    tools: record.tools.iter().map(|t| (*t).to_owned()).collect(),
-                    agents: record.agents.iter().map(|a| (*a).to_owned()).collect(),
-                    capabilities: record.capabilities,
-                    origin: HookOrigin::LinkTime {
-                        module_path: record.module_path,
-                        file: record.file,
-                        line: record.line,
-                        column: record.column,
-                    },
-                    order: record.order,
-                    failure: record.failure,
-                    timeout: record.timeout,
-                    style: record.style,
-                    // The attributes have no opt-out: a link-time filter
-                    // is always checked.
-                    unchecked_filters: record.unchecked_filters,
-                },
-                rank,
-                Some((record.type_id)()),
-                Some(position),
-                match record.call {
-                    StaticCall::Sync(call) => HookCall::Static(call),
-                    StaticCall::Async(call) => HookCall::StaticAsync(call),
-                },
-            ))
-        })
-        .collect();
-    Chain::from_entries(entries)
 }
 
 /// Implemented by the runtime's crew type so that `#[crew_base]` code can

@@ -7,10 +7,10 @@
 use crate::context::{LlmCallHookContext, ToolCallHookContext};
 use crate::explain::Explanation;
 use crate::hook::{AsyncHookFn, HookHandle, HookId, HookInfo, HookOptions};
-use crate::outcome::{HookReturn, LegacyBeforeReturn};
 use crate::point::points::{PostModelCall, PostToolCall, PreModelCall, PreToolCall};
 use crate::point::{InterceptionPoint, Point};
 use crate::registry::{RegisterError, global_registry};
+use crate::returns::{HookReturn, LegacyBeforeReturn};
 
 /// Registers a hook at `point` on the global registry. See
 /// [`HookRegistry::register_hook`](crate::HookRegistry::register_hook).

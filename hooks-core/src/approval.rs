@@ -21,12 +21,14 @@
 //!   what their approval led to.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::HumanInputSource;
-use crate::context::ToolCallStatus;
-use crate::human::HumanAnswer;
+use crate::human::{
+    ApprovedCallOutcome, HumanAnswer, HumanInputError, HumanInputFuture, HumanInputRequest,
+    HumanInputSource,
+};
 
 /// The `source` of the refusal of an approved edit that a PRE guard
 /// changed on its second round.
@@ -35,76 +37,6 @@ use crate::human::HumanAnswer;
 /// assert_eq!(hooks_core::APPROVAL_RECHECK_SOURCE, "approval-recheck");
 /// ```
 pub const APPROVAL_RECHECK_SOURCE: &str = "approval-recheck";
-
-/// What became of a call a person answered, as the call's runtime tells
-/// the source that asked ([`HumanInputSource::settled`]).
-///
-/// ```
-/// use hooks_core::ApprovedCallOutcome;
-///
-/// let refused = ApprovedCallOutcome::Refused {
-///     source: "budget".into(),
-///     reason: "over the monthly limit".into(),
-/// };
-/// assert_eq!(refused.as_str(), "refused");
-/// assert_eq!(ApprovedCallOutcome::Ran.as_str(), "ran");
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ApprovedCallOutcome {
-    /// The tool ran and returned a result.
-    Ran,
-    /// The tool ran and failed (an error, a panic, a timeout), or the
-    /// agent has no such tool.
-    Failed {
-        /// The error, as the agent is told it.
-        error: String,
-    },
-    /// A guard refused the call after the answer: a later hook, a policy,
-    /// the second round of an edited call, or an edit that could not be
-    /// applied.
-    Refused {
-        /// Who refused it (the abort's source).
-        source: String,
-        /// Why.
-        reason: String,
-    },
-}
-
-impl ApprovedCallOutcome {
-    /// `ran`, `failed` or `refused`: how a store keeps it.
-    ///
-    /// ```
-    /// let failed = hooks_core::ApprovedCallOutcome::Failed { error: "disk full".into() };
-    /// assert_eq!(failed.as_str(), "failed");
-    /// ```
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ApprovedCallOutcome::Ran => "ran",
-            ApprovedCallOutcome::Failed { .. } => "failed",
-            ApprovedCallOutcome::Refused { .. } => "refused",
-        }
-    }
-
-    /// The outcome a call's status says, once the tool ran or the PRE
-    /// chain blocked it; `None` while it is pending.
-    pub(crate) fn of(status: &ToolCallStatus) -> Option<ApprovedCallOutcome> {
-        Some(match status {
-            ToolCallStatus::Pending => return None,
-            ToolCallStatus::Ran => ApprovedCallOutcome::Ran,
-            ToolCallStatus::Blocked(abort) => ApprovedCallOutcome::Refused {
-                source: abort.source.clone(),
-                reason: abort.reason.clone(),
-            },
-            ToolCallStatus::Failed { error } => ApprovedCallOutcome::Failed {
-                error: error.clone(),
-            },
-            ToolCallStatus::NotFound => ApprovedCallOutcome::Failed {
-                error: "the agent has no such tool".into(),
-            },
-        })
-    }
-}
 
 /// The answers one call got, kept by its context from the first
 /// `request_approval` on (a call that asks nothing allocates nothing).
@@ -207,12 +139,61 @@ impl Ledger {
 /// Tells `source` the outcome of question `id`, containing a panic of the
 /// source (what it does with the news is its own affair).
 pub(crate) fn tell(source: &dyn HumanInputSource, id: &str, outcome: &ApprovedCallOutcome) {
-    let told = crate::panic::contain_panic(std::panic::AssertUnwindSafe(|| {
+    let told = crate::contain::contain_panic(std::panic::AssertUnwindSafe(|| {
         source.settled(id, outcome);
     }));
     if let Err(panic) = told {
-        crate::dispatch::drop_payload(panic);
+        crate::panic::drop_payload(panic);
     }
+}
+
+/// Like [`ask`](crate::human::ask), with the whole answer: what approvals read.
+///
+/// The person sees the arguments redacted; an edit of theirs is merged
+/// back onto the real ones here, in the process that holds the call (see
+/// the module's doc), and refused when it touched a redacted value. The
+/// answer is kept in `ledger`, so that the call's dispatch can check an
+/// edit again and tell the source what became of the call.
+pub(crate) fn ask_for_answer(
+    source: Option<Arc<dyn HumanInputSource>>,
+    request: HumanInputRequest,
+    timeout: Duration,
+    ledger: Option<(Arc<Ledger>, usize)>,
+) -> HumanInputFuture<HumanAnswer> {
+    let asked = request.tool_input.clone();
+    // What the person is shown: cleaned by the crew's redaction in scope.
+    let request = request.redacted_in_scope();
+    let shown = request.tool_input.clone();
+    let told = source.clone();
+    let answer = crate::human::answering(source, request, timeout);
+    HumanInputFuture::new(async move {
+        let mut answer = answer.await?;
+        if let Some(edit) = answer.edited_input.take() {
+            match merge_edit(asked.as_ref(), shown.as_ref(), edit) {
+                Ok(merged) => answer.edited_input = Some(merged),
+                Err(problem) => {
+                    if let (Some(source), Some(id)) = (&told, &answer.question_id) {
+                        let outcome = ApprovedCallOutcome::Refused {
+                            source: APPROVAL_RECHECK_SOURCE.to_owned(),
+                            reason: problem.clone(),
+                        };
+                        tell(source.as_ref(), id, &outcome);
+                    }
+                    return Err(HumanInputError::SourceFailed(format!(
+                        "the approved edit cannot be applied: {problem}"
+                    )));
+                }
+            }
+        }
+        if let Some((ledger, asker)) = ledger {
+            let asked = match asked {
+                Some(Value::Object(asked)) => asked,
+                _ => serde_json::Map::new(),
+            };
+            ledger.record(told, asker, asked, &answer);
+        }
+        Ok(answer)
+    })
 }
 
 /// Whether `text` holds a redaction placeholder as the crew's redactors

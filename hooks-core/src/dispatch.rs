@@ -15,47 +15,16 @@ use std::sync::Arc;
 use arc_swap::Guard;
 
 use crate::chain::{Candidates, Chain, MergeByRank};
+use crate::context::HookContext;
 use crate::context::{RawToolResult, ToolCallHookContext, ToolCallStatus};
 use crate::events::{Event, EventMeta, HookDispatchedEvent, HookPanickedEvent};
-use crate::hook::{FailureMode, HookContext, HookEntry, Invocation};
+use crate::hook::{FailureMode, HookEntry, Invocation};
+use crate::observation::{blocked_message, blocked_message_with_reason};
 use crate::outcome::{Decision, DispatchOutcome, HookAborted};
+use crate::panic::drop_payload;
 use crate::point::points::{PostToolCall, PreToolCall};
 use crate::point::{InPlaceWatch, InterceptionPoint, Point};
 use crate::registry::{ChainSet, HookRegistry, global_registry};
-
-/// The text the agent receives when a PRE hook blocks a call.
-///
-/// ```
-/// use hooks_core::runtime::blocked_message;
-/// use hooks_core::{HookAborted, HookRegistry, ToolCallHookContext, PRE_TOOL_CALL};
-///
-/// let registry = HookRegistry::new();
-/// registry.register_hook(PRE_TOOL_CALL, |_: &mut ToolCallHookContext| -> Result<(), HookAborted> {
-///     Err("read-only mode".into())
-/// })?;
-/// let mut ctx = ToolCallHookContext::new("write_file", Default::default());
-/// let report = registry.run_tool_call(&mut ctx, |_| unreachable!("blocked"))?;
-/// // The agent is not told the reason unless a hook asks for it.
-/// assert_eq!(report.observation, blocked_message("write_file"));
-/// assert_eq!(blocked_message("write_file"), "Tool execution blocked by hook. Tool: write_file");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn blocked_message(tool_name: &str) -> String {
-    format!("Tool execution blocked by hook. Tool: {tool_name}")
-}
-
-/// The text the agent receives when a PRE hook blocks a call and the agent
-/// is told why ([`HookAborted::tell_model`]).
-///
-/// ```
-/// assert_eq!(
-///     hooks_core::runtime::blocked_message_with_reason("refund", "offer a voucher"),
-///     "Tool execution blocked by hook. Tool: refund. Reason: offer a voucher"
-/// );
-/// ```
-pub fn blocked_message_with_reason(tool_name: &str, reason: &str) -> String {
-    format!("{}. Reason: {reason}", blocked_message(tool_name))
-}
 
 /// How the observation of a failed tool call starts (rule 15).
 ///
@@ -66,29 +35,6 @@ pub fn blocked_message_with_reason(tool_name: &str, reason: &str) -> String {
 /// assert_eq!(failed.rendered.strip_prefix(TOOL_ERROR_PREFIX), Some("disk full"));
 /// ```
 pub const TOOL_ERROR_PREFIX: &str = "Error executing tool: ";
-
-/// The text the agent receives when a fail-closed POST hook panics.
-///
-/// ```
-/// use hooks_core::runtime::{withheld_message, ToolOutput};
-/// use hooks_core::{HookOptions, HookRegistry, ToolCallHookContext, POST_TOOL_CALL};
-///
-/// // A fail-closed redaction hook that panics: the result is not shown.
-/// let registry = HookRegistry::new();
-/// registry.register_hook_with(
-///     POST_TOOL_CALL,
-///     HookOptions::new().name("redactor").fail_closed(),
-///     |_: &mut ToolCallHookContext| -> () { panic!("the redaction service is down") },
-/// )?;
-/// let mut ctx = ToolCallHookContext::new("read_secrets", Default::default());
-/// let report = registry.run_tool_call(&mut ctx, |_| ToolOutput::text("password=hunter2"))?;
-/// assert_eq!(report.observation, withheld_message("read_secrets"));
-/// assert!(!report.observation.contains("hunter2"));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn withheld_message(tool_name: &str) -> String {
-    format!("Tool result withheld: a fail-closed hook failed. Tool: {tool_name}")
-}
 
 /// What a tool produced, ready for the POST chain.
 ///
@@ -1012,13 +958,13 @@ impl<'a> CallHooks<'a> {
     ) -> String {
         let message = match panic.downcast_ref::<HookTimedOut>() {
             Some(timed_out) => timed_out.to_string(),
-            None => crate::panic::redacted_message(panic),
+            None => crate::contain::redacted_message(panic),
         };
         // The model chose the tool's name: it leaves through the redaction
         // in scope, like the message.
         let tool = ctx
             .call_tool_name()
-            .map(|name| crate::events::redact_in_scope(name).into_owned());
+            .map(|name| crate::redaction::redact_in_scope(name).into_owned());
         tracing::warn!(
             target: "hooks_core::dispatch",
             hook = %entry.info.name,
@@ -1053,55 +999,6 @@ impl std::fmt::Debug for CallHooks<'_> {
     }
 }
 
-/// Drops a panic payload, containing a panic of its own `Drop` (a payload
-/// whose drop panics again is leaked rather than unwinding further).
-///
-/// Re-exported as [`runtime::drop_panic_payload`](crate::runtime::drop_panic_payload).
-///
-/// ```
-/// use hooks_core::runtime::{contain_panic, drop_panic_payload};
-///
-/// struct Spiteful;
-/// impl Drop for Spiteful {
-///     fn drop(&mut self) {
-///         panic!("dropping the payload panics too");
-///     }
-/// }
-///
-/// let caught = contain_panic(|| -> () { std::panic::panic_any(Spiteful) });
-/// if let Err(payload) = caught {
-///     drop_panic_payload(payload); // returns: nothing unwinds out of here
-/// }
-/// ```
-pub fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
-    // Quietly: the second panic is part of the contained one.
-    if let Err(again) = crate::panic::catch_quietly(AssertUnwindSafe(move || drop(payload))) {
-        std::mem::forget(again);
-    }
-}
-
-/// The text of a panic payload (a `&str` or `String` message), as contained
-/// panics of hooks are reported; tools run by a runtime can be reported the
-/// same way.
-///
-/// ```
-/// use hooks_core::runtime::{contain_panic, drop_panic_payload, panic_message};
-///
-/// let payload = contain_panic(|| -> () { panic!("the tool broke: {}", 42) }).unwrap_err();
-/// assert_eq!(panic_message(&*payload), "the tool broke: 42");
-/// drop_panic_payload(payload);
-/// assert_eq!(panic_message(&7_u8), "a non-text panic payload");
-/// ```
-pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = panic.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = panic.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a non-text panic payload".to_owned()
-    }
-}
-
 /// The payload standing for a panic of an `async` hook that ran out of
 /// time: it is reported, and counts, as a panic of that hook.
 #[derive(Debug)]
@@ -1111,22 +1008,6 @@ impl std::fmt::Display for HookTimedOut {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "timed out: still running after {:?}", self.0)
     }
-}
-
-/// The text of a panic payload (see [`panic_message`]), with the payload
-/// dropped the safe way (see [`drop_payload`]): what a runtime reporting a
-/// contained panic of a tool or model wants, in one call.
-///
-/// ```
-/// use hooks_core::runtime::{contain_panic, take_panic_message};
-///
-/// let caught = contain_panic(|| -> () { panic!("the tool broke") });
-/// assert_eq!(caught.map_err(take_panic_message), Err("the tool broke".to_owned()));
-/// ```
-pub fn take_panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
-    let message = panic_message(&*panic);
-    drop_payload(panic);
-    message
 }
 
 /// Runs one hook of an awaiting walk to its decision, containing a panic;
@@ -1154,7 +1035,7 @@ async fn run_one<P: Point>(
         // Polled quietly, its panic contained (and its message cleaned) as
         // the tools' are.
         Ok(Invocation::Pending(future)) => {
-            let contained = crate::panic::contain_panic_async(AssertUnwindSafe(future));
+            let contained = crate::contain::contain_panic_async(AssertUnwindSafe(future));
             let run = crate::hook_clock::timed(limit, contained).await;
             let result = match run.output {
                 Some(result) => result,

@@ -172,7 +172,7 @@ pub(crate) async fn timed<F: Future>(limit: Duration, future: F) -> Timed<F::Out
                 let deadline = tokio::time::Instant::from_std(deadline);
                 match crate::panic::catch_quietly(|| tokio::time::sleep_until(deadline)) {
                     Ok(timer) => sleep.set(Some(timer)),
-                    Err(payload) => crate::dispatch::drop_payload(payload),
+                    Err(payload) => crate::panic::drop_payload(payload),
                 }
             }
         }

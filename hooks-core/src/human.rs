@@ -210,8 +210,8 @@ impl HumanInputRequest {
     /// The request as it may leave the crew: every text through the
     /// redaction in scope (a credential an earlier PRE hook put in the
     /// input must not reach the person, nor the UI that shows it).
-    fn redacted_in_scope(mut self) -> Self {
-        if !crate::events::redaction_in_scope() {
+    pub(crate) fn redacted_in_scope(mut self) -> Self {
+        if !crate::redaction::redaction_in_scope() {
             return self;
         }
         let texts = [
@@ -226,7 +226,7 @@ impl HumanInputRequest {
             self.reason.as_mut(),
         ];
         for text in texts.into_iter().flatten() {
-            if let std::borrow::Cow::Owned(cleaned) = crate::events::redact_in_scope(text) {
+            if let std::borrow::Cow::Owned(cleaned) = crate::redaction::redact_in_scope(text) {
                 *text = cleaned;
             }
         }
@@ -234,7 +234,7 @@ impl HumanInputRequest {
             // The whole document as text, so that key/value rules see the
             // keys; read back as JSON, or kept as text if it is no longer.
             let text = input.to_string();
-            if let std::borrow::Cow::Owned(cleaned) = crate::events::redact_in_scope(&text) {
+            if let std::borrow::Cow::Owned(cleaned) = crate::redaction::redact_in_scope(&text) {
                 *input = serde_json::from_str(&cleaned).unwrap_or(Value::String(cleaned));
             }
         }
@@ -378,8 +378,59 @@ pub trait HumanInputSource: Send + Sync {
     /// journal.settled("q-1", &ApprovedCallOutcome::Ran);
     /// assert_eq!(journal.0.lock().unwrap()[0], ("q-1".to_owned(), "ran"));
     /// ```
-    fn settled(&self, question_id: &str, outcome: &crate::ApprovedCallOutcome) {
+    fn settled(&self, question_id: &str, outcome: &ApprovedCallOutcome) {
         let _ = (question_id, outcome);
+    }
+}
+
+/// What became of a call a person answered, as the call's runtime tells
+/// the source that asked ([`HumanInputSource::settled`]).
+///
+/// ```
+/// use hooks_core::ApprovedCallOutcome;
+///
+/// let refused = ApprovedCallOutcome::Refused {
+///     source: "budget".into(),
+///     reason: "over the monthly limit".into(),
+/// };
+/// assert_eq!(refused.as_str(), "refused");
+/// assert_eq!(ApprovedCallOutcome::Ran.as_str(), "ran");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ApprovedCallOutcome {
+    /// The tool ran and returned a result.
+    Ran,
+    /// The tool ran and failed (an error, a panic, a timeout), or the
+    /// agent has no such tool.
+    Failed {
+        /// The error, as the agent is told it.
+        error: String,
+    },
+    /// A guard refused the call after the answer: a later hook, a policy,
+    /// the second round of an edited call, or an edit that could not be
+    /// applied.
+    Refused {
+        /// Who refused it (the abort's source).
+        source: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl ApprovedCallOutcome {
+    /// `ran`, `failed` or `refused`: how a store keeps it.
+    ///
+    /// ```
+    /// let failed = hooks_core::ApprovedCallOutcome::Failed { error: "disk full".into() };
+    /// assert_eq!(failed.as_str(), "failed");
+    /// ```
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ApprovedCallOutcome::Ran => "ran",
+            ApprovedCallOutcome::Failed { .. } => "failed",
+            ApprovedCallOutcome::Refused { .. } => "refused",
+        }
     }
 }
 
@@ -514,6 +565,19 @@ pub struct HumanInputFuture<T = String> {
     started: bool,
 }
 
+impl<T> HumanInputFuture<T> {
+    /// The future of `answer`, not yet open on a hook's clock.
+    pub(crate) fn new(
+        answer: impl Future<Output = Result<T, HumanInputError>> + Send + 'static,
+    ) -> Self {
+        HumanInputFuture {
+            answer: Box::pin(answer),
+            open_on: None,
+            started: false,
+        }
+    }
+}
+
 impl<T> Future for HumanInputFuture<T> {
     type Output = Result<T, HumanInputError>;
 
@@ -588,59 +652,6 @@ pub(crate) fn ask(
     }
 }
 
-/// Like [`ask`], with the whole answer: what approvals read.
-///
-/// The person sees the arguments redacted; an edit of theirs is merged
-/// back onto the real ones here, in the process that holds the call (see
-/// [`crate::approval`]), and refused when it touched a redacted value. The
-/// answer is kept in `ledger`, so that the call's dispatch can check an
-/// edit again and tell the source what became of the call.
-pub(crate) fn ask_for_answer(
-    source: Option<Arc<dyn HumanInputSource>>,
-    request: HumanInputRequest,
-    timeout: Duration,
-    ledger: Option<(Arc<crate::approval::Ledger>, usize)>,
-) -> HumanInputFuture<HumanAnswer> {
-    let asked = request.tool_input.clone();
-    // What the person is shown: cleaned by the crew's redaction in scope.
-    let request = request.redacted_in_scope();
-    let shown = request.tool_input.clone();
-    let told = source.clone();
-    let answer = answering(source, request, timeout);
-    HumanInputFuture {
-        answer: Box::pin(async move {
-            let mut answer = answer.await?;
-            if let Some(edit) = answer.edited_input.take() {
-                match crate::approval::merge_edit(asked.as_ref(), shown.as_ref(), edit) {
-                    Ok(merged) => answer.edited_input = Some(merged),
-                    Err(problem) => {
-                        if let (Some(source), Some(id)) = (&told, &answer.question_id) {
-                            let outcome = crate::ApprovedCallOutcome::Refused {
-                                source: crate::APPROVAL_RECHECK_SOURCE.to_owned(),
-                                reason: problem.clone(),
-                            };
-                            crate::approval::tell(source.as_ref(), id, &outcome);
-                        }
-                        return Err(HumanInputError::SourceFailed(format!(
-                            "the approved edit cannot be applied: {problem}"
-                        )));
-                    }
-                }
-            }
-            if let Some((ledger, asker)) = ledger {
-                let asked = match asked {
-                    Some(Value::Object(asked)) => asked,
-                    _ => serde_json::Map::new(),
-                };
-                ledger.record(told, asker, asked, &answer);
-            }
-            Ok(answer)
-        }),
-        open_on: None,
-        started: false,
-    }
-}
-
 /// An answer given at once, without asking anybody: an approval already
 /// given for exactly this call.
 pub(crate) fn answered_already(answer: HumanAnswer) -> HumanInputFuture<HumanAnswer> {
@@ -653,7 +664,7 @@ pub(crate) fn answered_already(answer: HumanAnswer) -> HumanInputFuture<HumanAns
 
 /// The answer of `source` (the terminal when there is none) within
 /// `timeout`, its text trimmed. `request` is already redacted.
-fn answering(
+pub(crate) fn answering(
     source: Option<Arc<dyn HumanInputSource>>,
     mut request: HumanInputRequest,
     timeout: Duration,
@@ -668,7 +679,7 @@ fn answering(
         // a bad state fails its next question, which refuses as well. The
         // call itself is inside the contained future: a source whose `ask`
         // panics before returning its future is caught too.
-        let asking = crate::panic::contain_panic_async(AssertUnwindSafe(async move {
+        let asking = crate::contain::contain_panic_async(AssertUnwindSafe(async move {
             source.answer(request).await
         }));
         // A source that may block its thread (a synchronous read inside
@@ -695,8 +706,8 @@ fn answering(
                 Ok(answer)
             }
             Some(Some(Err(panic))) => {
-                let message = crate::dispatch::panic_message(&*panic);
-                crate::dispatch::drop_payload(panic);
+                let message = crate::panic::panic_message(&*panic);
+                crate::panic::drop_payload(panic);
                 Err(HumanInputError::SourceFailed(format!(
                     "it panicked: {message}"
                 )))
@@ -746,7 +757,7 @@ where
                 None => futures_executor::block_on(work),
             }));
             if let Err(payload) = ran {
-                crate::dispatch::drop_payload(payload);
+                crate::panic::drop_payload(payload);
             }
         })
         .map_err(|error| {
@@ -793,7 +804,7 @@ impl Deadline {
             // A runtime without timers panics here (nothing else can tell).
             match crate::panic::catch_quietly(|| tokio::time::sleep(timeout)) {
                 Ok(sleep) => return Ok(Deadline::Timer(Box::pin(sleep))),
-                Err(payload) => crate::dispatch::drop_payload(payload),
+                Err(payload) => crate::panic::drop_payload(payload),
             }
         }
         let (cancel, cancelled) = std::sync::mpsc::channel::<()>();

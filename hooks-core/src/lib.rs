@@ -84,6 +84,7 @@ mod approval;
 mod capability;
 mod chain;
 pub mod console;
+mod contain;
 mod context;
 mod dispatch;
 mod event_meta;
@@ -94,13 +95,17 @@ mod hook;
 mod hook_clock;
 mod human;
 mod inputs;
+mod linked;
 mod message;
 mod name;
+mod observation;
 mod outcome;
 mod output;
 mod panic;
 mod point;
+mod redaction;
 mod registry;
+mod returns;
 pub mod testing;
 
 #[doc(hidden)]
@@ -133,21 +138,22 @@ pub mod __private;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub mod runtime {
+    pub use crate::contain::{ContainedPanic, contain_panic, contain_panic_async};
     pub use crate::dispatch::{
         CallHooks, Dispatcher, MODEL_CALL_POINTS, TOOL_CALL_POINTS, TOOL_ERROR_PREFIX,
-        ToolCallReport, ToolOutput, blocked_message, blocked_message_with_reason,
-        drop_payload as drop_panic_payload, panic_message, take_panic_message, withheld_message,
+        ToolCallReport, ToolOutput,
     };
-    pub use crate::events::{
+    pub use crate::observation::{blocked_message, blocked_message_with_reason, withheld_message};
+    pub use crate::panic::{drop_payload as drop_panic_payload, panic_message, take_panic_message};
+    pub use crate::redaction::{
         InRedactionScope, REDACTION_FAILED, RedactionScope, redact_contained, redact_in_scope,
         redaction_in_scope,
     };
-    pub use crate::panic::{ContainedPanic, contain_panic, contain_panic_async};
 
     use crate::hook::{AsyncHookFn, HookCall, HookId, HookOptions, HookStyle};
-    use crate::outcome::HookReturn;
     use crate::point::Point;
     use crate::registry::{HookRegistry, RegisterError, async_call, crew_entry};
+    use crate::returns::HookReturn;
 
     /// Registers `hook` on `registry` as a hook of the crew named `crew`
     /// (listed with [`HookOrigin::Crew`](crate::HookOrigin::Crew)): the way
@@ -231,25 +237,25 @@ pub use api::{
     unregister_after_tool_call_hook, unregister_before_llm_call_hook,
     unregister_before_tool_call_hook, unregister_hook,
 };
-pub use approval::{APPROVAL_RECHECK_SOURCE, ApprovedCallOutcome};
+pub use approval::APPROVAL_RECHECK_SOURCE;
 pub use capability::{Capabilities, Capability, ToolAnnotations};
 pub use context::{
-    AgentInfo, CrewInfo, ExecutionEndContext, ExecutionStartContext, ExecutionStatus, InputContext,
-    LlmCallHookContext, LlmInfo, ModelResponse, OutputContext, RawToolResult, StepContext,
-    StepKind, TaskInfo, ToolCallHookContext, ToolCallStatus, ToolInfo,
+    AgentInfo, CrewInfo, ExecutionEndContext, ExecutionStartContext, ExecutionStatus, HookContext,
+    InputContext, LlmCallHookContext, LlmInfo, ModelResponse, OutputContext, RawToolResult,
+    StepContext, StepKind, TaskInfo, ToolCallHookContext, ToolCallStatus, ToolInfo,
 };
-pub use events::{Event, EventBus, HookDispatchedEvent, LlmStreamChunkEvent, Redact};
+pub use events::{Event, EventBus, HookDispatchedEvent, LlmStreamChunkEvent};
 pub use explain::{ExplainedHook, Explanation, ToolCapabilities, Verdict};
 pub use extensions::Extensions;
 pub use hook::{
-    AsyncHookFn, FailureMode, HookContext, HookFuture, HookHandle, HookId, HookInfo, HookOptions,
-    HookOrigin, HookStyle, async_hook,
+    AsyncHookFn, FailureMode, HookFuture, HookHandle, HookId, HookInfo, HookOptions, HookOrigin,
+    HookStyle, async_hook,
 };
 pub use hook_clock::DEFAULT_HOOK_TIMEOUT;
 pub use human::{
-    CallbackInput, ChannelInput, DEFAULT_HUMAN_INPUT_TIMEOUT, HumanAnswer, HumanInputError,
-    HumanInputFuture, HumanInputReply, HumanInputRequest, HumanInputSource, PendingHumanInput,
-    ScriptedInput, TerminalInput,
+    ApprovedCallOutcome, CallbackInput, ChannelInput, DEFAULT_HUMAN_INPUT_TIMEOUT, HumanAnswer,
+    HumanInputError, HumanInputFuture, HumanInputReply, HumanInputRequest, HumanInputSource,
+    PendingHumanInput, ScriptedInput, TerminalInput,
 };
 
 /// Implements [`HumanInputSource`] (an `async fn` in a trait used as
@@ -276,13 +282,16 @@ pub use name::{
     normalize_tool_name,
 };
 pub use outcome::{
-    Decision, DispatchOutcome, HookAborted, HookReturn, LEGACY_BLOCK_REASON,
-    LEGACY_LLM_BLOCK_REASON, LegacyBeforePoint, LegacyBeforeReturn, NoReplacement, ReplacesInputs,
-    ReplacesText,
+    Decision, DispatchOutcome, HookAborted, LEGACY_BLOCK_REASON, LEGACY_LLM_BLOCK_REASON,
+    NoReplacement,
 };
 pub use output::{CrewOutput, TaskOutput, TokenUsage};
 pub use point::{
     EXECUTION_END, EXECUTION_START, INPUT, InterceptionPoint, OUTPUT, POST_MODEL_CALL, POST_STEP,
     POST_TOOL_CALL, PRE_MODEL_CALL, PRE_STEP, PRE_TOOL_CALL, Point, points,
 };
+pub use redaction::Redact;
 pub use registry::{HookBatch, HookRegistry, RegisterError, global_registry};
+pub use returns::{
+    HookReturn, LegacyBeforePoint, LegacyBeforeReturn, ReplacesInputs, ReplacesText,
+};

@@ -1,18 +1,27 @@
-//! Contained panics: a hook, tool or listener that panics is caught, and the
-//! runtime reports it (through `tracing` and events, after the redaction in
-//! scope). The process panic hook must not print it first: its message may
-//! carry a secret, and stderr is an exit like any other.
+//! Panics caught quietly: a hook, tool, listener or redactor that panics is
+//! caught, and the runtime reports it (through `tracing` and events, after
+//! the redaction in scope). The process panic hook must not print it
+//! first: its message may carry a secret, and stderr is an exit like any
+//! other.
 //!
-//! [`contain_panic`] installs, once, a panic hook that stays silent for a
-//! thread inside a contained call and hands every other panic to the hook
-//! that was installed before it (the program's own, or Rust's default).
+//! [`catch_quietly`] and [`QuietScope`] install, once, a panic hook that
+//! stays silent for a thread inside a contained call and hands every other
+//! panic to the hook that was installed before it (the program's own, or
+//! Rust's default). The payload helpers ([`panic_message`],
+//! [`drop_payload`], [`take_panic_message`]) read and drop what was caught.
+//! What a runtime calls to contain a panic, with its message cleaned, is
+//! [`contain_panic`](crate::runtime::contain_panic).
+//!
+//! ```
+//! use hooks_core::runtime::{contain_panic, take_panic_message};
+//!
+//! let caught = contain_panic(|| -> () { panic!("the listener broke") });
+//! assert_eq!(caught.map_err(take_panic_message), Err("the listener broke".to_owned()));
+//! ```
 
 use std::cell::Cell;
-use std::panic::{PanicHookInfo, UnwindSafe, catch_unwind};
+use std::panic::{AssertUnwindSafe, PanicHookInfo, UnwindSafe, catch_unwind};
 use std::sync::Once;
-
-use crate::dispatch::{drop_payload, panic_message};
-use crate::events::redact_in_scope;
 
 thread_local! {
     /// How many contained calls this thread is inside (they nest: a hook
@@ -25,40 +34,11 @@ thread_local! {
 
 static INSTALL: Once = Once::new();
 
-/// Runs `f`, catching a panic like [`std::panic::catch_unwind`], as a
-/// *contained* call: the panic hook prints nothing for a panic raised
-/// inside (it records where it was raised, reported at `DEBUG` under the
-/// `hooks_core::panic` target), and a text payload comes back passed
-/// through the redaction in scope (see
-/// [`RedactionScope`](crate::runtime::RedactionScope)), ready for the
-/// caller to report.
-///
-/// Panics anywhere else (outside contained calls, or on other threads)
-/// still reach the panic hook that was installed before: the program's
-/// own, or Rust's default, which prints them. The silent hook is installed
-/// the first time this runs; a program that installs a panic hook of its
-/// own should do so before its first kickoff, so that the two chain.
-///
-/// ```
-/// use std::panic::AssertUnwindSafe;
-/// use hooks_core::runtime::{contain_panic, panic_message};
-///
-/// // Nothing is printed on stderr for this panic.
-/// let caught = contain_panic(AssertUnwindSafe(|| -> u32 { panic!("the tool broke") }));
-/// let message = caught.map_err(|payload| panic_message(&*payload));
-/// assert_eq!(message, Err("the tool broke".to_owned()));
-/// assert_eq!(contain_panic(|| 7).ok(), Some(7));
-/// ```
-#[inline]
-pub fn contain_panic<R>(f: impl FnOnce() -> R + UnwindSafe) -> std::thread::Result<R> {
-    match catch_quietly(f) {
-        Ok(value) => Ok(value),
-        Err(payload) => Err(redact_payload(payload)),
-    }
-}
-
-/// [`contain_panic`] without the redaction of the payload (for the
-/// redaction itself, whose own panic must not recurse into it).
+/// Runs `f`, catching a panic like [`std::panic::catch_unwind`], with the
+/// panic hook silent for it; the payload comes back as it was raised
+/// ([`contain_panic`](crate::runtime::contain_panic) cleans a text
+/// payload with the redaction in scope; this is for the redaction itself,
+/// whose own panic must not recurse into it).
 ///
 /// On the hot path of every hook: one atomic load and two thread-local
 /// writes, no allocation, no lock.
@@ -79,73 +59,6 @@ pub(crate) fn catch_quietly<R>(f: impl FnOnce() -> R + UnwindSafe) -> std::threa
         report_location();
     }
     result
-}
-
-/// `future` with its panics contained like [`contain_panic`]'s: each poll
-/// runs with the panic hook silent on the polling thread, and a panic ends
-/// the future with `Err(payload)`, its message cleaned by the redactors in
-/// scope. For async tools a runtime runs.
-///
-/// ```
-/// use std::panic::AssertUnwindSafe;
-/// use hooks_core::runtime::{contain_panic_async, panic_message};
-///
-/// let caught = futures_executor::block_on(contain_panic_async(AssertUnwindSafe(async {
-///     if true {
-///         panic!("the tool broke");
-///     }
-///     7
-/// })));
-/// assert_eq!(caught.map_err(|p| panic_message(&*p)), Err("the tool broke".to_owned()));
-/// ```
-pub fn contain_panic_async<F>(future: F) -> ContainedPanic<F>
-where
-    F: std::future::Future + UnwindSafe,
-{
-    ContainedPanic { future }
-}
-
-pin_project_lite::pin_project! {
-    /// A future whose panics are contained: see [`contain_panic_async`].
-    ///
-    /// ```
-    /// use std::panic::AssertUnwindSafe;
-    /// use hooks_core::runtime::{contain_panic_async, take_panic_message, ContainedPanic};
-    ///
-    /// let fine: ContainedPanic<_> = contain_panic_async(AssertUnwindSafe(async { 42 }));
-    /// assert_eq!(futures_executor::block_on(fine).ok(), Some(42));
-    ///
-    /// let broken = contain_panic_async(AssertUnwindSafe(async {
-    ///     if true {
-    ///         panic!("the model client crashed");
-    ///     }
-    ///     0
-    /// }));
-    /// let caught = futures_executor::block_on(broken).map_err(take_panic_message);
-    /// assert_eq!(caught, Err("the model client crashed".to_owned()));
-    /// ```
-    #[derive(Debug)]
-    pub struct ContainedPanic<F> {
-        #[pin]
-        future: F,
-    }
-}
-
-impl<F: std::future::Future + UnwindSafe> std::future::Future for ContainedPanic<F> {
-    type Output = std::thread::Result<F::Output>;
-
-    fn poll(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        let future = self.project().future;
-        let mut cx = std::panic::AssertUnwindSafe(cx);
-        match catch_quietly(std::panic::AssertUnwindSafe(move || future.poll(&mut cx))) {
-            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
-            Ok(std::task::Poll::Ready(value)) => std::task::Poll::Ready(Ok(value)),
-            Err(payload) => std::task::Poll::Ready(Err(redact_payload(payload))),
-        }
-    }
 }
 
 /// A stretch of code (a whole chain of hooks) during which panics on this
@@ -178,13 +91,69 @@ impl Drop for QuietScope {
     }
 }
 
-/// The redaction in scope applied to a contained panic's message.
-pub(crate) fn redacted_message(payload: &(dyn std::any::Any + Send)) -> String {
-    let message = panic_message(payload);
-    match redact_in_scope(&message) {
-        std::borrow::Cow::Borrowed(_) => message,
-        std::borrow::Cow::Owned(redacted) => redacted,
+/// Drops a panic payload, containing a panic of its own `Drop` (a payload
+/// whose drop panics again is leaked rather than unwinding further).
+///
+/// Re-exported as [`runtime::drop_panic_payload`](crate::runtime::drop_panic_payload).
+///
+/// ```
+/// use hooks_core::runtime::{contain_panic, drop_panic_payload};
+///
+/// struct Spiteful;
+/// impl Drop for Spiteful {
+///     fn drop(&mut self) {
+///         panic!("dropping the payload panics too");
+///     }
+/// }
+///
+/// let caught = contain_panic(|| -> () { std::panic::panic_any(Spiteful) });
+/// if let Err(payload) = caught {
+///     drop_panic_payload(payload); // returns: nothing unwinds out of here
+/// }
+/// ```
+pub fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
+    // Quietly: the second panic is part of the contained one.
+    if let Err(again) = catch_quietly(AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(again);
     }
+}
+
+/// The text of a panic payload (a `&str` or `String` message), as contained
+/// panics of hooks are reported; tools run by a runtime can be reported the
+/// same way.
+///
+/// ```
+/// use hooks_core::runtime::{contain_panic, drop_panic_payload, panic_message};
+///
+/// let payload = contain_panic(|| -> () { panic!("the tool broke: {}", 42) }).unwrap_err();
+/// assert_eq!(panic_message(&*payload), "the tool broke: 42");
+/// drop_panic_payload(payload);
+/// assert_eq!(panic_message(&7_u8), "a non-text panic payload");
+/// ```
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a non-text panic payload".to_owned()
+    }
+}
+
+/// The text of a panic payload (see [`panic_message`]), with the payload
+/// dropped the safe way (see [`drop_payload`]): what a runtime reporting a
+/// contained panic of a tool or model wants, in one call.
+///
+/// ```
+/// use hooks_core::runtime::{contain_panic, take_panic_message};
+///
+/// let caught = contain_panic(|| -> () { panic!("the tool broke") });
+/// assert_eq!(caught.map_err(take_panic_message), Err("the tool broke".to_owned()));
+/// ```
+pub fn take_panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
+    let message = panic_message(&*panic);
+    drop_payload(panic);
+    message
 }
 
 #[cold]
@@ -219,67 +188,15 @@ fn install_silent_hook() {
     });
 }
 
-/// A text payload with the redaction in scope applied (other payloads are
-/// left as they are: nobody can print them).
-#[cold]
-#[inline(never)]
-fn redact_payload(payload: Box<dyn std::any::Any + Send>) -> Box<dyn std::any::Any + Send> {
-    let is_text = payload.is::<&'static str>() || payload.is::<String>();
-    if !is_text {
-        return payload;
-    }
-    let message = panic_message(&*payload);
-    match redact_in_scope(&message) {
-        std::borrow::Cow::Borrowed(_) => payload,
-        std::borrow::Cow::Owned(redacted) => {
-            drop_payload(payload);
-            Box::new(redacted)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
-    use std::panic::AssertUnwindSafe;
-    use std::sync::Arc;
-
     use super::*;
-    use crate::events::{Redact, RedactionScope};
-
-    struct HideDigits;
-
-    impl Redact for HideDigits {
-        fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
-            if text.contains(|c: char| c.is_ascii_digit()) {
-                Cow::Owned(text.replace(|c: char| c.is_ascii_digit(), "#"))
-            } else {
-                Cow::Borrowed(text)
-            }
-        }
-    }
-
-    #[test]
-    fn a_contained_panic_message_is_redacted_in_scope() {
-        let redactor: Arc<dyn Redact> = Arc::new(HideDigits);
-        let _scope = RedactionScope::enter(&redactor);
-        let caught = contain_panic(AssertUnwindSafe(|| -> u8 { panic!("pin {}", 1234) }));
-        let message = caught.map_err(|payload| panic_message(&*payload));
-        assert_eq!(message, Err("pin ####".to_owned()));
-    }
-
-    #[test]
-    fn without_a_scope_the_payload_is_untouched() {
-        let caught = contain_panic(AssertUnwindSafe(|| -> u8 { panic!("pin 1234") }));
-        let message = caught.map_err(|payload| panic_message(&*payload));
-        assert_eq!(message, Err("pin 1234".to_owned()));
-    }
 
     #[test]
     fn the_depth_is_restored_after_a_panic() {
-        let _ = contain_panic(AssertUnwindSafe(|| -> u8 { panic!("once") }));
+        let _ = catch_quietly(AssertUnwindSafe(|| -> u8 { panic!("once") }));
         assert_eq!(CONTAINED_DEPTH.get(), 0);
-        let nested = contain_panic(|| contain_panic(|| CONTAINED_DEPTH.get()));
+        let nested = catch_quietly(|| catch_quietly(|| CONTAINED_DEPTH.get()));
         assert_eq!(nested.ok().and_then(Result::ok), Some(2));
         assert_eq!(CONTAINED_DEPTH.get(), 0);
     }

@@ -9,21 +9,18 @@
 //! events and `get_hooks`).
 
 // The sealed trait that reaches a point's chain names the engine's private
-// chain types: users can neither name nor implement it.
+// per-point set: users can neither name nor implement it.
 #![allow(private_interfaces)]
 
 use std::fmt;
 
-use crate::chain::Chain;
 use crate::context::{
-    ExecutionEndContext, ExecutionStartContext, InputContext, LlmCallHookContext, OutputContext,
-    StepContext, ToolCallHookContext,
+    ExecutionEndContext, ExecutionStartContext, HookContext, InputContext, LlmCallHookContext,
+    OutputContext, StepContext, ToolCallHookContext,
 };
-use crate::hook::HookContext;
 use crate::inputs::Inputs;
 use crate::outcome::NoReplacement;
 use crate::output::CrewOutput;
-use crate::registry::ChainSet;
 
 /// A point of a crew's run, named at run time.
 ///
@@ -232,18 +229,44 @@ impl InPlaceWatch<ExecutionEndContext> for OutputBefore {
     }
 }
 
-pub(crate) mod sealed {
-    use super::{Chain, ChainSet, Point};
+/// A type for each point: what a [`ByPoint`] holds for point `P` (a
+/// registry holds a chain of `P`'s hooks).
+#[doc(hidden)]
+#[allow(unreachable_pub)] // named by the sealed `PointChains` trait only
+pub trait PointMap {
+    /// What is held for point `P`.
+    type Of<P: Point>;
+}
 
-    /// Reaches a point's chain in a set of chains; also seals [`Point`].
+/// One value for each of the ten points, each of the type `M` gives its
+/// point: a registry's set of chains is a `ByPoint` of chains. A point
+/// reaches its own value through the sealed `PointChains` trait, resolved
+/// at compile time.
+#[doc(hidden)]
+#[allow(unreachable_pub)] // named by the sealed `PointChains` trait only
+pub struct ByPoint<M: PointMap> {
+    pub(crate) execution_start: M::Of<points::ExecutionStart>,
+    pub(crate) input: M::Of<points::Input>,
+    pub(crate) pre_step: M::Of<points::PreStep>,
+    pub(crate) pre_model_call: M::Of<points::PreModelCall>,
+    pub(crate) post_model_call: M::Of<points::PostModelCall>,
+    pub(crate) pre_tool_call: M::Of<points::PreToolCall>,
+    pub(crate) post_tool_call: M::Of<points::PostToolCall>,
+    pub(crate) post_step: M::Of<points::PostStep>,
+    pub(crate) output: M::Of<points::Output>,
+    pub(crate) execution_end: M::Of<points::ExecutionEnd>,
+}
+
+pub(crate) mod sealed {
+    use super::{ByPoint, Point, PointMap};
+
+    /// Reaches a point's own value in a [`ByPoint`] (its chain in a set of
+    /// chains); also seals [`Point`].
     pub trait PointChains: Sized {
-        fn chain(set: &ChainSet) -> &Chain<Self>
+        fn chain<M: PointMap>(set: &ByPoint<M>) -> &M::Of<Self>
         where
             Self: Point;
-        fn chain_mut(set: &mut ChainSet) -> &mut Chain<Self>
-        where
-            Self: Point;
-        fn static_hooks() -> &'static [crate::__private::StaticHook<Self>]
+        fn chain_mut<M: PointMap>(set: &mut ByPoint<M>) -> &mut M::Of<Self>
         where
             Self: Point;
     }
@@ -275,7 +298,7 @@ pub mod points {
     macro_rules! point_types {
         ($(
             $(#[$doc:meta])*
-            $ty:ident = $id:ident, $field:ident, $slice:ident, $ctx:ty, $replacement:ty;
+            $ty:ident = $id:ident, $field:ident, $ctx:ty, $replacement:ty;
         )*) => {$(
             $(#[$doc])*
             #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -283,14 +306,11 @@ pub mod points {
 
             impl sealed::PointChains for $ty {
                 #[inline(always)]
-                fn chain(set: &ChainSet) -> &Chain<Self> {
+                fn chain<M: PointMap>(set: &ByPoint<M>) -> &M::Of<Self> {
                     &set.$field
                 }
-                fn chain_mut(set: &mut ChainSet) -> &mut Chain<Self> {
+                fn chain_mut<M: PointMap>(set: &mut ByPoint<M>) -> &mut M::Of<Self> {
                     &mut set.$field
-                }
-                fn static_hooks() -> &'static [crate::__private::StaticHook<Self>] {
-                    &crate::__private::$slice
                 }
             }
 
@@ -333,7 +353,7 @@ pub mod points {
         /// assert_eq!(EXECUTION_START, InterceptionPoint::EXECUTION_START);
         /// assert_eq!(points::ExecutionStart.to_string(), "EXECUTION_START");
         /// ```
-        ExecutionStart = EXECUTION_START, execution_start, EXECUTION_START_HOOKS, ExecutionStartContext, Inputs;
+        ExecutionStart = EXECUTION_START, execution_start, ExecutionStartContext, Inputs;
         /// `INPUT`: inputs resolved, before tasks interpolate them. What the
         /// hooks leave is what `{placeholders}` are filled from.
         ///
@@ -345,7 +365,7 @@ pub mod points {
         /// assert_eq!(INPUT, InterceptionPoint::INPUT);
         /// assert_eq!(points::Input.to_string(), "INPUT");
         /// ```
-        Input = INPUT, input, INPUT_HOOKS, InputContext, Inputs;
+        Input = INPUT, input, InputContext, Inputs;
         /// `PRE_STEP`: before each task. Hooks may edit or replace the
         /// payload (the context text the agent is given) or abort the run.
         ///
@@ -357,7 +377,7 @@ pub mod points {
         /// assert_eq!(PRE_STEP, InterceptionPoint::PRE_STEP);
         /// assert_eq!(points::PreStep.to_string(), "PRE_STEP");
         /// ```
-        PreStep = PRE_STEP, pre_step, PRE_STEP_HOOKS, StepContext, String;
+        PreStep = PRE_STEP, pre_step, StepContext, String;
         /// `PRE_MODEL_CALL`: before every model call. Hooks may edit the
         /// messages in place (what they leave is what the model receives) or
         /// block the call, which ends the run.
@@ -370,7 +390,7 @@ pub mod points {
         /// assert_eq!(PRE_MODEL_CALL, InterceptionPoint::PRE_MODEL_CALL);
         /// assert_eq!(points::PreModelCall.to_string(), "PRE_MODEL_CALL");
         /// ```
-        PreModelCall = PRE_MODEL_CALL, pre_model_call, PRE_MODEL_CALL_HOOKS, LlmCallHookContext, NoReplacement;
+        PreModelCall = PRE_MODEL_CALL, pre_model_call, LlmCallHookContext, NoReplacement;
         /// `POST_MODEL_CALL`: after every model call. Hooks may replace the
         /// answer's text (`Some(text)`), edit or drop its tool calls in place
         /// before they are dispatched, or abort the run.
@@ -383,7 +403,7 @@ pub mod points {
         /// assert_eq!(POST_MODEL_CALL, InterceptionPoint::POST_MODEL_CALL);
         /// assert_eq!(points::PostModelCall.to_string(), "POST_MODEL_CALL");
         /// ```
-        PostModelCall = POST_MODEL_CALL, post_model_call, POST_MODEL_CALL_HOOKS, LlmCallHookContext, String;
+        PostModelCall = POST_MODEL_CALL, post_model_call, LlmCallHookContext, String;
         /// `PRE_TOOL_CALL`: before every tool execution. Hooks may edit
         /// `tool_input` in place or block the call.
         ///
@@ -395,7 +415,7 @@ pub mod points {
         /// assert_eq!(PRE_TOOL_CALL, InterceptionPoint::PRE_TOOL_CALL);
         /// assert_eq!(points::PreToolCall.to_string(), "PRE_TOOL_CALL");
         /// ```
-        PreToolCall = PRE_TOOL_CALL, pre_tool_call, PRE_TOOL_CALL_HOOKS, ToolCallHookContext, NoReplacement;
+        PreToolCall = PRE_TOOL_CALL, pre_tool_call, ToolCallHookContext, NoReplacement;
         /// `POST_TOOL_CALL`: after every tool execution. Hooks may replace
         /// `tool_result` (`Some(text)`) or abort the run.
         ///
@@ -407,7 +427,7 @@ pub mod points {
         /// assert_eq!(POST_TOOL_CALL, InterceptionPoint::POST_TOOL_CALL);
         /// assert_eq!(points::PostToolCall.to_string(), "POST_TOOL_CALL");
         /// ```
-        PostToolCall = POST_TOOL_CALL, post_tool_call, POST_TOOL_CALL_HOOKS, ToolCallHookContext, String;
+        PostToolCall = POST_TOOL_CALL, post_tool_call, ToolCallHookContext, String;
         /// `POST_STEP`: after each task, before its output is stored. Hooks
         /// may edit or replace the output or abort the run.
         ///
@@ -419,7 +439,7 @@ pub mod points {
         /// assert_eq!(POST_STEP, InterceptionPoint::POST_STEP);
         /// assert_eq!(points::PostStep.to_string(), "POST_STEP");
         /// ```
-        PostStep = POST_STEP, post_step, POST_STEP_HOOKS, StepContext, String;
+        PostStep = POST_STEP, post_step, StepContext, String;
         /// `OUTPUT`: the crew's final output is ready. Hooks may edit it or
         /// replace its text (`Some(text)`).
         ///
@@ -431,7 +451,7 @@ pub mod points {
         /// assert_eq!(OUTPUT, InterceptionPoint::OUTPUT);
         /// assert_eq!(points::Output.to_string(), "OUTPUT");
         /// ```
-        Output = OUTPUT, output, OUTPUT_HOOKS, OutputContext, String;
+        Output = OUTPUT, output, OutputContext, String;
         /// `EXECUTION_END`: once per kickoff that passed `EXECUTION_START`,
         /// on success and on failure. Hooks observe.
         ///
@@ -443,7 +463,7 @@ pub mod points {
         /// assert_eq!(EXECUTION_END, InterceptionPoint::EXECUTION_END);
         /// assert_eq!(points::ExecutionEnd.to_string(), "EXECUTION_END");
         /// ```
-        ExecutionEnd = EXECUTION_END, execution_end, EXECUTION_END_HOOKS, ExecutionEndContext, NoReplacement;
+        ExecutionEnd = EXECUTION_END, execution_end, ExecutionEndContext, NoReplacement;
     }
 
     impl Point for ExecutionStart {
@@ -520,7 +540,7 @@ pub mod points {
             false
         }
         fn withhold(ctx: &mut ToolCallHookContext) {
-            ctx.tool_result = Some(crate::dispatch::withheld_message(ctx.tool_name()));
+            ctx.tool_result = Some(crate::observation::withheld_message(ctx.tool_name()));
         }
     }
 

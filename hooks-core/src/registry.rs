@@ -15,12 +15,14 @@ use crate::hook::{
     AsyncHookFn, HookCall, HookEntry, HookHandle, HookId, HookInfo, HookKey, HookOptions,
     HookOrigin, HookStyle, function_key,
 };
-use crate::outcome::{HookReturn, LegacyBeforePoint, LegacyBeforeReturn};
-use crate::point::points::{
-    ExecutionEnd, ExecutionStart, Input, Output, PostModelCall, PostStep, PostToolCall,
-    PreModelCall, PreStep, PreToolCall,
+use crate::linked::{
+    EXECUTION_END_HOOKS, EXECUTION_START_HOOKS, INPUT_HOOKS, OUTPUT_HOOKS, POST_MODEL_CALL_HOOKS,
+    POST_STEP_HOOKS, POST_TOOL_CALL_HOOKS, PRE_MODEL_CALL_HOOKS, PRE_STEP_HOOKS,
+    PRE_TOOL_CALL_HOOKS, static_chain,
 };
-use crate::point::{InterceptionPoint, Point};
+use crate::point::points::{PostModelCall, PostToolCall, PreModelCall, PreToolCall};
+use crate::point::{ByPoint, InterceptionPoint, Point, PointMap};
+use crate::returns::{HookReturn, LegacyBeforePoint, LegacyBeforeReturn};
 
 /// Why a hook could not be registered.
 ///
@@ -65,22 +67,50 @@ pub(crate) fn next_rank() -> u64 {
     NEXT_RANK.fetch_add(1, Ordering::Relaxed)
 }
 
+/// A registry's chains: for each point `P`, a `Chain<P>`.
+pub(crate) enum Chains {}
+
+impl PointMap for Chains {
+    type Of<P: Point> = Chain<P>;
+}
+
 /// The ten chains of a registry at one instant. Cloning one is cheap (each
 /// chain is a handful of shared pointers), so a writer copies the set,
 /// changes one chain and swaps the copy in.
-#[derive(Clone, Default)]
-#[allow(unreachable_pub)] // named by the sealed `PointChains` trait only
-pub struct ChainSet {
-    pub(crate) execution_start: Chain<ExecutionStart>,
-    pub(crate) input: Chain<Input>,
-    pub(crate) pre_step: Chain<PreStep>,
-    pub(crate) pre_model_call: Chain<PreModelCall>,
-    pub(crate) post_model_call: Chain<PostModelCall>,
-    pub(crate) pre_tool_call: Chain<PreToolCall>,
-    pub(crate) post_tool_call: Chain<PostToolCall>,
-    pub(crate) post_step: Chain<PostStep>,
-    pub(crate) output: Chain<Output>,
-    pub(crate) execution_end: Chain<ExecutionEnd>,
+pub(crate) type ChainSet = ByPoint<Chains>;
+
+impl Clone for ChainSet {
+    fn clone(&self) -> Self {
+        ChainSet {
+            execution_start: self.execution_start.clone(),
+            input: self.input.clone(),
+            pre_step: self.pre_step.clone(),
+            pre_model_call: self.pre_model_call.clone(),
+            post_model_call: self.post_model_call.clone(),
+            pre_tool_call: self.pre_tool_call.clone(),
+            post_tool_call: self.post_tool_call.clone(),
+            post_step: self.post_step.clone(),
+            output: self.output.clone(),
+            execution_end: self.execution_end.clone(),
+        }
+    }
+}
+
+impl Default for ChainSet {
+    fn default() -> Self {
+        ChainSet {
+            execution_start: Chain::default(),
+            input: Chain::default(),
+            pre_step: Chain::default(),
+            pre_model_call: Chain::default(),
+            post_model_call: Chain::default(),
+            pre_tool_call: Chain::default(),
+            post_tool_call: Chain::default(),
+            post_step: Chain::default(),
+            output: Chain::default(),
+            execution_end: Chain::default(),
+        }
+    }
 }
 
 /// What registry-wide operations need of a chain, whatever its point.
@@ -158,16 +188,16 @@ impl ChainSet {
     /// Every link-time hook of the program, sorted.
     fn statics() -> ChainSet {
         ChainSet {
-            execution_start: crate::__private::static_chain(),
-            input: crate::__private::static_chain(),
-            pre_step: crate::__private::static_chain(),
-            pre_model_call: crate::__private::static_chain(),
-            post_model_call: crate::__private::static_chain(),
-            pre_tool_call: crate::__private::static_chain(),
-            post_tool_call: crate::__private::static_chain(),
-            post_step: crate::__private::static_chain(),
-            output: crate::__private::static_chain(),
-            execution_end: crate::__private::static_chain(),
+            execution_start: static_chain(&EXECUTION_START_HOOKS),
+            input: static_chain(&INPUT_HOOKS),
+            pre_step: static_chain(&PRE_STEP_HOOKS),
+            pre_model_call: static_chain(&PRE_MODEL_CALL_HOOKS),
+            post_model_call: static_chain(&POST_MODEL_CALL_HOOKS),
+            pre_tool_call: static_chain(&PRE_TOOL_CALL_HOOKS),
+            post_tool_call: static_chain(&POST_TOOL_CALL_HOOKS),
+            post_step: static_chain(&POST_STEP_HOOKS),
+            output: static_chain(&OUTPUT_HOOKS),
+            execution_end: static_chain(&EXECUTION_END_HOOKS),
         }
     }
 

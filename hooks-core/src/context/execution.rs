@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::CrewInfo;
-use crate::hook::HookContext;
+use super::HookContext;
 use crate::inputs::Inputs;
 use crate::output::CrewOutput;
 

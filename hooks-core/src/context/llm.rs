@@ -5,9 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::HookContext;
 use super::{AgentInfo, CrewInfo, LlmInfo, TaskInfo};
 use crate::extensions::Extensions;
-use crate::hook::HookContext;
 use crate::human::{
     DEFAULT_HUMAN_INPUT_TIMEOUT, HumanInputFuture, HumanInputRequest, HumanInputSource,
 };

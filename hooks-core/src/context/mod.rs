@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::ToolAnnotations;
+use crate::capability::Capabilities;
 
 mod execution;
 mod llm;
@@ -19,6 +20,69 @@ pub use execution::{
 pub use llm::{LlmCallHookContext, ModelResponse};
 pub use step::{StepContext, StepKind};
 pub use tool::{RawToolResult, ToolCallHookContext, ToolCallStatus};
+
+/// What the registry and dispatch need of a point's context: the names
+/// its filters match. Implemented by the ten contexts.
+///
+/// ```
+/// use hooks_core::{HookContext, StepContext, StepKind, ToolCallHookContext};
+///
+/// // What a `tools = [...]` or `agents = [...]` filter matches on a call.
+/// let call = ToolCallHookContext::new("Web Search", Default::default());
+/// assert_eq!(call.call_tool_name(), Some("web_search"));
+/// assert_eq!(call.call_agent_role(), None); // outside an agent
+///
+/// let step = StepContext::new(StepKind::Task, "research", "");
+/// assert_eq!(step.call_tool_name(), None); // steps have no tool
+/// ```
+pub trait HookContext: Send + 'static {
+    /// The normalized tool name a `tools = [...]` filter matches (tool-call
+    /// points only). Read once when a call starts; hooks cannot change it.
+    #[inline]
+    fn call_tool_name(&self) -> Option<&str> {
+        None
+    }
+
+    /// A hash of [`call_tool_name`](Self::call_tool_name), computed once
+    /// when the call starts; the default hashes the name on each use.
+    #[inline]
+    fn call_tool_key(&self) -> u64 {
+        self.call_tool_name().map_or(0, crate::name::tool_key)
+    }
+
+    /// The agent role an `agents = [...]` filter matches.
+    #[inline]
+    fn call_agent_role(&self) -> Option<&str> {
+        None
+    }
+
+    /// The capabilities of the call's tool a `capabilities = [...]` filter
+    /// matches (tool-call points only; `None` for a call without a tool).
+    /// Asked only for a hook that has such a filter.
+    #[inline]
+    fn call_tool_capabilities(&self) -> Option<Capabilities> {
+        None
+    }
+
+    /// The tool name as events report it (shared, not copied).
+    fn event_tool_name(&self) -> Option<Arc<str>> {
+        None
+    }
+
+    /// The agent role as events report it (shared where the agent allows).
+    fn event_agent_role(&self) -> Option<Arc<str>> {
+        None
+    }
+
+    /// Told which hook an awaiting walk runs next (an identity valid while
+    /// the call runs), so that a question the hook asks knows who asked.
+    /// Nothing by default.
+    #[doc(hidden)]
+    #[inline]
+    fn running_hook(&mut self, hook: usize) {
+        let _ = hook;
+    }
+}
 
 /// What a hook can see of the tool being called. The runtime's tool type
 /// implements it; hooks reach the concrete type with
@@ -210,11 +274,11 @@ mod tests {
     use serde_json::json;
 
     use super::AgentInfo;
-    use crate::events::{Redact, RedactionScope};
     use crate::human::{
         CallbackInput, ChannelInput, DEFAULT_HUMAN_INPUT_TIMEOUT, HumanInputError,
         HumanInputRequest, HumanInputSource, ScriptedInput,
     };
+    use crate::redaction::{Redact, RedactionScope};
     use crate::{HookAborted, LlmCallHookContext, ToolCallHookContext};
 
     /// How long a test waits for something that must happen before it

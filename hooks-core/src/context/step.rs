@@ -3,8 +3,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::HookContext;
 use super::{AgentInfo, CrewInfo, TaskInfo};
-use crate::hook::HookContext;
 
 /// What kind of step a [`StepContext`] is about.
 ///

@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::HookContext;
 use super::{AgentInfo, CrewInfo, TaskInfo, ToolInfo};
 use crate::extensions::Extensions;
-use crate::hook::HookContext;
 use crate::human::{
-    DEFAULT_HUMAN_INPUT_TIMEOUT, HumanInputFuture, HumanInputRequest, HumanInputSource,
+    ApprovedCallOutcome, DEFAULT_HUMAN_INPUT_TIMEOUT, HumanInputFuture, HumanInputRequest,
+    HumanInputSource,
 };
 use crate::name::normalize_tool_name;
 use crate::outcome::HookAborted;
@@ -120,6 +121,27 @@ pub enum ToolCallStatus {
     },
     /// The model named a tool the agent does not have.
     NotFound,
+}
+
+impl ToolCallStatus {
+    /// The outcome a call's status says, once the tool ran or the PRE
+    /// chain blocked it; `None` while it is pending.
+    pub(crate) fn approved_outcome(&self) -> Option<ApprovedCallOutcome> {
+        Some(match self {
+            ToolCallStatus::Pending => return None,
+            ToolCallStatus::Ran => ApprovedCallOutcome::Ran,
+            ToolCallStatus::Blocked(abort) => ApprovedCallOutcome::Refused {
+                source: abort.source.clone(),
+                reason: abort.reason.clone(),
+            },
+            ToolCallStatus::Failed { error } => ApprovedCallOutcome::Failed {
+                error: error.clone(),
+            },
+            ToolCallStatus::NotFound => ApprovedCallOutcome::Failed {
+                error: "the agent has no such tool".into(),
+            },
+        })
+    }
 }
 
 /// Everything a hook knows about one tool call.
@@ -517,7 +539,7 @@ impl ToolCallHookContext {
         if let Some(editor) = ledger.editor() {
             request.requester = Some(editor);
         }
-        crate::human::ask_for_answer(
+        crate::approval::ask_for_answer(
             self.human_input.clone(),
             request,
             self.human_input_timeout,
@@ -540,7 +562,7 @@ impl ToolCallHookContext {
     /// became of it, once its status says.
     pub(crate) fn settle_approvals(&self) {
         if let Some(ledger) = self.approvals.get()
-            && let Some(outcome) = crate::ApprovedCallOutcome::of(&self.status)
+            && let Some(outcome) = self.status.approved_outcome()
         {
             ledger.settle(&outcome);
         }
