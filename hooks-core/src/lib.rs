@@ -240,7 +240,7 @@ pub use context::{
 };
 pub use events::{Event, EventBus, HookDispatchedEvent, LlmStreamChunkEvent, Redact};
 pub use explain::{ExplainedHook, Explanation, ToolCapabilities, Verdict};
-pub use extensions::Extensions;
+pub use extensions::{Extensions, RegistryExtensions};
 pub use hook::{
     AsyncHookFn, FailureMode, HookContext, HookFuture, HookHandle, HookId, HookInfo, HookOptions,
     HookOrigin, HookStyle, async_hook,
