@@ -97,7 +97,7 @@ impl CrewInner {
     /// registry, or in strict mode an error of every kickoff.
     #[cfg(feature = "policy")]
     fn check_registered_policies(&self) -> Result<(), CrewError> {
-        let known = known_on(&self.plan.hooks.global.key()).tools;
+        let known = known_on(&self.plan.hooks.global).tools;
         let problems: Vec<crate::policy::PolicyProblem> = self
             .plan
             .settings
@@ -108,7 +108,7 @@ impl CrewInner {
         if problems.is_empty() {
             return Ok(());
         }
-        crate::policy::report_once(&self.plan.hooks.global.key(), &problems);
+        crate::policy::report_once(&self.plan.hooks.global, &problems);
         if self.strict {
             return Err(CrewError::Policies(crate::policy::PolicyError::Invalid {
                 problems,
@@ -129,7 +129,7 @@ impl CrewInner {
 
     /// The global registry's hooks against every crew built on it so far.
     fn global_filter_warnings(&self) -> Vec<FilterWarning> {
-        let known = known_on(&self.plan.hooks.global.key());
+        let known = known_on(&self.plan.hooks.global);
         check_filters(
             &self.plan.settings.name,
             &self.plan.hooks.global,
@@ -155,7 +155,7 @@ impl CrewInner {
         )
         .map_err(CrewError::UntrustedToolName)?;
         let warnings = self.global_filter_warnings();
-        report(&first_reports(&self.plan.hooks.global.key(), &warnings));
+        report(&first_reports(&self.plan.hooks.global, &warnings));
         if self.strict && !warnings.is_empty() {
             return Err(CrewError::UnmatchedHookFilters(warnings));
         }
@@ -1565,7 +1565,7 @@ impl CrewBuilder {
                 // The sets registered on the crew's global registry: each
                 // checked against this crew's tools, its policies on tools
                 // the crew lacks left out for it.
-                for set in crate::policy::registered_on(&global.key()) {
+                for set in crate::policy::registered_on(&global) {
                     let attachment = set
                         .attach_global(&self.name, &scope.tools)
                         .map_err(BuildError::Policies)?;
@@ -1629,7 +1629,7 @@ impl CrewBuilder {
         inner.warnings = warnings;
         // Only a crew that was built counts: its tools and roles are what
         // the global hooks' filters may name.
-        record_crew(&inner.plan.hooks.global.key(), &inner.known);
+        record_crew(&inner.plan.hooks.global, &inner.known);
         Ok(Crew {
             inner: Arc::new(inner),
             user: None,
