@@ -65,7 +65,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::store::audit::{Entry, GENESIS, Row};
 pub use crate::store::audit::{canonical, record_hash};
-use crate::store::{Store, StoreError, now_millis};
+use crate::store::{QuestionRecords, Store, StoreApprovals, StoreError, now_millis};
 
 /// The trail records go to unless named otherwise.
 ///
@@ -666,6 +666,36 @@ impl AuditTrail {
         let stuck = since != 0 && now_millis().saturating_sub(since) > STUCK.as_millis() as i64;
         let full = self.shared.pending.load(Ordering::Relaxed) >= self.shared.buffer;
         !self.is_failing() && !stuck && !full
+    }
+}
+
+impl QuestionRecords for AuditTrail {
+    fn name(&self) -> &str {
+        AuditTrail::name(self)
+    }
+
+    fn record(&self, kind: &str, data: Value) {
+        AuditTrail::record(self, kind, data);
+    }
+}
+
+impl StoreApprovals {
+    /// Records every question asked (`approval_asked`) and how it ended
+    /// (`approval_answered` with the approver, decision, edit and comment;
+    /// `approval_closed` when it expired, was abandoned or withdrawn) on
+    /// `trail`.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::audit::AuditError> {
+    /// use crew_runtime::audit::AuditTrail;
+    /// use crew_runtime::store::StoreApprovals;
+    /// let approvals = StoreApprovals::new(store.clone()).audit(AuditTrail::open(store)?);
+    /// # let _ = approvals;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn audit(self, trail: AuditTrail) -> Self {
+        self.with_records(Arc::new(trail))
     }
 }
 
