@@ -98,7 +98,7 @@ use hooks_core::{
 };
 use serde_json::{Map, Value};
 
-use crate::Crew;
+use crate::crew::Crew;
 use crate::llm::{Llm, LlmError, LlmRequest, ModelTurn, Role};
 
 /// How far lines about hooks and tools are indented under the model's turn
