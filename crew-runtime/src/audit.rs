@@ -61,11 +61,11 @@ use std::time::Duration;
 use hooks_core::Event;
 use hooks_core::events::ListenerId;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::store::audit::{Entry, GENESIS, Row};
-use crate::store::{Store, StoreError, now_millis};
+pub use crate::store::audit::{canonical, record_hash};
+use crate::store::{QuestionRecords, Store, StoreApprovals, StoreError, now_millis};
 
 /// The trail records go to unless named otherwise.
 ///
@@ -292,48 +292,6 @@ impl Record {
             hash: row.hash,
         }
     }
-}
-
-/// The canonical JSON of `value`: object keys sorted at every level, no
-/// whitespace, serde_json's escaping and number forms. The hash of a
-/// record is taken over it.
-///
-/// ```
-/// use serde_json::json;
-/// assert_eq!(crew_runtime::audit::canonical(&json!({"b": 1, "a": [true, {"d": null, "c": "x"}]})),
-///            r#"{"a":[true,{"c":"x","d":null}],"b":1}"#);
-/// ```
-pub fn canonical(value: &Value) -> String {
-    let mut value = value.clone();
-    value.sort_all_objects();
-    value.to_string()
-}
-
-/// The hash of a record: SHA-256, in lower-case hex, of the canonical JSON
-/// of `{"at", "data", "kind", "prev", "seq", "trail"}` (`data` being the
-/// record's canonical JSON text).
-///
-/// ```
-/// let hash = crew_runtime::audit::record_hash("default", 1, 0, "kickoff_started", "{}", &"0".repeat(64));
-/// assert_eq!(hash.len(), 64);
-/// ```
-pub fn record_hash(trail: &str, seq: i64, at: i64, kind: &str, data: &str, prev: &str) -> String {
-    let preimage = canonical(&json!({
-        "at": at,
-        "data": data,
-        "kind": kind,
-        "prev": prev,
-        "seq": seq,
-        "trail": trail,
-    }));
-    let digest = Sha256::digest(preimage.as_bytes());
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut hex = String::with_capacity(64);
-    for byte in digest {
-        hex.push(char::from(HEX[usize::from(byte >> 4)]));
-        hex.push(char::from(HEX[usize::from(byte & 0x0f)]));
-    }
-    hex
 }
 
 enum Message {
@@ -708,6 +666,36 @@ impl AuditTrail {
         let stuck = since != 0 && now_millis().saturating_sub(since) > STUCK.as_millis() as i64;
         let full = self.shared.pending.load(Ordering::Relaxed) >= self.shared.buffer;
         !self.is_failing() && !stuck && !full
+    }
+}
+
+impl QuestionRecords for AuditTrail {
+    fn name(&self) -> &str {
+        AuditTrail::name(self)
+    }
+
+    fn record(&self, kind: &str, data: Value) {
+        AuditTrail::record(self, kind, data);
+    }
+}
+
+impl StoreApprovals {
+    /// Records every question asked (`approval_asked`) and how it ended
+    /// (`approval_answered` with the approver, decision, edit and comment;
+    /// `approval_closed` when it expired, was abandoned or withdrawn) on
+    /// `trail`.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::audit::AuditError> {
+    /// use crew_runtime::audit::AuditTrail;
+    /// use crew_runtime::store::StoreApprovals;
+    /// let approvals = StoreApprovals::new(store.clone()).audit(AuditTrail::open(store)?);
+    /// # let _ = approvals;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn audit(self, trail: AuditTrail) -> Self {
+        self.with_records(Arc::new(trail))
     }
 }
 

@@ -23,15 +23,9 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Mutex, PoisonError};
 
-use hooks_core::{
-    HookId, HookInfo, HookOrigin, HookRegistry, InterceptionPoint, ToolNameSkeleton,
-    check_tool_name,
-};
-
-use crate::error::BuildError;
-use crate::run::CrewAgent;
+use hooks_core::{HookId, HookInfo, HookOrigin, HookRegistry, InterceptionPoint, ToolNameSkeleton};
 
 /// Which filter of a hook names something absent.
 ///
@@ -273,154 +267,28 @@ pub(crate) fn closest(entry: &str, known: &BTreeSet<String>) -> Option<String> {
         .map(|(_, name)| name.clone())
 }
 
-/// Refuses a crew whose tool names a hook filter cannot be trusted with
-/// (SPEC rule 22), reading each name as its source spelled it:
-/// - a name with a control, invisible or bidirectional-control character,
-///   or with letters of mixed scripts that normalization cannot read as
-///   ASCII: [`BuildError::SuspiciousToolName`];
-/// - a name that looks like an entry of a `tools` filter of `registries`
-///   (the same UTS #39 skeleton) without being it, or like the name of
-///   another tool of the crew: [`BuildError::LookAlikeToolName`].
-///
-/// Look-alike letters of other scripts need no refusal: normalization
-/// already reads `dеlete_file` (Cyrillic `е`) as `delete_file`, so the
-/// filter on `delete_file` matches it. An ASCII look-alike (`de1ete_file`,
-/// `delete_fiIe`) is a name of its own that only resembles the filtered
-/// one, which only a refusal makes safe.
-pub(crate) fn check_tool_names(
-    agents: &[std::sync::Arc<CrewAgent>],
-    registries: &[&HookRegistry],
-) -> Result<(), BuildError> {
-    struct Named<'a> {
-        role: &'a str,
-        spelled: &'a str,
-        normalized: &'a str,
-        skeleton: ToolNameSkeleton,
-    }
-    let mut tools: Vec<Named<'_>> = Vec::new();
-    for agent in agents {
-        for tool in &agent.tools {
-            if let Err(problem) = check_tool_name(tool.spelled_name()) {
-                return Err(BuildError::SuspiciousToolName {
-                    role: agent.agent.role().to_owned(),
-                    tool: tool.spelled_name().to_owned(),
-                    normalized: tool.name().to_owned(),
-                    problem,
-                });
-            }
-            tools.push(Named {
-                role: agent.agent.role(),
-                spelled: tool.spelled_name(),
-                normalized: tool.name(),
-                skeleton: ToolNameSkeleton::of(tool.spelled_name()),
-            });
-        }
-    }
-    let look_alike =
-        |tool: &Named<'_>, looks_like: &str, hook: Option<&str>| BuildError::LookAlikeToolName {
-            role: tool.role.to_owned(),
-            tool: tool.spelled.to_owned(),
-            normalized: tool.normalized.to_owned(),
-            looks_like: looks_like.to_owned(),
-            hook: hook.map(str::to_owned),
-        };
-    for (position, tool) in tools.iter().enumerate() {
-        for other in &tools[..position] {
-            if other.normalized != tool.normalized && other.skeleton.looks_like(&tool.skeleton) {
-                return Err(look_alike(tool, other.normalized, None));
-            }
-        }
-    }
-    if tools.is_empty() {
-        return Ok(());
-    }
-    for registry in registries {
-        for point in InterceptionPoint::ALL {
-            for hook in registry.get_hooks(point) {
-                for entry in &hook.tools {
-                    let skeleton = ToolNameSkeleton::of(entry);
-                    let spoof = tools.iter().find(|tool| {
-                        tool.normalized != entry.as_str() && tool.skeleton.looks_like(&skeleton)
-                    });
-                    if let Some(tool) = spoof {
-                        return Err(look_alike(tool, entry, Some(&hook.name)));
-                    }
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Identifies a global registry without keeping it alive: the process-wide
-/// one by address, an injected one by a weak reference (whose allocation
-/// cannot be reused while the reference exists).
-#[derive(Debug, Clone)]
-pub(crate) enum RegistryKey {
-    Static(usize),
-    Shared(Weak<HookRegistry>),
-}
-
-impl RegistryKey {
-    pub(crate) fn of_static(registry: &'static HookRegistry) -> Self {
-        RegistryKey::Static(std::ptr::from_ref(registry) as usize)
-    }
-
-    pub(crate) fn of_shared(registry: &Arc<HookRegistry>) -> Self {
-        RegistryKey::Shared(Arc::downgrade(registry))
-    }
-
-    fn is_live(&self) -> bool {
-        match self {
-            RegistryKey::Static(_) => true,
-            RegistryKey::Shared(weak) => weak.strong_count() > 0,
-        }
-    }
-
-    /// Whether both keys name the same registry.
-    pub(crate) fn same(&self, other: &RegistryKey) -> bool {
-        match (self, other) {
-            (RegistryKey::Static(a), RegistryKey::Static(b)) => a == b,
-            (RegistryKey::Shared(a), RegistryKey::Shared(b)) => a.ptr_eq(b),
-            _ => false,
-        }
-    }
-}
-
 /// What the crews built on one global registry have, and which of its
-/// hooks' entries were already reported.
+/// hooks' entries were already reported. Kept on the registry itself (its
+/// extensions), so it goes with the registry.
+#[derive(Default)]
 struct BuiltOn {
-    registry: RegistryKey,
     known: KnownNames,
     reported: HashSet<(HookId, FilterKind, String)>,
 }
 
-/// Every global registry some crew was built on, with what those crews
-/// have. Dropped registries are pruned on each use.
-static BUILT: Mutex<Vec<BuiltOn>> = Mutex::new(Vec::new());
-
 /// Runs `f` on the record of `registry`, creating it if needed.
-fn with_record<T>(registry: &RegistryKey, f: impl FnOnce(&mut BuiltOn) -> T) -> T {
+fn with_record<T>(registry: &HookRegistry, f: impl FnOnce(&mut BuiltOn) -> T) -> T {
+    let record = registry
+        .extensions()
+        .get_or_insert_with(Mutex::<BuiltOn>::default);
     // The record is only ever extended in one step: a panic elsewhere
     // cannot leave it half-written, so a poisoned lock is taken over.
-    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
-    built.retain(|record| record.registry.is_live());
-    let position = match built.iter().position(|r| r.registry.same(registry)) {
-        Some(position) => position,
-        None => {
-            built.push(BuiltOn {
-                registry: registry.clone(),
-                known: KnownNames::default(),
-                reported: HashSet::new(),
-            });
-            built.len() - 1
-        }
-    };
-    f(&mut built[position])
+    let mut record = record.lock().unwrap_or_else(PoisonError::into_inner);
+    f(&mut record)
 }
 
 /// Records a built crew's tool names and roles under its global registry.
-pub(crate) fn record_crew(registry: &RegistryKey, crew: &KnownNames) {
+pub(crate) fn record_crew(registry: &HookRegistry, crew: &KnownNames) {
     with_record(registry, |record| {
         record.known.tools.extend(crew.tools.iter().cloned());
         record.known.roles.extend(crew.roles.iter().cloned());
@@ -428,14 +296,14 @@ pub(crate) fn record_crew(registry: &RegistryKey, crew: &KnownNames) {
 }
 
 /// The tool names and roles of every crew built on `registry` so far.
-pub(crate) fn known_on(registry: &RegistryKey) -> KnownNames {
+pub(crate) fn known_on(registry: &HookRegistry) -> KnownNames {
     with_record(registry, |record| record.known.clone())
 }
 
 /// The warnings of `warnings` not reported before for `registry`, now
 /// marked reported.
 pub(crate) fn first_reports(
-    registry: &RegistryKey,
+    registry: &HookRegistry,
     warnings: &[FilterWarning],
 ) -> Vec<FilterWarning> {
     with_record(registry, |record| {

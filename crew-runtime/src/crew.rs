@@ -12,13 +12,14 @@ use hooks_core::runtime::{Dispatcher, register_crew_async_hook, register_crew_ho
 use hooks_core::{
     AsyncHookFn, CrewInfo, CrewOutput, DEFAULT_HOOK_TIMEOUT, DEFAULT_HUMAN_INPUT_TIMEOUT, EventBus,
     Explanation, HookOptions, HookRegistry, HookReturn, HookStyle, HumanInputSource, Inputs,
-    LlmInfo, Point, Redact, TerminalInput, global_registry,
+    InterceptionPoint, LlmInfo, Point, Redact, TerminalInput, ToolNameSkeleton, check_tool_name,
+    global_registry,
 };
 
 use crate::agent::Agent;
 use crate::check::{
-    FilterScope, FilterWarning, KnownNames, check_filters, check_tool_names, first_reports,
-    known_on, record_crew, report,
+    FilterScope, FilterWarning, KnownNames, check_filters, first_reports, known_on, record_crew,
+    report,
 };
 use crate::error::{BuildError, CrewError};
 use crate::llm::Llm;
@@ -97,7 +98,7 @@ impl CrewInner {
     /// registry, or in strict mode an error of every kickoff.
     #[cfg(feature = "policy")]
     fn check_registered_policies(&self) -> Result<(), CrewError> {
-        let known = known_on(&self.plan.hooks.global.key()).tools;
+        let known = known_on(&self.plan.hooks.global).tools;
         let problems: Vec<crate::policy::PolicyProblem> = self
             .plan
             .settings
@@ -108,7 +109,7 @@ impl CrewInner {
         if problems.is_empty() {
             return Ok(());
         }
-        crate::policy::report_once(&self.plan.hooks.global.key(), &problems);
+        crate::policy::report_once(&self.plan.hooks.global, &problems);
         if self.strict {
             return Err(CrewError::Policies(crate::policy::PolicyError::Invalid {
                 problems,
@@ -129,7 +130,7 @@ impl CrewInner {
 
     /// The global registry's hooks against every crew built on it so far.
     fn global_filter_warnings(&self) -> Vec<FilterWarning> {
-        let known = known_on(&self.plan.hooks.global.key());
+        let known = known_on(&self.plan.hooks.global);
         check_filters(
             &self.plan.settings.name,
             &self.plan.hooks.global,
@@ -155,7 +156,7 @@ impl CrewInner {
         )
         .map_err(CrewError::UntrustedToolName)?;
         let warnings = self.global_filter_warnings();
-        report(&first_reports(&self.plan.hooks.global.key(), &warnings));
+        report(&first_reports(&self.plan.hooks.global, &warnings));
         if self.strict && !warnings.is_empty() {
             return Err(CrewError::UnmatchedHookFilters(warnings));
         }
@@ -1565,7 +1566,7 @@ impl CrewBuilder {
                 // The sets registered on the crew's global registry: each
                 // checked against this crew's tools, its policies on tools
                 // the crew lacks left out for it.
-                for set in crate::policy::registered_on(&global.key()) {
+                for set in crate::policy::registered_on(&global) {
                     let attachment = set
                         .attach_global(&self.name, &scope.tools)
                         .map_err(BuildError::Policies)?;
@@ -1629,7 +1630,7 @@ impl CrewBuilder {
         inner.warnings = warnings;
         // Only a crew that was built counts: its tools and roles are what
         // the global hooks' filters may name.
-        record_crew(&inner.plan.hooks.global.key(), &inner.known);
+        record_crew(&inner.plan.hooks.global, &inner.known);
         Ok(Crew {
             inner: Arc::new(inner),
             user: None,
@@ -1751,6 +1752,85 @@ fn prepare_agent(agent: Agent) -> Result<CrewAgent, BuildError> {
         definitions,
         llm_info,
     })
+}
+
+/// Refuses a crew whose tool names a hook filter cannot be trusted with
+/// (SPEC rule 22), reading each name as its source spelled it:
+/// - a name with a control, invisible or bidirectional-control character,
+///   or with letters of mixed scripts that normalization cannot read as
+///   ASCII: [`BuildError::SuspiciousToolName`];
+/// - a name that looks like an entry of a `tools` filter of `registries`
+///   (the same UTS #39 skeleton) without being it, or like the name of
+///   another tool of the crew: [`BuildError::LookAlikeToolName`].
+///
+/// Look-alike letters of other scripts need no refusal: normalization
+/// already reads `dеlete_file` (Cyrillic `е`) as `delete_file`, so the
+/// filter on `delete_file` matches it. An ASCII look-alike (`de1ete_file`,
+/// `delete_fiIe`) is a name of its own that only resembles the filtered
+/// one, which only a refusal makes safe.
+pub(crate) fn check_tool_names(
+    agents: &[Arc<CrewAgent>],
+    registries: &[&HookRegistry],
+) -> Result<(), BuildError> {
+    struct Named<'a> {
+        role: &'a str,
+        spelled: &'a str,
+        normalized: &'a str,
+        skeleton: ToolNameSkeleton,
+    }
+    let mut tools: Vec<Named<'_>> = Vec::new();
+    for agent in agents {
+        for tool in &agent.tools {
+            if let Err(problem) = check_tool_name(tool.spelled_name()) {
+                return Err(BuildError::SuspiciousToolName {
+                    role: agent.agent.role().to_owned(),
+                    tool: tool.spelled_name().to_owned(),
+                    normalized: tool.name().to_owned(),
+                    problem,
+                });
+            }
+            tools.push(Named {
+                role: agent.agent.role(),
+                spelled: tool.spelled_name(),
+                normalized: tool.name(),
+                skeleton: ToolNameSkeleton::of(tool.spelled_name()),
+            });
+        }
+    }
+    let look_alike =
+        |tool: &Named<'_>, looks_like: &str, hook: Option<&str>| BuildError::LookAlikeToolName {
+            role: tool.role.to_owned(),
+            tool: tool.spelled.to_owned(),
+            normalized: tool.normalized.to_owned(),
+            looks_like: looks_like.to_owned(),
+            hook: hook.map(str::to_owned),
+        };
+    for (position, tool) in tools.iter().enumerate() {
+        for other in &tools[..position] {
+            if other.normalized != tool.normalized && other.skeleton.looks_like(&tool.skeleton) {
+                return Err(look_alike(tool, other.normalized, None));
+            }
+        }
+    }
+    if tools.is_empty() {
+        return Ok(());
+    }
+    for registry in registries {
+        for point in InterceptionPoint::ALL {
+            for hook in registry.get_hooks(point) {
+                for entry in &hook.tools {
+                    let skeleton = ToolNameSkeleton::of(entry);
+                    let spoof = tools.iter().find(|tool| {
+                        tool.normalized != entry.as_str() && tool.skeleton.looks_like(&skeleton)
+                    });
+                    if let Some(tool) = spoof {
+                        return Err(look_alike(tool, entry, Some(&hook.name)));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 impl fmt::Debug for CrewBuilder {

@@ -7,8 +7,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use hooks_core::{HookRegistry, global_registry};
 
-use crate::check::RegistryKey;
-
 /// The global registry a crew dispatches through: the process-wide one
 /// (the default) or one injected (a test's `HookRegistry::new()`).
 ///
@@ -54,17 +52,6 @@ pub(crate) fn warn_if_attribute_hooks_left_out(given: &SharedRegistry) {
                    give it HookRegistry::with_static_hooks() to keep them";
     tracing::warn!("{warning}");
     eprintln!("warning: {warning}");
-}
-
-impl SharedRegistry {
-    /// Identifies the registry in the record of what crews built on it
-    /// have.
-    pub(crate) fn key(&self) -> RegistryKey {
-        match &self.0 {
-            RegistryKind::Static(registry) => RegistryKey::of_static(registry),
-            RegistryKind::Shared(registry) => RegistryKey::of_shared(registry),
-        }
-    }
 }
 
 impl Deref for SharedRegistry {

@@ -86,7 +86,6 @@
 //! ```
 
 use std::any::Any;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use hooks_core::events::{
@@ -99,7 +98,7 @@ use hooks_core::{
 };
 use serde_json::{Map, Value};
 
-use crate::Crew;
+use crate::crew::Crew;
 use crate::llm::{ChatMessage, Llm, LlmError, LlmRequest, ModelTurn, Role};
 
 /// How far lines about hooks and tools are indented under the model's turn
@@ -324,19 +323,10 @@ impl Transcript {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn attach(&self, crew: &Crew) {
-        let id = NEXT_ATTACHMENT.fetch_add(1, Ordering::Relaxed);
-        attached_transcripts().push(Attachment {
-            id,
-            crew: crew_key(crew),
-            transcript: Arc::downgrade(&self.state),
-        });
+        Attached::of(crew).add(&self.state);
+        // The listener holds the transcript, and goes with the crew.
         let sink = self.clone();
-        let detach = Detach(id);
-        crew.events().subscribe(move |event| {
-            // The listener owns the attachment: both go with the crew.
-            let _attached = &detach;
-            sink.record(event);
-        });
+        crew.events().subscribe(move |event| sink.record(event));
     }
 
     /// Adds a line of the program's own: a heading, a result, a blank line
@@ -517,12 +507,11 @@ pub fn note(ctx: &impl HookCrew, line: impl AsRef<str>) {
     let Some(crew) = ctx.hook_crew() else {
         return;
     };
-    let key = crew_key(crew);
-    let state = attached_transcripts()
-        .iter()
-        .rev()
-        .find(|attachment| attachment.crew == key)
-        .and_then(|attachment| attachment.transcript.upgrade());
+    let state = crew
+        .hooks()
+        .extensions()
+        .get::<Attached>()
+        .and_then(|attached| attached.last());
     if let Some(state) = state {
         Transcript { state }.line(format!("{DETAIL}{}", line.as_ref()));
     }
@@ -609,35 +598,36 @@ fn crew_of(crew: Option<&dyn CrewInfo>) -> Option<&Crew> {
     crew.downcast_ref()
 }
 
-/// A transcript attached to a crew, for [`note`] to find.
-struct Attachment {
-    id: u64,
-    crew: usize,
-    transcript: Weak<Mutex<State>>,
-}
+/// The transcripts attached to a crew, for [`note`] to find: kept on the
+/// crew's own hook registry (its extensions), which every clone of the
+/// crew shares and which goes with the crew. The crew's listeners hold
+/// the transcripts; this only points at them.
+#[derive(Default)]
+struct Attached(Mutex<Vec<Weak<Mutex<State>>>>);
 
-static ATTACHED: Mutex<Vec<Attachment>> = Mutex::new(Vec::new());
-static NEXT_ATTACHMENT: AtomicU64 = AtomicU64::new(0);
-
-fn attached_transcripts() -> MutexGuard<'static, Vec<Attachment>> {
-    ATTACHED.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Removes an attachment when the crew's event bus drops the listener that
-/// owns it, that is when the crew is gone: a crew built later at the same
-/// address never writes to this transcript.
-struct Detach(u64);
-
-impl Drop for Detach {
-    fn drop(&mut self) {
-        attached_transcripts().retain(|attachment| attachment.id != self.0);
+impl Attached {
+    /// The record of `crew`, created if needed.
+    fn of(crew: &Crew) -> Arc<Attached> {
+        crew.hooks()
+            .extensions()
+            .get_or_insert_with(Attached::default)
     }
-}
 
-/// Identifies a crew across its clones: the address of its own hook
-/// registry, which every clone shares and which lives as long as the crew.
-fn crew_key(crew: &Crew) -> usize {
-    std::ptr::from_ref(crew.hooks()).addr()
+    fn add(&self, state: &Arc<Mutex<State>>) {
+        let mut attached = self.lock();
+        attached.retain(|state| state.strong_count() > 0);
+        attached.push(Arc::downgrade(state));
+    }
+
+    /// The transcript attached last that still exists.
+    fn last(&self) -> Option<Arc<Mutex<State>>> {
+        self.lock().iter().rev().find_map(Weak::upgrade)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<Weak<Mutex<State>>>> {
+        // Changed by one push at a time: a poisoned lock is taken over.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// One line for an event, or `None` for events the model's lines already
@@ -936,13 +926,6 @@ mod tests {
             .expect("the crew builds")
     }
 
-    fn is_attached(transcript: &Transcript) -> bool {
-        let weak = Arc::downgrade(&transcript.state);
-        attached_transcripts()
-            .iter()
-            .any(|attachment| attachment.transcript.ptr_eq(&weak))
-    }
-
     #[test]
     fn a_transcript_reads_the_model_the_events_and_the_notes() {
         let transcript = Transcript::new();
@@ -988,9 +971,21 @@ mod tests {
         let transcript = Transcript::new();
         let crew = noting_crew("gone", &transcript);
         transcript.attach(&crew);
-        assert!(is_attached(&transcript));
+        let attached = {
+            let attached = crew
+                .hooks()
+                .extensions()
+                .get::<Attached>()
+                .expect("the crew keeps its transcripts");
+            let last = attached.last().expect("one is attached");
+            assert!(Arc::ptr_eq(&last, &transcript.state));
+            Arc::downgrade(&attached)
+        };
         drop(crew);
-        assert!(!is_attached(&transcript));
+        assert!(
+            attached.upgrade().is_none(),
+            "the record went with the crew"
+        );
     }
 
     #[test]

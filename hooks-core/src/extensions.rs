@@ -1,8 +1,11 @@
 //! [`Extensions`]: a typed map that the PRE and POST hooks of one call
-//! share, seen by no tool, model or event.
+//! share, seen by no tool, model or event; [`RegistryExtensions`]: the
+//! same kind of map, shared and behind a lock, that lives as long as its
+//! [`HookRegistry`](crate::HookRegistry).
 
 use std::any::{Any, TypeId};
 use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rustc_hash::FxHashMap;
 
@@ -84,6 +87,107 @@ impl fmt::Debug for Extensions {
     }
 }
 
+/// Values of any `Send + Sync` type, at most one per type, kept on a
+/// [`HookRegistry`](crate::HookRegistry) and gone with it
+/// ([`HookRegistry::extensions`](crate::HookRegistry::extensions)): what a
+/// library built on the registry records about it (which crews were built
+/// on it, which policy sets it carries) without a process-wide table keyed
+/// by the registry's address. Each value is handed out as an `Arc`; a
+/// value that changes holds its own lock (a `Mutex` inside).
+///
+/// Dispatch never reads it: it costs a call nothing.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use hooks_core::HookRegistry;
+///
+/// /// What a library counts per registry.
+/// #[derive(Default)]
+/// struct Built(Mutex<u32>);
+///
+/// let registry = Arc::new(HookRegistry::new());
+/// for _ in 0..2 {
+///     let built = registry.extensions().get_or_insert_with(Built::default);
+///     *built.0.lock().unwrap() += 1;
+/// }
+/// assert_eq!(*registry.extensions().get::<Built>().unwrap().0.lock().unwrap(), 2);
+/// // Another registry has a record of its own.
+/// assert!(HookRegistry::new().extensions().get::<Built>().is_none());
+/// ```
+#[derive(Default)]
+pub struct RegistryExtensions {
+    map: Mutex<Extensions>,
+}
+
+impl RegistryExtensions {
+    /// An empty map.
+    ///
+    /// ```
+    /// let extensions = hooks_core::RegistryExtensions::new();
+    /// assert!(extensions.get::<u32>().is_none());
+    /// ```
+    pub const fn new() -> Self {
+        RegistryExtensions {
+            map: Mutex::new(Extensions::new()),
+        }
+    }
+
+    /// The value of type `T`, if one was stored.
+    ///
+    /// ```
+    /// let extensions = hooks_core::RegistryExtensions::new();
+    /// extensions.insert(7u32);
+    /// assert_eq!(extensions.get::<u32>().as_deref(), Some(&7));
+    /// ```
+    pub fn get<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.lock().get::<Arc<T>>().cloned()
+    }
+
+    /// The value of type `T`, stored first from `make` if there is none.
+    /// `make` runs under the map's lock: it must not use this map.
+    ///
+    /// ```
+    /// let extensions = hooks_core::RegistryExtensions::new();
+    /// assert_eq!(*extensions.get_or_insert_with(|| 1u32), 1);
+    /// assert_eq!(*extensions.get_or_insert_with(|| 2u32), 1, "the first stays");
+    /// ```
+    pub fn get_or_insert_with<T: Any + Send + Sync>(&self, make: impl FnOnce() -> T) -> Arc<T> {
+        let mut map = self.lock();
+        if let Some(value) = map.get::<Arc<T>>() {
+            return Arc::clone(value);
+        }
+        let value = Arc::new(make());
+        map.insert(Arc::clone(&value));
+        value
+    }
+
+    /// Stores `value`, returning the value of the same type it replaces
+    /// (whoever still holds that one keeps it).
+    ///
+    /// ```
+    /// let extensions = hooks_core::RegistryExtensions::new();
+    /// assert!(extensions.insert("first").is_none());
+    /// assert_eq!(extensions.insert("second").as_deref(), Some(&"first"));
+    /// ```
+    pub fn insert<T: Any + Send + Sync>(&self, value: T) -> Option<Arc<T>> {
+        self.lock().insert(Arc::new(value))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Extensions> {
+        // Every change is one insert into the map: a panic elsewhere
+        // cannot leave it half-written, so a poisoned lock is taken over.
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl fmt::Debug for RegistryExtensions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegistryExtensions")
+            .field("len", &self.lock().len())
+            .finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,5 +205,15 @@ mod tests {
         assert_eq!(extensions.remove::<u32>(), Some(3));
         assert_eq!(extensions.len(), 1);
         assert_eq!(extensions.get::<u64>(), None);
+    }
+
+    #[test]
+    fn a_registrys_values_go_with_it() {
+        struct Record;
+        let registry = crate::HookRegistry::new();
+        let record = Arc::downgrade(&registry.extensions().get_or_insert_with(|| Record));
+        assert!(record.upgrade().is_some(), "kept while the registry lives");
+        drop(registry);
+        assert!(record.upgrade().is_none(), "dropped with the registry");
     }
 }

@@ -246,7 +246,7 @@ pub use context::{
 };
 pub use events::{Event, EventBus, HookDispatchedEvent, LlmStreamChunkEvent};
 pub use explain::{ExplainedHook, Explanation, ToolCapabilities, Verdict};
-pub use extensions::Extensions;
+pub use extensions::{Extensions, RegistryExtensions};
 pub use hook::{
     AsyncHookFn, FailureMode, HookFuture, HookHandle, HookId, HookInfo, HookOptions, HookOrigin,
     HookStyle, async_hook,

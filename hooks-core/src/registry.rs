@@ -11,6 +11,7 @@ use arc_swap::ArcSwap;
 
 use crate::chain::Chain;
 use crate::events::EventBus;
+use crate::extensions::RegistryExtensions;
 use crate::hook::{
     AsyncHookFn, HookCall, HookEntry, HookHandle, HookId, HookInfo, HookKey, HookOptions,
     HookOrigin, HookStyle, function_key,
@@ -368,6 +369,9 @@ pub struct HookRegistry {
     nonempty: AtomicU32,
     write: Mutex<()>,
     events: EventBus,
+    /// What libraries built on the registry keep about it; dispatch never
+    /// reads it.
+    extensions: RegistryExtensions,
 }
 
 impl HookRegistry {
@@ -425,12 +429,35 @@ impl HookRegistry {
             nonempty: AtomicU32::new(mask),
             write: Mutex::new(()),
             events: EventBus::new(),
+            extensions: RegistryExtensions::new(),
         }
     }
 
     /// The bus on which this registry's dispatches report.
     pub fn events(&self) -> &EventBus {
         &self.events
+    }
+
+    /// Values of any type, one per type, that live as long as this
+    /// registry: what a library built on it keeps about it (see
+    /// [`RegistryExtensions`]). Dispatch never reads them.
+    ///
+    /// ```
+    /// use std::sync::Mutex;
+    /// use hooks_core::HookRegistry;
+    ///
+    /// /// The crews a program built on a registry, by name.
+    /// #[derive(Default)]
+    /// struct Crews(Mutex<Vec<String>>);
+    ///
+    /// let registry = HookRegistry::new();
+    /// let crews = registry.extensions().get_or_insert_with(Crews::default);
+    /// crews.0.lock().unwrap().push("research".to_owned());
+    /// let again = registry.extensions().get::<Crews>().expect("recorded");
+    /// assert_eq!(*again.0.lock().unwrap(), ["research"]);
+    /// ```
+    pub fn extensions(&self) -> &RegistryExtensions {
+        &self.extensions
     }
 
     /// The points that have hooks, one bit per point index.

@@ -312,8 +312,9 @@ impl ApprovalGate {
         // JSON escapes the C0 controls in strings but not DEL, the C1
         // controls or bidi overrides: escape what is left, line by line so
         // the indentation stays.
-        let mut input = ctx.tool_input.clone();
-        crate::run::tool_call::sort_keys(&mut input);
+        // Keys sorted at every level, whatever order serde_json keeps.
+        let mut input = Value::Object(ctx.tool_input.clone());
+        input.sort_all_objects();
         let input = serde_json::to_string_pretty(&input)
             .unwrap_or_else(|error| format!("(the input cannot be shown: {error})"));
         for (n, line) in input.lines().enumerate() {

@@ -96,7 +96,6 @@ use arc_swap::ArcSwap;
 use hooks_core::events::{PolicyDecidedEvent, PolicySetRejectedEvent};
 use hooks_core::{Event, HookAborted, HookRegistry, ToolCallHookContext};
 
-use crate::check::RegistryKey;
 use crate::guards::ApprovalGate;
 use crate::registry::SharedRegistry;
 use crate::tool::Tool;
@@ -587,7 +586,11 @@ impl Policies {
             hooks_core::HookOptions::new().name(POLICY_HOOK_NAME),
             hook,
         )?;
-        global_sets().push((registry.key(), Arc::downgrade(&self.shared)));
+        registered(&registry)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .sets
+            .push(Arc::downgrade(&self.shared));
         Ok(id)
     }
 
@@ -700,39 +703,47 @@ impl fmt::Debug for PolicyWatcher {
     }
 }
 
-/// The policy sets registered on registries ([`Policies::register_on`]).
-fn global_sets() -> std::sync::MutexGuard<'static, Vec<(RegistryKey, Weak<Shared>)>> {
-    static SETS: Mutex<Vec<(RegistryKey, Weak<Shared>)>> = Mutex::new(Vec::new());
-    let mut sets = SETS.lock().unwrap_or_else(PoisonError::into_inner);
-    sets.retain(|(_, set)| set.strong_count() > 0);
-    sets
+/// What a registry holds of policies: the sets registered on it
+/// ([`Policies::register_on`]) and the problems already reported for it.
+/// Kept on the registry itself (its extensions), so it goes with it.
+#[derive(Default)]
+struct Registered {
+    sets: Vec<Weak<Shared>>,
+    reported: std::collections::HashSet<String>,
 }
 
-/// Reports each problem not reported before for the registry `key`: a
-/// `tracing` warning and a line on standard error.
-pub(crate) fn report_once(key: &RegistryKey, problems: &[PolicyProblem]) {
-    static REPORTED: Mutex<Vec<(RegistryKey, String)>> = Mutex::new(Vec::new());
-    let mut reported = REPORTED.lock().unwrap_or_else(PoisonError::into_inner);
+/// The policy record of `registry`, created if needed.
+fn registered(registry: &HookRegistry) -> Arc<Mutex<Registered>> {
+    registry
+        .extensions()
+        .get_or_insert_with(Mutex::<Registered>::default)
+}
+
+/// Reports each problem not reported before for `registry`: a `tracing`
+/// warning and a line on standard error.
+pub(crate) fn report_once(registry: &HookRegistry, problems: &[PolicyProblem]) {
+    let record = registered(registry);
+    let mut record = record.lock().unwrap_or_else(PoisonError::into_inner);
     for problem in problems {
         let line = problem.to_string();
-        if reported
-            .iter()
-            .any(|(registry, seen)| registry.same(key) && *seen == line)
-        {
+        if record.reported.contains(&line) {
             continue;
         }
         tracing::warn!(problem = %line, "a registered policy names a tool no crew has");
         eprintln!("warning: registered policies: {line}");
-        reported.push((key.clone(), line));
+        record.reported.insert(line);
     }
 }
 
-/// The sets registered on the registry `key`, in registration order.
-pub(crate) fn registered_on(key: &RegistryKey) -> Vec<Policies> {
-    global_sets()
+/// The sets registered on `registry`, in registration order.
+pub(crate) fn registered_on(registry: &HookRegistry) -> Vec<Policies> {
+    let record = registered(registry);
+    let mut record = record.lock().unwrap_or_else(PoisonError::into_inner);
+    record.sets.retain(|set| set.strong_count() > 0);
+    record
+        .sets
         .iter()
-        .filter(|(registry, _)| registry.same(key))
-        .filter_map(|(_, set)| set.upgrade())
+        .filter_map(Weak::upgrade)
         .map(|shared| Policies { shared })
         .collect()
 }

@@ -1193,7 +1193,19 @@ pub struct StoreApprovals {
     owner: Arc<str>,
     lease: Duration,
     #[cfg(feature = "audit")]
-    audit: Option<crate::audit::AuditTrail>,
+    audit: Option<Arc<dyn QuestionRecords>>,
+}
+
+/// Where a [`StoreApprovals`] records its questions and what became of
+/// them: the audit trail given to [`StoreApprovals::audit`], seen through
+/// what it does, so that the store does not depend on the trail that is
+/// built on it.
+#[cfg(feature = "audit")]
+pub(crate) trait QuestionRecords: Send + Sync {
+    /// The trail's name, kept on each question's row.
+    fn name(&self) -> &str;
+    /// Records `data` as a record of `kind`.
+    fn record(&self, kind: &str, data: serde_json::Value);
 }
 
 impl fmt::Debug for StoreApprovals {
@@ -1227,23 +1239,10 @@ impl StoreApprovals {
         }
     }
 
-    /// Records every question asked (`approval_asked`) and how it ended
-    /// (`approval_answered` with the approver, decision, edit and comment;
-    /// `approval_closed` when it expired, was abandoned or withdrawn) on
-    /// `trail`.
-    ///
-    /// ```no_run
-    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::audit::AuditError> {
-    /// use crew_runtime::audit::AuditTrail;
-    /// use crew_runtime::store::StoreApprovals;
-    /// let approvals = StoreApprovals::new(store.clone()).audit(AuditTrail::open(store)?);
-    /// # let _ = approvals;
-    /// # Ok(())
-    /// # }
-    /// ```
+    /// Records on `records` (an audit trail: see `StoreApprovals::audit`).
     #[cfg(feature = "audit")]
-    pub fn audit(mut self, trail: crate::audit::AuditTrail) -> Self {
-        self.audit = Some(trail);
+    pub(crate) fn with_records(mut self, records: Arc<dyn QuestionRecords>) -> Self {
+        self.audit = Some(records);
         self
     }
 
@@ -1301,7 +1300,7 @@ impl StoreApprovals {
     fn audit_trail_name(&self) -> Option<&str> {
         #[cfg(feature = "audit")]
         {
-            self.audit.as_ref().map(crate::audit::AuditTrail::name)
+            self.audit.as_ref().map(|records| records.name())
         }
         #[cfg(not(feature = "audit"))]
         None

@@ -1,7 +1,10 @@
 //! The audit trail's rows: appending a batch to a trail's hash chain, and
-//! reading it back (see [`crate::audit`]).
+//! reading it back (see [`crate::audit`]). The chain's hash is computed
+//! here, beside the writer that stores it; the trail's reader
+//! ([`crate::audit::verify`]) recomputes it with the same functions.
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use sqlx::Row as _;
 
 use super::{Store, StoreError, has_table, on_pool};
@@ -32,6 +35,48 @@ pub(crate) struct Entry {
     pub(crate) at: i64,
     pub(crate) kind: String,
     pub(crate) data: Value,
+}
+
+/// The canonical JSON of `value`: object keys sorted at every level, no
+/// whitespace, serde_json's escaping and number forms. The hash of a
+/// record is taken over it.
+///
+/// ```
+/// use serde_json::json;
+/// assert_eq!(crew_runtime::audit::canonical(&json!({"b": 1, "a": [true, {"d": null, "c": "x"}]})),
+///            r#"{"a":[true,{"c":"x","d":null}],"b":1}"#);
+/// ```
+pub fn canonical(value: &Value) -> String {
+    let mut value = value.clone();
+    value.sort_all_objects();
+    value.to_string()
+}
+
+/// The hash of a record: SHA-256, in lower-case hex, of the canonical JSON
+/// of `{"at", "data", "kind", "prev", "seq", "trail"}` (`data` being the
+/// record's canonical JSON text).
+///
+/// ```
+/// let hash = crew_runtime::audit::record_hash("default", 1, 0, "kickoff_started", "{}", &"0".repeat(64));
+/// assert_eq!(hash.len(), 64);
+/// ```
+pub fn record_hash(trail: &str, seq: i64, at: i64, kind: &str, data: &str, prev: &str) -> String {
+    let preimage = canonical(&json!({
+        "at": at,
+        "data": data,
+        "kind": kind,
+        "prev": prev,
+        "seq": seq,
+        "trail": trail,
+    }));
+    let digest = Sha256::digest(preimage.as_bytes());
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        hex.push(char::from(HEX[usize::from(byte >> 4)]));
+        hex.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    }
+    hex
 }
 
 macro_rules! read_row {
@@ -108,9 +153,8 @@ impl Store {
             let mut rows = Vec::with_capacity(entries.len());
             for entry in entries {
                 seq += 1;
-                let data = crate::audit::canonical(&entry.data);
-                let hash =
-                    crate::audit::record_hash(trail, seq, entry.at, &entry.kind, &data, &prev);
+                let data = canonical(&entry.data);
+                let hash = record_hash(trail, seq, entry.at, &entry.kind, &data, &prev);
                 rows.push((
                     seq,
                     entry,

@@ -60,6 +60,8 @@ pub(crate) use accounts::ThrottleRule;
 pub(crate) use accounts::same_secret;
 #[cfg(feature = "inbox")]
 pub use accounts::{Approver, ApproverScope, Credential, Which};
+#[cfg(feature = "audit")]
+pub(crate) use approvals::QuestionRecords;
 pub use approvals::{
     Answer, CallOutcome, Decision, DecisionError, MAX_EDIT_BYTES, Question, QuestionStatus,
     RecordedAnswer, Refusal, StoreApprovals,
