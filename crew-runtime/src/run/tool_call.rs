@@ -283,10 +283,13 @@ impl AgentRun {
             })
         });
         async move {
-            // A kickoff the tool starts names this call as its parent.
-            let nesting = self.depth.in_call(started);
-            let result =
-                KickoffDepth::scope(nesting, self.run_tool(run, placement, timeout, watch)).await;
+            let running = self.run_tool(run, placement, timeout, watch);
+            // A kickoff the tool starts names this call as its parent (when
+            // the call has an event to name).
+            let result = match started {
+                Some(_) => KickoffDepth::scope(self.depth.in_call(started), running).await,
+                None => running.await,
+            };
             let ran_for = clock.map_or(Duration::ZERO, |clock| clock.elapsed());
             let (output, failed) = match result {
                 Ok(Ok(output)) => (output, None),
