@@ -482,13 +482,17 @@ fn build_error_with_tools(text: &str, tools: fn(&Log<String>) -> Vec<Tool>) -> S
         .policies(policies(text))
         .build()
         .expect_err("the policies do not fit the crew's tools");
-    match error {
-        BuildError::Policies(PolicyError::Invalid { problems }) => problems
+    let refused = match &error {
+        BuildError::Integration(refused) => refused.downcast_ref::<PolicyError>(),
+        _ => None,
+    };
+    match refused {
+        Some(PolicyError::Invalid { problems }) => problems
             .iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join("\n"),
-        other => panic!("not a policy error: {other}"),
+        _ => panic!("not a policy error: {error}"),
     }
 }
 
