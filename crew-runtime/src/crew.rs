@@ -299,10 +299,16 @@ impl Crew {
         explanation
     }
 
+    /// What the integrations added to the crew at its build (see
+    /// [`crate::extension`]).
+    pub(crate) fn extensions(&self) -> &[Arc<dyn CrewExtension>] {
+        &self.inner.plan.settings.extensions
+    }
+
     /// The crew's extension of type `T`, if its build added one.
     #[allow(dead_code, reason = "used by the integrations compiled in, if any")]
     pub(crate) fn extension<T: CrewExtension>(&self) -> Option<&T> {
-        crate::extension::find(&self.inner.plan.settings.extensions)
+        crate::extension::find(self.extensions())
     }
 
     /// Checks every hook filter now: the global registry's hooks against

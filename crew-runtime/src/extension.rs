@@ -133,3 +133,39 @@ impl<'a> BuildScope<'a> {
         state.swap_remove(position).downcast::<T>().ok().map(|t| *t)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prelude::*;
+
+    #[test]
+    fn a_crew_that_uses_no_integration_holds_no_extension() {
+        let writer = Agent::builder("Writer").build();
+        let crew = Crew::builder()
+            .agent(writer.clone())
+            .task(Task::builder("Write").agent(&writer).build())
+            .global_registry(Arc::new(HookRegistry::new()))
+            .build()
+            .expect("builds");
+        // Every integration compiled in ran at the build, and added nothing:
+        // the run only checks an empty list.
+        assert!(crew.extensions().is_empty());
+    }
+
+    #[test]
+    fn the_build_state_keeps_one_value_per_type_until_it_is_taken() {
+        let registry = Arc::new(HookRegistry::new());
+        let global = SharedRegistry::from(Arc::new(HookRegistry::new()));
+        let scope = BuildScope::new(&registry, "crew", Vec::new(), &global);
+        scope.with_state(|names: &mut Vec<&str>| names.push("first"));
+        scope.with_state(|count: &mut u32| *count += 1);
+        scope.with_state(|names: &mut Vec<&str>| names.push("second"));
+        assert_eq!(
+            scope.take_state::<Vec<&str>>(),
+            Some(vec!["first", "second"])
+        );
+        assert_eq!(scope.take_state::<Vec<&str>>(), None, "taken");
+        assert_eq!(scope.take_state::<u32>(), Some(1));
+    }
+}

@@ -278,3 +278,75 @@ impl CrewExtension for CrewPolicySets {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prelude::*;
+
+    fn lookup() -> Tool {
+        Tool::dynamic(
+            "lookup",
+            "Looks an order up",
+            json!({ "type": "object" }),
+            |_| Ok::<_, String>(json!("found")),
+        )
+    }
+
+    #[test]
+    fn a_crew_holds_one_policy_extension_for_its_own_sets_then_the_registered_ones() {
+        let registry = Arc::new(HookRegistry::new());
+        Policies::from_text(r#"@id("registered") permit(principal, action, resource);"#)
+            .and_then(|set| Ok(set.register_on(registry.clone())))
+            .expect("parses")
+            .expect("registers");
+        let support = Agent::builder("Support").tool(lookup()).build();
+        let own = |id: &str| {
+            Policies::from_text(&format!(
+                r#"@id("{id}") permit(principal, action, resource);"#
+            ))
+            .expect("parses")
+        };
+        let crew = Crew::builder()
+            .agent(support.clone())
+            .task(Task::builder("Handle").agent(&support).build())
+            .global_registry(registry)
+            .policies(own("first"))
+            .policies(own("second"))
+            .build()
+            .expect("builds");
+        assert_eq!(crew.extensions().len(), 1, "one extension for every set");
+        let sets = crew
+            .extension::<CrewPolicySets>()
+            .expect("the policies' extension");
+        assert_eq!(sets.attachments.len(), 3);
+        let global = sets
+            .global
+            .as_ref()
+            .expect("the registered set rides on tool calls");
+        assert_eq!(global.0.len(), 1);
+        // The crew's own sets in the order given, then the registered one.
+        let notes = crew.explain("lookup", "Support").notes;
+        assert_eq!(
+            notes,
+            [
+                "policies: first decide `lookup`",
+                "policies: second decide `lookup`",
+                "policies: registered decide `lookup`",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_crew_without_policy_sets_gets_no_policy_extension() {
+        let support = Agent::builder("Support").tool(lookup()).build();
+        let crew = Crew::builder()
+            .agent(support.clone())
+            .task(Task::builder("Handle").agent(&support).build())
+            .global_registry(Arc::new(HookRegistry::new()))
+            .build()
+            .expect("builds");
+        assert!(crew.extension::<CrewPolicySets>().is_none());
+        assert!(crew.explain_call("lookup", "Support", json!({})).is_empty());
+    }
+}
