@@ -297,8 +297,8 @@ mod tests {
     fn a_crew_holds_one_policy_extension_for_its_own_sets_then_the_registered_ones() {
         let registry = Arc::new(HookRegistry::new());
         Policies::from_text(r#"@id("registered") permit(principal, action, resource);"#)
-            .and_then(|set| Ok(set.register_on(registry.clone())))
             .expect("parses")
+            .register_on(registry.clone())
             .expect("registers");
         let support = Agent::builder("Support").tool(lookup()).build();
         let own = |id: &str| {
