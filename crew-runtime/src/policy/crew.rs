@@ -31,8 +31,7 @@ impl CrewBuilder {
     /// have, or comparing an argument with the wrong type, fails the
     /// build with [`BuildError::Integration`] (whose
     /// [`downcast_ref`](crate::IntegrationError::downcast_ref) is the
-    /// [`PolicyError`]). A reload of the set reaches
-    /// the crew.
+    /// [`PolicyError`]). A reload of the set reaches the crew.
     ///
     /// ```
     /// use std::sync::Arc;
