@@ -62,7 +62,7 @@ impl Refunds {
 
     #[crew]
     fn crew(&self) -> Result<Crew, BuildError> {
-        let policies = Policies::from_text(POLICY).map_err(BuildError::Policies)?;
+        let policies = Policies::from_text(POLICY)?;
         Crew::builder()
             .agents(self.agents())
             .tasks(self.tasks())

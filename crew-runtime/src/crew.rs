@@ -22,6 +22,7 @@ use crate::check::{
     report,
 };
 use crate::error::{BuildError, CrewError};
+use crate::extension::{BuildScope, CrewExtension, PendingHook};
 use crate::llm::Llm;
 use crate::redaction::Redaction;
 use crate::registry::SharedRegistry;
@@ -93,31 +94,6 @@ pub(crate) struct CrewInner {
 }
 
 impl CrewInner {
-    /// The tools the policy sets registered on the crew's global registry
-    /// name that no crew built on it has: a warning each, once per
-    /// registry, or in strict mode an error of every kickoff.
-    #[cfg(feature = "policy")]
-    fn check_registered_policies(&self) -> Result<(), CrewError> {
-        let known = known_on(&self.plan.hooks.global).tools;
-        let problems: Vec<crate::policy::PolicyProblem> = self
-            .plan
-            .settings
-            .policies
-            .iter()
-            .flat_map(|policies| policies.tools_no_crew_has(&known))
-            .collect();
-        if problems.is_empty() {
-            return Ok(());
-        }
-        crate::policy::report_once(&self.plan.hooks.global, &problems);
-        if self.strict {
-            return Err(CrewError::Policies(crate::policy::PolicyError::Invalid {
-                problems,
-            }));
-        }
-        Ok(())
-    }
-
     /// The crew's own hooks against the crew's tools and roles.
     fn scoped_filter_warnings(&self) -> Vec<FilterWarning> {
         check_filters(
@@ -160,8 +136,12 @@ impl CrewInner {
         if self.strict && !warnings.is_empty() {
             return Err(CrewError::UnmatchedHookFilters(warnings));
         }
-        #[cfg(feature = "policy")]
-        self.check_registered_policies()?;
+        if !self.plan.settings.extensions.is_empty() {
+            let known = known_on(&self.plan.hooks.global);
+            for extension in &self.plan.settings.extensions {
+                extension.check_names(&self.plan.hooks.global, &known, self.strict)?;
+            }
+        }
         self.global_filters_checked.store(true, Ordering::Release);
         Ok(())
     }
@@ -312,59 +292,23 @@ impl Crew {
     /// others.
     pub fn explain<'r>(&self, tool: &str, role: impl Into<Option<&'r str>>) -> Explanation {
         let role = role.into();
-        #[allow(unused_mut)]
         let mut explanation = self.dispatcher().explain(tool, role);
-        #[cfg(feature = "policy")]
-        for policies in &self.inner.plan.settings.policies {
-            explanation.notes.push(policies.explain(tool, role));
+        for extension in &self.inner.plan.settings.extensions {
+            extension.explain(tool, role, &mut explanation.notes);
         }
         explanation
     }
 
-    /// What the crew's policy sets decide for one concrete call of `tool`
-    /// by the agent `role` with `args`: a line per set, naming the policy
-    /// that fired (the call's id, task and turn read as empty, empty and
-    /// 1). See [`crate::policy`].
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use crew_runtime::policy::Policies;
-    /// use crew_runtime::prelude::*;
-    ///
-    /// let refund = Tool::dynamic(
-    ///     "refund",
-    ///     "Refunds an order",
-    ///     json!({ "type": "object", "properties": { "amount": { "type": "integer" } }, "required": ["amount"] }),
-    ///     |_| Ok::<_, String>(json!("refunded")),
-    /// );
-    /// let support = Agent::builder("Support").tool(refund).build();
-    /// let crew = Crew::builder()
-    ///     .agent(support.clone())
-    ///     .task(Task::builder("Refund").agent(&support).build())
-    ///     .global_registry(Arc::new(HookRegistry::new()))
-    ///     .policies(Policies::from_text(r#"
-    ///         @id("refunds") permit(principal, action == Action::"refund", resource);
-    ///         @id("limit") @reason("too much") forbid(principal, action == Action::"refund", resource)
-    ///         when { context.args.amount > 400 };
-    ///     "#)?)
-    ///     .build()?;
-    /// assert_eq!(crew.explain_call("refund", "Support", json!({ "amount": 900 })), ["policies: denied by limit (too much)"]);
-    /// assert_eq!(crew.explain_call("refund", "Support", json!({ "amount": 9 })), ["policies: allowed by refunds"]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[cfg(feature = "policy")]
-    pub fn explain_call(&self, tool: &str, role: &str, args: serde_json::Value) -> Vec<String> {
-        let args = match args {
-            serde_json::Value::Object(args) => args,
-            _ => serde_json::Map::new(),
-        };
-        self.inner
-            .plan
-            .settings
-            .policies
-            .iter()
-            .map(|policies| policies.explain_call(tool, role, self.user(), &args))
-            .collect()
+    /// What the integrations added to the crew at its build (see
+    /// [`crate::extension`]).
+    pub(crate) fn extensions(&self) -> &[Arc<dyn CrewExtension>] {
+        &self.inner.plan.settings.extensions
+    }
+
+    /// The crew's extension of type `T`, if its build added one.
+    #[allow(dead_code, reason = "used by the integrations compiled in, if any")]
+    pub(crate) fn extension<T: CrewExtension>(&self) -> Option<&T> {
+        crate::extension::find(self.extensions())
     }
 
     /// Checks every hook filter now: the global registry's hooks against
@@ -654,21 +598,6 @@ impl fmt::Debug for Crew {
             .field("redaction", &self.inner.plan.settings.redaction)
             .finish_non_exhaustive()
     }
-}
-
-/// A hook of the crew's own, registered on its registry at the build.
-type PendingHook = Box<dyn FnOnce(&BuildScope<'_>) -> Result<(), BuildError> + Send + Sync>;
-
-/// What a crew's own hooks are registered with at its build.
-struct BuildScope<'a> {
-    registry: &'a Arc<HookRegistry>,
-    crew: &'a str,
-    #[cfg_attr(not(feature = "policy"), allow(dead_code))]
-    tools: Vec<&'a Tool>,
-    #[cfg_attr(not(feature = "policy"), allow(dead_code))]
-    global: &'a SharedRegistry,
-    #[cfg(feature = "policy")]
-    policies: std::cell::RefCell<Vec<Arc<crate::policy::Attachment>>>,
 }
 
 /// The most tool calls of one model turn that run at the same time, unless
@@ -1353,66 +1282,12 @@ impl CrewBuilder {
         self
     }
 
-    /// Gives the crew a policy set: a `PRE_TOOL_CALL` hook of this crew
-    /// named [`policies`](crate::policy::POLICY_HOOK_NAME), in the order
-    /// it is given among the crew's hooks, that lets each tool call
-    /// through, asks a person, or blocks it as the policies decide (see
-    /// [`crate::policy`]). The set is checked against the crew's tools at
-    /// the build: a policy naming a tool or an argument the crew does not
-    /// have, or comparing an argument with the wrong type, fails the
-    /// build with [`BuildError::Policies`]. A reload of the set reaches
-    /// the crew.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use crew_runtime::policy::Policies;
-    /// use crew_runtime::prelude::*;
-    /// use serde_json::json;
-    ///
-    /// let search = Tool::dynamic(
-    ///     "web_search",
-    ///     "Searches the web",
-    ///     json!({ "type": "object", "properties": { "query": { "type": "string" } } }),
-    ///     |_| Ok::<_, String>(json!("results")),
-    /// );
-    /// let researcher = Agent::builder("Researcher").tool(search).build();
-    /// let build = |text: &str| -> Result<Crew, String> {
-    ///     Crew::builder()
-    ///         .agent(researcher.clone())
-    ///         .task(Task::builder("Research").agent(&researcher).build())
-    ///         .global_registry(Arc::new(HookRegistry::new()))
-    ///         .policies(Policies::from_text(text).map_err(|e| e.to_string())?)
-    ///         .build()
-    ///         .map_err(|e| e.to_string())
-    /// };
-    /// assert!(build(r#"permit(principal, action == Action::"web_search", resource);"#).is_ok());
-    /// let error = build(r#"permit(principal, action == Action::"web_serch", resource);"#).unwrap_err();
-    /// assert!(error.contains("did you mean `web_search`?"), "{error}");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[cfg(feature = "policy")]
-    pub fn policies(mut self, policies: crate::policy::Policies) -> Self {
-        self.hooks.push(Box::new(move |scope| {
-            let attachment = policies
-                .attach(scope.crew, &scope.tools)
-                .map_err(BuildError::Policies)?;
-            attachment.set_buses(scope.registry, scope.global);
-            scope.policies.borrow_mut().push(Arc::clone(&attachment));
-            let options = HookOptions::new().name(crate::policy::POLICY_HOOK_NAME);
-            let hook =
-                hooks_core::async_hook::<hooks_core::ToolCallHookContext, _, _>(move |ctx| {
-                    let attachment = Arc::clone(&attachment);
-                    Box::pin(async move { attachment.check(ctx).await })
-                });
-            register_crew_async_hook(
-                scope.registry,
-                hooks_core::PRE_TOOL_CALL,
-                scope.crew,
-                options,
-                hook,
-            )?;
-            Ok(())
-        }));
+    /// Registers `register`'s hooks on the crew at its build, in order
+    /// among the crew's own hooks: how an integration's builder method
+    /// (`policies`, say) adds its hook.
+    #[allow(dead_code, reason = "used by the integrations compiled in, if any")]
+    pub(crate) fn pending_hook(mut self, register: PendingHook) -> Self {
+        self.hooks.push(register);
         self
     }
 
@@ -1540,41 +1415,23 @@ impl CrewBuilder {
             }
             None => global_registry().into(),
         };
-        #[cfg(feature = "policy")]
-        let mut policies;
-        {
+        let extensions = {
             let mut tools: Vec<&Tool> = Vec::new();
             for tool in agents.iter().flat_map(|a| a.tools.iter().map(|t| &**t)) {
                 if !tools.iter().any(|known| known.name() == tool.name()) {
                     tools.push(tool);
                 }
             }
-            let scope = BuildScope {
-                registry: &scoped,
-                crew: &self.name,
-                tools,
-                global: &global,
-                #[cfg(feature = "policy")]
-                policies: std::cell::RefCell::new(Vec::new()),
-            };
+            let scope = BuildScope::new(&scoped, &self.name, tools, &global);
             for register in self.hooks {
                 register(&scope)?;
             }
-            #[cfg(feature = "policy")]
-            {
-                policies = scope.policies.into_inner();
-                // The sets registered on the crew's global registry: each
-                // checked against this crew's tools, its policies on tools
-                // the crew lacks left out for it.
-                for set in crate::policy::registered_on(&global) {
-                    let attachment = set
-                        .attach_global(&self.name, &scope.tools)
-                        .map_err(BuildError::Policies)?;
-                    attachment.set_buses(&scoped, &global);
-                    policies.push(attachment);
-                }
+            let mut extensions: Vec<Arc<dyn CrewExtension>> = Vec::new();
+            for at_build in crate::AT_BUILD {
+                extensions.extend(at_build(&scope)?);
             }
-        }
+            extensions
+        };
         let settings = RunSettings {
             name: self.name,
             human_input: self
@@ -1589,12 +1446,7 @@ impl CrewBuilder {
             tool_timeout: self.tool_timeout,
             model_timeout: self.model_timeout,
             redaction: self.redaction,
-            #[cfg(feature = "policy")]
-            global_policies: crate::policy::CrewPolicies::of(&policies),
-            #[cfg(feature = "policy")]
-            policies,
-            #[cfg(feature = "policy")]
-            offered: std::sync::Mutex::default(),
+            extensions,
             standalone: self.conversation.is_some(),
         };
         let mut inner = CrewInner {

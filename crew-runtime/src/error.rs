@@ -1,6 +1,8 @@
 //! What can go wrong building a crew or running one.
 
+use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use hooks_core::{HookAborted, InterceptionPoint, RegisterError, ToolNameProblem};
 
@@ -113,10 +115,12 @@ pub enum BuildError {
     /// A crew hook could not be registered.
     #[error("a crew hook could not be registered: {0}")]
     Register(#[from] RegisterError),
-    /// The crew's policy set does not fit its tools.
-    #[cfg(feature = "policy")]
-    #[error("the crew's policies were refused:\n{0}")]
-    Policies(#[source] crate::policy::PolicyError),
+    /// An integration (a cargo feature such as `policy`) refused the
+    /// crew: a policy set that does not fit the crew's tools, say. Read
+    /// the integration's own error with
+    /// [`IntegrationError::downcast_ref`].
+    #[error(transparent)]
+    Integration(#[from] IntegrationError),
     /// Strict mode: filter entries of the crew's own hooks name no tool or
     /// role of the crew.
     #[error(
@@ -192,6 +196,120 @@ fn spell_out(name: &str) -> String {
         }
     }
     out
+}
+
+/// An error of an integration (a cargo feature such as `policy`), as
+/// [`BuildError::Integration`] and [`CrewError::Integration`] carry it: which
+/// integration, what it refused, and its own error, which
+/// [`downcast_ref`](Self::downcast_ref) gives back. The core's errors carry
+/// it without naming the integration's types. Its text is shown as it is,
+/// unredacted: an integration puts in it what the program configured it
+/// with (a policy text, tool names), never a run's text.
+///
+/// ```
+/// use std::num::ParseIntError;
+/// use crew_runtime::{BuildError, IntegrationError};
+///
+/// let refused = "ten".parse::<u32>().unwrap_err();
+/// let error = BuildError::from(IntegrationError::new("limits", "the crew's limits were refused", refused.clone()));
+/// assert_eq!(error.to_string(), "the crew's limits were refused:\ninvalid digit found in string");
+/// let BuildError::Integration(integration) = &error else { panic!("an integration's error") };
+/// assert_eq!(integration.integration(), "limits");
+/// assert_eq!(integration.downcast_ref::<ParseIntError>(), Some(&refused));
+/// assert_eq!(error.clone(), error, "clones are equal, as the integration's errors are");
+/// ```
+#[derive(Clone)]
+pub struct IntegrationError {
+    integration: &'static str,
+    refused: &'static str,
+    source: Arc<dyn std::error::Error + Send + Sync>,
+    /// Whether two sources are equal errors of the integration's type.
+    same: fn(&DynError, &DynError) -> bool,
+}
+
+type DynError = dyn std::error::Error + Send + Sync;
+
+impl IntegrationError {
+    /// The error `source` of the integration `integration` (its feature's
+    /// name), shown as `refused`, a colon, and `source` on the next line.
+    ///
+    /// ```
+    /// use crew_runtime::IntegrationError;
+    ///
+    /// let error = IntegrationError::new("limits", "the crew's limits were refused", std::fmt::Error);
+    /// assert_eq!(error.to_string(), "the crew's limits were refused:\nan error occurred when formatting an argument");
+    /// ```
+    pub fn new<E>(integration: &'static str, refused: &'static str, source: E) -> IntegrationError
+    where
+        E: std::error::Error + Eq + Send + Sync + 'static,
+    {
+        fn same<E: std::error::Error + Eq + 'static>(a: &DynError, b: &DynError) -> bool {
+            matches!((a.downcast_ref::<E>(), b.downcast_ref::<E>()), (Some(a), Some(b)) if a == b)
+        }
+        IntegrationError {
+            integration,
+            refused,
+            source: Arc::new(source),
+            same: same::<E>,
+        }
+    }
+
+    /// The integration's name: its cargo feature's (`policy`).
+    ///
+    /// ```
+    /// use crew_runtime::IntegrationError;
+    ///
+    /// assert_eq!(IntegrationError::new("limits", "refused", std::fmt::Error).integration(), "limits");
+    /// ```
+    pub fn integration(&self) -> &'static str {
+        self.integration
+    }
+
+    /// The integration's own error, if it is an `E` (for the `policy`
+    /// feature: a `crew_runtime::policy::PolicyError`).
+    ///
+    /// ```
+    /// use crew_runtime::IntegrationError;
+    ///
+    /// let error = IntegrationError::new("limits", "refused", std::fmt::Error);
+    /// assert_eq!(error.downcast_ref::<std::fmt::Error>(), Some(&std::fmt::Error));
+    /// assert!(error.downcast_ref::<std::num::ParseIntError>().is_none());
+    /// ```
+    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        self.source.downcast_ref::<E>()
+    }
+}
+
+impl PartialEq for IntegrationError {
+    fn eq(&self, other: &Self) -> bool {
+        self.integration == other.integration
+            && self.refused == other.refused
+            && (self.same)(&*self.source, &*other.source)
+    }
+}
+
+impl Eq for IntegrationError {}
+
+impl fmt::Debug for IntegrationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IntegrationError")
+            .field("integration", &self.integration)
+            .field("refused", &self.refused)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+impl fmt::Display for IntegrationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:\n{}", self.refused, self.source)
+    }
+}
+
+impl std::error::Error for IntegrationError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.source)
+    }
 }
 
 fn bullet_list(warnings: &[FilterWarning]) -> String {
@@ -271,11 +389,12 @@ pub enum CrewError {
         bullet_list(.0)
     )]
     UnmatchedHookFilters(Vec<FilterWarning>),
-    /// In strict mode: policies registered for every crew name tools no
-    /// crew built on the registry has.
-    #[cfg(feature = "policy")]
-    #[error("registered policies name tools no crew has:\n{0}")]
-    Policies(crate::policy::PolicyError),
+    /// An integration (a cargo feature such as `policy`) stopped the
+    /// kickoff: in strict mode, policies registered for every crew that
+    /// name tools no crew built on the registry has, say. Read the
+    /// integration's own error with [`IntegrationError::downcast_ref`].
+    #[error(transparent)]
+    Integration(#[from] IntegrationError),
     /// A kickoff started from a hook (of a kickoff started from a hook, …)
     /// would nest past the crew's limit.
     #[error(
@@ -475,9 +594,9 @@ impl CrewError {
             | CrewError::InvalidAgent { .. }
             | CrewError::KickoffTooDeep { .. }
             | CrewError::RuntimeUnavailable(_)) => other,
-            // The program's own policy text and tool names.
-            #[cfg(feature = "policy")]
-            other @ CrewError::Policies(_) => other,
+            // What the program configured the integration with (its
+            // policy text and tool names, say), no text of a run.
+            other @ CrewError::Integration(_) => other,
         }
     }
 }

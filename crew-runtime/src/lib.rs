@@ -147,6 +147,7 @@ mod check;
 mod crew;
 mod direct;
 mod error;
+mod extension;
 /// Ready-made guard hooks: a secret redactor for tool results and a
 /// sliding-window rate limiter for tool calls.
 pub mod guards;
@@ -184,6 +185,13 @@ pub mod store;
 mod task;
 mod tool;
 pub mod transcript;
+
+/// What each integration compiled in does at every crew's build (see
+/// [`extension`]): the one list that names them.
+pub(crate) const AT_BUILD: &[extension::AtBuild] = &[
+    #[cfg(feature = "policy")]
+    policy::at_build,
+];
 
 // The hook engine, item by item: what a crew program writes hooks with.
 /// Cleans what leaves a crew: see [`CrewBuilder::redact_with`].
@@ -267,7 +275,7 @@ pub use crew::{
     DEFAULT_TOOL_TIMEOUT, Process,
 };
 pub use direct::{ModelAnswer, ModelCallError, call_model};
-pub use error::{BuildError, CrewError};
+pub use error::{BuildError, CrewError, IntegrationError};
 pub use placement::SyncPlacement;
 pub use registry::SharedRegistry;
 pub use scripted::{RecordedRequest, ScriptedCall, ScriptedLlm};

@@ -482,13 +482,17 @@ fn build_error_with_tools(text: &str, tools: fn(&Log<String>) -> Vec<Tool>) -> S
         .policies(policies(text))
         .build()
         .expect_err("the policies do not fit the crew's tools");
-    match error {
-        BuildError::Policies(PolicyError::Invalid { problems }) => problems
+    let refused = match &error {
+        BuildError::Integration(refused) => refused.downcast_ref::<PolicyError>(),
+        _ => None,
+    };
+    match refused {
+        Some(PolicyError::Invalid { problems }) => problems
             .iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join("\n"),
-        other => panic!("not a policy error: {other}"),
+        _ => panic!("not a policy error: {error}"),
     }
 }
 
@@ -965,6 +969,51 @@ fn a_registered_set_naming_a_tool_no_crew_has_warns_at_the_first_kickoff_and_fai
             assert_eq!(take(&ran), ["lookup \"A-1\""]);
         }
     }
+}
+
+#[test]
+fn the_policies_errors_are_the_policy_integrations_errors_of_the_build_and_the_kickoff() {
+    let ran = log();
+    let model = Arc::new(ScriptedLlm::new().answer("done"));
+    let support = agent("Support", tools(&ran), &model);
+    let built = Crew::builder()
+        .agent(support.clone())
+        .task(Task::builder("Handle").agent(&support).build())
+        .global_registry(fresh_registry())
+        .policies(policies(
+            r#"permit(principal, action == Action::"refnd", resource);"#,
+        ))
+        .build();
+    let Err(BuildError::Integration(refused)) = built else {
+        panic!("the build is refused by the policies: {built:?}");
+    };
+    assert_eq!(refused.integration(), "policy");
+    assert!(
+        matches!(refused.downcast_ref::<PolicyError>(), Some(PolicyError::Invalid { problems }) if problems.len() == 1),
+        "{refused:?}"
+    );
+
+    let registry = fresh_registry();
+    policies(r#"@id("typo") forbid(principal, action == Action::"refnd", resource);"#)
+        .register_on(registry.clone())
+        .expect("registers");
+    let crew = Crew::builder()
+        .agent(support.clone())
+        .task(Task::builder("Handle").agent(&support).build())
+        .global_registry(registry)
+        .strict(true)
+        .build()
+        .expect("a tool this crew lacks is no build error");
+    let error = crew.kickoff_blocking(()).expect_err("strict");
+    let CrewError::Integration(stopped) = &error else {
+        panic!("the kickoff is stopped by the policies: {error:?}");
+    };
+    assert_eq!(stopped.integration(), "policy");
+    let Some(PolicyError::Invalid { problems }) = stopped.downcast_ref::<PolicyError>() else {
+        panic!("the policies' own error: {stopped:?}");
+    };
+    assert_eq!(problems[0].policy.as_deref(), Some("typo"));
+    assert_eq!(error.clone(), error);
 }
 
 #[test]

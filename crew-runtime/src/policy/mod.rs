@@ -82,6 +82,7 @@
 //! [Cedar]: https://www.cedarpolicy.com
 
 mod check;
+mod crew;
 mod engine;
 mod parse;
 mod schema;
@@ -104,6 +105,8 @@ use engine::{Call, Compiled, Verdict};
 use parse::Parsed;
 pub use parse::{MAX_POLICY_BYTES, MAX_POLICY_NESTING, MAX_POLICY_OPERATORS};
 use schema::ToolShape;
+
+pub(crate) use crew::at_build;
 
 /// The name of the hook a policy set runs as.
 ///

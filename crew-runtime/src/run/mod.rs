@@ -27,6 +27,7 @@ use hooks_core::{
 };
 
 use crate::agent::Agent;
+use crate::extension::CrewExtension;
 use crate::llm::ToolDefinition;
 use crate::redaction::Redaction;
 use crate::registry::SharedRegistry;
@@ -119,58 +120,30 @@ pub(crate) struct RunSettings {
     /// Applied at every exit of the crew (see
     /// [`CrewBuilder::redact_with`](crate::CrewBuilder::redact_with)).
     pub(crate) redaction: Redaction,
-    /// The crew's policy sets, as its hooks hold them.
-    #[cfg(feature = "policy")]
-    pub(crate) policies: Vec<Arc<crate::policy::Attachment>>,
-    /// The global policy sets' attachments, which tool calls carry to the
-    /// global `policies` hooks.
-    #[cfg(feature = "policy")]
-    pub(crate) global_policies: Option<crate::policy::CrewPolicies>,
-    /// The tools offered to each role, with the policy generations they
-    /// were worked out for.
-    #[cfg(feature = "policy")]
-    pub(crate) offered: std::sync::Mutex<OfferedTools>,
+    /// What the integrations add to the crew (see [`crate::extension`]):
+    /// empty for a crew that uses none.
+    pub(crate) extensions: Vec<Arc<dyn CrewExtension>>,
     /// Whether the crew only carries a standalone agent's run
     /// ([`Agent::kickoff`]): its hooks see no crew, its events name none.
     pub(crate) standalone: bool,
 }
 
 impl RunSettings {
-    /// The tools the agent `role`'s model is offered: under an enforcing
-    /// policy set with default deny, not those no policy could ever permit
-    /// to that agent.
+    /// The tools the agent `role`'s model is offered: its agent's, less
+    /// those an extension leaves out (under an enforcing policy set with
+    /// default deny, those no policy could ever permit to that agent).
     pub(crate) fn offered_tools(
         &self,
         role: &str,
         definitions: &Arc<[ToolDefinition]>,
     ) -> Arc<[ToolDefinition]> {
-        #[cfg(feature = "policy")]
-        if self.policies.iter().any(|policies| policies.hides_tools()) {
-            let generations: Vec<u64> = self.policies.iter().map(|p| p.generation()).collect();
-            let mut cache = self
-                .offered
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some((known, tools)) = cache.get(role)
-                && *known == generations
-            {
-                return Arc::clone(tools);
+        let mut offered = Arc::clone(definitions);
+        for extension in &self.extensions {
+            if let Some(fewer) = extension.offered_tools(role, &offered) {
+                offered = fewer;
             }
-            let offered = |tool: &ToolDefinition| {
-                self.policies
-                    .iter()
-                    .all(|policies| policies.offers(&tool.name, role))
-            };
-            let tools: Arc<[ToolDefinition]> = if definitions.iter().all(offered) {
-                Arc::clone(definitions)
-            } else {
-                definitions.iter().filter(|t| offered(t)).cloned().collect()
-            };
-            cache.insert(role.to_owned(), (generations, Arc::clone(&tools)));
-            return tools;
         }
-        let _ = role;
-        Arc::clone(definitions)
+        offered
     }
 
     /// The crew's name as the lifecycle events carry it: empty for a
@@ -189,11 +162,6 @@ impl RunSettings {
         (!self.standalone).then(|| self.name.clone())
     }
 }
-
-/// The tools offered to each role under a crew's policies, with the
-/// generations of the policy snapshots they were worked out for.
-#[cfg(feature = "policy")]
-pub(crate) type OfferedTools = std::collections::HashMap<String, (Vec<u64>, Arc<[ToolDefinition]>)>;
 
 /// A crew's hooks: the global registry it dispatches through and its own.
 #[derive(Clone)]

@@ -101,9 +101,8 @@ impl AgentRun {
             .with_human_input(Arc::clone(&self.settings().human_input))
             .with_human_input_timeout(self.settings().human_input_timeout)
             .with_block_reasons_shown(self.settings().tell_model_why_blocked);
-        #[cfg(feature = "policy")]
-        if let Some(policies) = &self.settings().global_policies {
-            ctx.extensions.insert(policies.clone());
+        for extension in &self.settings().extensions {
+            extension.enter_tool_call(&mut ctx);
         }
         let tool = self.agent().find_tool(ctx.tool_name());
         if let Some(tool) = tool {

@@ -1,0 +1,171 @@
+//! The one seam through which an integration (a cargo feature such as
+//! `policy`) adds to a crew: hooks registered at the crew's build, a check
+//! of the names it relies on at the first kickoff, notes for
+//! [`Crew::explain`](crate::Crew::explain), a filter on the tools the
+//! models are offered, and what a tool call's context carries for its
+//! hooks. The core calls [`CrewExtension`]s at those places and names no
+//! integration; an integration's `#[cfg(feature)]` stands in `lib.rs`
+//! ([`crate::AT_BUILD`]) and in its own module only.
+//!
+//! Crate-private on purpose: every integration lives in this crate, and a
+//! public trait would freeze these places as API before a second
+//! integration has shown what they should be.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use hooks_core::{HookRegistry, ToolCallHookContext};
+
+use crate::check::KnownNames;
+use crate::error::{BuildError, IntegrationError};
+use crate::llm::ToolDefinition;
+use crate::registry::SharedRegistry;
+use crate::tool::Tool;
+
+/// What an integration adds to one built crew. Every method has a default
+/// that adds nothing; a crew holds the extensions its build produced
+/// (none, for a crew that uses no integration: the run then only checks an
+/// empty list).
+pub(crate) trait CrewExtension: Any + Send + Sync {
+    /// At the first kickoff of the crew, once every crew of the program is
+    /// likely built: checks the names the extension relies on against
+    /// those of every crew built on `registry` (`known`), reporting what
+    /// is wrong; in `strict` mode a problem fails the kickoff.
+    fn check_names(
+        &self,
+        _registry: &HookRegistry,
+        _known: &KnownNames,
+        _strict: bool,
+    ) -> Result<(), IntegrationError> {
+        Ok(())
+    }
+
+    /// Lines [`Crew::explain`](crate::Crew::explain) adds, after the
+    /// hooks, for a call of `tool` by `role`.
+    fn explain(&self, _tool: &str, _role: Option<&str>, _notes: &mut Vec<String>) {}
+
+    /// The tools the model of the agent `role` is offered, of `offered`
+    /// (its agent's tools, or what an earlier extension left of them);
+    /// `None` leaves them as they are.
+    fn offered_tools(
+        &self,
+        _role: &str,
+        _offered: &Arc<[ToolDefinition]>,
+    ) -> Option<Arc<[ToolDefinition]>> {
+        None
+    }
+
+    /// Puts into a tool call's context, before its hooks run, what the
+    /// extension's hooks read of the crew (its slot in the run's state).
+    fn enter_tool_call(&self, _ctx: &mut ToolCallHookContext) {}
+}
+
+/// What an integration does at every crew's build, once the crew's own
+/// hooks are registered: the extension it adds to that crew, if any.
+pub(crate) type AtBuild = fn(&BuildScope<'_>) -> Result<Option<Arc<dyn CrewExtension>>, BuildError>;
+
+/// The extension of type `T` among `extensions`, if the crew has one.
+pub(crate) fn find<T: CrewExtension>(extensions: &[Arc<dyn CrewExtension>]) -> Option<&T> {
+    extensions.iter().find_map(|extension| {
+        let extension: &dyn Any = &**extension;
+        extension.downcast_ref::<T>()
+    })
+}
+
+/// A hook of the crew's own, registered on its registry at the build.
+pub(crate) type PendingHook =
+    Box<dyn FnOnce(&BuildScope<'_>) -> Result<(), BuildError> + Send + Sync>;
+
+/// What a crew's own hooks, and the integrations, are registered with at
+/// its build.
+pub(crate) struct BuildScope<'a> {
+    /// The crew's own registry.
+    pub(crate) registry: &'a Arc<HookRegistry>,
+    /// The crew's name.
+    pub(crate) crew: &'a str,
+    /// The crew's tools, each name once.
+    #[allow(dead_code, reason = "read by the integrations compiled in, if any")]
+    pub(crate) tools: Vec<&'a Tool>,
+    /// The global registry the crew dispatches through.
+    #[allow(dead_code, reason = "read by the integrations compiled in, if any")]
+    pub(crate) global: &'a SharedRegistry,
+    /// What the build's hooks leave for the integrations' [`AtBuild`]
+    /// steps, one value per type.
+    #[allow(dead_code, reason = "read by the integrations compiled in, if any")]
+    state: RefCell<Vec<Box<dyn Any>>>,
+}
+
+impl<'a> BuildScope<'a> {
+    pub(crate) fn new(
+        registry: &'a Arc<HookRegistry>,
+        crew: &'a str,
+        tools: Vec<&'a Tool>,
+        global: &'a SharedRegistry,
+    ) -> BuildScope<'a> {
+        BuildScope {
+            registry,
+            crew,
+            tools,
+            global,
+            state: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Runs `f` on the build's value of type `T` (a default one at first).
+    #[allow(dead_code, reason = "used by the integrations compiled in, if any")]
+    pub(crate) fn with_state<T: Default + 'static, R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        let mut state = self.state.borrow_mut();
+        if let Some(value) = state.iter_mut().find_map(|value| value.downcast_mut::<T>()) {
+            return f(value);
+        }
+        let mut value = T::default();
+        let result = f(&mut value);
+        state.push(Box::new(value));
+        result
+    }
+
+    /// Takes the build's value of type `T` out, if a hook left one.
+    #[allow(dead_code, reason = "used by the integrations compiled in, if any")]
+    pub(crate) fn take_state<T: 'static>(&self) -> Option<T> {
+        let mut state = self.state.borrow_mut();
+        let position = state.iter().position(|value| value.is::<T>())?;
+        state.swap_remove(position).downcast::<T>().ok().map(|t| *t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prelude::*;
+
+    #[test]
+    fn a_crew_that_uses_no_integration_holds_no_extension() {
+        let writer = Agent::builder("Writer").build();
+        let crew = Crew::builder()
+            .agent(writer.clone())
+            .task(Task::builder("Write").agent(&writer).build())
+            .global_registry(Arc::new(HookRegistry::new()))
+            .build()
+            .expect("builds");
+        // Every integration compiled in ran at the build, and added nothing:
+        // the run only checks an empty list.
+        assert!(crew.extensions().is_empty());
+    }
+
+    #[test]
+    fn the_build_state_keeps_one_value_per_type_until_it_is_taken() {
+        let registry = Arc::new(HookRegistry::new());
+        let global = SharedRegistry::from(Arc::new(HookRegistry::new()));
+        let scope = BuildScope::new(&registry, "crew", Vec::new(), &global);
+        scope.with_state(|names: &mut Vec<&str>| names.push("first"));
+        scope.with_state(|count: &mut u32| *count += 1);
+        scope.with_state(|names: &mut Vec<&str>| names.push("second"));
+        assert_eq!(
+            scope.take_state::<Vec<&str>>(),
+            Some(vec!["first", "second"])
+        );
+        assert_eq!(scope.take_state::<Vec<&str>>(), None, "taken");
+        assert_eq!(scope.take_state::<u32>(), Some(1));
+    }
+}
