@@ -211,21 +211,22 @@ fn blocked_call(block: impl FnOnce(&HookRegistry)) -> Vec<String> {
         .collect()
 }
 
+/// A blocked call, whichever way its hook blocks: begun before the chain,
+/// finished blocked after it (the POST chain has no hook here).
+const BLOCKED: [&str; 5] = [
+    "#6 ToolUsageStarted web_search {\"query\":\"secrets\"} parent=#3 started=-",
+    "#7 HookDispatched PRE_TOOL_CALL aborted parent=- started=-",
+    "#8 ToolUsageFinished web_search {\"query\":\"secrets\"} blocked=true \"Tool execution blocked by hook. Tool: web_search\" parent=#3 started=#6",
+    "#9 LLMCallStarted 4 parent=#3 started=-",
+    "#10 LLMCallCompleted \"done\" calls=[] usage=None parent=#3 started=#9",
+];
+
 #[test]
 fn a_call_blocked_by_a_legacy_hook_starts_before_the_chain_and_finishes_blocked() {
     let sequence = blocked_call(|registry| {
         registry.register_before_tool_call_hook(|_: &mut ToolCallHookContext| Some(false));
     });
-    assert_eq!(
-        sequence,
-        [
-            "#6 ToolUsageStarted web_search {\"query\":\"secrets\"} parent=#3 started=-",
-            "#7 HookDispatched PRE_TOOL_CALL aborted parent=- started=-",
-            "#8 ToolUsageFinished web_search {\"query\":\"secrets\"} blocked=true \"Tool execution blocked by hook. Tool: web_search\" parent=#3 started=#6",
-            "#9 LLMCallStarted 4 parent=#3 started=-",
-            "#10 LLMCallCompleted \"done\" calls=[] usage=None parent=#3 started=#9",
-        ]
-    );
+    assert_eq!(sequence, BLOCKED);
 }
 
 #[test]
@@ -237,16 +238,7 @@ fn a_call_blocked_by_hook_aborted_starts_before_the_chain_and_finishes_blocked()
             })
             .expect("registers");
     });
-    assert_eq!(
-        sequence,
-        [
-            "#6 ToolUsageStarted web_search {\"query\":\"secrets\"} parent=#3 started=-",
-            "#7 HookDispatched PRE_TOOL_CALL aborted parent=- started=-",
-            "#8 ToolUsageFinished web_search {\"query\":\"secrets\"} blocked=true \"Tool execution blocked by hook. Tool: web_search\" parent=#3 started=#6",
-            "#9 LLMCallStarted 4 parent=#3 started=-",
-            "#10 LLMCallCompleted \"done\" calls=[] usage=None parent=#3 started=#9",
-        ]
-    );
+    assert_eq!(sequence, BLOCKED);
 }
 
 #[test]
