@@ -202,7 +202,7 @@ impl AgentRun {
                     self.warn_panic(ctx.tool_name(), &text);
                 }
                 // The call's end, unless its failure already ended it.
-                if failed.is_none() {
+                if failed.is_none() && self.listening() {
                     let input = match &ran_with {
                         Some(input) => input.clone(),
                         None => self.cleaned_input(&ctx.tool_input),
