@@ -577,3 +577,52 @@ fn a_model_that_always_fails_ends_the_last_attempt_with_its_error() {
     assert!(all[11].ends_with("parent=#6 started=#9"), "{}", all[11]);
     assert!(all[12].ends_with("parent=#1 started=#2"), "{}", all[12]);
 }
+
+#[test]
+fn a_post_hook_that_aborts_the_run_ends_its_call_with_an_error() {
+    let global = fresh_registry();
+    global
+        .register_hook(POST_TOOL_CALL, |_: &mut ToolCallHookContext| {
+            Err::<(), _>(HookAborted::new("the result leaks a key", "guard"))
+        })
+        .expect("registers");
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("web_search", json!({"query": "rust"}))
+            .answer("never"),
+    );
+    let crew = one_task_crew(&global, vec![search_tool(&log())], &llm);
+    let events = record(global.events());
+
+    crew.kickoff_blocking(())
+        .expect_err("the POST hook ends the run");
+
+    let all = lines(&take(&events), true);
+    let names: Vec<String> = all
+        .iter()
+        .map(|line| line.split(' ').take(2).collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "#1 CrewKickoffStarted",
+            "#2 TaskStarted",
+            "#3 AgentExecutionStarted",
+            "#4 LLMCallStarted",
+            "#5 LLMCallCompleted",
+            "#6 ToolUsageStarted",
+            "#7 ToolExecutionStarted",
+            "#8 HookDispatched",
+            "#9 ToolUsageError",
+            "#10 AgentExecutionError",
+            "#11 TaskFailed",
+            "#12 CrewKickoffFailed",
+        ]
+    );
+    assert_eq!(
+        all[8],
+        "#9 ToolUsageError web_search {\"query\":\"rust\"} \"the run was aborted after the call by \
+         guard: the result leaks a key\" parent=#3 started=#6"
+    );
+    assert!(all[9].ends_with("parent=#2 started=#3"), "{}", all[9]);
+}
