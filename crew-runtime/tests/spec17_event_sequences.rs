@@ -129,6 +129,25 @@ fn linked(events: &[Event]) -> Vec<String> {
         .collect()
 }
 
+/// Kicks `crew` off; returns how it ended and the lines of what `global`'s
+/// bus heard meanwhile (see `lines`).
+fn kickoff_lines(
+    global: &HookRegistry,
+    crew: &Crew,
+) -> (Result<CrewOutput, CrewError>, Vec<String>) {
+    let events = record(global.events());
+    let kicked_off = crew.kickoff_blocking(());
+    (kicked_off, lines(&take(&events), true))
+}
+
+/// Each line's position and event name only.
+fn names(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|line| line.split(' ').take(2).collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
 /// One agent, one task, `tools`, on `global`.
 fn one_task_crew(global: &Arc<HookRegistry>, tools: Vec<Tool>, llm: &Arc<ScriptedLlm>) -> Crew {
     let researcher = agent("Researcher", tools, llm);
@@ -161,12 +180,11 @@ fn one_tool_call_is_reported_in_the_references_order_with_links() {
             .answer("done"),
     );
     let crew = one_task_crew(&global, vec![search_tool(&log())], &llm);
-    let events = record(global.events());
+    let (kicked_off, sequence) = kickoff_lines(&global, &crew);
 
-    crew.kickoff_blocking(()).expect("runs");
-
+    kicked_off.expect("runs");
     assert_eq!(
-        lines(&take(&events), true),
+        sequence,
         [
             "#1 CrewKickoffStarted desk parent=- started=-",
             "#2 TaskStarted research parent=#1 started=-",
@@ -256,12 +274,11 @@ fn a_failing_tool_reports_its_error_before_the_post_chain_and_never_finishes() {
             .answer("gave up"),
     );
     let crew = one_task_crew(&global, vec![flaky], &llm);
-    let events = record(global.events());
+    let (kicked_off, sequence) = kickoff_lines(&global, &crew);
 
-    crew.kickoff_blocking(()).expect("runs");
-
+    kicked_off.expect("runs");
     assert_eq!(
-        lines(&take(&events), true),
+        sequence,
         [
             "#1 CrewKickoffStarted desk parent=- started=-",
             "#2 TaskStarted research parent=#1 started=-",
@@ -513,12 +530,11 @@ fn a_model_that_fails_once_is_asked_again_inside_the_failed_attempt() {
             .answer("done"),
     );
     let crew = one_task_crew(&global, Vec::new(), &llm);
-    let events = record(global.events());
+    let (kicked_off, sequence) = kickoff_lines(&global, &crew);
 
-    crew.kickoff_blocking(()).expect("the retry answers");
-
+    kicked_off.expect("the retry answers");
     assert_eq!(
-        lines(&take(&events), true),
+        sequence,
         [
             "#1 CrewKickoffStarted desk parent=- started=-",
             "#2 TaskStarted research parent=#1 started=-",
@@ -545,16 +561,12 @@ fn a_model_that_always_fails_ends_the_last_attempt_with_its_error() {
     }
     let llm = Arc::new(script);
     let crew = one_task_crew(&global, Vec::new(), &llm);
-    let events = record(global.events());
+    let (kicked_off, all) = kickoff_lines(&global, &crew);
 
-    crew.kickoff_blocking(()).expect_err("every attempt fails");
-
-    let all = lines(&take(&events), true);
+    kicked_off.expect_err("every attempt fails");
     assert_eq!(llm.asked(), 3);
     assert_eq!(
-        all.iter()
-            .map(|line| line.split(' ').take(2).collect::<Vec<_>>().join(" "))
-            .collect::<Vec<_>>(),
+        names(&all),
         [
             "#1 CrewKickoffStarted",
             "#2 TaskStarted",
@@ -592,18 +604,11 @@ fn a_post_hook_that_aborts_the_run_ends_its_call_with_an_error() {
             .answer("never"),
     );
     let crew = one_task_crew(&global, vec![search_tool(&log())], &llm);
-    let events = record(global.events());
+    let (kicked_off, all) = kickoff_lines(&global, &crew);
 
-    crew.kickoff_blocking(())
-        .expect_err("the POST hook ends the run");
-
-    let all = lines(&take(&events), true);
-    let names: Vec<String> = all
-        .iter()
-        .map(|line| line.split(' ').take(2).collect::<Vec<_>>().join(" "))
-        .collect();
+    kicked_off.expect_err("the POST hook ends the run");
     assert_eq!(
-        names,
+        names(&all),
         [
             "#1 CrewKickoffStarted",
             "#2 TaskStarted",
