@@ -107,6 +107,7 @@ mod redaction;
 mod registry;
 mod returns;
 pub mod testing;
+mod tool_call;
 
 #[doc(hidden)]
 pub mod __private;
@@ -139,16 +140,14 @@ pub mod __private;
 /// ```
 pub mod runtime {
     pub use crate::contain::{ContainedPanic, contain_panic, contain_panic_async};
-    pub use crate::dispatch::{
-        CallHooks, Dispatcher, MODEL_CALL_POINTS, TOOL_CALL_POINTS, TOOL_ERROR_PREFIX,
-        ToolCallReport, ToolOutput,
-    };
+    pub use crate::dispatch::{CallHooks, Dispatcher, MODEL_CALL_POINTS, TOOL_CALL_POINTS};
     pub use crate::observation::{blocked_message, blocked_message_with_reason, withheld_message};
     pub use crate::panic::{drop_payload as drop_panic_payload, panic_message, take_panic_message};
     pub use crate::redaction::{
         InRedactionScope, REDACTION_FAILED, RedactionScope, redact_contained, redact_in_scope,
         redaction_in_scope,
     };
+    pub use crate::tool_call::{TOOL_ERROR_PREFIX, ToolCallReport, ToolOutput};
 
     use crate::hook::{AsyncHookFn, HookCall, HookId, HookOptions, HookStyle};
     use crate::point::Point;
