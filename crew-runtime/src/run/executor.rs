@@ -1,6 +1,6 @@
 //! The executor: runs a crew's tasks, each as a loop of model turns, and
 //! every tool call the model asks for through one path (see
-//! [`tool_call`](super::tool_call)).
+//! [`call`](super::call)).
 //!
 //! A task's loop: the model is told who the agent is and what the task is
 //! (with the outputs of its context tasks); each turn it either answers, or
@@ -36,26 +36,20 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use hooks_core::events::{
-    AgentExecutionCompletedEvent, AgentExecutionErrorEvent, AgentExecutionStartedEvent,
     CrewKickoffCompletedEvent, CrewKickoffFailedEvent, CrewKickoffStartedEvent, EventId, EventMeta,
-    EventSequence, LlmCallCompletedEvent, LlmCallFailedEvent, LlmCallStartedEvent,
-    LlmStreamChunkEvent, TaskCompletedEvent, TaskFailedEvent, TaskStartedEvent,
+    EventSequence, TaskCompletedEvent, TaskFailedEvent, TaskStartedEvent,
 };
-use hooks_core::runtime::{
-    Dispatcher, MODEL_CALL_POINTS, RedactionScope, ToolOutput, contain_panic, contain_panic_async,
-    take_panic_message,
-};
+use hooks_core::runtime::{Dispatcher, RedactionScope, contain_panic, take_panic_message};
 use hooks_core::{
     CrewInfo, CrewOutput, DispatchOutcome, EXECUTION_END, EXECUTION_START, Event,
     ExecutionEndContext, ExecutionStartContext, HookAborted, INPUT, InputContext, Inputs,
-    InterceptionPoint, LlmCallHookContext, ModelResponse, OUTPUT, OutputContext, POST_MODEL_CALL,
-    POST_STEP, PRE_MODEL_CALL, PRE_STEP, TaskOutput, TokenUsage,
+    InterceptionPoint, OUTPUT, OutputContext, TaskOutput, TokenUsage,
 };
 
-use super::{AgentRun, Conversation, InCrew, KickoffDepth, Plan, RunScope, excerpt};
+use super::agent_run::AgentRun;
+use super::context::RunContext;
+use super::{InCrew, KickoffDepth, Plan, RunScope, dispatch, excerpt, go_on};
 use crate::error::CrewError;
-use crate::join::BoundedJoinSet;
-use crate::llm::{ChatMessage, DeltaSink, LlmError, LlmRequest, ModelTurn, ToolCallRequest};
 use crate::prompt;
 use crate::redaction::Redaction;
 use crate::task::Task;
@@ -301,21 +295,6 @@ impl Drop for EndIfCancelled {
     }
 }
 
-/// One point's chain, on a snapshot of its own, `async` hooks awaited.
-async fn dispatch<P: hooks_core::Point>(
-    dispatcher: &Dispatcher<'_>,
-    point: P,
-    ctx: &mut P::Context,
-) -> DispatchOutcome {
-    if !dispatcher.has_hooks(P::ID) {
-        return DispatchOutcome::Proceeded;
-    }
-    dispatcher
-        .begin_call(&[P::ID])
-        .dispatch_async(point, ctx)
-        .await
-}
-
 /// `EXECUTION_END`, exactly once: with the output, or with the error that
 /// ended the run. Its hooks observe: an abort is reported (a warning, and
 /// the dispatch's event) and ignored, and the run's output or original
@@ -364,23 +343,6 @@ fn ignored_end_abort(redaction: &Redaction, abort: HookAborted, run: &str) {
         target: "crew_runtime::executor",
         "an EXECUTION_END hook aborted a run that {run} ({abort})"
     );
-}
-
-/// Goes on unless a hook at `point` aborted the run; then the run ends
-/// with the abort, naming the agent whose step or model call it stopped.
-fn go_on(
-    outcome: DispatchOutcome,
-    point: InterceptionPoint,
-    agent: Option<&str>,
-) -> Result<(), CrewError> {
-    match outcome {
-        DispatchOutcome::Aborted(abort) => Err(CrewError::AbortedAt {
-            point,
-            agent: agent.map(str::to_owned),
-            abort,
-        }),
-        DispatchOutcome::Proceeded | DispatchOutcome::Modified => Ok(()),
-    }
 }
 
 /// `INPUT`: the inputs as its hooks leave them, and the kickoff reported
@@ -439,17 +401,19 @@ async fn tasks(
             .map(|output| output.raw.as_str())
             .collect();
         let run = Arc::new(AgentRun {
-            settings: Arc::clone(&plan.settings),
-            hooks: plan.hooks.clone(),
-            agent: Arc::clone(agent),
-            agent_info: agent.agent.clone(),
-            task_info: task.clone(),
-            task,
-            crew_info: crew_info.clone(),
+            cx: RunContext {
+                settings: Arc::clone(&plan.settings),
+                hooks: plan.hooks.clone(),
+                agent: Arc::clone(agent),
+                agent_info: agent.agent.clone(),
+                task_info: task.clone(),
+                task,
+                crew_info: crew_info.clone(),
+                verbose: plan.settings.verbose || agent.agent.verbose(),
+                depth: KickoffDepth::current(),
+                scope: RunScope::new(kickoff_event),
+            },
             conversation: plan.conversation.clone(),
-            verbose: plan.settings.verbose || agent.agent.verbose(),
-            depth: KickoffDepth::current(),
-            scope: RunScope::new(kickoff_event),
             usage: Arc::clone(&usage),
             turn: std::sync::atomic::AtomicUsize::new(0),
             retries: std::sync::atomic::AtomicUsize::new(0),
@@ -530,121 +494,6 @@ async fn tasks(
     let outcome = dispatch(&plan.hooks.dispatcher(), OUTPUT, &mut output).await;
     go_on(outcome, InterceptionPoint::OUTPUT, None)?;
     Ok(output.output)
-}
-
-impl AgentRun {
-    /// What the task's end carries.
-    fn task_end(&self) -> EventMeta {
-        EventMeta::new()
-            .with_parent(self.scope.kickoff)
-            .with_started(Some(self.scope.task))
-    }
-
-    /// What an agent execution's start carries; its id becomes the parent
-    /// of the execution's events.
-    /// A retry's attempt opens inside the attempt that failed.
-    fn begin_execution(&self) -> EventMeta {
-        let mut attempts = self
-            .scope
-            .execution
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let parent = attempts.last().copied().unwrap_or(self.scope.task);
-        let meta = EventMeta::new().with_parent(Some(parent));
-        attempts.push(meta.event_id);
-        meta
-    }
-
-    /// What the end of the innermost agent execution under way carries;
-    /// the one around it (if any) is under way again.
-    fn execution_end(&self) -> EventMeta {
-        let mut attempts = self
-            .scope
-            .execution
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let started = attempts.pop();
-        let parent = attempts.last().copied().unwrap_or(self.scope.task);
-        EventMeta::new()
-            .with_parent(Some(parent))
-            .with_started(started)
-    }
-
-    /// One task: `PRE_STEP`, the model-turn loop, `POST_STEP`.
-    async fn task(self: &Arc<Self>, context: &[&str]) -> Result<TaskOutput, CrewError> {
-        let dispatcher = self.dispatcher();
-        let mut pre_step = self.step_context(prompt::context_text(context));
-        let outcome = dispatch(&dispatcher, PRE_STEP, &mut pre_step).await;
-        go_on(outcome, InterceptionPoint::PRE_STEP, Some(self.role()))?;
-        let messages = self.opening(&pre_step.payload);
-        let mut started = None;
-        if self.listening() {
-            // The prompt as the model gets it: a crew task's message (the
-            // last of its opening); a standalone agent's run was given no
-            // task message, and is named by what it was asked last.
-            let task_prompt = match self.task.opening() {
-                None => messages
-                    .last()
-                    .map(|message| message.content.clone())
-                    .unwrap_or_default(),
-                Some(_) => self.redaction().text(self.task.description()).into_owned(),
-            };
-            let event = AgentExecutionStartedEvent {
-                meta: self.begin_execution(),
-                agent_role: self.role().to_owned(),
-                task_name: self.task_name(),
-                crew: self.settings().crew_name(),
-                tools: self
-                    .agent()
-                    .definitions
-                    .iter()
-                    .map(|tool| tool.name.clone())
-                    .collect(),
-                task_prompt,
-            };
-            self.emit(Event::AgentExecutionStarted(event.clone()));
-            started = Some(event);
-        }
-        let mut output = match self.work(messages, started.as_ref()).await {
-            Ok(output) => output,
-            Err(error) => {
-                // The end of the work whose last attempt failed (a model
-                // that kept failing, or a hook's refusal).
-                if self.listening() {
-                    self.emit(Event::AgentExecutionError(AgentExecutionErrorEvent {
-                        meta: self.execution_end(),
-                        agent_role: self.role().to_owned(),
-                        task_name: self.task_name(),
-                        crew: self.settings().crew_name(),
-                        error: self.redaction().owned(error.to_string()),
-                    }));
-                }
-                return Err(error);
-            }
-        };
-        if self.listening() {
-            let output = self.redaction().text(&output.raw).into_owned();
-            // One end per start, as the reference's nested attempts each
-            // end theirs, the last attempt first: a listener pairing them
-            // pairs every one.
-            for _ in 0..=self.retries.load(std::sync::atomic::Ordering::Relaxed) {
-                self.emit(Event::AgentExecutionCompleted(
-                    AgentExecutionCompletedEvent {
-                        meta: self.execution_end(),
-                        agent_role: self.role().to_owned(),
-                        task_name: self.task_name(),
-                        crew: self.settings().crew_name(),
-                        output: output.clone(),
-                    },
-                ));
-            }
-        }
-        let mut post_step = self.step_context(std::mem::take(&mut output.raw));
-        let outcome = dispatch(&dispatcher, POST_STEP, &mut post_step).await;
-        output.raw = post_step.payload;
-        go_on(outcome, InterceptionPoint::POST_STEP, Some(self.role()))?;
-        Ok(output)
-    }
 }
 
 /// Every task with its inputs filled in, or the first task that uses an
@@ -735,507 +584,6 @@ async fn write_output_file(path: &Path, text: String, task: &str) -> Result<(), 
     })
 }
 
-impl AgentRun {
-    /// The conversation a task opens with, given the context text the
-    /// `PRE_STEP` hooks left: the agent's system message, then the task
-    /// message (a crew's task) or the caller's messages after that context
-    /// (a standalone agent's run). Each message is cleaned as it enters
-    /// the conversation, so the model-call hooks see it as the model will.
-    fn opening(&self, context: &str) -> Vec<ChatMessage> {
-        let redaction = self.redaction();
-        let mut messages = vec![redaction.message(prompt::system_message(&self.agent().agent))];
-        match self.task.opening() {
-            Some(opening) => {
-                if !context.is_empty() {
-                    messages.push(redaction.message(prompt::context_message(context)));
-                }
-                messages.extend(opening.iter().cloned().map(|m| redaction.message(m)));
-            }
-            None => messages.push(redaction.message(prompt::task_message(&self.task, context))),
-        }
-        messages
-    }
-
-    /// The model-turn loop of one task, from its opening `messages`. Each
-    /// model call runs its `PRE_MODEL_CALL` chain (what it leaves in the
-    /// messages is what the model receives, and stays in the conversation)
-    /// and its `POST_MODEL_CALL` chain (what it leaves of the answer is
-    /// what is used), on one snapshot of the hooks. A failed model call is
-    /// asked again (see [`AgentRun::ask`]); `started` is the task's
-    /// `AgentExecutionStarted`, which announces each new attempt.
-    async fn work(
-        self: &Arc<Self>,
-        mut messages: Vec<ChatMessage>,
-        started: Option<&AgentExecutionStartedEvent>,
-    ) -> Result<TaskOutput, CrewError> {
-        let crew_agent = self.agent();
-        let agent = &*crew_agent.agent;
-        let dispatcher = self.dispatcher();
-        let redaction = self.redaction();
-        for turn in 1..=agent.max_iter() {
-            self.turn.store(turn, std::sync::atomic::Ordering::Relaxed);
-            let mut hooks = dispatcher.begin_call(&MODEL_CALL_POINTS);
-            let mut call = LlmCallHookContext::new(std::mem::take(&mut messages))
-                .with_agent(Arc::clone(&self.agent_info))
-                .in_crew(&self.crew_info)
-                .with_llm(Arc::clone(&crew_agent.llm_info))
-                .with_tools(
-                    self.settings()
-                        .offered_tools(self.role(), &crew_agent.definitions),
-                )
-                .with_iterations(turn)
-                .with_human_input(Arc::clone(&self.settings().human_input))
-                .with_human_input_timeout(self.settings().human_input_timeout);
-            // A standalone agent's run has no task to show its model-call
-            // hooks, as in the reference (its other points still name the
-            // run by what it was asked).
-            if self.task.opening().is_none() {
-                call.task = Some(Arc::clone(&self.task_info));
-            }
-            let outcome = hooks.dispatch_async(PRE_MODEL_CALL, &mut call).await;
-            go_on(
-                outcome,
-                InterceptionPoint::PRE_MODEL_CALL,
-                Some(self.role()),
-            )?;
-            // Model-call hooks may have edited or added messages (now, or
-            // after the last answer): clean them all as they leave.
-            if redaction.is_set()
-                && (dispatcher.has_hooks(PRE_MODEL_CALL) || dispatcher.has_hooks(POST_MODEL_CALL))
-            {
-                for message in &mut call.messages {
-                    redaction.message_in_place(message);
-                }
-            }
-            // The snapshot outlives the model's answer, which may take
-            // seconds: hold it without borrowing the thread's slots.
-            hooks.hold();
-            let answer = self.ask(&mut call, turn, started).await?;
-            call.response = Some(answer.into());
-            let outcome = hooks.dispatch_async(POST_MODEL_CALL, &mut call).await;
-            go_on(
-                outcome,
-                InterceptionPoint::POST_MODEL_CALL,
-                Some(self.role()),
-            )?;
-            drop(hooks);
-            let response = call.response.take().unwrap_or_default();
-            messages = call.messages;
-            // Text with no calls (or whose calls the hooks dropped) is the
-            // model answering.
-            if response.tool_calls.is_empty() {
-                if let Some(conversation) = &self.conversation {
-                    let answer = ChatMessage::assistant(response.content.clone());
-                    messages.push(redaction.message(answer));
-                    self.keep_conversation(conversation, messages);
-                }
-                return Ok(self.finish(response.content, false));
-            }
-            let ModelResponse {
-                content,
-                tool_calls: calls,
-            } = response;
-            let calls = super::tool_call::unique_call_ids(calls);
-            if self.verbose {
-                self.say(&format!(
-                    "turn {turn}: asks for {} tool call(s)",
-                    calls.len()
-                ));
-            }
-            let (calls, observations) = self.run_calls(calls).await?;
-            let answers: Vec<ChatMessage> = calls
-                .iter()
-                .zip(observations)
-                .map(|(call, observation)| ChatMessage::tool(call.id.clone(), observation))
-                .collect();
-            messages.push(redaction.message(ChatMessage::assistant_tool_calls(content, calls)));
-            messages.extend(answers);
-        }
-        let note = format!(
-            "Agent stopped: it reached its limit of {} model turns (max_iter) without giving a \
-             final answer.",
-            agent.max_iter()
-        );
-        tracing::warn!(target: "crew_runtime::executor", agent = %self.role(), "{note}");
-        if let Some(conversation) = &self.conversation {
-            self.keep_conversation(conversation, messages);
-        }
-        Ok(self.finish(note, true))
-    }
-
-    /// Asks the model for one turn on `call`'s messages and tools, and asks
-    /// again on a failure, up to the agent's `max_retry_limit` times per
-    /// task (counted on the run): on the conversation exactly as it stood,
-    /// with no hook run again, so no tool runs twice because of a retry.
-    /// Each failure sends `LlmCallFailed`, each new attempt
-    /// `AgentExecutionStarted` (as the reference, which starts the agent's
-    /// work over) and `LlmCallStarted`; the last failure sends
-    /// `AgentExecutionError` and fails the task. Only the model's failures
-    /// come here: a refusal by a hook and a cancellation never do.
-    async fn ask(
-        &self,
-        call: &mut LlmCallHookContext,
-        turn: usize,
-        started: Option<&AgentExecutionStartedEvent>,
-    ) -> Result<ModelTurn, CrewError> {
-        let redaction = self.redaction();
-        let model = self.agent().agent.llm().name();
-        let limit = self.agent().agent.max_retry_limit();
-        // Bounded: each pass either returns or takes one of `limit` retries.
-        loop {
-            let mut model_call = None;
-            if self.listening() {
-                // Lend the conversation to the listeners rather than copy it
-                // (a copy per turn would make a long run quadratic); it is
-                // copied back only if a listener kept it.
-                let messages = Arc::new(std::mem::take(&mut call.messages));
-                let started = EventId::new();
-                model_call = Some(started);
-                self.emit(Event::LlmCallStarted(LlmCallStartedEvent {
-                    meta: EventMeta::new()
-                        .with_event_id(started)
-                        .with_parent(self.execution_event()),
-                    model: model.to_owned(),
-                    messages: Arc::clone(&messages),
-                    agent_role: self.role().to_owned(),
-                    task_name: self.task_name(),
-                    crew: self.settings().crew_name(),
-                }));
-                call.messages = Arc::try_unwrap(messages).unwrap_or_else(|kept| (*kept).clone());
-            }
-            let source = match self.complete(&call.messages, &call.tools, turn).await {
-                Ok((answer, usage)) => {
-                    if let Some(usage) = usage {
-                        *self.usage.lock().unwrap_or_else(PoisonError::into_inner) += usage;
-                    }
-                    if self.listening() {
-                        self.report_answer(model.to_owned(), &answer, usage, model_call);
-                    }
-                    return Ok(answer);
-                }
-                Err(source) => source,
-            };
-            if self.listening() {
-                self.emit(Event::LlmCallFailed(LlmCallFailedEvent {
-                    meta: EventMeta::new()
-                        .with_parent(self.execution_event())
-                        .with_started(model_call),
-                    model: model.to_owned(),
-                    error: redaction.owned(source.to_string()),
-                    agent_role: self.role().to_owned(),
-                    task_name: self.task_name(),
-                    crew: self.settings().crew_name(),
-                }));
-            }
-            let retries = self.retries.load(std::sync::atomic::Ordering::Relaxed);
-            if retries < limit && retryable(&source) {
-                self.retries
-                    .store(retries + 1, std::sync::atomic::Ordering::Relaxed);
-                if self.verbose {
-                    self.say(&format!(
-                        "turn {turn}: the model call failed ({source}); retrying ({} of {limit})",
-                        retries + 1
-                    ));
-                }
-                if let (true, Some(started)) = (self.listening(), started) {
-                    // A new attempt, inside the one that failed (as the
-                    // reference's retry runs inside the failed attempt).
-                    let mut attempt = started.clone();
-                    attempt.meta = self.begin_execution();
-                    self.emit(Event::AgentExecutionStarted(attempt));
-                }
-                continue;
-            }
-            return Err(CrewError::Model {
-                agent: self.role().to_owned(),
-                source,
-            });
-        }
-    }
-
-    /// Leaves a standalone agent's conversation where its kickoff reads it.
-    fn keep_conversation(&self, conversation: &Conversation, messages: Vec<ChatMessage>) {
-        *conversation.lock().unwrap_or_else(PoisonError::into_inner) = messages;
-    }
-
-    fn finish(&self, raw: String, iteration_limit_reached: bool) -> TaskOutput {
-        if self.verbose {
-            let answer = self.redaction().text(&raw);
-            self.say(&format!("final answer: {}", excerpt(&answer, 500)));
-        }
-        TaskOutput {
-            description: self.task.description().to_owned(),
-            expected_output: self.task.expected_output().to_owned(),
-            agent: self.role().to_owned(),
-            raw,
-            iteration_limit_reached,
-        }
-    }
-
-    /// Reports a model's answer (before `POST_MODEL_CALL`), cleaned.
-    #[cold]
-    fn report_answer(
-        &self,
-        model: String,
-        answer: &ModelTurn,
-        usage: Option<TokenUsage>,
-        started: Option<EventId>,
-    ) {
-        let (text, calls) = match answer {
-            ModelTurn::FinalAnswer(text) => (text, &[][..]),
-            ModelTurn::ToolCalls { content, calls } => (content, &calls[..]),
-        };
-        self.emit(Event::LlmCallCompleted(LlmCallCompletedEvent {
-            meta: EventMeta::new()
-                .with_parent(self.execution_event())
-                .with_started(started),
-            model,
-            response: self.redaction().text(text).into_owned(),
-            tool_calls: calls
-                .iter()
-                .map(|call| self.redaction().text(&call.name).into_owned())
-                .collect(),
-            usage,
-            agent_role: self.role().to_owned(),
-            task_name: self.task_name(),
-            crew: self.settings().crew_name(),
-        }));
-    }
-
-    /// Asks the agent's model, within the crew's model timeout, with a
-    /// panic of the model contained; streamed text goes to the buses'
-    /// listeners as it arrives. Returns the tokens the model reported too.
-    async fn complete(
-        &self,
-        messages: &[ChatMessage],
-        tools: &[hooks_core::ToolDefinition],
-        turn: usize,
-    ) -> Result<(ModelTurn, Option<TokenUsage>), LlmError> {
-        let llm = self.agent().agent.llm();
-        let stream = self.listening().then(|| StreamToBuses::new(self));
-        let request = LlmRequest {
-            messages,
-            tools,
-            stream: stream.as_ref().map(|sink| sink as &dyn DeltaSink),
-        };
-        let timeout = self.settings().model_timeout;
-        let span = tracing::info_span!(
-            "chat",
-            gen_ai.operation.name = "chat",
-            gen_ai.request.model = %llm.name(),
-            gen_ai.agent.name = %self.role(),
-            crew.turn = turn,
-        );
-        let answer = crate::join::within(
-            timeout,
-            contain_panic_async(AssertUnwindSafe(llm.complete_with_usage(&request))),
-        )
-        .instrument(span)
-        .await;
-        let answer = match answer {
-            Err(_) => Err(LlmError::Timeout(timeout)),
-            Ok(Err(panic)) => Err(LlmError::Panicked(take_panic_message(panic))),
-            Ok(Ok(answer)) => answer,
-        };
-        if let Some(stream) = stream {
-            stream.flush();
-        }
-        answer
-    }
-
-    /// Runs one turn's calls; returns them with their observations, in
-    /// call order.
-    ///
-    /// A single call runs in this task. Several run as tasks of the
-    /// runtime, up to `max_concurrent_tool_calls` at once, started in call
-    /// order. Once a POST hook aborts, no further call starts; calls
-    /// already running finish, and the abort of the earliest call (in call
-    /// order) ends the run. Calls past `max_tool_calls_per_turn` are
-    /// refused, each with an observation saying so; every call keeps its
-    /// place.
-    #[allow(clippy::type_complexity)]
-    async fn run_calls(
-        self: &Arc<Self>,
-        mut calls: Vec<ToolCallRequest>,
-    ) -> Result<(Vec<ToolCallRequest>, Vec<String>), CrewError> {
-        let asked = calls.len();
-        let refused = calls.split_off(asked.min(self.settings().max_tool_calls_per_turn));
-        let mut observations = if calls.len() <= 1 || self.settings().max_concurrent_tool_calls <= 1
-        {
-            let mut observations = Vec::with_capacity(asked);
-            for call in &calls {
-                observations.push(self.run_call(call).await?);
-            }
-            observations
-        } else {
-            self.run_concurrently(&calls).await?
-        };
-        for call in refused {
-            observations.push(self.refuse_call(&call, asked));
-            calls.push(call);
-        }
-        Ok((calls, observations))
-    }
-
-    async fn run_concurrently(
-        self: &Arc<Self>,
-        calls: &[ToolCallRequest],
-    ) -> Result<Vec<String>, CrewError> {
-        let mut set = BoundedJoinSet::new(self.settings().max_concurrent_tool_calls);
-        for (index, call) in calls.iter().enumerate() {
-            let run = Arc::clone(self);
-            let call = call.clone();
-            // A task of its own: it takes the kickoff's depth, redaction
-            // scope and span with it.
-            let work = KickoffDepth::scope(self.depth, async move { run.run_call(&call).await });
-            let work = RedactionScope::instrument(None, work).instrument(tracing::Span::current());
-            let work = EventSequence::inherit(work);
-            set.push(index, work);
-        }
-        let mut observations: Vec<Option<String>> = vec![None; calls.len()];
-        let mut aborted: Option<(usize, CrewError)> = None;
-        while let Some((index, outcome)) = set.join_next().await {
-            match outcome {
-                Ok(Ok(observation)) => {
-                    if let Some(slot) = observations.get_mut(index) {
-                        *slot = Some(observation);
-                    }
-                }
-                Ok(Err(error)) => {
-                    set.cancel_waiting();
-                    if aborted
-                        .as_ref()
-                        .is_none_or(|(earliest, _)| index < *earliest)
-                    {
-                        aborted = Some((index, error));
-                    }
-                }
-                Err(failure) => {
-                    tracing::error!(
-                        target: "crew_runtime::executor",
-                        "a task running a tool call failed: {failure}"
-                    );
-                    if let Ok(panic) = failure.try_into_panic() {
-                        hooks_core::runtime::drop_panic_payload(panic);
-                    }
-                }
-            }
-        }
-        if let Some((_, error)) = aborted {
-            return Err(error);
-        }
-        Ok(observations
-            .into_iter()
-            .map(|observation| {
-                observation.unwrap_or_else(|| {
-                    ToolOutput::error("the call was interrupted by an internal error").rendered
-                })
-            })
-            .collect())
-    }
-}
-
-/// Sends a streamed answer's text to the buses' listeners as it arrives,
-/// as [`Event::LlmStreamChunk`] events.
-///
-/// With the crew's redaction, text goes out a line at a time: the text so
-/// far is cleaned whole at each line's end, and what the cleaned text adds
-/// past what was already sent goes out. A secret the redaction recognizes
-/// from its first line (a key block, cleaned to its end while it is not
-/// closed) never goes out; once the cleaned text stops extending what was
-/// sent, nothing more goes out until the answer is complete.
-struct StreamToBuses<'r> {
-    run: &'r AgentRun,
-    state: Mutex<Streamed>,
-}
-
-#[derive(Default)]
-struct Streamed {
-    /// Everything that arrived (with a redaction).
-    raw: String,
-    /// How much of the cleaned text has been sent.
-    sent: usize,
-    /// The cleaned text sent so far (with a redaction).
-    cleaned: String,
-}
-
-impl<'r> StreamToBuses<'r> {
-    fn new(run: &'r AgentRun) -> Self {
-        StreamToBuses {
-            run,
-            state: Mutex::new(Streamed::default()),
-        }
-    }
-
-    fn send(&self, chunk: String) {
-        if chunk.is_empty() {
-            return;
-        }
-        let run = self.run;
-        run.emit(Event::LlmStreamChunk(LlmStreamChunkEvent {
-            meta: EventMeta::new().with_parent(run.execution_event()),
-            chunk,
-            agent_role: Some(run.role().to_owned()),
-            task: Some(run.task_for_events()),
-            crew: run.settings().crew_label(),
-        }));
-    }
-
-    /// What `cleaned` adds past what was sent, when it extends it.
-    fn fresh(state: &mut Streamed, cleaned: String) -> Option<String> {
-        if !cleaned.starts_with(state.cleaned.as_str()) {
-            return None;
-        }
-        let fresh = cleaned[state.cleaned.len()..].to_owned();
-        state.cleaned = cleaned;
-        Some(fresh)
-    }
-
-    /// Sends what the redaction held back, once the answer is complete.
-    fn flush(&self) {
-        let redaction = self.run.redaction();
-        if !redaction.is_set() {
-            return;
-        }
-        let fresh = {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            let cleaned = redaction.text(&state.raw).into_owned();
-            Self::fresh(&mut state, cleaned)
-        };
-        if let Some(fresh) = fresh {
-            self.send(fresh);
-        }
-    }
-}
-
-impl DeltaSink for StreamToBuses<'_> {
-    fn delta(&self, text: &str) {
-        let redaction = self.run.redaction();
-        if !redaction.is_set() {
-            self.send(text.to_owned());
-            return;
-        }
-        let fresh = {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            state.raw.push_str(text);
-            // Only whole lines are judged: a secret's start alone may not
-            // look like one.
-            let Some(end) = state.raw.rfind('\n').map(|at| at + 1) else {
-                return;
-            };
-            if end <= state.sent {
-                return;
-            }
-            state.sent = end;
-            let cleaned = redaction.text(&state.raw[..end]).into_owned();
-            Self::fresh(&mut state, cleaned)
-        };
-        if let Some(fresh) = fresh {
-            self.send(fresh);
-        }
-    }
-}
-
 /// Who a kickoff runs for and its id, for its events.
 fn who_and_which(crew_info: &Option<Arc<dyn CrewInfo>>) -> (Option<String>, Option<String>) {
     match crew_info.as_deref() {
@@ -1244,22 +592,5 @@ fn who_and_which(crew_info: &Option<Arc<dyn CrewInfo>>) -> (Option<String>, Opti
             crew.kickoff_id().map(str::to_owned),
         ),
         None => (None, None),
-    }
-}
-
-/// Whether a model call that failed this way is asked again. Every
-/// failure of the model is (a timeout, a contained panic of its client, an
-/// answer that could not be read…); a cancelled kickoff never gets here
-/// (its future is dropped). The match names every variant so that a new
-/// kind of failure is decided here, not retried by default.
-fn retryable(error: &LlmError) -> bool {
-    match error {
-        LlmError::Http { .. }
-        | LlmError::Timeout(_)
-        | LlmError::Transport(_)
-        | LlmError::InvalidResponse(_)
-        | LlmError::Config(_)
-        | LlmError::ScriptExhausted { .. }
-        | LlmError::Panicked(_) => true,
     }
 }

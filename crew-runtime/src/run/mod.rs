@@ -2,12 +2,16 @@
 //! [`Plan`], and nothing of the crew's builder.
 //!
 //! The layers, each depending only on those below it:
-//! - [`executor`]: a kickoff through every point, each task as a loop of
-//!   model turns, a turn's calls one at a time or at once;
-//! - [`tool_call`]: one tool call, the only way any tool runs;
-//! - this module: the plan (settings, hooks, agents, tasks), the run of
-//!   one agent on one task ([`AgentRun`]) that both of them work on, and
-//!   the kickoff depth that nested kickoffs count.
+//! - [`executor`]: a kickoff through every point, a task after another;
+//! - [`agent_run`]: one agent on one task ([`AgentRun`](agent_run::AgentRun)):
+//!   `PRE_STEP`, the loop of model turns, a turn's calls one at a time or
+//!   at once, `POST_STEP`;
+//! - [`call`]: one tool call, the only way any tool runs, as a stack of
+//!   layers;
+//! - [`context`]: where an agent works ([`RunContext`](context::RunContext)):
+//!   what its calls need of the run, and how they report;
+//! - this module: the plan (settings, hooks, agents, tasks), the events a
+//!   run links to, and the kickoff depth that nested kickoffs count.
 //!
 //! The crew ([`Crew`](crate::Crew)) builds the plan once, checks what a
 //! kickoff needs checked (its depth, its filters), and hands the plan and
@@ -21,12 +25,13 @@ use std::time::Duration;
 use hooks_core::events::EventId;
 use hooks_core::runtime::Dispatcher;
 use hooks_core::{
-    AgentInfo, CrewInfo, CrewOutput, Event, ExecutionEndContext, ExecutionStartContext,
-    HookRegistry, HumanInputSource, InputContext, Inputs, LlmCallHookContext, LlmInfo,
-    OutputContext, StepContext, StepKind, TaskInfo, TokenUsage,
+    CrewInfo, CrewOutput, DispatchOutcome, ExecutionEndContext, ExecutionStartContext,
+    HookRegistry, HumanInputSource, InputContext, Inputs, InterceptionPoint, LlmCallHookContext,
+    LlmInfo, OutputContext, StepContext,
 };
 
 use crate::agent::Agent;
+use crate::error::CrewError;
 use crate::extension::CrewExtension;
 use crate::llm::ToolDefinition;
 use crate::redaction::Redaction;
@@ -34,8 +39,10 @@ use crate::registry::SharedRegistry;
 use crate::task::Task;
 use crate::tool::Tool;
 
+pub(crate) mod agent_run;
+pub(crate) mod call;
+pub(crate) mod context;
 pub(crate) mod executor;
-pub(crate) mod tool_call;
 
 /// What a kickoff runs, as the crew's build left it: the settings, the
 /// hooks, the agents and the tasks (and, for a standalone agent's run,
@@ -198,108 +205,6 @@ impl CrewHooks {
 /// [`Agent::kickoff`]).
 pub(crate) type Conversation = Arc<std::sync::Mutex<Vec<hooks_core::ChatMessage>>>;
 
-/// One agent working on one task: what its model calls and tool calls
-/// need (the crew's settings and hooks, the agent, the task), shared by
-/// the tasks that run one turn's calls; not the crew itself.
-pub(crate) struct AgentRun {
-    pub(crate) settings: Arc<RunSettings>,
-    pub(crate) hooks: CrewHooks,
-    pub(crate) agent: Arc<CrewAgent>,
-    pub(crate) task: Arc<Task>,
-    pub(crate) agent_info: Arc<dyn AgentInfo>,
-    pub(crate) task_info: Arc<dyn TaskInfo>,
-    /// The crew, absent for a standalone agent's run.
-    pub(crate) crew_info: Option<Arc<dyn CrewInfo>>,
-    /// A standalone agent's run: where the conversation is left when the
-    /// agent stops.
-    pub(crate) conversation: Option<Conversation>,
-    pub(crate) verbose: bool,
-    /// The depth of the kickoff the run belongs to: the tasks and threads
-    /// that run its calls take it, so a hook there that kicks off a crew
-    /// counts toward the nesting limit.
-    pub(crate) depth: Nesting,
-    /// The ids its events link to: its kickoff's start and its task's.
-    pub(crate) scope: RunScope,
-    /// The tokens of the kickoff's model responses so far, shared by its
-    /// tasks.
-    pub(crate) usage: Arc<Mutex<TokenUsage>>,
-    /// The model turn under way (from 1): the calls it asked for carry it.
-    pub(crate) turn: std::sync::atomic::AtomicUsize,
-    /// How many failed model calls were asked again so far (up to the
-    /// agent's `max_retry_limit`): each one an `AgentExecutionStarted`
-    /// that its `AgentExecutionCompleted` answers.
-    pub(crate) retries: std::sync::atomic::AtomicUsize,
-}
-
-impl AgentRun {
-    pub(crate) fn settings(&self) -> &RunSettings {
-        &self.settings
-    }
-
-    pub(crate) fn agent(&self) -> &CrewAgent {
-        &self.agent
-    }
-
-    pub(crate) fn dispatcher(&self) -> Dispatcher<'_> {
-        self.hooks.dispatcher()
-    }
-
-    pub(crate) fn role(&self) -> &str {
-        self.agent().agent.role()
-    }
-
-    /// The task's name as events carry it, cleaned.
-    fn task_name(&self) -> String {
-        self.redaction().text(self.task.name()).into_owned()
-    }
-
-    /// The crew's redaction.
-    pub(crate) fn redaction(&self) -> &Redaction {
-        &self.settings.redaction
-    }
-
-    /// A step context for this task with `payload`.
-    fn step_context(&self, payload: String) -> StepContext {
-        StepContext::new(StepKind::Task, self.task.name(), payload)
-            .with_agent(Arc::clone(&self.agent_info))
-            .with_task(Arc::clone(&self.task_info))
-            .in_crew(&self.crew_info)
-    }
-
-    /// The task's description as tool-usage events carry it (kickoff
-    /// inputs filled in, so cleaned).
-    pub(crate) fn task_for_events(&self) -> String {
-        self.redaction().text(self.task.description()).into_owned()
-    }
-
-    /// Prints a line of the verbose console, cleaned by the crew's
-    /// redaction. Callers that cut a text to an excerpt clean it first.
-    pub(crate) fn say(&self, line: &str) {
-        let line = self.redaction().text(line);
-        hooks_core::console::print_line(&format!("[{}] {line}", self.role()));
-    }
-
-    pub(crate) fn listening(&self) -> bool {
-        self.hooks.listening()
-    }
-
-    /// Sends an event to the global registry's bus and the crew's, as
-    /// dispatches do.
-    pub(crate) fn emit(&self, event: Event) {
-        self.hooks.emit(&event);
-    }
-
-    /// The start of the agent's execution under way (its events' parent).
-    pub(crate) fn execution_event(&self) -> Option<EventId> {
-        self.scope
-            .execution
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .last()
-            .copied()
-    }
-}
-
 /// The events a run's events link to.
 #[derive(Debug)]
 pub(crate) struct RunScope {
@@ -425,5 +330,37 @@ impl KickoffDepth {
 impl Drop for KickoffDepth {
     fn drop(&mut self) {
         KICKOFF_DEPTH.with(|current| current.set(self.previous));
+    }
+}
+
+/// One point's chain, on a snapshot of its own, `async` hooks awaited.
+pub(crate) async fn dispatch<P: hooks_core::Point>(
+    dispatcher: &Dispatcher<'_>,
+    point: P,
+    ctx: &mut P::Context,
+) -> DispatchOutcome {
+    if !dispatcher.has_hooks(P::ID) {
+        return DispatchOutcome::Proceeded;
+    }
+    dispatcher
+        .begin_call(&[P::ID])
+        .dispatch_async(point, ctx)
+        .await
+}
+
+/// Goes on unless a hook at `point` aborted the run; then the run ends
+/// with the abort, naming the agent whose step or model call it stopped.
+pub(crate) fn go_on(
+    outcome: DispatchOutcome,
+    point: InterceptionPoint,
+    agent: Option<&str>,
+) -> Result<(), CrewError> {
+    match outcome {
+        DispatchOutcome::Aborted(abort) => Err(CrewError::AbortedAt {
+            point,
+            agent: agent.map(str::to_owned),
+            abort,
+        }),
+        DispatchOutcome::Proceeded | DispatchOutcome::Modified => Ok(()),
     }
 }
