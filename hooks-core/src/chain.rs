@@ -8,7 +8,7 @@
 use std::sync::{Arc, OnceLock};
 
 use rpds::HashTrieMapSync;
-use rustc_hash::{FxBuildHasher, FxHashMap};
+use rustc_hash::FxBuildHasher;
 
 use crate::hook::{HookEntry, HookOrigin};
 use crate::point::Point;
@@ -108,9 +108,108 @@ impl<'a, T> DoubleEndedIterator for Iter<'a, T> {
 
 type Entries<P> = AppendList<Arc<HookEntry<P>>>;
 
-/// Tool name hash → the tools with that hash (almost always one) and their
-/// hooks.
-type FlatIndex<P> = FxHashMap<u64, Vec<(Box<str>, Entries<P>)>>;
+/// Tool name → the hooks filtered to it, as a direct-mapped table on the
+/// name's hash: a lookup is one probe (the slot the hash's top bits pick)
+/// and one comparison of the name, where a general hash map probes a
+/// group. Tools whose hashes pick the same slot (rare: the table has at
+/// least twice as many slots as tools) share it: the first in place, the
+/// others in a list.
+struct FlatIndex<P: Point> {
+    /// 64 minus log2 of the table's size: `key >> shift` picks the slot.
+    shift: u32,
+    slots: Box<[Slot<P>]>,
+}
+
+/// One slot of a [`FlatIndex`]: a tool in place (no hop to reach it), and
+/// the tools whose hashes picked the same slot after it.
+struct Slot<P: Point> {
+    first: Option<(u64, Name, Entries<P>)>,
+    more: Vec<(u64, Name, Entries<P>)>,
+}
+
+/// A tool name as the index compares it: its length and its first and
+/// last eight bytes kept in place, so that a name of 8 to 16 bytes (most
+/// tool names) is compared without reading it (nor calling `memcmp`).
+struct Name {
+    len: usize,
+    first: Option<[u8; 8]>,
+    last: Option<[u8; 8]>,
+    full: Box<str>,
+}
+
+impl Name {
+    fn new(name: &str) -> Self {
+        let bytes = name.as_bytes();
+        Name {
+            len: bytes.len(),
+            first: word(bytes, 0),
+            last: bytes.len().checked_sub(8).and_then(|at| word(bytes, at)),
+            full: name.into(),
+        }
+    }
+
+    /// Whether `tool` is this name.
+    #[inline(always)]
+    fn is(&self, tool: &str) -> bool {
+        let bytes = tool.as_bytes();
+        if bytes.len() != self.len {
+            return false;
+        }
+        if self.len < 8 {
+            return *self.full == *tool;
+        }
+        word(bytes, 0) == self.first
+            && word(bytes, self.len - 8) == self.last
+            && (self.len <= 16 || *self.full == *tool)
+    }
+}
+
+/// The eight bytes of `bytes` from `at`, if there are eight.
+#[inline(always)]
+fn word(bytes: &[u8], at: usize) -> Option<[u8; 8]> {
+    bytes.get(at..).and_then(<[u8]>::first_chunk::<8>).copied()
+}
+
+impl<P: Point> FlatIndex<P> {
+    /// The index of `by_tool`.
+    fn build(by_tool: &HashTrieMapSync<Box<str>, Entries<P>, FxBuildHasher>) -> Self {
+        let size = (by_tool.size() * 2).next_power_of_two().max(2);
+        let shift = 64 - size.trailing_zeros();
+        let mut slots: Vec<Slot<P>> = std::iter::repeat_with(|| Slot {
+            first: None,
+            more: Vec::new(),
+        })
+        .take(size)
+        .collect();
+        for (tool, list) in by_tool.iter() {
+            let key = crate::name::tool_key(tool);
+            let slot = &mut slots[(key >> shift) as usize];
+            let entry = (key, Name::new(tool), list.clone());
+            match slot.first {
+                None => slot.first = Some(entry),
+                Some(_) => slot.more.push(entry),
+            }
+        }
+        FlatIndex {
+            shift,
+            slots: slots.into_boxed_slice(),
+        }
+    }
+
+    /// The hooks filtered to `tool`, whose hash is `key`.
+    #[inline(always)]
+    fn get(&self, tool: &str, key: u64) -> Option<&Entries<P>> {
+        let slot = self.slots.get((key >> self.shift) as usize)?;
+        let (first_key, name, hooks) = slot.first.as_ref()?;
+        if *first_key == key && name.is(tool) {
+            return Some(hooks);
+        }
+        slot.more
+            .iter()
+            .find(|(k, name, _)| *k == key && name.is(tool))
+            .map(|(_, _, hooks)| hooks)
+    }
+}
 
 /// One point's hooks: all of them in rank order, and an index from tool
 /// name to the hooks filtered to that tool, so that a dispatch meets only
@@ -123,10 +222,11 @@ pub(crate) struct Chain<P: Point> {
     /// order.
     by_tool: HashTrieMapSync<Box<str>, Entries<P>, FxBuildHasher>,
     /// `by_tool` as a flat hash map, built by the first dispatch that needs
-    /// it and shared by every copy of this version: a lookup in it is a
-    /// few nanoseconds faster than in the persistent map, and registering
-    /// stays O(1) (the map is rebuilt once per changed version, lazily).
-    flat: Arc<OnceLock<FlatIndex<P>>>,
+    /// it, in place (a dispatch reaches it without a hop): a lookup in it
+    /// is a few nanoseconds faster than in the persistent map, and
+    /// registering stays O(1) (a copy starts without it, and builds it
+    /// lazily).
+    flat: OnceLock<FlatIndex<P>>,
     /// Whether some hook of the chain is `async` (a dispatch that can
     /// await takes the awaiting walk only then).
     has_async: bool,
@@ -138,7 +238,7 @@ impl<P: Point> Clone for Chain<P> {
             all: self.all.clone(),
             unfiltered: self.unfiltered.clone(),
             by_tool: self.by_tool.clone(),
-            flat: Arc::clone(&self.flat),
+            flat: OnceLock::new(),
             has_async: self.has_async,
         }
     }
@@ -151,7 +251,7 @@ impl<P: Point> Default for Chain<P> {
             unfiltered: AppendList::new(),
             // Small nodes: a registration copies one node per level of the trie.
             by_tool: HashTrieMapSync::new_with_hasher_and_degree_and_ptr_kind(FxBuildHasher, 16),
-            flat: Arc::new(OnceLock::new()),
+            flat: OnceLock::new(),
             has_async: false,
         }
     }
@@ -230,7 +330,7 @@ impl<P: Point> Chain<P> {
                 self.by_tool.insert_mut(tool.as_str().into(), list);
             }
             // This version's index differs from the one it was copied from.
-            self.flat = Arc::new(OnceLock::new());
+            self.flat = OnceLock::new();
         }
         self.all.push(entry);
     }
@@ -263,11 +363,7 @@ impl<P: Point> Chain<P> {
     #[inline(always)]
     pub(crate) fn candidates(&self, tool: Option<&str>, key: u64) -> Candidates<'_, P> {
         let filtered = match tool {
-            Some(tool) if !self.by_tool.is_empty() => self
-                .flat_index()
-                .get(&key)
-                .and_then(|bucket| bucket.iter().find(|(name, _)| **name == *tool))
-                .map(|(_, list)| list),
+            Some(tool) if !self.by_tool.is_empty() => self.flat_index().get(tool, key),
             _ => None,
         };
         match filtered {
@@ -282,16 +378,7 @@ impl<P: Point> Chain<P> {
 
     #[inline]
     fn flat_index(&self) -> &FlatIndex<P> {
-        self.flat.get_or_init(|| {
-            let mut index = FlatIndex::<P>::default();
-            for (tool, list) in self.by_tool.iter() {
-                index
-                    .entry(crate::name::tool_key(tool))
-                    .or_default()
-                    .push((tool.clone(), list.clone()));
-            }
-            index
-        })
+        self.flat.get_or_init(|| FlatIndex::build(&self.by_tool))
     }
 }
 
@@ -351,7 +438,30 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::AppendList;
+    use super::{AppendList, Name};
+
+    #[test]
+    fn a_name_is_only_itself_at_every_length_and_every_byte() {
+        for len in 0..40 {
+            let name: String = (0..len)
+                .map(|i| char::from(b'a' + (i % 26) as u8))
+                .collect();
+            let kept = Name::new(&name);
+            assert!(kept.is(&name), "{name}");
+            // One byte changed, wherever it is, is another name.
+            for at in 0..len {
+                let mut other = name.clone().into_bytes();
+                other[at] = b'_';
+                let other = String::from_utf8(other).unwrap_or_default();
+                assert!(!kept.is(&other), "{name} is not {other}");
+            }
+            // So is the name one byte longer or shorter.
+            assert!(!kept.is(&format!("{name}x")));
+            if let Some(shorter) = name.get(..len.saturating_sub(1)).filter(|_| len > 0) {
+                assert!(!kept.is(shorter));
+            }
+        }
+    }
 
     fn items(list: &AppendList<u32>) -> Vec<u32> {
         list.iter().copied().collect()
