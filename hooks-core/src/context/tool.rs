@@ -192,6 +192,7 @@ pub struct ToolCallHookContext {
 impl ToolCallHookContext {
     /// A context for a call of `tool_name` (normalized here) with these
     /// arguments, outside any agent, task or crew.
+    #[inline]
     pub fn new(tool_name: &str, tool_input: Map<String, Value>) -> Self {
         let tool_name: Arc<str> = Arc::from(normalize_tool_name(tool_name));
         ToolCallHookContext {
@@ -227,6 +228,7 @@ impl ToolCallHookContext {
     ///     .with_block_reasons_shown(true);
     /// assert!(ctx.block_reasons_shown());
     /// ```
+    #[inline]
     pub fn with_block_reasons_shown(mut self, shown: bool) -> Self {
         self.block_reasons_shown = shown;
         self
@@ -259,24 +261,28 @@ impl ToolCallHookContext {
     }
 
     /// Sets the tool.
+    #[inline]
     pub fn with_tool(mut self, tool: Arc<dyn ToolInfo>) -> Self {
         self.tool = Some(tool);
         self
     }
 
     /// Sets the agent.
+    #[inline]
     pub fn with_agent(mut self, agent: Arc<dyn AgentInfo>) -> Self {
         self.agent = Some(agent);
         self
     }
 
     /// Sets the task.
+    #[inline]
     pub fn with_task(mut self, task: Arc<dyn TaskInfo>) -> Self {
         self.task = Some(task);
         self
     }
 
     /// Sets the crew.
+    #[inline]
     pub fn with_crew(mut self, crew: Arc<dyn CrewInfo>) -> Self {
         self.crew = Some(crew);
         self
@@ -291,6 +297,7 @@ impl ToolCallHookContext {
     ///     .with_call_id("call_1");
     /// assert_eq!(ctx.call_id(), Some("call_1"));
     /// ```
+    #[inline]
     pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
         self.call_id = Some(call_id.into());
         self
@@ -314,6 +321,7 @@ impl ToolCallHookContext {
     /// let ctx = ToolCallHookContext::new("web_search", Default::default()).with_iteration(3);
     /// assert_eq!(ctx.iteration(), 3);
     /// ```
+    #[inline]
     pub fn with_iteration(mut self, iteration: usize) -> Self {
         self.iteration = iteration;
         self
@@ -342,6 +350,7 @@ impl ToolCallHookContext {
     ///     .with_human_input(Arc::new(ScriptedInput::new(["yes"])));
     /// # let _ = ctx;
     /// ```
+    #[inline]
     pub fn with_human_input(mut self, source: Arc<dyn HumanInputSource>) -> Self {
         self.human_input = Some(source);
         self
@@ -356,6 +365,7 @@ impl ToolCallHookContext {
     ///     .with_human_input_timeout(Duration::from_secs(30));
     /// assert_eq!(ctx.human_input_timeout(), Duration::from_secs(30));
     /// ```
+    #[inline]
     pub fn with_human_input_timeout(mut self, timeout: Duration) -> Self {
         self.human_input_timeout = timeout;
         self

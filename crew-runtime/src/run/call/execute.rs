@@ -98,7 +98,8 @@ pub(super) fn execute<'a>(
         let ran = Ran {
             ran_for,
             failed,
-            before_post: None,
+            // For the verbose console: whether the POST chain replaced it.
+            before_post: cx.verbose.then(|| output.rendered.clone()),
             input: ran_with,
         };
         (output, ran)

@@ -114,28 +114,19 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
         cx.say(&format!("→ {} {}", ctx.tool_name(), excerpt(&input, 300)));
     }
 
-    let verbose = cx.verbose;
     let (result, ran) = cx
         .dispatcher()
         .begin_call(&TOOL_CALL_POINTS)
-        .run_tool_call_async_keeping(&mut ctx, |ctx| {
-            let running = match tool {
-                Some(tool) => Either::Left(execute(cx, report, tool, ctx)),
-                None => {
-                    let not_found = Ran {
-                        failed: Some(Failure::NotFound),
-                        ..Ran::default()
-                    };
-                    let output = not_found_output(cx, report, call, ctx);
-                    Either::Right(std::future::ready((output, not_found)))
-                }
-            };
-            async move {
-                let (output, mut ran) = running.await;
-                if verbose {
-                    ran.before_post = Some(output.rendered.clone());
-                }
-                (output, ran)
+        .run_tool_call_async_keeping(&mut ctx, |ctx| match tool {
+            Some(tool) => Either::Left(execute(cx, report, tool, ctx)),
+            None => {
+                let output = not_found_output(cx, report, call, ctx);
+                let not_found = Ran {
+                    failed: Some(Failure::NotFound),
+                    before_post: cx.verbose.then(|| output.rendered.clone()),
+                    ..Ran::default()
+                };
+                Either::Right(std::future::ready((output, not_found)))
             }
         })
         .await;
