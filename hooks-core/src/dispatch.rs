@@ -308,17 +308,21 @@ impl<'a> CallHooks<'a> {
             }
             _ => return self.dispatch(point, ctx),
         };
+        // The awaiting walk is boxed: it is large, and only a chain with
+        // `async` hooks takes it, so every future that awaits this one
+        // (a whole tool call's, a crew's turn) stays small, and moving it
+        // is cheap on the usual path.
         match (global, scoped) {
             (None, None) => DispatchOutcome::Proceeded,
             (Some(chain), None) | (None, Some(chain)) => {
                 let hooks = chain.candidates(ctx.call_tool_name(), ctx.call_tool_key());
-                self.run_chain_async::<P, _>(hooks, ctx).await
+                Box::pin(self.run_chain_async::<P, _>(hooks, ctx)).await
             }
             (Some(global), Some(scoped)) => {
                 let (tool, key) = (ctx.call_tool_name(), ctx.call_tool_key());
                 let hooks: MergeByRank<Candidates<'_, P>, Candidates<'_, P>> =
                     MergeByRank::new(global.candidates(tool, key), scoped.candidates(tool, key));
-                self.run_chain_async::<P, _>(hooks, ctx).await
+                Box::pin(self.run_chain_async::<P, _>(hooks, ctx)).await
             }
         }
     }
