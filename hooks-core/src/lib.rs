@@ -94,6 +94,7 @@ mod hook;
 mod hook_clock;
 mod human;
 mod inputs;
+mod lend;
 mod linked;
 mod message;
 mod name;
