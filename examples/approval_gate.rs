@@ -23,6 +23,7 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crew_runtime::TerminalInput;
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;

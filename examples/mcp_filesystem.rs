@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use crew_runtime::TerminalInput;
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::mcp::{McpServer, McpServerBuilder};
 use crew_runtime::prelude::*;

@@ -17,7 +17,7 @@ use std::error::Error;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crew_runtime::CrewBuilder;
-use crew_runtime::policy::Policies;
+use crew_runtime::policy::{Policies, PolicyDecidedEvent};
 use crew_runtime::prelude::*;
 
 /// The policy file beside this example.
@@ -107,24 +107,28 @@ fn crew(
     let crew = extra(builder).build()?;
     let sink = lines.clone();
     crew.events().subscribe(move |event| match event {
-        Event::PolicyDecided(decided) => say(
-            &sink,
-            format!(
-                "  {} {}{}{}",
-                decided.tool_name,
-                decided.decision.replace('_', " "),
-                if decided.policies.is_empty() {
-                    String::new()
-                } else {
-                    format!(" by {}", decided.policies.join(", "))
-                },
-                decided
-                    .reason
-                    .as_ref()
-                    .map(|reason| format!(": {reason}"))
-                    .unwrap_or_default()
-            ),
-        ),
+        Event::Integration(event) => {
+            if let Some(decided) = event.downcast_ref::<PolicyDecidedEvent>() {
+                say(
+                    &sink,
+                    format!(
+                        "  {} {}{}{}",
+                        decided.tool_name,
+                        decided.decision.replace('_', " "),
+                        if decided.policies.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" by {}", decided.policies.join(", "))
+                        },
+                        decided
+                            .reason
+                            .as_ref()
+                            .map(|reason| format!(": {reason}"))
+                            .unwrap_or_default()
+                    ),
+                );
+            }
+        }
         Event::HookDispatched(dispatched) => {
             if let (Some(source), Some(reason)) =
                 (&dispatched.abort_source, &dispatched.abort_reason)

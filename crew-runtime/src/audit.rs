@@ -15,7 +15,7 @@
 //! task that writes them in batches. A store that is slow or down never
 //! stalls or crashes the crew: the batch is kept and retried, records that
 //! do not fit in the buffer are counted as dropped (a warning, an
-//! [`Event::AuditRecordsDropped`] on the attached crews' buses, and a
+//! [`AuditRecordsDroppedEvent`] on the attached crews' buses, and a
 //! `records_dropped` record once the store is back).
 //!
 //! Each record is also a `tracing` event (level `INFO`, target
@@ -59,7 +59,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use hooks_core::Event;
-use hooks_core::events::ListenerId;
+use hooks_core::events::{IntegrationEvent, ListenerId};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
@@ -100,6 +100,43 @@ const STUCK: Duration = Duration::from_secs(1);
 const GATHER: Duration = Duration::from_millis(5);
 /// Rows read at a time by [`verify`] and [`export`].
 const PAGE: i64 = 10_000;
+
+/// An audit trail could not keep up: its buffer was full, and records were
+/// dropped. Sent as an [`Event::Integration`] of kind
+/// [`KIND`](Self::KIND) on the buses of the crews the trail is attached
+/// to, at the first drop and then at most once a second while drops go on;
+/// the trail itself gets a `records_dropped` record with the count once
+/// its store takes records again.
+///
+/// ```
+/// use crew_runtime::Event;
+/// use crew_runtime::audit::AuditRecordsDroppedEvent;
+///
+/// let event = Event::from(AuditRecordsDroppedEvent { trail: "payments".into(), dropped: 3 });
+/// // A listener reads it by its type.
+/// let Event::Integration(integration) = &event else { unreachable!() };
+/// let dropped = integration.downcast_ref::<AuditRecordsDroppedEvent>();
+/// assert_eq!(dropped.map(|dropped| dropped.dropped), Some(3));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRecordsDroppedEvent {
+    /// The trail's name.
+    pub trail: String,
+    /// How many of its records were dropped so far, in all.
+    pub dropped: u64,
+}
+
+impl AuditRecordsDroppedEvent {
+    /// Its kind name on the bus ([`IntegrationEvent::kind`]).
+    pub const KIND: &'static str = "AuditRecordsDropped";
+}
+
+/// Sends it as an [`Event::Integration`] with new metadata.
+impl From<AuditRecordsDroppedEvent> for Event {
+    fn from(event: AuditRecordsDroppedEvent) -> Event {
+        Event::Integration(IntegrationEvent::new(AuditRecordsDroppedEvent::KIND, event))
+    }
+}
 
 /// Why the trail cannot be written, read or trusted.
 ///
@@ -318,12 +355,12 @@ struct Shared {
     /// The scoped registries of the crews the trail is attached to, whose
     /// buses hear of dropped records.
     crews: std::sync::Mutex<Vec<std::sync::Weak<hooks_core::HookRegistry>>>,
-    /// When the last [`Event::AuditRecordsDropped`] went out
+    /// When the last [`AuditRecordsDroppedEvent`] went out
     /// (milliseconds since the epoch), 0 before the first.
     drop_reported_at: std::sync::atomic::AtomicI64,
 }
 
-/// At most one [`Event::AuditRecordsDropped`] per trail within this long.
+/// At most one [`AuditRecordsDroppedEvent`] per trail within this long.
 const DROP_EVENT_EVERY: i64 = 1_000;
 
 /// Records written to a store's audit trail, from a crew's events and from
@@ -494,8 +531,7 @@ impl AuditTrail {
             .iter()
             .filter_map(std::sync::Weak::upgrade)
             .collect();
-        let event = Event::AuditRecordsDropped(hooks_core::events::AuditRecordsDroppedEvent {
-            meta: hooks_core::events::EventMeta::new(),
+        let event = Event::from(AuditRecordsDroppedEvent {
             trail: self.shared.name.clone(),
             dropped,
         });
@@ -723,12 +759,7 @@ fn record_of(event: &Event) -> Option<(&'static str, Value)> {
             json!({"point": e.point.to_string(), "source": e.abort_source, "reason": e.abort_reason,
                    "tool": e.tool_name.as_deref(), "agent": e.agent_role.as_deref()}),
         ),
-        Event::PolicyDecided(e) => (
-            "policy_decided",
-            json!({"tool": e.tool_name, "agent": e.agent_role, "decision": e.decision,
-                   "mode": if e.shadow { "shadow" } else { "enforced" },
-                   "policies": e.policies, "reason": e.reason}),
-        ),
+        Event::Integration(e) => return integration_record(e),
         // Where the tool really starts (after the PRE chain), with what it
         // receives; `ToolUsageStarted` comes before the hooks decide.
         Event::ToolExecutionStarted(e) => (
@@ -761,6 +792,22 @@ fn record_of(event: &Event) -> Option<(&'static str, Value)> {
         Event::LlmCallFailed(e) => ("model_call_failed", json!({"error": e.error})),
         _ => return None,
     })
+}
+
+/// What an integration's event records, if anything: a policy set's
+/// decisions (with the feature `policy`; without it none are made).
+fn integration_record(event: &IntegrationEvent) -> Option<(&'static str, Value)> {
+    #[cfg(feature = "policy")]
+    if let Some(e) = event.downcast_ref::<crate::policy::PolicyDecidedEvent>() {
+        return Some((
+            "policy_decided",
+            json!({"tool": e.tool_name, "agent": e.agent_role, "decision": e.decision,
+                   "mode": if e.shadow { "shadow" } else { "enforced" },
+                   "policies": e.policies, "reason": e.reason}),
+        ));
+    }
+    let _ = event;
+    None
 }
 
 fn usage(usage: &hooks_core::TokenUsage) -> Value {

@@ -335,7 +335,7 @@ pub(crate) fn report(warnings: &[FilterWarning]) {
 /// paused (as crew output on stdout is). A closed `stderr` is ignored: a
 /// warning must never stop a run.
 fn print_warning(line: &str) {
-    hooks_core::console::eprint_line(line);
+    crate::console::eprint_line(line);
 }
 
 #[cfg(test)]

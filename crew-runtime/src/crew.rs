@@ -12,8 +12,7 @@ use hooks_core::runtime::{Dispatcher, register_crew_async_hook, register_crew_ho
 use hooks_core::{
     AsyncHookFn, CrewInfo, CrewOutput, DEFAULT_HOOK_TIMEOUT, DEFAULT_HUMAN_INPUT_TIMEOUT, EventBus,
     Explanation, HookOptions, HookRegistry, HookReturn, HookStyle, HumanInputSource, Inputs,
-    InterceptionPoint, LlmInfo, Point, Redact, TerminalInput, ToolNameSkeleton, check_tool_name,
-    global_registry,
+    InterceptionPoint, LlmInfo, Point, Redact, ToolNameSkeleton, check_tool_name, global_registry,
 };
 
 use crate::agent::Agent;
@@ -1436,7 +1435,7 @@ impl CrewBuilder {
             name: self.name,
             human_input: self
                 .human_input
-                .unwrap_or_else(|| Arc::new(TerminalInput::new())),
+                .unwrap_or_else(|| Arc::new(crate::TerminalInput::new())),
             human_input_timeout: self.human_input_timeout,
             tell_model_why_blocked: self.tell_model_why_blocked,
             verbose: self.verbose,

@@ -150,7 +150,9 @@ pub async fn call_model(
     let mut call = LlmCallHookContext::new(messages)
         .with_llm(Arc::new(Named(Arc::clone(&llm))))
         .with_tools(Arc::from(tools))
-        .with_iterations(1);
+        .with_iterations(1)
+        // The runtime's default person, as a crew's: the engine has none.
+        .with_human_input(Arc::new(crate::TerminalInput::new()));
     let mut started = None;
     if events.has_listeners() {
         let messages = Arc::new(std::mem::take(&mut call.messages));

@@ -3,9 +3,10 @@
 //!
 //! This is the one crate to depend on: it re-exports the hook engine
 //! (`hooks-core`: [`ToolCallHookContext`], [`HookAborted`], [`HookRegistry`],
-//! the management functions, [`events`], [`testing`], [`console`]) next to
-//! the runtime: [`Tool`], [`Agent`], [`Task`], [`Crew`], the [`llm::Llm`]
-//! trait and the offline [`ScriptedLlm`].
+//! the management functions, [`events`], [`testing`]) next to the runtime:
+//! [`Tool`], [`Agent`], [`Task`], [`Crew`], the [`llm::Llm`] trait, the
+//! offline [`ScriptedLlm`], the live [`console`] and the terminal as the
+//! crew's default person ([`TerminalInput`]).
 //!
 //! An agent's model asks for tool calls; the executor runs each one through
 //! the `PRE_TOOL_CALL` chain, the tool and the `POST_TOOL_CALL` chain, and
@@ -144,6 +145,7 @@ pub mod anthropic;
 #[cfg(feature = "audit")]
 pub mod audit;
 mod check;
+pub mod console;
 mod crew;
 mod direct;
 mod error;
@@ -183,6 +185,7 @@ mod standalone;
 #[cfg(feature = "store")]
 pub mod store;
 mod task;
+mod terminal;
 mod tool;
 pub mod transcript;
 
@@ -211,18 +214,18 @@ pub use hooks_core::{
     LegacyBeforeReturn, LlmCallHookContext, LlmInfo, ModelResponse, NoReplacement, OUTPUT,
     OutputContext, POST_MODEL_CALL, POST_STEP, POST_TOOL_CALL, PRE_MODEL_CALL, PRE_STEP,
     PRE_TOOL_CALL, PendingHumanInput, Point, RawToolResult, RegisterError, Role, ScriptedInput,
-    StepContext, StepKind, TaskInfo, TaskOutput, TerminalInput, TokenUsage, ToolAnnotations,
-    ToolCallHookContext, ToolCallRequest, ToolCallStatus, ToolCapabilities, ToolDefinition,
-    ToolInfo, ToolNameProblem, ToolNameSkeleton, Verdict, async_hook, check_tool_name,
-    clear_after_llm_call_hooks, clear_after_tool_call_hooks, clear_all_hooks,
-    clear_all_llm_call_hooks, clear_all_tool_call_hooks, clear_before_llm_call_hooks,
-    clear_before_tool_call_hooks, clear_hooks, console, events, explain, explain_point,
-    get_after_llm_call_hooks, get_after_tool_call_hooks, get_before_llm_call_hooks,
-    get_before_tool_call_hooks, get_hooks, global_registry, is_normalized_tool_name,
-    normalize_tool_name, points, register_after_llm_call_hook, register_after_tool_call_hook,
-    register_async_hook, register_async_hook_with, register_before_llm_call_hook,
-    register_before_tool_call_hook, register_hook, register_hook_with, restore_static_hooks,
-    testing, unregister_after_llm_call_hook, unregister_after_tool_call_hook,
+    StepContext, StepKind, TaskInfo, TaskOutput, TokenUsage, ToolAnnotations, ToolCallHookContext,
+    ToolCallRequest, ToolCallStatus, ToolCapabilities, ToolDefinition, ToolInfo, ToolNameProblem,
+    ToolNameSkeleton, Verdict, async_hook, check_tool_name, clear_after_llm_call_hooks,
+    clear_after_tool_call_hooks, clear_all_hooks, clear_all_llm_call_hooks,
+    clear_all_tool_call_hooks, clear_before_llm_call_hooks, clear_before_tool_call_hooks,
+    clear_hooks, events, explain, explain_point, get_after_llm_call_hooks,
+    get_after_tool_call_hooks, get_before_llm_call_hooks, get_before_tool_call_hooks, get_hooks,
+    global_registry, is_normalized_tool_name, normalize_tool_name, points,
+    register_after_llm_call_hook, register_after_tool_call_hook, register_async_hook,
+    register_async_hook_with, register_before_llm_call_hook, register_before_tool_call_hook,
+    register_hook, register_hook_with, restore_static_hooks, testing,
+    unregister_after_llm_call_hook, unregister_after_tool_call_hook,
     unregister_before_llm_call_hook, unregister_before_tool_call_hook, unregister_hook,
 };
 
@@ -281,6 +284,7 @@ pub use registry::SharedRegistry;
 pub use scripted::{RecordedRequest, ScriptedCall, ScriptedLlm};
 pub use standalone::{AgentMessages, AgentOutput};
 pub use task::{Task, TaskBuilder};
+pub use terminal::TerminalInput;
 pub use tool::{Tool, ToolOutcome, TypedTool};
 
 /// Implements [`llm::Llm`], [`HumanInputSource`] (and any trait with
@@ -345,16 +349,15 @@ pub mod prelude {
         HumanInputRequest, HumanInputSource, INPUT, InputContext, InterceptionPoint,
         LlmCallHookContext, ModelResponse, OUTPUT, OutputContext, POST_MODEL_CALL, POST_STEP,
         POST_TOOL_CALL, PRE_MODEL_CALL, PRE_STEP, PRE_TOOL_CALL, PendingHumanInput, RawToolResult,
-        RegisterError, ScriptedInput, StepContext, StepKind, TerminalInput, TokenUsage,
-        ToolAnnotations, ToolCallHookContext, ToolCallStatus, async_hook,
-        clear_after_llm_call_hooks, clear_after_tool_call_hooks, clear_all_hooks,
-        clear_all_llm_call_hooks, clear_all_tool_call_hooks, clear_before_llm_call_hooks,
-        clear_before_tool_call_hooks, clear_hooks, explain, explain_point,
-        get_after_llm_call_hooks, get_after_tool_call_hooks, get_before_llm_call_hooks,
-        get_before_tool_call_hooks, get_hooks, global_registry, register_after_llm_call_hook,
-        register_after_tool_call_hook, register_async_hook, register_async_hook_with,
-        register_before_llm_call_hook, register_before_tool_call_hook, register_hook,
-        register_hook_with, restore_static_hooks, unregister_after_llm_call_hook,
+        RegisterError, ScriptedInput, StepContext, StepKind, TokenUsage, ToolAnnotations,
+        ToolCallHookContext, ToolCallStatus, async_hook, clear_after_llm_call_hooks,
+        clear_after_tool_call_hooks, clear_all_hooks, clear_all_llm_call_hooks,
+        clear_all_tool_call_hooks, clear_before_llm_call_hooks, clear_before_tool_call_hooks,
+        clear_hooks, explain, explain_point, get_after_llm_call_hooks, get_after_tool_call_hooks,
+        get_before_llm_call_hooks, get_before_tool_call_hooks, get_hooks, global_registry,
+        register_after_llm_call_hook, register_after_tool_call_hook, register_async_hook,
+        register_async_hook_with, register_before_llm_call_hook, register_before_tool_call_hook,
+        register_hook, register_hook_with, restore_static_hooks, unregister_after_llm_call_hook,
         unregister_after_tool_call_hook, unregister_before_llm_call_hook,
         unregister_before_tool_call_hook, unregister_hook,
     };

@@ -80,8 +80,8 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::console::escape_control;
 use futures_util::FutureExt;
-use hooks_core::console::escape_control;
 use hooks_core::{ToolAnnotations, normalize_tool_name};
 use rmcp::ServiceExt;
 use rmcp::model::{

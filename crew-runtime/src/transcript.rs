@@ -347,7 +347,7 @@ impl Transcript {
             state.echo
         };
         if echo {
-            hooks_core::console::print_line(&line);
+            crate::console::print_line(&line);
         }
     }
 

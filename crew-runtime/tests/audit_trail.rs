@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use crew_runtime::audit::{self, AuditError, AuditTrail, Head, canonical, record_hash};
+use crew_runtime::audit::{
+    self, AuditError, AuditRecordsDroppedEvent, AuditTrail, Head, canonical, record_hash,
+};
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;
 use crew_runtime::store::{Answer, Decision, Store, StoreApprovals};
@@ -592,7 +594,9 @@ async fn a_store_that_stalls_never_stalls_the_crew_and_drops_are_recorded_once_i
     let heard = log();
     let sink = heard.clone();
     crew.events().subscribe(move |event| {
-        if let Event::AuditRecordsDropped(dropped) = event {
+        if let Event::Integration(event) = event
+            && let Some(dropped) = event.downcast_ref::<AuditRecordsDroppedEvent>()
+        {
             push(&sink, format!("{} {}", dropped.trail, dropped.dropped));
         }
     });
@@ -757,6 +761,60 @@ async fn two_writers_on_one_trail_keep_one_chain(store: Store, url: String) {
         .await
         .expect("one chain");
     assert_eq!(verified.head.count, 600);
+}
+
+/// A policy set's decisions reach the trail through the bus as the
+/// integration events they are, denials with their policy and reason.
+#[cfg(feature = "policy")]
+#[tokio::test]
+async fn a_policy_decision_is_recorded_with_its_policies_and_reason() {
+    let Some((store, _url, _dir)) = store("sqlite").await else {
+        return;
+    };
+    let trail = AuditTrail::open(store.clone()).expect("a writer");
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("delete_order", json!({"order": "A-17"}))
+            .answer("done"),
+    );
+    let delete = Tool::dynamic("delete_order", "Deletes", json!({"type": "object"}), |_| {
+        Ok::<_, String>(json!("deleted"))
+    });
+    let support = agent("Support", vec![delete], &llm);
+    let policies = crew_runtime::policy::Policies::from_text(
+        r#"
+        @id("no-deletes")
+        @reason("orders are never deleted")
+        forbid(principal, action == Action::"delete_order", resource);
+        "#,
+    )
+    .expect("the policy text parses");
+    let crew = Crew::builder()
+        .agent(support.clone())
+        .task(Task::builder("Handle the ticket").agent(&support).build())
+        .global_registry(fresh_registry())
+        .policies(policies)
+        .build()
+        .expect("the crew builds");
+    trail.attach(&crew);
+    crew.kickoff(()).await.expect("the kickoff runs");
+    trail.flush().await.expect("the trail is written");
+
+    let records = audit::tail(&store, "default", 1000).await.expect("reads");
+    let decided: Vec<&Value> = records
+        .iter()
+        .filter(|record| record.kind == "policy_decided")
+        .map(|record| &record.data)
+        .collect();
+    assert_eq!(
+        decided,
+        [
+            &json!({"tool": "delete_order", "agent": "Support", "decision": "deny",
+                 "mode": "enforced", "policies": ["no-deletes"],
+                 "reason": "orders are never deleted"})
+        ],
+        "{records:?}"
+    );
 }
 
 #[tokio::test]

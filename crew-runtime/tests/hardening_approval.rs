@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use crew_runtime::CrewBuilder;
+use crew_runtime::TerminalInput;
 use crew_runtime::events::HookPanickedEvent;
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;
@@ -332,6 +333,58 @@ fn gate_blocks_when_stdin_is_not_a_terminal() {
         .take(6)
         .collect();
     assert_eq!(lines, expected, "child output:\n{stdout}");
+}
+
+const DEFAULT_SOURCE_CHILD: &str = "HARDENING_APPROVAL_DEFAULT_SOURCE_CHILD";
+
+#[test]
+fn a_crew_built_without_a_source_asks_the_terminal() {
+    // The engine has no default person; the runtime gives a crew the
+    // terminal. With standard input /dev/null the terminal refuses as not
+    // a terminal, which tells it apart from a context with no source.
+    if is_child(DEFAULT_SOURCE_CHILD) {
+        let global = gated_registry();
+        let sent = log();
+        let llm = one_email();
+        let crew = email_crew_builder(&global, None, &sent, &llm)
+            .build()
+            .expect("builds");
+        let aborts = log();
+        let sink = aborts.clone();
+        crew.events().subscribe(move |event| {
+            if let Event::HookDispatched(dispatch) = event
+                && let Some(reason) = &dispatch.abort_reason
+            {
+                push(&sink, reason.clone());
+            }
+        });
+        crew.kickoff_blocking(()).expect("the run goes on");
+        println!("SENT={}", take(&sent).len());
+        for reason in take(&aborts) {
+            println!("REASON={reason}");
+        }
+        return;
+    }
+    let stdout = run_in_child(
+        "a_crew_built_without_a_source_asks_the_terminal",
+        DEFAULT_SOURCE_CHILD,
+    );
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| {
+            ["SENT=", "REASON="]
+                .iter()
+                .find_map(|marker| l.find(marker).map(|at| &l[at..]))
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "SENT=0",
+            "REASON=no human approval: standard input is not a terminal: no person can be asked",
+        ],
+        "child output:\n{stdout}"
+    );
 }
 
 #[test]

@@ -11,8 +11,7 @@ use std::sync::Arc;
 
 use common::*;
 use crew_runtime::CrewBuilder;
-use crew_runtime::events::{PolicyDecidedEvent, PolicySetRejectedEvent};
-use crew_runtime::policy::{Policies, PolicyError};
+use crew_runtime::policy::{Policies, PolicyDecidedEvent, PolicyError, PolicySetRejectedEvent};
 use crew_runtime::prelude::*;
 
 /// `refund` (order: string, amount: integer, both required; note:
@@ -123,7 +122,7 @@ fn decisions(events: &Log<Event>) -> Vec<PolicyDecidedEvent> {
     take(events)
         .into_iter()
         .filter_map(|event| match event {
-            Event::PolicyDecided(decided) => Some(decided),
+            Event::Integration(event) => event.downcast_ref::<PolicyDecidedEvent>().cloned(),
             _ => None,
         })
         .collect()
@@ -608,7 +607,7 @@ fn a_reload_that_fails_keeps_the_running_set_and_is_reported() {
     let rejected: Vec<PolicySetRejectedEvent> = take(&s.events)
         .into_iter()
         .filter_map(|event| match event {
-            Event::PolicySetRejected(rejected) => Some(rejected),
+            Event::Integration(event) => event.downcast_ref::<PolicySetRejectedEvent>().cloned(),
             _ => None,
         })
         .collect();
@@ -816,7 +815,7 @@ fn a_watched_policy_file_reloads_when_it_changes_and_a_bad_edit_keeps_the_runnin
     let rejected = || {
         take(&s.events)
             .iter()
-            .any(|event| matches!(event, Event::PolicySetRejected(r) if r.error.contains("did you mean `lookup`?")))
+            .any(|event| matches!(event, Event::Integration(e) if e.downcast_ref::<PolicySetRejectedEvent>().is_some_and(|r| r.error.contains("did you mean `lookup`?"))))
     };
     assert!(eventually(rejected));
     assert_eq!(set.ids(), ["closed"]);

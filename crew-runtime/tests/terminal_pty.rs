@@ -28,8 +28,9 @@ use common::*;
 #[cfg(unix)]
 use crew_runtime::DEFAULT_HUMAN_INPUT_TIMEOUT;
 #[cfg(unix)]
-use crew_runtime::guards::ApprovalGate;
+use crew_runtime::TerminalInput;
 #[cfg(unix)]
+use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;
 
 /// What a tool and the model write to take over the terminal: clear the

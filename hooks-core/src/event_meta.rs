@@ -414,26 +414,8 @@ impl<F: std::future::Future> std::future::Future for InSequence<F> {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<F::Output> {
         let this = self.project();
-        // Lent to the thread for the poll, taken back after it (on unwind
-        // too).
-        let _back = Back {
-            previous: SEQUENCE.replace(this.sequence.take()),
-            slot: this.sequence,
-        };
-        this.future.poll(cx)
-    }
-}
-
-/// Takes a future's sequence back from the thread, and puts the thread's
-/// previous one back, when a poll ends.
-struct Back<'a> {
-    previous: Option<Arc<EventSequence>>,
-    slot: &'a mut Option<Arc<EventSequence>>,
-}
-
-impl Drop for Back<'_> {
-    fn drop(&mut self) {
-        *self.slot = SEQUENCE.replace(self.previous.take());
+        // Lent to the thread for the poll, taken back after it.
+        crate::lend::lend_for_poll(&SEQUENCE, this.sequence, || this.future.poll(cx))
     }
 }
 

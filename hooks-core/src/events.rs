@@ -29,6 +29,7 @@
 //! # Ok::<(), hooks_core::RegisterError>(())
 //! ```
 
+use std::any::Any;
 use std::borrow::Cow;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
@@ -871,15 +872,10 @@ pub enum Event {
     LlmCallCompleted(LlmCallCompletedEvent),
     /// A model call failed.
     LlmCallFailed(LlmCallFailedEvent),
-    /// A policy set decided a tool call (enforced, or in shadow mode what
-    /// it would have done).
-    PolicyDecided(PolicyDecidedEvent),
-    /// A policy set (or a reload of one) was refused; the running set, if
-    /// any, stays.
-    PolicySetRejected(PolicySetRejectedEvent),
-    /// An audit trail's buffer was full and records were dropped (the
-    /// store is slow or down).
-    AuditRecordsDropped(AuditRecordsDroppedEvent),
+    /// An event an integration defines (a policy set's decision, an audit
+    /// trail's dropped records): read its payload by type with
+    /// [`IntegrationEvent::downcast_ref`].
+    Integration(IntegrationEvent),
 }
 
 impl Event {
@@ -922,9 +918,7 @@ impl Event {
             Event::LlmCallStarted(e) => &e.meta,
             Event::LlmCallCompleted(e) => &e.meta,
             Event::LlmCallFailed(e) => &e.meta,
-            Event::PolicyDecided(e) => &e.meta,
-            Event::PolicySetRejected(e) => &e.meta,
-            Event::AuditRecordsDropped(e) => &e.meta,
+            Event::Integration(e) => &e.meta,
         }
     }
 
@@ -964,87 +958,186 @@ impl Event {
     }
 }
 
-/// A policy set's decision on one tool call.
+/// An event an integration defines (a policy engine, an audit trail, a
+/// program's own): the engine carries it on the bus without knowing its
+/// type.
 ///
-/// In shadow mode nothing is blocked or asked, and `decision` says what
-/// would have happened: `would_deny`, `would_ask` (or `allow`).
+/// It holds the integration's payload (any `'static` value, shared, so
+/// cloning the event is cheap), the payload's kind name for logs and
+/// `Debug` output, and the usual [`EventMeta`]. A listener reads one by
+/// matching [`Event::Integration`] and asking for the payload's type with
+/// [`downcast_ref`](Self::downcast_ref): `None` for the events of other
+/// integrations.
 ///
 /// ```
-/// use hooks_core::events::PolicyDecidedEvent;
+/// use std::sync::{Arc, Mutex};
+/// use hooks_core::events::{EventMeta, IntegrationEvent};
+/// use hooks_core::{Event, EventBus};
 ///
-/// let event = PolicyDecidedEvent {
-///     meta: Default::default(),
-///     tool_name: "refund".into(),
-///     agent_role: Some("Support".into()),
-///     decision: "would_deny",
-///     shadow: true,
-///     policies: vec!["no-big-refunds".into()],
-///     reason: Some("refunds above 400 need a manager".into()),
-/// };
-/// assert!(event.shadow);
+/// // An integration's own event.
+/// #[derive(Debug, Clone, PartialEq)]
+/// struct CacheEvicted {
+///     entries: usize,
+/// }
+///
+/// let bus = EventBus::new();
+/// let evicted = Arc::new(Mutex::new(0));
+/// let sink = Arc::clone(&evicted);
+/// bus.subscribe(move |event| {
+///     // Read it by its type; any other integration's event is passed over.
+///     if let Event::Integration(integration) = event
+///         && let Some(cache) = integration.downcast_ref::<CacheEvicted>()
+///     {
+///         *sink.lock().unwrap() += cache.entries;
+///     }
+/// });
+///
+/// let event = IntegrationEvent::new("CacheEvicted", CacheEvicted { entries: 3 });
+/// assert_eq!(event.kind(), "CacheEvicted");
+/// bus.emit(&Event::Integration(event));
+/// bus.emit(&Event::Integration(IntegrationEvent::new("Other", "not a cache event")));
+/// assert_eq!(*evicted.lock().unwrap(), 3);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicyDecidedEvent {
+#[derive(Clone)]
+pub struct IntegrationEvent {
     /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
     pub meta: EventMeta,
-    /// The normalized tool name.
-    pub tool_name: String,
-    /// The agent's role.
-    pub agent_role: Option<String>,
-    /// `allow`, `deny`, `ask` (approved or refused after), or in shadow
-    /// mode `would_deny` and `would_ask`.
-    pub decision: &'static str,
-    /// Whether the set runs in shadow mode (nothing enforced).
-    pub shadow: bool,
-    /// The ids of the policies that decided, in the set's text order.
-    pub policies: Vec<String>,
-    /// Why the call is (or would be) denied or asked about.
-    pub reason: Option<String>,
+    kind: &'static str,
+    payload: Arc<dyn Any + Send + Sync>,
+    /// Compares two payloads of the type this event was made with.
+    payload_eq: fn(&(dyn Any + Send + Sync), &(dyn Any + Send + Sync)) -> bool,
+    /// Formats a payload of the type this event was made with.
+    payload_debug: fn(&(dyn Any + Send + Sync), &mut fmt::Formatter<'_>) -> fmt::Result,
 }
 
-/// A policy set refused at a reload (or when attached after a build): it
-/// failed to read, parse or validate. The running set stays.
-///
-/// ```
-/// use hooks_core::events::PolicySetRejectedEvent;
-///
-/// let event = PolicySetRejectedEvent {
-///     meta: Default::default(),
-///     origin: "policies.cedar".into(),
-///     error: "policy `p` (line 1, column 30): no tool of this crew is named `delte_file`".into(),
-/// };
-/// assert!(event.error.contains("delte_file"));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicySetRejectedEvent {
-    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
-    pub meta: EventMeta,
-    /// Where the set came from: a file's path, or `text`.
-    pub origin: String,
-    /// Every problem found, as one message.
-    pub error: String,
+impl IntegrationEvent {
+    /// An event of kind `kind` (a name for logs, such as the payload's type
+    /// name) carrying `payload`, with new metadata ([`EventMeta::new`]:
+    /// numbered in the kickoff whose sequence is in scope).
+    ///
+    /// ```
+    /// use hooks_core::events::IntegrationEvent;
+    ///
+    /// let event = IntegrationEvent::new("RetryScheduled", 3_u32);
+    /// assert_eq!(event.downcast_ref::<u32>(), Some(&3));
+    /// ```
+    pub fn new<T>(kind: &'static str, payload: T) -> Self
+    where
+        T: Any + Send + Sync + fmt::Debug + PartialEq,
+    {
+        IntegrationEvent {
+            meta: EventMeta::new(),
+            kind,
+            payload: Arc::new(payload),
+            payload_eq: payload_eq::<T>,
+            payload_debug: payload_debug::<T>,
+        }
+    }
+
+    /// The same event with `meta` as its metadata (links to the events it
+    /// belongs with, say).
+    ///
+    /// ```
+    /// use hooks_core::events::{EventMeta, IntegrationEvent};
+    ///
+    /// let opened = EventMeta::new();
+    /// let event = IntegrationEvent::new("Closed", ()).with_meta(EventMeta::new().with_started(Some(opened.event_id)));
+    /// assert_eq!(event.meta.started_event_id, Some(opened.event_id));
+    /// ```
+    pub fn with_meta(mut self, meta: EventMeta) -> Self {
+        self.meta = meta;
+        self
+    }
+
+    /// The payload's kind name, as given when the event was made.
+    ///
+    /// ```
+    /// let event = hooks_core::events::IntegrationEvent::new("CacheEvicted", 3_usize);
+    /// assert_eq!(event.kind(), "CacheEvicted");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// The payload, if it is a `T`.
+    ///
+    /// ```
+    /// let event = hooks_core::events::IntegrationEvent::new("Count", 3_usize);
+    /// assert_eq!(event.downcast_ref::<usize>(), Some(&3));
+    /// assert_eq!(event.downcast_ref::<String>(), None);
+    /// ```
+    pub fn downcast_ref<T: Any>(&self) -> Option<&T> {
+        (*self.payload).downcast_ref::<T>()
+    }
+
+    /// Whether the payload is a `T`.
+    ///
+    /// ```
+    /// let event = hooks_core::events::IntegrationEvent::new("Count", 3_usize);
+    /// assert!(event.is::<usize>());
+    /// ```
+    pub fn is<T: Any>(&self) -> bool {
+        (*self.payload).is::<T>()
+    }
+
+    /// The payload, whatever its type.
+    ///
+    /// ```
+    /// let event = hooks_core::events::IntegrationEvent::new("Count", 3_usize);
+    /// assert!(event.payload().is::<usize>());
+    /// ```
+    pub fn payload(&self) -> &(dyn Any + Send + Sync) {
+        &*self.payload
+    }
 }
 
-/// An audit trail could not keep up: its buffer was full, and records were
-/// dropped. Sent on the buses of the crews the trail is attached to, at the
-/// first drop and then at most once a second while drops go on; the trail
-/// itself gets a `records_dropped` record with the count once its store
-/// takes records again.
-///
-/// ```
-/// use hooks_core::events::AuditRecordsDroppedEvent;
-///
-/// let event = AuditRecordsDroppedEvent { meta: Default::default(), trail: "payments".into(), dropped: 3 };
-/// assert_eq!(event.dropped, 3);
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditRecordsDroppedEvent {
-    /// Its id, time, place in its kickoff and links (see [`EventMeta`]).
-    pub meta: EventMeta,
-    /// The trail's name.
-    pub trail: String,
-    /// How many of its records were dropped so far, in all.
-    pub dropped: u64,
+fn payload_eq<T: Any + PartialEq>(
+    a: &(dyn Any + Send + Sync),
+    b: &(dyn Any + Send + Sync),
+) -> bool {
+    match (a.downcast_ref::<T>(), b.downcast_ref::<T>()) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+fn payload_debug<T: Any + fmt::Debug>(
+    payload: &(dyn Any + Send + Sync),
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
+    match payload.downcast_ref::<T>() {
+        Some(payload) => payload.fmt(f),
+        None => f.write_str(".."),
+    }
+}
+
+/// Two events are equal when their metadata, kinds and payloads are (a
+/// payload of another type is never equal).
+impl PartialEq for IntegrationEvent {
+    fn eq(&self, other: &Self) -> bool {
+        self.meta == other.meta
+            && self.kind == other.kind
+            && (self.payload_eq)(&*self.payload, &*other.payload)
+    }
+}
+
+impl fmt::Debug for IntegrationEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        /// The payload through the formatter of its own type.
+        struct Payload<'a>(&'a IntegrationEvent);
+
+        impl fmt::Debug for Payload<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                (self.0.payload_debug)(&*self.0.payload, f)
+            }
+        }
+
+        f.debug_struct("IntegrationEvent")
+            .field("kind", &self.kind)
+            .field("meta", &self.meta)
+            .field("payload", &Payload(self))
+            .finish()
+    }
 }
 
 /// A piece of a streamed model answer, as it arrives (before the
@@ -1242,5 +1335,41 @@ impl fmt::Debug for EventBus {
         f.debug_struct("EventBus")
             .field("listeners", &self.count.load(Ordering::Relaxed))
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Event, EventMeta, IntegrationEvent};
+
+    #[derive(Debug, Clone, PartialEq)]
+    struct Refund {
+        amount: u32,
+    }
+
+    #[test]
+    fn an_integration_event_has_its_metadata_like_any_other() {
+        let meta = EventMeta::new();
+        let event = Event::Integration(
+            IntegrationEvent::new("Refund", Refund { amount: 40 }).with_meta(meta),
+        );
+        assert_eq!(*event.meta(), meta);
+        assert!(!event.is_lifecycle());
+    }
+
+    #[test]
+    fn integration_events_compare_and_print_by_their_payload() {
+        let meta = EventMeta::new();
+        let refund = |amount| IntegrationEvent::new("Refund", Refund { amount }).with_meta(meta);
+        assert_eq!(refund(40), refund(40).clone());
+        assert_ne!(refund(40), refund(41));
+        // The same kind name over another type is another event.
+        assert_ne!(
+            refund(40),
+            IntegrationEvent::new("Refund", 40_u32).with_meta(meta)
+        );
+        let shown = format!("{:?}", refund(40));
+        assert!(shown.contains("kind: \"Refund\""), "{shown}");
+        assert!(shown.contains("payload: Refund { amount: 40 }"), "{shown}");
     }
 }

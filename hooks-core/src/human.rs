@@ -7,14 +7,18 @@
 //! a callback, a channel to a web or chat UI. The contexts'
 //! `request_human_input` puts a timeout on every source and turns every
 //! failure into an error (see [`HumanInputFuture`]).
+//!
+//! The engine has no default person: a context given no source refuses
+//! every question with [`HumanInputError::NoSource`], so an approval gate
+//! fails closed. The terminal is a source of the runtime (`crew-runtime`'s
+//! `TerminalInput`), which gives it to the contexts of a crew built without
+//! another.
 
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
-use std::io::{IsTerminal, Write};
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -65,6 +69,14 @@ pub enum HumanInputError {
     /// Standard input is not a terminal, so no person can be asked.
     #[error("standard input is not a terminal: no person can be asked")]
     NotATerminal,
+    /// The question was given no source to ask: no person can be asked.
+    /// The engine has no default person; a crew gives its contexts one
+    /// (the terminal unless its builder was given another).
+    #[error(
+        "no human-input source is set: no person can be asked (give the context one with \
+         `with_human_input`)"
+    )]
+    NoSource,
     /// No answer came in time.
     #[error("no answer within {0:?}")]
     TimedOut(Duration),
@@ -253,10 +265,10 @@ impl HumanInputRequest {
 /// timeout on it and turns an error, a timeout, a closed input and a panic
 /// of the source alike into an error, so a gate written with `?` refuses.
 /// The texts it is given may hold what a model or a tool wrote: a source
-/// that shows them on a terminal escapes them with
-/// [`console::escape_control`](crate::console::escape_control) (as
-/// [`TerminalInput`] does), and one that shows them in a web page escapes
-/// them for HTML.
+/// that shows them on a terminal escapes every control character in them
+/// (as `crew-runtime`'s `TerminalInput` does with
+/// `crew_runtime::console::escape_control`), and one that shows them in a
+/// web page escapes them for HTML.
 ///
 /// ```
 /// use hooks_core::{HumanInputError, HumanInputRequest, HumanInputSource, async_trait};
@@ -327,8 +339,8 @@ pub trait HumanInputSource: Send + Sync {
     /// its question still gives up on time. A source that returns `true`
     /// is polled where the hook asking is, and is dropped the moment its
     /// question gives up. The sources of this crate that wait for a person
-    /// ([`TerminalInput`], [`ChannelInput`], [`ScriptedInput`]) return
-    /// `true`; a [`CallbackInput`] runs code of yours, and keeps the
+    /// ([`ChannelInput`], [`ScriptedInput`]) return `true`, as does
+    /// `crew-runtime`'s `TerminalInput`; a [`CallbackInput`] runs code of yours, and keeps the
     /// default.
     ///
     /// Either way, an answer given after the question's deadline is
@@ -619,7 +631,7 @@ impl<T> fmt::Debug for HumanInputFuture<T> {
     }
 }
 
-/// Asks `source` (the terminal when there is none) within `timeout` and
+/// Asks `source` (refusing at once when there is none) within `timeout` and
 /// trims the answer: what the contexts' `request_human_input` does.
 ///
 /// Whatever the source does, no answer is an error: a panic of the source
@@ -662,8 +674,10 @@ pub(crate) fn answered_already(answer: HumanAnswer) -> HumanInputFuture<HumanAns
     }
 }
 
-/// The answer of `source` (the terminal when there is none) within
-/// `timeout`, its text trimmed. `request` is already redacted.
+/// The answer of `source` within `timeout`, its text trimmed. `request` is
+/// already redacted. With no source nobody is asked and the answer is
+/// [`HumanInputError::NoSource`]: the engine has no default person, and a
+/// question nobody can answer refuses (approvals fail closed).
 pub(crate) fn answering(
     source: Option<Arc<dyn HumanInputSource>>,
     mut request: HumanInputRequest,
@@ -673,7 +687,7 @@ pub(crate) fn answering(
     async move {
         // A timeout too large to be a deadline is no deadline.
         let deadline = std::time::Instant::now().checked_add(timeout);
-        let source = source.unwrap_or_else(|| Arc::new(TerminalInput::new()));
+        let source = source.ok_or(HumanInputError::NoSource)?;
         let never_blocks = source.never_blocks();
         // The source is only used through `&self`; one that a panic left in
         // a bad state fails its next question, which refuses as well. The
@@ -835,296 +849,6 @@ impl Deadline {
             // question any more: give up rather than wait forever.
             Deadline::Thread { elapsed, .. } => Pin::new(elapsed).poll(cx).map(|_| ()),
         }
-    }
-}
-
-/// Asks on the terminal, pausing the crew's console output meanwhile.
-///
-/// Standard input that is not a terminal (a pipe, `/dev/null`, a CI job) is
-/// refused: an approval must come from a person.
-///
-/// The terminal shows the question apart from everything agents print: a
-/// framed block under an `approval requested` header, each line of the
-/// prompt and of the default message on its own framed line, and every
-/// control character in them escaped (see
-/// [`console::escape_control`](crate::console::escape_control)), so text a
-/// model or a tool chose cannot clear the screen, redraw the question or
-/// fake the frame. Input typed before the question appeared is dropped (on
-/// Unix; elsewhere nothing can drop it): an answer is only what the person
-/// typed after seeing the question.
-///
-/// One question is on the terminal at a time: the others wait their turn
-/// (without blocking a runtime thread). One thread reads the terminal for
-/// every question; the question awaits its line. A question that gave up
-/// (its timeout, see `request_human_input`) leaves no reader of its own
-/// behind, and a line typed for it after it gave up is not taken as the
-/// answer to the next one.
-///
-/// ```
-/// use std::sync::Arc;
-/// use hooks_core::{HumanInputSource, TerminalInput};
-///
-/// let source: Arc<dyn HumanInputSource> = Arc::new(TerminalInput::new());
-/// # let _ = source;
-/// ```
-#[derive(Debug, Clone, Default)]
-pub struct TerminalInput {
-    _private: (),
-}
-
-impl TerminalInput {
-    /// The terminal source.
-    ///
-    /// ```
-    /// let source = hooks_core::TerminalInput::new();
-    /// # let _ = source;
-    /// ```
-    pub fn new() -> Self {
-        TerminalInput::default()
-    }
-}
-
-/// The header line above every question on the terminal.
-const QUESTION_HEADER: &str = "┌── approval requested ──";
-/// Begins each line of the question.
-const QUESTION_LINE: &str = "│ ";
-/// Where the answer is typed.
-const ANSWER_MARKER: &str = "└─> ";
-
-/// The question as the terminal shows it: framed, one framed line per line
-/// of the texts, every control character escaped. The texts' own line
-/// breaks (`\n`, `\r\n`) start new framed lines; nothing else in them can
-/// move the cursor.
-fn framed_question(prompt: &str, default_message: &str) -> String {
-    let mut question = format!("\n{QUESTION_HEADER}\n");
-    for line in prompt.lines().chain(default_message.lines()) {
-        question.push_str(QUESTION_LINE);
-        question.push_str(&crate::console::escape_control(line));
-        question.push('\n');
-    }
-    question.push_str(ANSWER_MARKER);
-    question
-}
-
-/// The longest answer kept; the rest of a longer line is read and dropped.
-const MAX_ANSWER_BYTES: usize = 4096;
-
-/// Counts the questions shown on the terminal, so that a read left behind
-/// by a question that gave up forgets what it had read of a line when the
-/// next question is shown (on a terminal in raw mode, where bytes arrive
-/// before the line is complete).
-static QUESTIONS_SHOWN: AtomicU64 = AtomicU64::new(0);
-
-/// Drops whatever was typed on the terminal and not read yet, so that
-/// nothing typed before the question can answer it.
-#[cfg(unix)]
-fn drop_typed_ahead(stdin: &std::io::Stdin) -> Result<(), HumanInputError> {
-    use rustix::termios::{QueueSelector, tcflush};
-    use std::os::fd::AsFd;
-    loop {
-        match tcflush(stdin.as_fd(), QueueSelector::IFlush) {
-            Ok(()) => return Ok(()),
-            Err(rustix::io::Errno::INTR) => continue,
-            // Asking anyway could take a line typed for something else as
-            // the answer: refuse instead.
-            Err(error) => {
-                return Err(HumanInputError::Io(format!(
-                    "could not drop the input typed before the question: {error}"
-                )));
-            }
-        }
-    }
-}
-
-#[cfg(not(unix))]
-fn drop_typed_ahead(_stdin: &std::io::Stdin) -> Result<(), HumanInputError> {
-    Ok(())
-}
-
-/// Reads one line from standard input, without the line break.
-///
-/// On Unix it reads the terminal one byte at a time, past the standard
-/// library's buffer: nothing after the line break is taken from the
-/// terminal, so a second line typed with the answer stays in the terminal,
-/// where the next question drops it, instead of waiting in a buffer to
-/// answer that question.
-#[cfg(unix)]
-fn read_answer_line() -> Result<String, HumanInputError> {
-    use std::os::fd::AsFd;
-    let stdin = std::io::stdin();
-    let mut line = Vec::new();
-    let mut byte = [0u8; 1];
-    let mut question = QUESTIONS_SHOWN.load(Ordering::SeqCst);
-    loop {
-        let read = rustix::io::read(stdin.as_fd(), &mut byte);
-        let shown = QUESTIONS_SHOWN.load(Ordering::SeqCst);
-        if shown != question {
-            // Typed before the question now shown: not part of its answer.
-            line.clear();
-            question = shown;
-        }
-        match read {
-            Ok(0) if line.is_empty() => return Err(HumanInputError::Closed),
-            Ok(0) => break,
-            // A terminal in raw mode sends a carriage return for Enter.
-            Ok(_) if byte[0] == b'\n' || byte[0] == b'\r' => break,
-            Ok(_) => {
-                if line.len() < MAX_ANSWER_BYTES {
-                    line.push(byte[0]);
-                }
-            }
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(error) => return Err(HumanInputError::Io(error.to_string())),
-        }
-    }
-    Ok(String::from_utf8_lossy(&line).into_owned())
-}
-
-#[cfg(not(unix))]
-fn read_answer_line() -> Result<String, HumanInputError> {
-    use std::io::BufRead;
-    let mut line = String::new();
-    match std::io::stdin().lock().read_line(&mut line) {
-        Ok(0) => Err(HumanInputError::Closed),
-        Ok(_) => {
-            if line.len() > MAX_ANSWER_BYTES {
-                let end = (0..=MAX_ANSWER_BYTES)
-                    .rev()
-                    .find(|&at| line.is_char_boundary(at))
-                    .unwrap_or(0);
-                line.truncate(end);
-            }
-            Ok(line)
-        }
-        Err(error) => Err(HumanInputError::Io(error.to_string())),
-    }
-}
-
-/// The one thread that reads answers from standard input, and what the
-/// questions know of it.
-///
-/// Reading a terminal cannot be interrupted, so a question that gives up
-/// leaves its read behind. Were each question to start a reader of its
-/// own, two readers would then split the next answer between them, and the
-/// bytes one of them got could spell an approval nobody typed. A single
-/// reader, asked for one line at a time, hands every line to exactly one
-/// question, and a line read for a question that gave up is thrown away.
-/// The reader is a plain thread (it blocks on the terminal); the questions
-/// await its lines on a tokio channel.
-struct StdinReader {
-    /// Asks the reader for one more line.
-    wanted: std::sync::mpsc::Sender<()>,
-    /// The lines it read, in order.
-    lines: mpsc::UnboundedReceiver<Result<String, HumanInputError>>,
-    /// A line was asked for and not taken: the reader is reading it, or it
-    /// waits in `lines`.
-    pending: bool,
-    /// The reader thread is still there to read.
-    alive: bool,
-}
-
-/// The terminal's reader, shared by every question. The lock is held for
-/// the whole question: one question on the terminal at a time.
-static TERMINAL: tokio::sync::Mutex<Option<StdinReader>> = tokio::sync::Mutex::const_new(None);
-
-impl StdinReader {
-    fn spawn() -> Result<Self, HumanInputError> {
-        let (wanted, requests) = std::sync::mpsc::channel::<()>();
-        let (sender, lines) = mpsc::unbounded_channel();
-        std::thread::Builder::new()
-            .name("human-input-reader".into())
-            .spawn(move || {
-                // Ends when the reader is dropped (a request channel closed)
-                // or nobody takes lines any more.
-                while requests.recv().is_ok() {
-                    if sender.send(read_answer_line()).is_err() {
-                        return;
-                    }
-                }
-            })
-            .map_err(|error| {
-                HumanInputError::Io(format!("could not start reading the terminal: {error}"))
-            })?;
-        Ok(StdinReader {
-            wanted,
-            lines,
-            pending: false,
-            alive: true,
-        })
-    }
-
-    /// Throws away a line read for a question that gave up: it was typed
-    /// before the question being asked now.
-    fn discard_stale(&mut self) {
-        if self.pending && self.lines.try_recv().is_ok() {
-            self.pending = false;
-        }
-    }
-
-    /// Awaits the next line, reading one unless a read is under way. A
-    /// question dropped while awaiting leaves `pending` set: the line, when
-    /// it comes, is the next question's to discard.
-    async fn next_line(&mut self) -> Result<String, HumanInputError> {
-        if !self.pending {
-            if self.wanted.send(()).is_err() {
-                self.alive = false;
-                return Err(HumanInputError::Io("the terminal reader stopped".into()));
-            }
-            self.pending = true;
-        }
-        match self.lines.recv().await {
-            Some(line) => {
-                self.pending = false;
-                line
-            }
-            None => {
-                self.alive = false;
-                Err(HumanInputError::Io("the terminal reader stopped".into()))
-            }
-        }
-    }
-}
-
-#[async_trait]
-impl HumanInputSource for TerminalInput {
-    async fn ask(&self, request: HumanInputRequest) -> Result<String, HumanInputError> {
-        if !std::io::stdin().is_terminal() {
-            return Err(HumanInputError::NotATerminal);
-        }
-        let mut terminal = TERMINAL.lock().await;
-        let reader = match &mut *terminal {
-            Some(reader) => reader,
-            empty => empty.insert(StdinReader::spawn()?),
-        };
-        reader.discard_stale();
-        QUESTIONS_SHOWN.fetch_add(1, Ordering::SeqCst);
-        drop_typed_ahead(&std::io::stdin())?;
-        // Output of other calls is held until the question is answered (or
-        // gives up: the guard drops with the question).
-        let _pause = crate::console::pause();
-        {
-            let mut out = std::io::stdout().lock();
-            let shown = out
-                .write_all(framed_question(&request.prompt, &request.default_message).as_bytes())
-                .and_then(|()| out.flush());
-            // A person who cannot see the question cannot approve it.
-            if let Err(error) = shown {
-                return Err(HumanInputError::Io(format!(
-                    "could not show the question: {error}"
-                )));
-            }
-        }
-        let answer = reader.next_line().await;
-        if !reader.alive {
-            // The next question starts a new reader.
-            *terminal = None;
-        }
-        answer
-    }
-
-    /// The terminal is read on a thread of its own: asking only awaits.
-    fn never_blocks(&self) -> bool {
-        true
     }
 }
 
@@ -1546,41 +1270,5 @@ impl HumanInputSource for ChannelInput {
 impl From<HumanInputError> for crate::HookAborted {
     fn from(error: HumanInputError) -> Self {
         crate::HookAborted::new(format!("no human approval: {error}"), "human-input")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_question_is_framed_under_a_header_and_escaped_line_by_line() {
-        let question = framed_question(
-            "Send to \u{1b}[2Jbob?\nsubject: \u{202e}txt.exe",
-            "Input: {\"a\":1}\r\nType y to approve\u{1b}]0;title\u{7}",
-        );
-        assert_eq!(
-            question,
-            "\n┌── approval requested ──\n\
-             │ Send to \\x1b[2Jbob?\n\
-             │ subject: \\u{202e}txt.exe\n\
-             │ Input: {\"a\":1}\n\
-             │ Type y to approve\\x1b]0;title\\x07\n\
-             └─> "
-        );
-    }
-
-    #[test]
-    fn a_lone_carriage_return_cannot_rewrite_a_framed_line() {
-        let question = framed_question("Delete /tmp/x?\rApprove nothing", "");
-        assert_eq!(
-            question,
-            "\n┌── approval requested ──\n│ Delete /tmp/x?\\rApprove nothing\n└─> "
-        );
-    }
-
-    #[test]
-    fn empty_texts_still_show_the_frame() {
-        assert_eq!(framed_question("", ""), "\n┌── approval requested ──\n└─> ");
     }
 }

@@ -83,7 +83,6 @@ mod api;
 mod approval;
 mod capability;
 mod chain;
-pub mod console;
 mod contain;
 mod context;
 mod dispatch;
@@ -95,6 +94,7 @@ mod hook;
 mod hook_clock;
 mod human;
 mod inputs;
+mod lend;
 mod linked;
 mod message;
 mod name;
@@ -254,7 +254,7 @@ pub use hook_clock::DEFAULT_HOOK_TIMEOUT;
 pub use human::{
     ApprovedCallOutcome, CallbackInput, ChannelInput, DEFAULT_HUMAN_INPUT_TIMEOUT, HumanAnswer,
     HumanInputError, HumanInputFuture, HumanInputReply, HumanInputRequest, HumanInputSource,
-    PendingHumanInput, ScriptedInput, TerminalInput,
+    PendingHumanInput, ScriptedInput,
 };
 
 /// Implements [`HumanInputSource`] (an `async fn` in a trait used as

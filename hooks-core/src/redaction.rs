@@ -325,26 +325,15 @@ impl<F: std::future::Future> std::future::Future for InRedactionScope<F> {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<F::Output> {
         let this = self.project();
-        let previous = REDACTION.replace(this.stack.clone());
-        // Put back on unwind too: a panic in the future must not leave its
-        // scope on the thread.
-        let _restore = Restore(previous);
-        this.future.poll(cx)
+        // Lent to the thread for the poll, taken back after it (on unwind
+        // too: a panic in the future must not leave its scope on the thread).
+        crate::lend::lend_for_poll(&REDACTION, this.stack, || this.future.poll(cx))
     }
 }
 
 impl<F> fmt::Debug for InRedactionScope<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InRedactionScope").finish_non_exhaustive()
-    }
-}
-
-/// Puts a thread's previous redactors back when dropped.
-struct Restore(Option<ScopeStack>);
-
-impl Drop for Restore {
-    fn drop(&mut self) {
-        REDACTION.set(self.0.take());
     }
 }
 

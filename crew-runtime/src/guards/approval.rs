@@ -5,7 +5,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use hooks_core::console::escape_control;
+use crate::console::escape_control;
 use hooks_core::runtime::{contain_panic, contain_panic_async, take_panic_message};
 use hooks_core::{
     Capabilities, Capability, HookAborted, HookFuture, HumanAnswer, HumanInputFuture,
@@ -459,6 +459,7 @@ impl ApprovalGate {
     /// use std::time::Duration;
     /// use crew_runtime::guards::ApprovalGate;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::TerminalInput;
     ///
     /// let assistant = Agent::builder("Assistant")
     ///     .llm(Arc::new(ScriptedLlm::new().answer("done")))

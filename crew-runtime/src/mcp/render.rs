@@ -90,7 +90,7 @@ fn block(block: &Value) -> String {
             field("name").map(|n| format!(" ({n})")).unwrap_or_default(),
         ),
         "" => "[a content block without a type]".to_owned(),
-        other => format!("[{} content]", hooks_core::console::escape_control(other)),
+        other => format!("[{} content]", crate::console::escape_control(other)),
     }
 }
 

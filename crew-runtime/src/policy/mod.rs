@@ -84,6 +84,7 @@
 mod check;
 mod crew;
 mod engine;
+mod events;
 mod parse;
 mod schema;
 
@@ -94,7 +95,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use arc_swap::ArcSwap;
-use hooks_core::events::{PolicyDecidedEvent, PolicySetRejectedEvent};
 use hooks_core::{Event, HookAborted, HookRegistry, ToolCallHookContext};
 
 use crate::guards::ApprovalGate;
@@ -102,6 +102,7 @@ use crate::registry::SharedRegistry;
 use crate::tool::Tool;
 
 use engine::{Call, Compiled, Verdict};
+pub use events::{PolicyDecidedEvent, PolicySetRejectedEvent};
 use parse::Parsed;
 pub use parse::{MAX_POLICY_BYTES, MAX_POLICY_NESTING, MAX_POLICY_OPERATORS};
 use schema::ToolShape;
@@ -798,8 +799,7 @@ fn read_file(path: &Path) -> Result<String, PolicyError> {
 
 fn report_rejected(attachments: &[Arc<Attachment>], origin: &str, error: &PolicyError) {
     tracing::warn!(origin, %error, "policy set refused; the running set stays");
-    let event = Event::PolicySetRejected(PolicySetRejectedEvent {
-        meta: hooks_core::events::EventMeta::new(),
+    let event = Event::from(PolicySetRejectedEvent {
         origin: origin.to_owned(),
         error: error.to_string(),
     });
@@ -1114,8 +1114,7 @@ impl Attachment {
             "policy decision"
         );
         if self.listened() {
-            self.emit(&Event::PolicyDecided(PolicyDecidedEvent {
-                meta: hooks_core::events::EventMeta::new(),
+            self.emit(&Event::from(PolicyDecidedEvent {
                 tool_name: ctx.tool_name().to_owned(),
                 agent_role: ctx.agent_role().map(str::to_owned),
                 decision,

@@ -79,7 +79,7 @@ impl RunContext {
     /// redaction. Callers that cut a text to an excerpt clean it first.
     pub(crate) fn say(&self, line: &str) {
         let line = self.redaction().text(line);
-        hooks_core::console::print_line(&format!("[{}] {line}", self.role()));
+        crate::console::print_line(&format!("[{}] {line}", self.role()));
     }
 
     pub(crate) fn listening(&self) -> bool {

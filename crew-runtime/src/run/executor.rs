@@ -419,7 +419,7 @@ async fn tasks(
             retries: std::sync::atomic::AtomicUsize::new(0),
         });
         if run.verbose {
-            hooks_core::console::print_line(&format!(
+            crate::console::print_line(&format!(
                 "[{}] task {}/{} for {}: {}",
                 plan.settings.name,
                 position + 1,

@@ -150,7 +150,10 @@ impl LlmCallHookContext {
     }
 
     /// Sets where [`request_human_input`](Self::request_human_input) gets
-    /// its answers (the terminal when none is set).
+    /// its answers. With none set, every question is refused with
+    /// [`HumanInputError::NoSource`](crate::HumanInputError::NoSource): the
+    /// engine has no default person (a crew sets the terminal unless told
+    /// otherwise).
     ///
     /// ```
     /// use std::sync::Arc;

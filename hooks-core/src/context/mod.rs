@@ -382,6 +382,35 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_question_with_no_source_is_refused_and_a_gate_blocks() {
+        // The engine has no default person: nobody is asked, and whatever
+        // standard input is (a terminal or not), the answer is a refusal.
+        let mut ctx = ToolCallHookContext::new("send_email", Default::default());
+        assert_eq!(
+            ctx.request_human_input("Send it?", "yes/no").await,
+            Err(HumanInputError::NoSource)
+        );
+        assert_eq!(
+            ctx.request_approval("Send it?", "yes/no").await,
+            Err(HumanInputError::NoSource)
+        );
+        let model = LlmCallHookContext::new(Vec::new());
+        assert_eq!(
+            model.request_human_input("Call the model?", "yes/no").await,
+            Err(HumanInputError::NoSource)
+        );
+        let refused = gate(&mut ctx)
+            .await
+            .expect_err("a gate with nobody to ask blocks");
+        assert_eq!(refused.source, "human-input");
+        assert!(
+            refused.reason.contains("no human-input source is set"),
+            "{}",
+            refused.reason
+        );
+    }
+
+    #[tokio::test]
     async fn a_source_that_never_returns_is_timed_out_too() {
         // Not even a channel: a source of its own that hangs.
         let hanging = CallbackInput::new(|_: HumanInputRequest| std::future::pending());

@@ -340,7 +340,10 @@ impl ToolCallHookContext {
     }
 
     /// Sets where [`request_human_input`](Self::request_human_input) gets
-    /// its answers (the terminal when none is set).
+    /// its answers. With none set, every question is refused with
+    /// [`HumanInputError::NoSource`](crate::HumanInputError::NoSource): the
+    /// engine has no default person (a crew sets the terminal unless told
+    /// otherwise).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -415,8 +418,9 @@ impl ToolCallHookContext {
     /// `default_message`, and resolves to their answer, trimmed. Await it,
     /// in an `async` hook.
     ///
-    /// The question goes to the crew's human-input source (the terminal by
-    /// default, with the crew's live output held while asking) as a
+    /// The question goes to the context's human-input source (a crew's is
+    /// the terminal by default, with the crew's live output held while
+    /// asking) as a
     /// [`HumanInputRequest`] that also carries the call's id, tool name,
     /// input and agent role, so that the answer approves this call and no
     /// other. Waiting never blocks a runtime thread.
@@ -424,7 +428,8 @@ impl ToolCallHookContext {
     /// When no answer can be had this is an error, and `?` in a PRE hook
     /// turns it into a block, so an approval gate fails closed: the source
     /// failed, panicked (the panic is contained and never reaches the
-    /// hook), was closed, standard input is not a terminal, or no answer
+    /// hook), was closed, standard input is not a terminal, the context
+    /// has no source at all, or no answer
     /// came within [`human_input_timeout`](Self::human_input_timeout)
     /// ([`DEFAULT_HUMAN_INPUT_TIMEOUT`] unless the crew sets another).
     ///

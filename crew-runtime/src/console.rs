@@ -16,7 +16,7 @@
 //! differently from what it is.
 //!
 //! ```
-//! use hooks_core::console;
+//! use crew_runtime::console;
 //!
 //! // A tool result that tries to clear the screen is shown, not obeyed.
 //! assert_eq!(console::escape_control("done\u{1b}[2J"), r"done\x1b[2J");
@@ -72,7 +72,7 @@ fn console() -> std::sync::MutexGuard<'static, Console> {
 /// its `.await`s, whichever thread resumes it.
 ///
 /// ```
-/// let paused: hooks_core::console::ConsolePause = hooks_core::console::pause();
+/// let paused: crew_runtime::console::ConsolePause = crew_runtime::console::pause();
 /// // Lines printed meanwhile, by any thread, are held.
 /// drop(paused);
 /// ```
@@ -93,7 +93,7 @@ pub struct ConsolePause {
 ///
 /// ```
 /// use std::io::Write;
-/// use hooks_core::console;
+/// use crew_runtime::console;
 ///
 /// let _paused = console::pause();
 /// let mut out = std::io::stdout().lock();
@@ -160,7 +160,7 @@ fn print_to(stream: Stream, line: &str) {
 ///
 /// ```
 /// // Shows `tool said: \x1b[2J done` instead of clearing the screen.
-/// hooks_core::console::print_line("tool said: \u{1b}[2J done");
+/// crew_runtime::console::print_line("tool said: \u{1b}[2J done");
 /// ```
 pub fn print_line(line: &str) {
     print_to(Stream::Out, line);
@@ -170,7 +170,7 @@ pub fn print_line(line: &str) {
 /// has the console paused.
 ///
 /// ```
-/// hooks_core::console::eprint_line("warning: the filter names no tool");
+/// crew_runtime::console::eprint_line("warning: the filter names no tool");
 /// ```
 pub fn eprint_line(line: &str) {
     print_to(Stream::Err, line);
@@ -212,7 +212,7 @@ fn is_terminal_control(c: char) -> bool {
 ///
 /// ```
 /// use std::borrow::Cow;
-/// use hooks_core::console::escape_control;
+/// use crew_runtime::console::escape_control;
 ///
 /// assert_eq!(escape_control("\u{1b}]0;title\u{7}"), r"\x1b]0;title\x07");
 /// assert_eq!(escape_control("two\nlines"), r"two\nlines");
