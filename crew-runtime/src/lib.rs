@@ -214,17 +214,20 @@ pub use hooks_core::{
     StepContext, StepKind, TaskInfo, TaskOutput, TerminalInput, TokenUsage, ToolAnnotations,
     ToolCallHookContext, ToolCallRequest, ToolCallStatus, ToolCapabilities, ToolDefinition,
     ToolInfo, ToolNameProblem, ToolNameSkeleton, Verdict, async_hook, check_tool_name,
-    clear_after_llm_call_hooks, clear_after_tool_call_hooks, clear_all_hooks,
-    clear_all_llm_call_hooks, clear_all_tool_call_hooks, clear_before_llm_call_hooks,
-    clear_before_tool_call_hooks, clear_hooks, console, events, explain, explain_point,
-    get_after_llm_call_hooks, get_after_tool_call_hooks, get_before_llm_call_hooks,
-    get_before_tool_call_hooks, get_hooks, global_registry, is_normalized_tool_name,
-    normalize_tool_name, points, register_after_llm_call_hook, register_after_tool_call_hook,
-    register_async_hook, register_async_hook_with, register_before_llm_call_hook,
-    register_before_tool_call_hook, register_hook, register_hook_with, restore_static_hooks,
-    testing, unregister_after_llm_call_hook, unregister_after_tool_call_hook,
-    unregister_before_llm_call_hook, unregister_before_tool_call_hook, unregister_hook,
+    clear_all_hooks, clear_hooks, console, events, explain, explain_point, get_hooks,
+    global_registry, is_normalized_tool_name, normalize_tool_name, points, register_async_hook,
+    register_async_hook_with, register_hook, register_hook_with, restore_static_hooks, testing,
+    unregister_hook,
 };
+
+/// The CrewAI-named hook API, for code ported from CrewAI
+/// (`register_before_tool_call_hook` and the rest): see
+/// [`legacy`](hooks_core::legacy).
+#[doc(inline)]
+pub use hooks_core::legacy;
+// The legacy functions at the root too, where they always were.
+#[doc(no_inline)]
+pub use hooks_core::legacy::*;
 
 // The pieces of a streamed answer.
 #[doc(inline)]
