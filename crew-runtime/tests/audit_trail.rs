@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
+use crew_runtime::ToolAnnotations;
 use crew_runtime::audit::{self, AuditError, AuditTrail, Head, canonical, record_hash};
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;

@@ -14,6 +14,7 @@ use crew_runtime::CrewBuilder;
 use crew_runtime::events::{PolicyDecidedEvent, PolicySetRejectedEvent};
 use crew_runtime::policy::{Policies, PolicyError};
 use crew_runtime::prelude::*;
+use crew_runtime::{InterceptionPoint, ScriptedInput, ToolAnnotations};
 
 /// `refund` (order: string, amount: integer, both required; note:
 /// optional string) and `lookup` (order: string), recording their calls.

@@ -27,6 +27,7 @@ use std::time::Duration;
 use common::*;
 #[cfg(unix)]
 use crew_runtime::DEFAULT_HUMAN_INPUT_TIMEOUT;
+use crew_runtime::TerminalInput;
 #[cfg(unix)]
 use crew_runtime::guards::ApprovalGate;
 #[cfg(unix)]
