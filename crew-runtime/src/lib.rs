@@ -294,8 +294,6 @@ pub use tool::{Tool, ToolOutcome, TypedTool};
 /// use crew_runtime::async_trait;
 /// use crew_runtime::llm::{Llm, LlmError, LlmRequest, ModelTurn};
 /// use crew_runtime::prelude::*;
-/// use crew_runtime::llm::LlmError;
-/// use crew_runtime::llm::LlmError;
 ///
 /// /// A model that says how many messages it was given.
 /// struct Counter;
