@@ -23,11 +23,14 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crew_runtime::TerminalInput;
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
+use crew_runtime::{
+    CallbackInput, HumanInputRequest, HumanInputSource, ScriptedInput, TerminalInput,
+    transcript::Transcript,
+};
 
 /// Asks a person, through the crew's human-input source, before each gated
 /// call. `?` turns "no answer could be had" into a block: nobody there
@@ -252,6 +255,7 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crew_runtime::HumanInputError;
 
     #[test]
     fn scripted_answers_approve_the_email_and_deny_the_purchase() {

@@ -22,6 +22,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use crew_runtime::ToolAnnotations;
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::inbox::Inbox;
 use crew_runtime::prelude::*;

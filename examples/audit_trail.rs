@@ -21,6 +21,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crew_runtime::ToolAnnotations;
 use crew_runtime::audit::{self, AuditTrail, Head};
 use crew_runtime::guards::{ApprovalGate, SecretRedactor};
 use crew_runtime::prelude::*;

@@ -18,6 +18,7 @@ use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
 use crew_runtime::transcript::describe_hook;
+use crew_runtime::{Process, get_hooks, transcript::Transcript};
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(crate = "crew_runtime::serde")]

@@ -28,6 +28,10 @@ use std::sync::Arc;
 
 use crew_runtime::prelude::*;
 use crew_runtime::transcript::note;
+use crew_runtime::{
+    ExecutionEndContext, ExecutionStartContext, ExecutionStatus, InputContext, InterceptionPoint,
+    OutputContext, transcript::Transcript,
+};
 
 /// The audience when a kickoff names none.
 const DEFAULT_AUDIENCE: &str = "beginners";

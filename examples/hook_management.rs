@@ -17,6 +17,17 @@ use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
 use crew_runtime::transcript::{describe_hook, note};
+use crew_runtime::{
+    HookInfo, OUTPUT, OutputContext, clear_all_hooks, clear_hooks, get_hooks,
+    legacy::{
+        clear_all_tool_call_hooks, clear_before_tool_call_hooks, get_after_tool_call_hooks,
+        get_before_tool_call_hooks, register_after_tool_call_hook, register_before_tool_call_hook,
+        unregister_after_tool_call_hook, unregister_before_tool_call_hook,
+    },
+    register_hook, register_hook_with,
+    transcript::Transcript,
+    unregister_hook,
+};
 use crew_runtime::{explain, restore_static_hooks};
 
 /// Link time: in the chain before `main` starts.

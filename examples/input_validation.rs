@@ -17,6 +17,7 @@ use std::sync::Arc;
 use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
+use crew_runtime::transcript::Transcript;
 
 /// Refuses short queries, then cleans the query up where the tool will
 /// read it. The length is checked after trimming, so `"  a  "` cannot pass

@@ -20,6 +20,7 @@ use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
 use crew_runtime::transcript::{describe_hook, note};
+use crew_runtime::{InterceptionPoint, get_hooks, transcript::Transcript};
 
 /// Legacy, bare: every tool. `None` lets the call go on.
 #[before_tool_call]

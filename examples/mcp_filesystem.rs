@@ -23,10 +23,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crew_runtime::TerminalInput;
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::mcp::{McpServer, McpServerBuilder};
 use crew_runtime::prelude::*;
+use crew_runtime::{HumanInputSource, ScriptedInput, TerminalInput, transcript::Transcript};
 
 /// Which MCP server the crew talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

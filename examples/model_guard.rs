@@ -29,6 +29,7 @@ use crew_runtime::llm::Role;
 use crew_runtime::normalize_tool_name;
 use crew_runtime::prelude::*;
 use crew_runtime::transcript::note;
+use crew_runtime::{ChatMessage, ScriptedCall, transcript::Transcript};
 
 /// Model calls a task may make.
 const MAX_MODEL_CALLS: usize = 4;

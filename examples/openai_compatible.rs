@@ -24,6 +24,7 @@ use crew_runtime::openai::{
 use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
+use crew_runtime::transcript::Transcript;
 
 #[on(PRE_TOOL_CALL, tools = ["delete_file"])]
 fn block_delete(ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crew_runtime::CrewBuilder;
 use crew_runtime::policy::{Policies, PolicyDecidedEvent};
 use crew_runtime::prelude::*;
+use crew_runtime::{InterceptionPoint, ScriptedInput, ToolAnnotations};
 
 /// The policy file beside this example.
 const POLICY_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/policy_as_data.cedar");

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use crew_runtime::prelude::*;
 use crew_runtime::transcript::describe_hook;
+use crew_runtime::{InterceptionPoint, get_hooks, transcript::Transcript};
 
 // A PRE_TOOL_CALL hook runs before a tool. `Err` blocks the call: the tool
 // never runs and the agent is told "Tool execution blocked by hook". The

@@ -20,6 +20,7 @@ use crew_runtime::prelude::*;
 use crew_runtime::runtime::blocked_message;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
+use crew_runtime::{ScriptedCall, transcript::Transcript};
 
 /// Calls allowed per tool within [`WINDOW`].
 const LIMIT: usize = 10;

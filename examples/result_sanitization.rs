@@ -15,6 +15,7 @@ use std::sync::{Arc, LazyLock};
 use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::{Deserialize, Serialize};
+use crew_runtime::transcript::Transcript;
 use crew_runtime::transcript::note;
 use regex::Regex;
 

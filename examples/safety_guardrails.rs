@@ -18,6 +18,7 @@ use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
 use crew_runtime::transcript::note;
+use crew_runtime::{ToolCallStatus, transcript::Transcript};
 
 /// The guide's list. A filter rather than an `if` inside the hook: the
 /// hook is not even called for other tools, and `explain` can say why.

@@ -26,6 +26,7 @@ use std::sync::Arc;
 use crew_runtime::llm::Role;
 use crew_runtime::prelude::*;
 use crew_runtime::transcript::note;
+use crew_runtime::{ChatMessage, InterceptionPoint, StepContext, transcript::Transcript};
 
 /// How many findings the Writer is given.
 const WRITER_FINDINGS: usize = 3;

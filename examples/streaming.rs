@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crew_runtime::console;
 use crew_runtime::prelude::*;
+use crew_runtime::{LlmStreamChunkEvent, POST_MODEL_CALL};
 
 /// What the model answers (streamed word by word).
 const ANSWER: &str = "Rust needs no garbage collector: every value has one owner, \

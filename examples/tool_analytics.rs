@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use crew_runtime::prelude::*;
 use crew_runtime::schemars::JsonSchema;
 use crew_runtime::serde::Deserialize;
+use crew_runtime::transcript::Transcript;
 
 /// When a call started: the value the PRE hook leaves for the POST hook.
 /// Its own type, so no other hook's `Instant` can be taken for it.

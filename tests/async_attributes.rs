@@ -94,6 +94,7 @@ mod crew_scoped {
 
     use std::sync::Arc;
 
+    use crew_runtime::StepContext;
     use crew_runtime::prelude::*;
 
     #[derive(Clone)]
@@ -183,6 +184,7 @@ mod timeouts {
     use std::time::Duration;
 
     use crew_runtime::prelude::*;
+    use crew_runtime::{get_hooks, global_registry};
 
     #[on(PRE_TOOL_CALL, tools = ["async_attr_timeout_probe"], timeout_ms = 40, fail_closed)]
     async fn never_decides(_ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crew_runtime::ToolInfo;
 use crew_runtime::prelude::*;
+use crew_runtime::{ScriptedCall, ToolAnnotations, get_hooks, global_registry};
 use hooks_core::testing::GlobalHooksFixture;
 
 /// Every call the link-time guard was asked about.

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use crew_runtime::ScriptedInput;
 use crew_runtime::policy::Policies;
 use crew_runtime::prelude::*;
 

@@ -4,6 +4,9 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crew_runtime::prelude::*;
+use crew_runtime::{
+    ExecutionStartContext, InputContext, InterceptionPoint, POST_STEP, StepContext, get_hooks,
+};
 
 #[derive(Clone)]
 struct ReviewedCrew {

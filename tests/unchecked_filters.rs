@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crew_runtime::get_hooks;
 use crew_runtime::prelude::*;
 
 #[on(PRE_TOOL_CALL, tools = ["deploy_to_production"], unchecked_filters)]

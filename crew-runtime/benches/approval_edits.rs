@@ -26,6 +26,7 @@ use crew_runtime::guards::{ApprovalGate, SecretRedactor};
 use crew_runtime::prelude::*;
 use crew_runtime::runtime::{RedactionScope, TOOL_CALL_POINTS, ToolOutput};
 use crew_runtime::{ApprovedCallOutcome, HumanAnswer, HumanInputRequest, Redact};
+use crew_runtime::{HumanInputError, HumanInputSource};
 use serde_json::{Map, Value};
 
 const CALLS: usize = 20_000;

@@ -18,9 +18,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use crew_runtime::HumanInputRequest;
 use crew_runtime::prelude::*;
 use crew_runtime::store::{Answer, Decision, Store, StoreApprovals};
+use crew_runtime::{HumanInputRequest, HumanInputSource};
 
 const APPROVALS: usize = 100;
 

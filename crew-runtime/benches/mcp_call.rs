@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use crew_runtime::ScriptedCall;
 use crew_runtime::mcp::McpServer;
 use crew_runtime::prelude::*;
 use rmcp::model::{

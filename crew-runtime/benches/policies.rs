@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crew_runtime::llm::LlmError;
 use crew_runtime::llm::{LlmRequest, ModelTurn, ToolCallRequest};
 use crew_runtime::policy::Policies;
 use crew_runtime::prelude::*;

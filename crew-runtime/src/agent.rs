@@ -270,6 +270,7 @@ impl AgentBuilder {
     /// ```
     /// use std::sync::Arc;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::llm::LlmError;
     ///
     /// // The model fails once, then answers: one retry is enough.
     /// let model = Arc::new(
@@ -310,6 +311,7 @@ impl AgentBuilder {
     /// ```
     /// use std::sync::Arc;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::{POST_STEP, StepContext};
     ///
     /// let hooks = Arc::new(HookRegistry::new());
     /// hooks.register_hook(POST_STEP, |ctx: &mut StepContext| Some(ctx.payload.to_uppercase()))?;

@@ -32,6 +32,7 @@ use hooks_core::{HookId, HookInfo, HookOrigin, HookRegistry, InterceptionPoint, 
 /// ```
 /// use std::sync::Arc;
 /// use crew_runtime::prelude::*;
+/// use crew_runtime::{PRE_STEP, StepContext};
 /// use crew_runtime::FilterKind;
 ///
 /// let writer = Agent::builder("Writer").build();

@@ -37,6 +37,7 @@ use crate::tool::Tool;
 /// ```
 /// use std::sync::Arc;
 /// use crew_runtime::prelude::*;
+/// use crew_runtime::Process;
 ///
 /// let llm = Arc::new(ScriptedLlm::new().answer("three facts").answer("a summary"));
 /// let writer = Agent::builder("Writer").llm(llm.clone()).build();
@@ -320,6 +321,7 @@ impl Crew {
     /// ```
     /// use std::sync::Arc;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::PRE_MODEL_CALL;
     ///
     /// let hooks = Arc::new(HookRegistry::new());
     /// let writer = Agent::builder("Writer").build();
@@ -971,6 +973,7 @@ impl CrewBuilder {
     /// ```
     /// use std::sync::Arc;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::{EXECUTION_START, ExecutionStartContext};
     ///
     /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
     /// let crew = Crew::builder()
@@ -1238,6 +1241,7 @@ impl CrewBuilder {
     /// ```
     /// use std::sync::Arc;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::{POST_STEP, StepContext};
     ///
     /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
     /// let crew = Crew::builder()
@@ -1297,6 +1301,7 @@ impl CrewBuilder {
     /// ```
     /// use std::sync::Arc;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::{POST_STEP, StepContext};
     ///
     /// async fn review(ctx: &mut StepContext) -> Option<String> {
     ///     Some(format!("{} (reviewed)", ctx.payload))

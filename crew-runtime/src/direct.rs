@@ -21,6 +21,7 @@ use crate::llm::{ChatMessage, Llm, LlmError, LlmRequest, ToolDefinition};
 /// ```
 /// use std::sync::Arc;
 /// use crew_runtime::prelude::*;
+/// use crew_runtime::{ChatMessage, PRE_MODEL_CALL};
 /// use crew_runtime::{ModelCallError, call_model};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
@@ -66,6 +67,7 @@ impl LlmInfo for Named {
 /// ```
 /// use std::sync::Arc;
 /// use crew_runtime::prelude::*;
+/// use crew_runtime::{ChatMessage, TokenUsage};
 /// use crew_runtime::call_model;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
@@ -119,6 +121,7 @@ impl From<ModelAnswer> for ModelResponse {
 /// ```
 /// use std::sync::Arc;
 /// use crew_runtime::prelude::*;
+/// use crew_runtime::{ChatMessage, POST_MODEL_CALL, PRE_MODEL_CALL};
 /// use crew_runtime::call_model;
 ///
 /// # #[tokio::main(flavor = "current_thread")]

@@ -216,18 +216,20 @@ pub use hooks_core::{
     PRE_TOOL_CALL, PendingHumanInput, Point, RawToolResult, RegisterError, Role, ScriptedInput,
     StepContext, StepKind, TaskInfo, TaskOutput, TokenUsage, ToolAnnotations, ToolCallHookContext,
     ToolCallRequest, ToolCallStatus, ToolCapabilities, ToolDefinition, ToolInfo, ToolNameProblem,
-    ToolNameSkeleton, Verdict, async_hook, check_tool_name, clear_after_llm_call_hooks,
-    clear_after_tool_call_hooks, clear_all_hooks, clear_all_llm_call_hooks,
-    clear_all_tool_call_hooks, clear_before_llm_call_hooks, clear_before_tool_call_hooks,
-    clear_hooks, events, explain, explain_point, get_after_llm_call_hooks,
-    get_after_tool_call_hooks, get_before_llm_call_hooks, get_before_tool_call_hooks, get_hooks,
-    global_registry, is_normalized_tool_name, normalize_tool_name, points,
-    register_after_llm_call_hook, register_after_tool_call_hook, register_async_hook,
-    register_async_hook_with, register_before_llm_call_hook, register_before_tool_call_hook,
-    register_hook, register_hook_with, restore_static_hooks, testing,
-    unregister_after_llm_call_hook, unregister_after_tool_call_hook,
-    unregister_before_llm_call_hook, unregister_before_tool_call_hook, unregister_hook,
+    ToolNameSkeleton, Verdict, async_hook, check_tool_name, clear_all_hooks, clear_hooks, events,
+    explain, explain_point, get_hooks, global_registry, is_normalized_tool_name,
+    normalize_tool_name, points, register_async_hook, register_async_hook_with, register_hook,
+    register_hook_with, restore_static_hooks, testing, unregister_hook,
 };
+
+/// The CrewAI-named hook API, for code ported from CrewAI
+/// (`register_before_tool_call_hook` and the rest): see
+/// [`legacy`](hooks_core::legacy).
+#[doc(inline)]
+pub use hooks_core::legacy;
+// The legacy functions at the root too, where they always were.
+#[doc(no_inline)]
+pub use hooks_core::legacy::*;
 
 // The pieces of a streamed answer.
 #[doc(inline)]
@@ -320,7 +322,7 @@ pub use tool::{Tool, ToolOutcome, TypedTool};
 /// ```
 pub use async_trait::async_trait;
 
-/// Everything the usual crew program needs, in one `use`.
+/// The names a crew program needs, in one `use`.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -336,34 +338,59 @@ pub use async_trait::async_trait;
 /// assert_eq!(crew.kickoff_blocking([("name", "Ada")])?.raw, "Hello.");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// It holds these 30 names:
+///
+/// | Name | What it is |
+/// |---|---|
+/// | [`Agent`] | A role with a model and tools. |
+/// | [`Task`] | A piece of work for an agent, its description a template of `{inputs}`. |
+/// | [`Crew`] | Agents and tasks run together; `kickoff` runs them. |
+/// | [`Tool`] | A function an agent can call, every call through the hooks. |
+/// | [`Llm`] | The model trait, for a model of your own. |
+/// | [`ScriptedLlm`] | An offline model that follows a script (tests and examples). |
+/// | [`Inputs`] | The values a kickoff fills the `{placeholders}` with. |
+/// | [`CrewOutput`] | What a kickoff returns. |
+/// | [`CrewError`] | Why a kickoff failed. |
+/// | [`BuildError`] | Why a crew could not be built. |
+/// | [`HookRegistry`] | A set of hook chains, one per interception point. |
+/// | [`HookOptions`] | A hook's name, filters, order and failure mode, for `register_hook_with`. |
+/// | [`HookAborted`] | What a hook returns to block a call or end the run, with a reason and a source. |
+/// | [`ToolCallHookContext`] | What tool-call hooks see and may edit. |
+/// | [`LlmCallHookContext`] | What model-call hooks see and may edit. |
+/// | [`Capability`] | What a tool declares it does (read-only, destructive, …), for `capabilities` filters. |
+/// | [`Event`] | What a crew reports onto its event bus. |
+/// | [`PRE_TOOL_CALL`] | The point before each tool call (for `register_hook`). |
+/// | [`POST_TOOL_CALL`] | The point after each tool call (for `register_hook`). |
+/// | [`on`](macro@on) | `#[on(POINT, …)]`: a hook at any of the ten points. |
+/// | [`before_tool_call`](macro@before_tool_call) | The legacy before-tool hook attribute (`false` blocks). |
+/// | [`after_tool_call`](macro@after_tool_call) | The legacy after-tool hook attribute (`Some(text)` replaces the result). |
+/// | [`before_llm_call`](macro@before_llm_call) | The legacy before-model hook attribute (`false` blocks). |
+/// | [`after_llm_call`](macro@after_llm_call) | The legacy after-model hook attribute (`Some(text)` replaces the answer). |
+/// | [`crew_base`](macro@crew_base) | Makes an impl block a crew type whose hook methods belong to its crews. |
+/// | [`agent`](macro@agent) | Marks a `#[crew_base]` method that builds an agent. |
+/// | [`task`](macro@task) | Marks a `#[crew_base]` method that builds a task. |
+/// | [`crew`](macro@crew) | Marks the `#[crew_base]` method that builds the crew. |
+/// | [`json!`](macro@json) | Builds a JSON value (tool arguments, schemas). |
+/// | [`Value`] | A JSON value. |
+///
+/// Everything else is one path away: the other eight points, their
+/// contexts and the management functions at the root (`crew_runtime::
+/// {POST_STEP, StepContext, register_hook, get_hooks, global_registry,
+/// TaskOutput, …}`), the CrewAI-named functions in [`crate::legacy`]
+/// (`crew_runtime::legacy::register_before_tool_call_hook`, …), models in
+/// [`crate::llm`] (and `crate::openai`, `crate::anthropic` with their
+/// features), the ready-made guards in [`crate::guards`], and
+/// [`crate::transcript::Transcript`].
 pub mod prelude {
-    pub use crate::llm::{Llm, LlmError};
+    pub use crate::llm::Llm;
     pub use crate::{
-        Agent, AgentOutput, BuildError, Crew, CrewError, CrewOutput, Inputs, Process, ScriptedCall,
-        ScriptedLlm, Task, TaskOutput, Tool, transcript::Transcript,
+        Agent, BuildError, Crew, CrewError, CrewOutput, Inputs, ScriptedLlm, Task, Tool,
     };
     pub use hooks_core::{
-        CallbackInput, Capability, ChannelInput, ChatMessage, EXECUTION_END, EXECUTION_START,
-        Event, EventBus, ExecutionEndContext, ExecutionStartContext, ExecutionStatus, FailureMode,
-        HookAborted, HookId, HookInfo, HookOptions, HookRegistry, HumanAnswer, HumanInputError,
-        HumanInputRequest, HumanInputSource, INPUT, InputContext, InterceptionPoint,
-        LlmCallHookContext, ModelResponse, OUTPUT, OutputContext, POST_MODEL_CALL, POST_STEP,
-        POST_TOOL_CALL, PRE_MODEL_CALL, PRE_STEP, PRE_TOOL_CALL, PendingHumanInput, RawToolResult,
-        RegisterError, ScriptedInput, StepContext, StepKind, TokenUsage, ToolAnnotations,
-        ToolCallHookContext, ToolCallStatus, async_hook, clear_after_llm_call_hooks,
-        clear_after_tool_call_hooks, clear_all_hooks, clear_all_llm_call_hooks,
-        clear_all_tool_call_hooks, clear_before_llm_call_hooks, clear_before_tool_call_hooks,
-        clear_hooks, explain, explain_point, get_after_llm_call_hooks, get_after_tool_call_hooks,
-        get_before_llm_call_hooks, get_before_tool_call_hooks, get_hooks, global_registry,
-        register_after_llm_call_hook, register_after_tool_call_hook, register_async_hook,
-        register_async_hook_with, register_before_llm_call_hook, register_before_tool_call_hook,
-        register_hook, register_hook_with, restore_static_hooks, unregister_after_llm_call_hook,
-        unregister_after_tool_call_hook, unregister_before_llm_call_hook,
-        unregister_before_tool_call_hook, unregister_hook,
+        Capability, Event, HookAborted, HookOptions, HookRegistry, LlmCallHookContext,
+        POST_TOOL_CALL, PRE_TOOL_CALL, ToolCallHookContext,
     };
-    // `AsyncHookFn` stays out: in scope, the trait would lend a `start`
-    // method to every closure of the program.
-    pub use hooks_core::{HookFuture, LlmStreamChunkEvent};
     pub use hooks_macros::{
         after_llm_call, after_tool_call, agent, before_llm_call, before_tool_call, crew, crew_base,
         on, task,

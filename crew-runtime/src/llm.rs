@@ -136,6 +136,7 @@ impl From<ModelTurn> for hooks_core::ModelResponse {
 /// ```
 /// use std::sync::Arc;
 /// use crew_runtime::prelude::*;
+/// use crew_runtime::llm::LlmError;
 ///
 /// // A scripted model with nothing left to say.
 /// let llm = Arc::new(ScriptedLlm::new());

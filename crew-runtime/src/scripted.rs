@@ -15,6 +15,7 @@ use crate::llm::{ChatMessage, Llm, LlmError, LlmRequest, ModelTurn, Role, ToolCa
 /// ```
 /// use std::sync::Arc;
 /// use crew_runtime::prelude::*;
+/// use crew_runtime::ScriptedCall;
 ///
 /// let echo = Tool::dynamic("echo", "Echoes", json!({"type": "object"}), |args: Value| {
 ///     Ok::<_, String>(args["text"].clone())
@@ -230,6 +231,7 @@ impl ScriptedLlm {
     /// ```
     /// use std::sync::Arc;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::TokenUsage;
     ///
     /// let model = Arc::new(
     ///     ScriptedLlm::new().reporting_usage(TokenUsage::new(100, 20, 120)).answer("a").answer("b"),

@@ -107,6 +107,7 @@ impl FromIterator<ChatMessage> for AgentMessages {
 /// ```
 /// use std::sync::Arc;
 /// use crew_runtime::prelude::*;
+/// use crew_runtime::{ChatMessage, TokenUsage};
 ///
 /// let model = Arc::new(ScriptedLlm::new().reporting_usage(TokenUsage::new(12, 3, 15)).answer("Rust."));
 /// let agent = Agent::builder("Advisor").llm(model).global_registry(Arc::new(HookRegistry::new())).build();
@@ -206,6 +207,7 @@ impl Agent {
     /// ```
     /// use std::sync::Arc;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::ChatMessage;
     ///
     /// let model = Arc::new(ScriptedLlm::new().answer("Ferris."));
     /// let agent = Agent::builder("Guide").llm(model.clone()).global_registry(Arc::new(HookRegistry::new())).build();

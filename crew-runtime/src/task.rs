@@ -249,6 +249,7 @@ impl TaskBuilder {
     /// ```
     /// use std::sync::Arc;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::{POST_STEP, StepContext};
     ///
     /// let folder = std::env::temp_dir().join(format!("crew-doc-{}", std::process::id()));
     /// let writer = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("# Rust"))).build();

@@ -26,6 +26,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use crew_runtime::prelude::*;
+//! use crew_runtime::transcript::Transcript;
 //! use crew_runtime::transcript::note;
 //!
 //! let path = json!({"type": "object", "properties": {"path": {"type": "string"}}});
@@ -124,6 +125,7 @@ struct State {
 /// ```
 /// use std::sync::Arc;
 /// use crew_runtime::prelude::*;
+/// use crew_runtime::transcript::Transcript;
 ///
 /// let transcript = Transcript::new();
 /// let llm = transcript.model("Writer", Arc::new(ScriptedLlm::new().answer("Done.")));
@@ -152,6 +154,7 @@ impl Transcript {
     ///
     /// ```
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::transcript::Transcript;
     ///
     /// let transcript = Transcript::new();
     /// assert!(transcript.lines().is_empty());
@@ -168,6 +171,7 @@ impl Transcript {
     /// ```
     /// use std::sync::Arc;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::transcript::Transcript;
     ///
     /// let transcript = Transcript::new().quiet_events();
     /// let echo = Tool::dynamic("echo", "Echoes", json!({"type": "object"}), |args| {
@@ -202,6 +206,7 @@ impl Transcript {
     ///
     /// ```
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::transcript::Transcript;
     ///
     /// let transcript = Transcript::new().echo();
     /// transcript.line("printed now, and kept");
@@ -219,6 +224,7 @@ impl Transcript {
     /// ```
     /// use std::sync::Arc;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::transcript::Transcript;
     ///
     /// let transcript = Transcript::new().mask_input("started_at");
     /// let echo = Tool::dynamic("echo", "Echoes", json!({"type": "object"}), |args| {
@@ -254,6 +260,7 @@ impl Transcript {
     /// ```
     /// use std::sync::Arc;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::transcript::Transcript;
     ///
     /// let transcript = Transcript::new();
     /// let clock = Tool::dynamic("clock", "Tells the time", json!({"type": "object"}), |_| {
@@ -299,6 +306,7 @@ impl Transcript {
     /// ```
     /// use std::sync::Arc;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::transcript::Transcript;
     ///
     /// let transcript = Transcript::new();
     /// let wipe = Tool::dynamic("wipe", "Wipes the disk", json!({"type": "object"}), |_| {
@@ -334,6 +342,7 @@ impl Transcript {
     ///
     /// ```
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::transcript::Transcript;
     ///
     /// let transcript = Transcript::new();
     /// transcript.line("First run:");
@@ -355,6 +364,7 @@ impl Transcript {
     ///
     /// ```
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::transcript::Transcript;
     ///
     /// let transcript = Transcript::new();
     /// transcript.clone().line("written by a clone");
@@ -370,6 +380,7 @@ impl Transcript {
     /// ```
     /// use std::sync::Arc;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::transcript::Transcript;
     ///
     /// let transcript = Transcript::new();
     /// let echo = Tool::dynamic("echo", "Echoes", json!({"type": "object"}), |args| {
@@ -403,6 +414,7 @@ impl Transcript {
     /// ```
     /// use std::sync::Arc;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::transcript::Transcript;
     ///
     /// let transcript = Transcript::new();
     /// let wipe = Tool::dynamic("wipe", "Wipes the disk", json!({"type": "object"}), |_| {
@@ -478,6 +490,7 @@ impl std::fmt::Debug for Transcript {
 /// ```
 /// use std::sync::Arc;
 /// use crew_runtime::prelude::*;
+/// use crew_runtime::{transcript::Transcript, OUTPUT, OutputContext};
 /// use crew_runtime::transcript::note;
 ///
 /// let transcript = Transcript::new();
@@ -524,6 +537,7 @@ pub fn note(ctx: &impl HookCrew, line: impl AsRef<str>) {
 /// ```
 /// use std::sync::Arc;
 /// use crew_runtime::prelude::*;
+/// use crew_runtime::{transcript::Transcript, EXECUTION_END, ExecutionEndContext, INPUT, InputContext};
 /// use crew_runtime::transcript::{HookCrew, note};
 ///
 /// /// Notes where a hook ran, for any point.

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use crew_runtime::CrewBuilder;
 use crew_runtime::prelude::*;
+use crew_runtime::{POST_MODEL_CALL, llm::LlmError};
 
 /// Sets its flag when dropped: shows that a cancelled future was dropped.
 struct DropFlag(Arc<AtomicBool>);

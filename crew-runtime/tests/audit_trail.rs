@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
+use crew_runtime::ToolAnnotations;
 use crew_runtime::audit::{
     self, AuditError, AuditRecordsDroppedEvent, AuditTrail, Head, canonical, record_hash,
 };

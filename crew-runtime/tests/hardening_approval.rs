@@ -10,10 +10,13 @@ use std::time::Duration;
 
 use common::*;
 use crew_runtime::CrewBuilder;
-use crew_runtime::TerminalInput;
 use crew_runtime::events::HookPanickedEvent;
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;
+use crew_runtime::{
+    CallbackInput, ChannelInput, HumanInputError, HumanInputRequest, HumanInputSource,
+    ScriptedInput, TerminalInput,
+};
 
 const BLOCKED: &str = "Tool execution blocked by hook. Tool: send_email";
 /// A human-input timeout short enough for a test to wait it out.

@@ -14,6 +14,7 @@ use crew_runtime::Point;
 use crew_runtime::events::ToolUsageFinishedEvent;
 use crew_runtime::llm::{Llm, LlmError, LlmRequest, ModelTurn, Role, ToolCallRequest};
 use crew_runtime::prelude::*;
+use crew_runtime::register_hook;
 use hooks_core::testing::GlobalHooksFixture;
 
 const TURNS: usize = 3;

@@ -23,6 +23,10 @@ use crew_runtime::events::{
 };
 use crew_runtime::guards::SecretRedactor;
 use crew_runtime::prelude::*;
+use crew_runtime::{
+    ChatMessage, EventBus, InterceptionPoint, POST_STEP, PRE_MODEL_CALL, ScriptedInput,
+    StepContext, ToolCallStatus,
+};
 use crew_runtime::{Redact, Role};
 
 /// A GitHub token a tool's result carries.

@@ -20,6 +20,7 @@ use std::sync::{Arc, Barrier, OnceLock};
 use common::*;
 use crew_runtime::llm::{ModelTurn, Role, ToolCallRequest};
 use crew_runtime::prelude::*;
+use crew_runtime::{PRE_STEP, StepContext};
 
 // ---- a task's agent ----
 

@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use std::sync::{Arc, PoisonError};
 
 use common::*;
+use crew_runtime::EventBus;
 use crew_runtime::events::{
     HookDispatchedEvent, HookPanickedEvent, ToolUsageErrorEvent, ToolUsageFinishedEvent,
     ToolUsageStartedEvent,

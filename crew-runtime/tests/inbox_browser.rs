@@ -26,6 +26,7 @@ use crew_runtime::guards::ApprovalGate;
 use crew_runtime::inbox::Inbox;
 use crew_runtime::prelude::*;
 use crew_runtime::store::{ApproverScope, Question, QuestionStatus, Store, StoreApprovals};
+use crew_runtime::{HumanInputRequest, HumanInputSource, ToolAnnotations};
 use fantoccini::{Client, Locator};
 
 const PASSWORD: &str = "correct horse battery";

@@ -17,6 +17,7 @@ use std::time::Duration;
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::mcp::McpServer;
 use crew_runtime::prelude::*;
+use crew_runtime::{HumanInputSource, ScriptedInput};
 
 const BOUND: Duration = Duration::from_secs(60);
 

@@ -6,6 +6,9 @@ use std::sync::Arc;
 
 use common::*;
 use crew_runtime::prelude::*;
+use crew_runtime::{
+    CallbackInput, HumanInputError, HumanInputRequest, HumanInputSource, ScriptedInput,
+};
 
 /// An approval gate on `send_email`, as the guide writes it: an `async`
 /// hook that awaits the answer.

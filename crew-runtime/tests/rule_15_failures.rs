@@ -6,6 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
+use crew_runtime::InterceptionPoint;
 use crew_runtime::Point;
 use crew_runtime::prelude::*;
 

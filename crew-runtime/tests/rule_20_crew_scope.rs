@@ -10,6 +10,7 @@ use crew_runtime::HookOrigin;
 use crew_runtime::hooks_core::__private::CrewScope;
 use crew_runtime::prelude::*;
 use crew_runtime::runtime::ToolOutput;
+use crew_runtime::{POST_STEP, StepContext};
 
 fn searching_crew(
     name: &str,

@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use common::*;
+use crew_runtime::PRE_MODEL_CALL;
 use crew_runtime::prelude::*;
 use crew_runtime::{FilterKind, FilterScope, Verdict};
 

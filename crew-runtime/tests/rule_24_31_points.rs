@@ -8,6 +8,11 @@ use std::time::Instant;
 
 use common::*;
 use crew_runtime::prelude::*;
+use crew_runtime::{
+    ChatMessage, EXECUTION_END, EXECUTION_START, ExecutionEndContext, ExecutionStartContext,
+    ExecutionStatus, HookId, INPUT, InputContext, InterceptionPoint, OUTPUT, OutputContext,
+    POST_MODEL_CALL, POST_STEP, PRE_MODEL_CALL, PRE_STEP, StepContext, ToolCallStatus,
+};
 use crew_runtime::{CrewError, Inputs};
 
 /// One researcher with a search tool, and one task using `{topic}`.

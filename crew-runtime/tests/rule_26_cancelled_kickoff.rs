@@ -15,6 +15,7 @@ use common::*;
 use crew_runtime::SyncPlacement;
 use crew_runtime::events::ToolUsageAbandonedEvent;
 use crew_runtime::prelude::*;
+use crew_runtime::{EXECUTION_END, ExecutionEndContext, ExecutionStatus, async_hook};
 
 /// A crew whose agent calls `tool` once, then answers.
 fn crew_calling(global: &Arc<HookRegistry>, tool: Tool) -> Crew {

@@ -13,6 +13,7 @@ use common::*;
 use crew_runtime::CrewBuilder;
 use crew_runtime::policy::{Policies, PolicyDecidedEvent, PolicyError, PolicySetRejectedEvent};
 use crew_runtime::prelude::*;
+use crew_runtime::{InterceptionPoint, ScriptedInput, ToolAnnotations};
 
 /// `refund` (order: string, amount: integer, both required; note:
 /// optional string) and `lookup` (order: string), recording their calls.

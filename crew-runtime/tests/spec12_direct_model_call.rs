@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use common::*;
 use crew_runtime::prelude::*;
+use crew_runtime::{ChatMessage, POST_MODEL_CALL, PRE_MODEL_CALL, llm::LlmError};
 use crew_runtime::{ModelCallError, call_model};
 
 #[tokio::test]

@@ -16,6 +16,10 @@ use common::*;
 use crew_runtime::CrewBuilder;
 use crew_runtime::events::HookPanickedEvent;
 use crew_runtime::prelude::*;
+use crew_runtime::{
+    CallbackInput, HumanInputError, HumanInputRequest, HumanInputSource, InterceptionPoint,
+    ScriptedInput,
+};
 
 const BLOCKED: &str = "Tool execution blocked by hook. Tool: send_email";
 

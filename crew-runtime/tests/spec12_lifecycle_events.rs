@@ -11,6 +11,10 @@ use std::sync::Arc;
 use common::*;
 use crew_runtime::guards::SecretRedactor;
 use crew_runtime::prelude::*;
+use crew_runtime::{
+    ChatMessage, EXECUTION_END, EXECUTION_START, ExecutionEndContext, ExecutionStartContext, INPUT,
+    InputContext, TokenUsage,
+};
 
 /// One line per lifecycle event: its name and the crew / task / agent it
 /// is about.

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use common::*;
 use crew_runtime::prelude::*;
+use crew_runtime::{PRE_STEP, StepContext};
 
 const CONTEXT: &str = "This is the context you're working with:\n";
 

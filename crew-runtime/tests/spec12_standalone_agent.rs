@@ -13,6 +13,12 @@ use common::*;
 use crew_runtime::Role;
 use crew_runtime::prelude::*;
 use crew_runtime::testing::GlobalHooksFixture;
+use crew_runtime::{
+    ChatMessage, EXECUTION_END, EXECUTION_START, ExecutionEndContext, ExecutionStartContext,
+    ExecutionStatus, INPUT, InputContext, InterceptionPoint, OUTPUT, OutputContext,
+    POST_MODEL_CALL, POST_STEP, PRE_MODEL_CALL, PRE_STEP, StepContext, TokenUsage, clear_all_hooks,
+    register_hook,
+};
 
 /// Registers on `hooks`, at every point, a hook that logs the point's name
 /// and whether it saw a crew.

@@ -12,6 +12,10 @@ use std::sync::Arc;
 use common::*;
 use crew_runtime::guards::SecretRedactor;
 use crew_runtime::prelude::*;
+use crew_runtime::{
+    EXECUTION_END, ExecutionEndContext, ExecutionStatus, OUTPUT, OutputContext, POST_STEP,
+    StepContext,
+};
 
 fn writer(llm: &Arc<ScriptedLlm>) -> Agent {
     agent("Writer", Vec::new(), llm)

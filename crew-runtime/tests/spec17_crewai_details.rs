@@ -12,6 +12,14 @@ use crew_runtime::events::HookDispatchedEvent;
 use crew_runtime::guards::SecretRedactor;
 use crew_runtime::prelude::*;
 use crew_runtime::testing::GlobalHooksFixture;
+use crew_runtime::{
+    EXECUTION_END, EventBus, ExecutionEndContext, InterceptionPoint, POST_MODEL_CALL,
+    PRE_MODEL_CALL, clear_all_hooks, get_hooks,
+    legacy::{
+        register_after_llm_call_hook, register_after_tool_call_hook, register_before_llm_call_hook,
+        register_before_tool_call_hook,
+    },
+};
 
 /// Every `AgentExecutionStarted` prompt, in order.
 fn task_prompts(bus: &EventBus) -> Log<String> {

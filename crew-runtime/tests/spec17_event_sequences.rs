@@ -15,6 +15,7 @@ use common::*;
 use crew_runtime::events::{EventId, EventMeta};
 use crew_runtime::llm::LlmError;
 use crew_runtime::prelude::*;
+use crew_runtime::{ChatMessage, EventBus, POST_MODEL_CALL, PRE_MODEL_CALL, TokenUsage};
 use crew_runtime::{ModelCallError, call_model};
 
 /// Every event of `bus`, in order.

@@ -15,6 +15,10 @@ use common::*;
 use crew_runtime::guards::SecretRedactor;
 use crew_runtime::prelude::*;
 use crew_runtime::{CrewBuilder, Redact};
+use crew_runtime::{
+    EXECUTION_END, EXECUTION_START, ExecutionEndContext, ExecutionStartContext, INPUT,
+    InputContext, OUTPUT, OutputContext,
+};
 
 /// A token of a shape the redactor knows (GitHub's).
 const SECRET: &str = "ghp_8bT4kLq9ZrX2mN7vC1wE5yH3jP6sD0fA9gQw";

@@ -16,6 +16,9 @@ use crew_runtime::DEFAULT_MAX_RETRY_LIMIT;
 use crew_runtime::guards::SecretRedactor;
 use crew_runtime::llm::{LlmRequest, ModelTurn};
 use crew_runtime::prelude::*;
+use crew_runtime::{
+    ChatMessage, InterceptionPoint, POST_MODEL_CALL, PRE_MODEL_CALL, llm::LlmError,
+};
 
 /// The name of every lifecycle and tool event, in order.
 fn names(crew: &Crew) -> Log<&'static str> {

@@ -17,6 +17,9 @@ use std::time::Duration;
 use common::*;
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;
+use crew_runtime::{
+    ChannelInput, HumanInputRequest, HumanInputSource, PRE_MODEL_CALL, ScriptedInput,
+};
 use crew_runtime::{CrewBuilder, DEFAULT_HUMAN_INPUT_TIMEOUT};
 
 const BLOCKED: &str = "Tool execution blocked by hook. Tool: send_email";

@@ -11,6 +11,7 @@ use common::*;
 use crew_runtime::ToolInfo;
 use crew_runtime::guards::{ApprovalGate, CapabilityGuard};
 use crew_runtime::prelude::*;
+use crew_runtime::{ScriptedCall, ScriptedInput, ToolAnnotations};
 
 /// What each tool ran on, in order.
 type Ran = Log<String>;

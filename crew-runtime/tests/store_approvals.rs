@@ -18,6 +18,7 @@ use crew_runtime::store::{
     StoreApprovals, StoreError,
 };
 use crew_runtime::{Capabilities, HumanAnswer};
+use crew_runtime::{HumanInputError, HumanInputRequest, HumanInputSource, ToolAnnotations};
 use serde_json::{Map, Value};
 
 /// How long a test waits for what must happen.

@@ -27,8 +27,8 @@ use std::time::Duration;
 use common::*;
 #[cfg(unix)]
 use crew_runtime::DEFAULT_HUMAN_INPUT_TIMEOUT;
-#[cfg(unix)]
 use crew_runtime::TerminalInput;
+#[cfg(unix)]
 #[cfg(unix)]
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;

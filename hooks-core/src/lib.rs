@@ -94,6 +94,7 @@ mod hook;
 mod hook_clock;
 mod human;
 mod inputs;
+pub mod legacy;
 mod lend;
 mod linked;
 mod message;
@@ -226,15 +227,9 @@ pub mod runtime {
 }
 
 pub use api::{
-    clear_after_llm_call_hooks, clear_after_tool_call_hooks, clear_all_hooks,
-    clear_all_llm_call_hooks, clear_all_tool_call_hooks, clear_before_llm_call_hooks,
-    clear_before_tool_call_hooks, clear_hooks, explain, explain_point, get_after_llm_call_hooks,
-    get_after_tool_call_hooks, get_before_llm_call_hooks, get_before_tool_call_hooks, get_hooks,
-    register_after_llm_call_hook, register_after_tool_call_hook, register_async_hook,
-    register_async_hook_with, register_before_llm_call_hook, register_before_tool_call_hook,
-    register_hook, register_hook_with, restore_static_hooks, unregister_after_llm_call_hook,
-    unregister_after_tool_call_hook, unregister_before_llm_call_hook,
-    unregister_before_tool_call_hook, unregister_hook,
+    clear_all_hooks, clear_hooks, explain, explain_point, get_hooks, register_async_hook,
+    register_async_hook_with, register_hook, register_hook_with, restore_static_hooks,
+    unregister_hook,
 };
 pub use approval::APPROVAL_RECHECK_SOURCE;
 pub use capability::{Capabilities, Capability, ToolAnnotations};
@@ -275,6 +270,9 @@ pub use human::{
 /// ```
 pub use async_trait::async_trait;
 pub use inputs::Inputs;
+// The CrewAI-named functions at the root too, where they always were.
+#[doc(no_inline)]
+pub use legacy::*;
 pub use message::{ChatMessage, Role, ToolCallRequest, ToolDefinition};
 pub use name::{
     ToolNameProblem, ToolNameSkeleton, check_tool_name, is_normalized_tool_name,

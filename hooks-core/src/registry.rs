@@ -21,7 +21,6 @@ use crate::linked::{
     POST_STEP_HOOKS, POST_TOOL_CALL_HOOKS, PRE_MODEL_CALL_HOOKS, PRE_STEP_HOOKS,
     PRE_TOOL_CALL_HOOKS, static_chain,
 };
-use crate::point::points::{PostModelCall, PostToolCall, PreModelCall, PreToolCall};
 use crate::point::{ByPoint, InterceptionPoint, Point, PointMap};
 use crate::returns::{HookReturn, LegacyBeforePoint, LegacyBeforeReturn};
 
@@ -239,98 +238,6 @@ impl ChainSet {
             .filter(|point| self.erased(**point).len() > 0)
             .fold(0, |mask, point| mask | 1 << point.index())
     }
-}
-
-/// The guide's legacy names for one pair of points (tool calls, model
-/// calls), all acting on the same chains as `#[on]`.
-macro_rules! legacy_api {
-    (
-        what: $what:literal,
-        context: $ctx:ty,
-        before: ($before:ident, $before_id:ident, $before_style:expr,
-            $register_before:ident, $register_before_with:ident,
-            $unregister_before:ident, $get_before:ident, $clear_before:ident),
-        after: ($after:ident, $after_id:ident, $after_style:expr,
-            $register_after:ident, $register_after_with:ident,
-            $unregister_after:ident, $get_after:ident, $clear_after:ident),
-        clear_all: $clear_all:ident,
-    ) => {
-        #[doc = concat!("Legacy name: registers a before-", $what, "-call hook (`Some(false)`/`false` blocks).")]
-        pub fn $register_before<F, R>(&self, hook: F) -> HookId
-        where
-            F: Fn(&mut $ctx) -> R + Send + Sync + 'static,
-            R: LegacyBeforeReturn<$before>,
-        {
-            self.$register_before_with(HookOptions::new(), hook)
-        }
-
-        #[doc = concat!("Legacy name: registers a before-", $what, "-call hook with filters or options.")]
-        pub fn $register_before_with<F, R>(&self, options: HookOptions, hook: F) -> HookId
-        where
-            F: Fn(&mut $ctx) -> R + Send + Sync + 'static,
-            R: LegacyBeforeReturn<$before>,
-        {
-            self.insert(legacy_before_entry::<$before, F, R>(options, $before_style, hook))
-        }
-
-        #[doc = concat!("Legacy name: registers an after-", $what, "-call hook (`Some(text)` replaces the text).")]
-        pub fn $register_after<F, R>(&self, hook: F) -> HookId
-        where
-            F: Fn(&mut $ctx) -> R + Send + Sync + 'static,
-            R: HookReturn<$after>,
-        {
-            self.$register_after_with(HookOptions::new(), hook)
-        }
-
-        #[doc = concat!("Legacy name: registers an after-", $what, "-call hook with filters or options.")]
-        pub fn $register_after_with<F, R>(&self, options: HookOptions, hook: F) -> HookId
-        where
-            F: Fn(&mut $ctx) -> R + Send + Sync + 'static,
-            R: HookReturn<$after>,
-        {
-            self.insert(unchecked_entry::<$after, F, R>(
-                options,
-                $after_style,
-                HookOrigin::Runtime,
-                hook,
-            ))
-        }
-
-        #[doc = concat!("Legacy name for `unregister_hook(", stringify!($before_id), ", handle)`.")]
-        pub fn $unregister_before<M>(&self, handle: impl HookHandle<M>) -> bool {
-            self.unregister_hook(InterceptionPoint::$before_id, handle)
-        }
-
-        #[doc = concat!("Legacy name for `unregister_hook(", stringify!($after_id), ", handle)`.")]
-        pub fn $unregister_after<M>(&self, handle: impl HookHandle<M>) -> bool {
-            self.unregister_hook(InterceptionPoint::$after_id, handle)
-        }
-
-        #[doc = concat!("Legacy name for `get_hooks(", stringify!($before_id), ")`.")]
-        pub fn $get_before(&self) -> Vec<HookInfo> {
-            self.get_hooks(InterceptionPoint::$before_id)
-        }
-
-        #[doc = concat!("Legacy name for `get_hooks(", stringify!($after_id), ")`.")]
-        pub fn $get_after(&self) -> Vec<HookInfo> {
-            self.get_hooks(InterceptionPoint::$after_id)
-        }
-
-        #[doc = concat!("Legacy name for `clear_hooks(", stringify!($before_id), ")`.")]
-        pub fn $clear_before(&self) -> usize {
-            self.clear_hooks(InterceptionPoint::$before_id)
-        }
-
-        #[doc = concat!("Legacy name for `clear_hooks(", stringify!($after_id), ")`.")]
-        pub fn $clear_after(&self) -> usize {
-            self.clear_hooks(InterceptionPoint::$after_id)
-        }
-
-        #[doc = concat!("Legacy name: clears both ", $what, "-call chains at once; returns `(before, after)` counts.")]
-        pub fn $clear_all(&self) -> (usize, usize) {
-            self.clear_pair(InterceptionPoint::$before_id, InterceptionPoint::$after_id)
-        }
-    };
 }
 
 static STATIC_HOOKS: LazyLock<ChainSet> = LazyLock::new(ChainSet::statics);
@@ -712,31 +619,12 @@ impl HookRegistry {
         })
     }
 
-    legacy_api! {
-        what: "tool",
-        context: crate::ToolCallHookContext,
-        before: (PreToolCall, PRE_TOOL_CALL, HookStyle::BeforeToolCall,
-            register_before_tool_call_hook, register_before_tool_call_hook_with,
-            unregister_before_tool_call_hook, get_before_tool_call_hooks, clear_before_tool_call_hooks),
-        after: (PostToolCall, POST_TOOL_CALL, HookStyle::AfterToolCall,
-            register_after_tool_call_hook, register_after_tool_call_hook_with,
-            unregister_after_tool_call_hook, get_after_tool_call_hooks, clear_after_tool_call_hooks),
-        clear_all: clear_all_tool_call_hooks,
-    }
-
-    legacy_api! {
-        what: "model",
-        context: crate::LlmCallHookContext,
-        before: (PreModelCall, PRE_MODEL_CALL, HookStyle::BeforeLlmCall,
-            register_before_llm_call_hook, register_before_llm_call_hook_with,
-            unregister_before_llm_call_hook, get_before_llm_call_hooks, clear_before_llm_call_hooks),
-        after: (PostModelCall, POST_MODEL_CALL, HookStyle::AfterLlmCall,
-            register_after_llm_call_hook, register_after_llm_call_hook_with,
-            unregister_after_llm_call_hook, get_after_llm_call_hooks, clear_after_llm_call_hooks),
-        clear_all: clear_all_llm_call_hooks,
-    }
-
-    fn clear_pair(&self, first: InterceptionPoint, second: InterceptionPoint) -> (usize, usize) {
+    /// Clears two chains in one swap (the legacy `clear_all_*` pairs).
+    pub(crate) fn clear_pair(
+        &self,
+        first: InterceptionPoint,
+        second: InterceptionPoint,
+    ) -> (usize, usize) {
         self.modify_infallible(|set| {
             (
                 set.erased_mut(first).clear(),
@@ -956,7 +844,7 @@ where
 
 /// An entry for a hook whose filters are known to fit (the legacy tool and
 /// model points take both filters).
-fn unchecked_entry<P, F, R>(
+pub(crate) fn unchecked_entry<P, F, R>(
     options: HookOptions,
     style: HookStyle,
     origin: HookOrigin,
@@ -1006,7 +894,12 @@ where
     }))
 }
 
-fn legacy_before_entry<P, F, R>(options: HookOptions, style: HookStyle, hook: F) -> HookEntry<P>
+/// An entry for a legacy before hook (`false` blocks).
+pub(crate) fn legacy_before_entry<P, F, R>(
+    options: HookOptions,
+    style: HookStyle,
+    hook: F,
+) -> HookEntry<P>
 where
     P: LegacyBeforePoint,
     F: Fn(&mut P::Context) -> R + Send + Sync + 'static,

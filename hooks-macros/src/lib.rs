@@ -153,6 +153,7 @@ pub fn after_tool_call(args: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 /// use std::sync::Arc;
 /// use crew_runtime::prelude::*;
+/// use crew_runtime::PRE_MODEL_CALL;
 ///
 /// #[before_llm_call(agents = ["Intern"])]
 /// fn no_salaries(ctx: &mut LlmCallHookContext) -> bool {

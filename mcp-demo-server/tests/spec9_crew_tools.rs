@@ -14,6 +14,7 @@ use crew_runtime::hooks_core::ToolAnnotations;
 use crew_runtime::mcp::{McpError, McpServer, McpServerBuilder};
 use crew_runtime::prelude::*;
 use crew_runtime::{BuildError, Tool};
+use crew_runtime::{ScriptedCall, ToolCallStatus};
 use mcp_demo_server::DemoServer;
 
 /// Every wait below ends well within this.

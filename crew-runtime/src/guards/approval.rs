@@ -71,6 +71,7 @@ type Approves = dyn Fn(&str) -> bool + Send + Sync;
 /// use std::sync::Arc;
 /// use crew_runtime::guards::ApprovalGate;
 /// use crew_runtime::prelude::*;
+/// use crew_runtime::ScriptedInput;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -146,6 +147,7 @@ impl ApprovalGate {
     /// use std::sync::Arc;
     /// use crew_runtime::guards::ApprovalGate;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::ToolAnnotations;
     /// use crew_runtime::ToolInfo;
     ///
     /// let gate = ApprovalGate::for_capabilities([Capability::Destructive]);
@@ -255,6 +257,7 @@ impl ApprovalGate {
     /// use std::sync::Arc;
     /// use crew_runtime::guards::ApprovalGate;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::ScriptedInput;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
@@ -347,6 +350,7 @@ impl ApprovalGate {
     /// use std::sync::Arc;
     /// use crew_runtime::guards::ApprovalGate;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::ScriptedInput;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
@@ -385,6 +389,7 @@ impl ApprovalGate {
     /// use std::sync::Arc;
     /// use crew_runtime::guards::ApprovalGate;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::ScriptedInput;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {

@@ -30,6 +30,7 @@ pub const CAPABILITY_GUARD_SOURCE: &str = "capability-guard";
 /// use std::sync::Arc;
 /// use crew_runtime::guards::CapabilityGuard;
 /// use crew_runtime::prelude::*;
+/// use crew_runtime::ToolAnnotations;
 ///
 /// let delete = Tool::dynamic("delete_file", "Deletes a file", json!({"type": "object"}), |_| {
 ///     Ok::<_, String>(json!("deleted"))
@@ -151,6 +152,7 @@ impl CapabilityGuard {
     /// ```
     /// use crew_runtime::guards::CapabilityGuard;
     /// use crew_runtime::prelude::*;
+    /// use crew_runtime::RegisterError;
     ///
     /// let registry = HookRegistry::new();
     /// registry.register_hook_with(

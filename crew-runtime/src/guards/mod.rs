@@ -64,6 +64,7 @@
 //! use std::sync::Arc;
 //! use crew_runtime::guards::ApprovalGate;
 //! use crew_runtime::prelude::*;
+//! use crew_runtime::ScriptedInput;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {

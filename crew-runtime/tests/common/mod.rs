@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
+use crew_runtime::EventBus;
 use crew_runtime::events::{
     HookDispatchedEvent, ToolUsageErrorEvent, ToolUsageFinishedEvent, ToolUsageStartedEvent,
 };

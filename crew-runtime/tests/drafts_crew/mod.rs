@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::*;
+use crew_runtime::ToolAnnotations;
 use crew_runtime::guards::{ApprovalGate, SecretRedactor};
 use crew_runtime::prelude::*;
 use crew_runtime::store::{Store, StoreApprovals};

@@ -1,6 +1,6 @@
 //! A `#[crew_base]` hook method takes its point's context.
 
-use crew_runtime::prelude::*;
+use crew_runtime::{OutputContext, prelude::*};
 
 #[derive(Clone)]
 struct MyCrew;
