@@ -224,7 +224,7 @@ pub use hooks_core::{
 
 /// The CrewAI-named hook API, for code ported from CrewAI
 /// (`register_before_tool_call_hook` and the rest): see
-/// [`legacy`](hooks_core::legacy).
+/// [`legacy`].
 #[doc(inline)]
 pub use hooks_core::legacy;
 // The legacy functions at the root too, where they always were.
@@ -347,7 +347,7 @@ pub use async_trait::async_trait;
 /// | [`Task`] | A piece of work for an agent, its description a template of `{inputs}`. |
 /// | [`Crew`] | Agents and tasks run together; `kickoff` runs them. |
 /// | [`Tool`] | A function an agent can call, every call through the hooks. |
-/// | [`Llm`] | The model trait, for a model of your own. |
+/// | [`Llm`](crate::llm::Llm) | The model trait, for a model of your own. |
 /// | [`ScriptedLlm`] | An offline model that follows a script (tests and examples). |
 /// | [`Inputs`] | The values a kickoff fills the `{placeholders}` with. |
 /// | [`CrewOutput`] | What a kickoff returns. |
@@ -371,8 +371,8 @@ pub use async_trait::async_trait;
 /// | [`agent`](macro@agent) | Marks a `#[crew_base]` method that builds an agent. |
 /// | [`task`](macro@task) | Marks a `#[crew_base]` method that builds a task. |
 /// | [`crew`](macro@crew) | Marks the `#[crew_base]` method that builds the crew. |
-/// | [`json!`](macro@json) | Builds a JSON value (tool arguments, schemas). |
-/// | [`Value`] | A JSON value. |
+/// | [`json!`](macro@serde_json::json) | Builds a JSON value (tool arguments, schemas). |
+/// | [`Value`](serde_json::Value) | A JSON value. |
 ///
 /// Everything else is one path away: the other eight points, their
 /// contexts and the management functions at the root (`crew_runtime::
