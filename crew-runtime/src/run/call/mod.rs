@@ -102,7 +102,7 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
     };
     // The call's start, which its end and a kickoff started by its tool
     // name.
-    let report = Report::begin(cx, &normalize_tool_name(&call.name), &input);
+    let report = Report::begin(cx, &call.name, &input);
     let mut ctx = context(cx, turn, call, input);
     let tool = cx.agent().find_tool(ctx.tool_name());
     if let Some(tool) = tool {

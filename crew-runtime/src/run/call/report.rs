@@ -15,7 +15,7 @@ use hooks_core::events::{
     ToolUsageFinishedEvent, ToolUsageStartedEvent,
 };
 use hooks_core::runtime::TOOL_ERROR_PREFIX;
-use hooks_core::{Event, ToolCallStatus};
+use hooks_core::{Event, ToolCallStatus, normalize_tool_name};
 use serde_json::{Map, Value};
 
 use super::wire::sort_keys;
@@ -43,12 +43,14 @@ pub(super) struct Report<'c> {
 }
 
 impl<'c> Report<'c> {
-    /// A call that begins with its arguments as the model sent them
-    /// (`ToolUsageStarted`, when someone listens).
-    pub(super) fn begin(cx: &'c RunContext, tool_name: &str, input: &Map<String, Value>) -> Self {
+    /// A call of the tool the model named `called` that begins with its
+    /// arguments as the model sent them (`ToolUsageStarted`, with the
+    /// tool's normalized name, when someone listens).
+    pub(super) fn begin(cx: &'c RunContext, called: &str, input: &Map<String, Value>) -> Self {
         let mut report = Report { cx, started: None };
         if cx.listening() {
-            report.started = Some(report.announce(tool_name, report.cleaned(input)));
+            let tool_name = normalize_tool_name(called);
+            report.started = Some(report.announce(&tool_name, report.cleaned(input)));
         }
         report
     }
