@@ -126,17 +126,7 @@ pub struct AuditRecordsDroppedEvent {
     pub dropped: u64,
 }
 
-impl AuditRecordsDroppedEvent {
-    /// Its kind name on the bus ([`IntegrationEvent::kind`]).
-    pub const KIND: &'static str = "AuditRecordsDropped";
-}
-
-/// Sends it as an [`Event::Integration`] with new metadata.
-impl From<AuditRecordsDroppedEvent> for Event {
-    fn from(event: AuditRecordsDroppedEvent) -> Event {
-        Event::Integration(IntegrationEvent::new(AuditRecordsDroppedEvent::KIND, event))
-    }
-}
+crate::extension::integration_event!(AuditRecordsDroppedEvent, "AuditRecordsDropped");
 
 /// Why the trail cannot be written, read or trusted.
 ///

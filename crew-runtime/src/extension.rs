@@ -134,6 +134,36 @@ impl<'a> BuildScope<'a> {
     }
 }
 
+/// Makes an integration's event type an [`Event`](hooks_core::Event): its
+/// kind name on the bus (`KIND`) and a `From` that sends it as an
+/// [`Event::Integration`](hooks_core::Event::Integration) with new
+/// metadata. One line per event type, so every integration's events are
+/// sent alike. (Unused in a build without the integrations that send
+/// events.)
+#[allow(unused_macros)]
+macro_rules! integration_event {
+    ($event:ident, $kind:literal) => {
+        impl $event {
+            /// Its kind name on the bus
+            /// ([`IntegrationEvent::kind`](hooks_core::events::IntegrationEvent::kind)).
+            pub const KIND: &'static str = $kind;
+        }
+
+        /// Sends it as an [`Event::Integration`](hooks_core::Event::Integration)
+        /// with new metadata.
+        impl From<$event> for hooks_core::Event {
+            fn from(event: $event) -> hooks_core::Event {
+                hooks_core::Event::Integration(hooks_core::events::IntegrationEvent::new(
+                    $event::KIND,
+                    event,
+                ))
+            }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use integration_event;
+
 #[cfg(test)]
 mod tests {
     use super::*;

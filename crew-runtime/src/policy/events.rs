@@ -2,11 +2,8 @@
 //! [`Event::Integration`](hooks_core::Event::Integration) events: the
 //! engine carries them without knowing them.
 
-use hooks_core::Event;
-use hooks_core::events::IntegrationEvent;
-
 /// A policy set's decision on one tool call, sent as an
-/// [`Event::Integration`] of kind [`KIND`](Self::KIND).
+/// [`Event::Integration`](hooks_core::Event::Integration) of kind [`KIND`](Self::KIND).
 ///
 /// In shadow mode nothing is blocked or asked, and `decision` says what
 /// would have happened: `would_deny`, `would_ask` (or `allow`).
@@ -48,21 +45,11 @@ pub struct PolicyDecidedEvent {
     pub reason: Option<String>,
 }
 
-impl PolicyDecidedEvent {
-    /// Its kind name on the bus ([`IntegrationEvent::kind`]).
-    pub const KIND: &'static str = "PolicyDecided";
-}
-
-/// Sends it as an [`Event::Integration`] with new metadata.
-impl From<PolicyDecidedEvent> for Event {
-    fn from(event: PolicyDecidedEvent) -> Event {
-        Event::Integration(IntegrationEvent::new(PolicyDecidedEvent::KIND, event))
-    }
-}
+crate::extension::integration_event!(PolicyDecidedEvent, "PolicyDecided");
 
 /// A policy set refused at a reload (or when attached after a build): it
 /// failed to read, parse or validate. The running set stays. Sent as an
-/// [`Event::Integration`] of kind [`KIND`](Self::KIND).
+/// [`Event::Integration`](hooks_core::Event::Integration) of kind [`KIND`](Self::KIND).
 ///
 /// ```
 /// use crew_runtime::Event;
@@ -85,14 +72,4 @@ pub struct PolicySetRejectedEvent {
     pub error: String,
 }
 
-impl PolicySetRejectedEvent {
-    /// Its kind name on the bus ([`IntegrationEvent::kind`]).
-    pub const KIND: &'static str = "PolicySetRejected";
-}
-
-/// Sends it as an [`Event::Integration`] with new metadata.
-impl From<PolicySetRejectedEvent> for Event {
-    fn from(event: PolicySetRejectedEvent) -> Event {
-        Event::Integration(IntegrationEvent::new(PolicySetRejectedEvent::KIND, event))
-    }
-}
+crate::extension::integration_event!(PolicySetRejectedEvent, "PolicySetRejected");
