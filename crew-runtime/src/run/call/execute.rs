@@ -70,7 +70,7 @@ pub(super) fn execute<'a>(
         // A kickoff the tool starts names this call as its parent (when
         // the call has an event to name).
         let result = match report.started() {
-            Some(_) => KickoffDepth::scope(cx.depth.in_call(report.started()), running).await,
+            Some(started) => KickoffDepth::scope(cx.depth.in_call(Some(started)), running).await,
             None => running.await,
         };
         let ran_for = clock.map_or(Duration::ZERO, |clock| clock.elapsed());

@@ -218,7 +218,7 @@ impl<'c> Report<'c> {
 }
 
 /// The error a failed call's status carries (empty for any other status).
-pub(super) fn status_error(status: &ToolCallStatus) -> &str {
+fn status_error(status: &ToolCallStatus) -> &str {
     match status {
         ToolCallStatus::Failed { error } => error,
         _ => "",
