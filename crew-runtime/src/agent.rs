@@ -294,7 +294,9 @@ impl AgentBuilder {
     }
 
     /// Prints the agent's turns, tool calls, hook decisions and
-    /// observations on the console.
+    /// observations on the console (a
+    /// [`VerboseConsole`](crate::console::VerboseConsole) for this agent on
+    /// its crew's bus).
     pub fn verbose(mut self, verbose: bool) -> Self {
         self.agent.verbose = verbose;
         self

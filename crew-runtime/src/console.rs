@@ -415,3 +415,224 @@ mod tests {
         assert_eq!(again, escaped);
     }
 }
+
+/// The verbose console: a listener that prints a crew's progress from its
+/// events, one line each — a task starting, a turn asking for tool calls,
+/// each call's arguments and observation, a call a hook blocked (by whom
+/// and why), a result a `POST_TOOL_CALL` hook replaced, a call that
+/// failed or was refused, a failed model call, the model's final answer.
+///
+/// `CrewBuilder::verbose(true)` (or `AgentBuilder::verbose(true)` for one
+/// agent) attaches one to the crew's bus; attach one yourself to any other
+/// bus (the global registry's, say). It prints what the events carry, so
+/// what it prints went through the crew's redaction like every event, and
+/// through [`print_line`]: one line each, no control character reaching the
+/// terminal, held while a question to a person has the console paused.
+///
+/// ```
+/// use crew_runtime::console::VerboseConsole;
+/// use crew_runtime::events::ToolUsageStartedEvent;
+/// use crew_runtime::Event;
+/// use serde_json::json;
+///
+/// let console = VerboseConsole::new().agents(["Clerk"]);
+/// let started = Event::ToolUsageStarted(ToolUsageStartedEvent {
+///     meta: Default::default(),
+///     tool_name: "lookup".into(),
+///     tool_input: json!({"order": 7}),
+///     agent_role: Some("Clerk".into()),
+///     task: None,
+///     crew: None,
+/// });
+/// assert_eq!(console.line(&started).as_deref(), Some("[Clerk] → lookup {\"order\":7}"));
+///
+/// // Another agent's call is not this console's.
+/// let mut other = started.clone();
+/// if let Event::ToolUsageStarted(e) = &mut other { e.agent_role = Some("Writer".into()); }
+/// assert_eq!(console.line(&other), None);
+///
+/// // On a bus: `console.attach(crew.events())`.
+/// let bus = crew_runtime::EventBus::new();
+/// let id = VerboseConsole::new().attach(&bus);
+/// assert!(bus.unsubscribe(id));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct VerboseConsole {
+    /// The agents whose work it prints; `None` for every agent.
+    agents: Option<Vec<String>>,
+}
+
+/// How much of a task's description, a call's arguments or observation
+/// and a final answer a line shows.
+const TASK_CHARS: usize = 200;
+const CALL_CHARS: usize = 300;
+const ANSWER_CHARS: usize = 500;
+
+impl VerboseConsole {
+    /// A console for every agent's work.
+    ///
+    /// ```
+    /// let console = crew_runtime::console::VerboseConsole::new();
+    /// # let _ = console;
+    /// ```
+    pub fn new() -> VerboseConsole {
+        VerboseConsole::default()
+    }
+
+    /// Prints only the work of the agents with these roles.
+    ///
+    /// ```
+    /// let console = crew_runtime::console::VerboseConsole::new().agents(["Clerk", "Writer"]);
+    /// # let _ = console;
+    /// ```
+    pub fn agents<I, S>(mut self, roles: I) -> VerboseConsole
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.agents = Some(roles.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Subscribes the console to `bus`; it prints with [`print_line`]
+    /// from then on. Unsubscribe with the id to stop it.
+    ///
+    /// ```
+    /// let bus = crew_runtime::EventBus::new();
+    /// let id = crew_runtime::console::VerboseConsole::new().attach(&bus);
+    /// assert!(bus.has_listeners());
+    /// bus.unsubscribe(id);
+    /// ```
+    pub fn attach(self, bus: &crate::EventBus) -> crate::events::ListenerId {
+        bus.subscribe(move |event| {
+            if let Some(line) = self.line(event) {
+                print_line(&line);
+            }
+        })
+    }
+
+    /// The line the console prints for `event`, if any (see the type's
+    /// example).
+    pub fn line(&self, event: &hooks_core::Event) -> Option<String> {
+        use hooks_core::Event;
+        let line = match event {
+            Event::TaskStarted(e) => {
+                if !self.follows(Some(&e.agent_role)) {
+                    return None;
+                }
+                // An agent's own kickoff has no crew: its role names it.
+                let who = if e.crew.is_empty() {
+                    &e.agent_role
+                } else {
+                    &e.crew
+                };
+                return Some(format!(
+                    "[{who}] task {}/{} for {}: {}",
+                    e.task_index,
+                    e.task_count,
+                    e.agent_role,
+                    excerpt(&e.task_name, TASK_CHARS)
+                ));
+            }
+            Event::LlmCallCompleted(e) if e.tool_calls.is_empty() => {
+                self.said_by(Some(&e.agent_role))?;
+                format!("final answer: {}", excerpt(&e.response, ANSWER_CHARS))
+            }
+            Event::LlmCallCompleted(e) => {
+                self.said_by(Some(&e.agent_role))?;
+                format!(
+                    "{}asks for {} tool call(s)",
+                    turn(e.iteration),
+                    e.tool_calls.len()
+                )
+            }
+            Event::LlmCallFailed(e) => {
+                self.said_by(Some(&e.agent_role))?;
+                let failed = format!("{}the model call failed ({})", turn(e.iteration), e.error);
+                match e.retry {
+                    Some(retry) => format!("{failed}; retrying ({retry} of {})", e.max_retries),
+                    None => failed,
+                }
+            }
+            Event::ToolUsageStarted(e) => {
+                self.said_by(e.agent_role.as_deref())?;
+                let input = serde_json::to_string(&e.tool_input).unwrap_or_default();
+                format!("→ {} {}", e.tool_name, excerpt(&input, CALL_CHARS))
+            }
+            Event::HookDispatched(e)
+                if e.point == hooks_core::InterceptionPoint::from(hooks_core::PRE_TOOL_CALL) =>
+            {
+                self.said_by(e.agent_role.as_deref())?;
+                let (Some(source), Some(reason)) = (&e.abort_source, &e.abort_reason) else {
+                    return None;
+                };
+                format!("  blocked by {source}: {reason}")
+            }
+            Event::HookDispatched(e)
+                if e.point == hooks_core::InterceptionPoint::from(hooks_core::POST_TOOL_CALL)
+                    && e.outcome == "modified" =>
+            {
+                self.said_by(e.agent_role.as_deref())?;
+                "  result replaced by a POST_TOOL_CALL hook".to_owned()
+            }
+            Event::ToolUsageFinished(e) => {
+                self.said_by(e.agent_role.as_deref())?;
+                format!("← {}: {}", e.tool_name, excerpt(&e.result, CALL_CHARS))
+            }
+            Event::ToolUsageError(e) => {
+                self.said_by(e.agent_role.as_deref())?;
+                format!("✗ {}: {}", e.tool_name, excerpt(&e.error, CALL_CHARS))
+            }
+            Event::ToolUsageAbandoned(e) => {
+                self.said_by(e.agent_role.as_deref())?;
+                format!(
+                    "✗ {}: left behind (the kickoff was dropped or the tool ran past its timeout)",
+                    e.tool_name
+                )
+            }
+            _ => return None,
+        };
+        let role = match event {
+            Event::LlmCallCompleted(e) => e.agent_role.as_str(),
+            Event::LlmCallFailed(e) => &e.agent_role,
+            Event::ToolUsageStarted(e) => e.agent_role.as_deref().unwrap_or_default(),
+            Event::ToolUsageFinished(e) => e.agent_role.as_deref().unwrap_or_default(),
+            Event::ToolUsageError(e) => e.agent_role.as_deref().unwrap_or_default(),
+            Event::ToolUsageAbandoned(e) => e.agent_role.as_deref().unwrap_or_default(),
+            Event::HookDispatched(e) => e.agent_role.as_deref().unwrap_or_default(),
+            _ => "",
+        };
+        Some(format!("[{role}] {line}"))
+    }
+
+    /// Whether the console prints the work of the agent `role` (an event
+    /// that names no agent is printed by a console for every agent).
+    fn follows(&self, role: Option<&str>) -> bool {
+        match (&self.agents, role) {
+            (None, _) => true,
+            (Some(agents), Some(role)) => agents.iter().any(|agent| agent == role),
+            (Some(_), None) => false,
+        }
+    }
+
+    /// `Some(())` when the console prints `role`'s work (for `?`).
+    fn said_by(&self, role: Option<&str>) -> Option<()> {
+        self.follows(role).then_some(())
+    }
+}
+
+/// The turn a model call is for, as a line's opening words.
+fn turn(iteration: Option<usize>) -> String {
+    match iteration {
+        Some(turn) => format!("turn {turn}: "),
+        None => String::new(),
+    }
+}
+
+/// At most `limit` characters of `text`, with `…` where it was cut.
+pub(crate) fn excerpt(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}

@@ -882,7 +882,24 @@ impl CrewBuilder {
         self
     }
 
-    /// Prints every agent's turns, tool calls and hook decisions.
+    /// Prints every agent's turns, tool calls and hook decisions: a
+    /// [`VerboseConsole`](crate::console::VerboseConsole) listens on the
+    /// crew's bus ([`Crew::events`]), so it prints what the events carry,
+    /// cleaned by the crew's redaction.
+    ///
+    /// ```
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let writer = Agent::builder("Writer").llm(std::sync::Arc::new(ScriptedLlm::new().answer("done"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .verbose(true)
+    ///     .build()?;
+    /// // The console is a listener like any other.
+    /// assert!(crew.events().has_listeners());
+    /// # Ok::<(), BuildError>(())
+    /// ```
     pub fn verbose(mut self, verbose: bool) -> Self {
         self.verbose = verbose;
         self
@@ -1412,6 +1429,15 @@ impl CrewBuilder {
             roles: agents.iter().map(|a| a.agent.role().to_owned()).collect(),
         };
         let scoped = Arc::new(HookRegistry::new());
+        // The verbose console listens on the crew's bus, like any listener.
+        if self.verbose {
+            crate::console::VerboseConsole::new().attach(scoped.events());
+        } else if agents.iter().any(|a| a.agent.verbose()) {
+            let verbose = agents.iter().filter(|a| a.agent.verbose());
+            crate::console::VerboseConsole::new()
+                .agents(verbose.map(|a| a.agent.role().to_owned()))
+                .attach(scoped.events());
+        }
         let global = match self.global {
             Some(given) => {
                 crate::registry::warn_if_attribute_hooks_left_out(&given);
@@ -1443,7 +1469,6 @@ impl CrewBuilder {
                 .unwrap_or_else(|| Arc::new(crate::TerminalInput::new())),
             human_input_timeout: self.human_input_timeout,
             tell_model_why_blocked: self.tell_model_why_blocked,
-            verbose: self.verbose,
             max_concurrent_tool_calls: self.max_concurrent_tool_calls,
             max_tool_calls_per_turn: self.max_tool_calls_per_turn,
             max_observation_bytes: self.max_observation_bytes,

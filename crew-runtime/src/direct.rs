@@ -167,6 +167,7 @@ pub async fn call_model(
             messages: Arc::clone(&messages),
             agent_role: String::new(),
             task_name: String::new(),
+            iteration: None,
             crew: String::new(),
         }));
         call.messages = Arc::try_unwrap(messages).unwrap_or_else(|kept| (*kept).clone());
@@ -187,14 +188,18 @@ pub async fn call_model(
                 usage: answer.usage,
                 agent_role: String::new(),
                 task_name: String::new(),
+                iteration: None,
                 crew: String::new(),
             }),
             Err(error) => Event::LlmCallFailed(LlmCallFailedEvent {
                 meta: EventMeta::new().with_started(started),
                 model,
                 error: error.to_string(),
+                retry: None,
+                max_retries: 0,
                 agent_role: String::new(),
                 task_name: String::new(),
+                iteration: None,
                 crew: String::new(),
             }),
         });

@@ -86,7 +86,7 @@ fn the_verbose_console_says_what_each_call_came_to() {
         "[Clerk] ← delete_file: Tool execution blocked by hook. Tool: delete_file",
         "[Clerk] turn 2: asks for 1 tool call(s)",
         "[Clerk] → flaky {}",
-        "[Clerk] ← flaky: Error executing tool: the disk is full",
+        "[Clerk] ✗ flaky: the disk is full",
         "[Clerk] turn 3: asks for 1 tool call(s)",
         "[Clerk] ✗ lookup: Invalid arguments for tool `lookup`: they are not valid JSON",
         "[Clerk] turn 4: the model call failed",
@@ -103,4 +103,64 @@ fn the_verbose_console_says_what_each_call_came_to() {
             None => panic!("no line with {want:?} after line {from}:\n{stdout}"),
         }
     }
+}
+
+const ONE_AGENT_CHILD: &str = "VERBOSE_CONSOLE_ONE_AGENT_CHILD";
+
+/// Two agents, one of them verbose: the console (a listener on the crew's
+/// bus) prints that agent's work and nothing of the other's.
+#[test]
+fn a_verbose_agent_shows_its_own_work_only() {
+    if is_child(ONE_AGENT_CHILD) {
+        let lookup = || {
+            vec![Tool::dynamic(
+                "lookup",
+                "Looks up",
+                json!({"type": "object"}),
+                |_| Ok::<_, String>(json!("found")),
+            )]
+        };
+        let quiet_llm = std::sync::Arc::new(
+            ScriptedLlm::new()
+                .call("lookup", json!({"who": "quiet"}))
+                .answer("quiet done"),
+        );
+        let loud_llm = std::sync::Arc::new(
+            ScriptedLlm::new()
+                .call("lookup", json!({"who": "loud"}))
+                .answer("loud done"),
+        );
+        let quiet = agent("Quiet", lookup(), &quiet_llm);
+        let loud = Agent::builder("Loud")
+            .goal("Get the task done")
+            .backstory("A test agent")
+            .tools(lookup())
+            .llm(loud_llm)
+            .verbose(true)
+            .build();
+        let crew = Crew::builder()
+            .name("pair")
+            .agents([quiet.clone(), loud.clone()])
+            .task(Task::builder("First").agent(&quiet).build())
+            .task(Task::builder("Second").agent(&loud).build())
+            .global_registry(fresh_registry())
+            .build()
+            .expect("builds");
+        crew.kickoff_blocking(()).expect("the run finishes");
+        return;
+    }
+    let stdout = run_in_child("a_verbose_agent_shows_its_own_work_only", ONE_AGENT_CHILD);
+    for want in [
+        "[pair] task 2/2 for Loud: Second",
+        "[Loud] turn 1: asks for 1 tool call(s)",
+        "[Loud] → lookup {\"who\":\"loud\"}",
+        "[Loud] ← lookup: found",
+        "[Loud] final answer: loud done",
+    ] {
+        assert!(stdout.contains(want), "no line with {want:?}:\n{stdout}");
+    }
+    assert!(
+        !stdout.contains("Quiet") && !stdout.contains("quiet"),
+        "the quiet agent's work was printed:\n{stdout}"
+    );
 }

@@ -473,6 +473,8 @@ pub struct CrewKickoffFailedEvent {
 ///     agent_role: "Writer".into(),
 ///     crew: "research".into(),
 ///     context: "notes from the research task".into(),
+///     task_index: 2,
+///     task_count: 2,
 /// };
 /// assert_eq!((event.task_name.as_str(), event.agent_role.as_str()), ("report", "Writer"));
 /// assert!(event.context.starts_with("notes"));
@@ -491,6 +493,10 @@ pub struct TaskStartedEvent {
     pub crew: String,
     /// The earlier outputs it receives as context.
     pub context: String,
+    /// Its place in the crew's list of tasks, from 1.
+    pub task_index: usize,
+    /// How many tasks the crew has.
+    pub task_count: usize,
 }
 
 /// A task completed; `output` is what later tasks and the crew output see
@@ -674,6 +680,7 @@ pub struct AgentExecutionErrorEvent {
 ///     messages: std::sync::Arc::new(vec![hooks_core::ChatMessage::user("hi")]),
 ///     agent_role: "Assistant".into(),
 ///     task_name: "greet".into(),
+///     iteration: Some(1),
 ///     crew: String::new(),
 /// };
 /// assert_eq!(event.messages.len(), 1);
@@ -696,6 +703,9 @@ pub struct LlmCallStartedEvent {
     pub agent_role: String,
     /// The task's name.
     pub task_name: String,
+    /// The agent's turn this call is for, from 1 (a retried call keeps its
+    /// turn); `None` for a model called outside an agent's loop.
+    pub iteration: Option<usize>,
     /// The crew's name (empty for an agent run without a crew, see
     /// `Agent::kickoff` in `crew-runtime`).
     pub crew: String,
@@ -715,6 +725,7 @@ pub struct LlmCallStartedEvent {
 ///     usage: Some(hooks_core::TokenUsage::new(50, 10, 60)),
 ///     agent_role: "Assistant".into(),
 ///     task_name: "greet".into(),
+///     iteration: Some(1),
 ///     crew: String::new(),
 /// };
 /// // Not a final answer: the model asked for a tool.
@@ -738,6 +749,9 @@ pub struct LlmCallCompletedEvent {
     pub agent_role: String,
     /// The task's name.
     pub task_name: String,
+    /// The agent's turn this call is for, from 1 (a retried call keeps its
+    /// turn); `None` for a model called outside an agent's loop.
+    pub iteration: Option<usize>,
     /// The crew's name (empty for an agent run without a crew, see
     /// `Agent::kickoff` in `crew-runtime`).
     pub crew: String,
@@ -755,8 +769,11 @@ pub struct LlmCallCompletedEvent {
 ///     meta: Default::default(),
 ///     model: "gpt-4o-mini".into(),
 ///     error: "timed out after 60s".into(),
+///     retry: Some(1),
+///     max_retries: 2,
 ///     agent_role: "Assistant".into(),
 ///     task_name: "greet".into(),
+///     iteration: Some(1),
 ///     crew: String::new(),
 /// };
 /// assert!(event.error.contains("timed out"));
@@ -770,10 +787,19 @@ pub struct LlmCallFailedEvent {
     pub model: String,
     /// What went wrong.
     pub error: String,
+    /// The retry that follows, from 1, when the agent asks again (retries
+    /// are counted per task); `None` when this failure is the last.
+    pub retry: Option<usize>,
+    /// How many retries the agent has per task (its `max_retry_limit`;
+    /// 0 for a model called outside an agent's loop).
+    pub max_retries: usize,
     /// The agent's role.
     pub agent_role: String,
     /// The task's name.
     pub task_name: String,
+    /// The agent's turn this call is for, from 1 (a retried call keeps its
+    /// turn); `None` for a model called outside an agent's loop.
+    pub iteration: Option<usize>,
     /// The crew's name (empty for an agent run without a crew, see
     /// `Agent::kickoff` in `crew-runtime`).
     pub crew: String,

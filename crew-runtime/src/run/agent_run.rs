@@ -20,7 +20,7 @@ use hooks_core::{
 
 use super::call;
 use super::context::RunContext;
-use super::{Conversation, InCrew, KickoffDepth, dispatch, excerpt, go_on};
+use super::{Conversation, InCrew, KickoffDepth, dispatch, go_on};
 use crate::error::CrewError;
 use crate::join::BoundedJoinSet;
 use crate::llm::{ChatMessage, DeltaSink, LlmError, LlmRequest, ModelTurn, ToolCallRequest};
@@ -275,12 +275,6 @@ impl AgentRun {
                 tool_calls: calls,
             } = response;
             let calls = call::unique_call_ids(calls);
-            if self.verbose {
-                self.say(&format!(
-                    "turn {turn}: asks for {} tool call(s)",
-                    calls.len()
-                ));
-            }
             let (calls, observations) = self.run_calls(calls).await?;
             let answers: Vec<ChatMessage> = calls
                 .iter()
@@ -338,6 +332,7 @@ impl AgentRun {
                     messages: Arc::clone(&messages),
                     agent_role: self.role().to_owned(),
                     task_name: self.task_name(),
+                    iteration: Some(turn),
                     crew: self.settings().crew_name(),
                 }));
                 call.messages = Arc::try_unwrap(messages).unwrap_or_else(|kept| (*kept).clone());
@@ -348,12 +343,14 @@ impl AgentRun {
                         *self.usage.lock().unwrap_or_else(PoisonError::into_inner) += usage;
                     }
                     if self.listening() {
-                        self.report_answer(model.to_owned(), &answer, usage, model_call);
+                        self.report_answer(model.to_owned(), &answer, usage, model_call, turn);
                     }
                     return Ok(answer);
                 }
                 Err(source) => source,
             };
+            let retries = self.retries.load(std::sync::atomic::Ordering::Relaxed);
+            let retry = (retries < limit && retryable(&source)).then_some(retries + 1);
             if self.listening() {
                 self.emit(Event::LlmCallFailed(LlmCallFailedEvent {
                     meta: EventMeta::new()
@@ -361,21 +358,17 @@ impl AgentRun {
                         .with_started(model_call),
                     model: model.to_owned(),
                     error: redaction.owned(source.to_string()),
+                    retry,
+                    max_retries: limit,
                     agent_role: self.role().to_owned(),
                     task_name: self.task_name(),
+                    iteration: Some(turn),
                     crew: self.settings().crew_name(),
                 }));
             }
-            let retries = self.retries.load(std::sync::atomic::Ordering::Relaxed);
-            if retries < limit && retryable(&source) {
+            if let Some(retry) = retry {
                 self.retries
-                    .store(retries + 1, std::sync::atomic::Ordering::Relaxed);
-                if self.verbose {
-                    self.say(&format!(
-                        "turn {turn}: the model call failed ({source}); retrying ({} of {limit})",
-                        retries + 1
-                    ));
-                }
+                    .store(retry, std::sync::atomic::Ordering::Relaxed);
                 if let (true, Some(started)) = (self.listening(), started) {
                     // A new attempt, inside the one that failed (as the
                     // reference's retry runs inside the failed attempt).
@@ -398,10 +391,6 @@ impl AgentRun {
     }
 
     fn finish(&self, raw: String, iteration_limit_reached: bool) -> TaskOutput {
-        if self.verbose {
-            let answer = self.redaction().text(&raw);
-            self.say(&format!("final answer: {}", excerpt(&answer, 500)));
-        }
         TaskOutput {
             description: self.task.description().to_owned(),
             expected_output: self.task.expected_output().to_owned(),
@@ -419,6 +408,7 @@ impl AgentRun {
         answer: &ModelTurn,
         usage: Option<TokenUsage>,
         started: Option<EventId>,
+        turn: usize,
     ) {
         let (text, calls) = match answer {
             ModelTurn::FinalAnswer(text) => (text, &[][..]),
@@ -437,6 +427,7 @@ impl AgentRun {
             usage,
             agent_role: self.role().to_owned(),
             task_name: self.task_name(),
+            iteration: Some(turn),
             crew: self.settings().crew_name(),
         }));
     }

@@ -1,6 +1,6 @@
 //! Where an agent works ([`RunContext`]): what its model calls and tool
-//! calls need of the run, and how they report (events, the verbose
-//! console, the crew's redaction).
+//! calls need of the run, and how they report (events, and the
+//! crew's redaction).
 
 use std::sync::Arc;
 
@@ -25,7 +25,6 @@ pub(crate) struct RunContext {
     pub(crate) task_info: Arc<dyn TaskInfo>,
     /// The crew, absent for a standalone agent's run.
     pub(crate) crew_info: Option<Arc<dyn CrewInfo>>,
-    pub(crate) verbose: bool,
     /// The depth of the kickoff the run belongs to: the tasks and threads
     /// that run its calls take it, so a hook there that kicks off a crew
     /// counts toward the nesting limit.
@@ -73,13 +72,6 @@ impl RunContext {
     /// inputs filled in, so cleaned).
     pub(crate) fn task_for_events(&self) -> String {
         self.redaction().text(self.task.description()).into_owned()
-    }
-
-    /// Prints a line of the verbose console, cleaned by the crew's
-    /// redaction. Callers that cut a text to an excerpt clean it first.
-    pub(crate) fn say(&self, line: &str) {
-        let line = self.redaction().text(line);
-        crate::console::print_line(&format!("[{}] {line}", self.role()));
     }
 
     pub(crate) fn listening(&self) -> bool {

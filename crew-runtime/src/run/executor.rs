@@ -48,7 +48,7 @@ use hooks_core::{
 
 use super::agent_run::AgentRun;
 use super::context::RunContext;
-use super::{InCrew, KickoffDepth, Plan, RunScope, dispatch, excerpt, go_on};
+use super::{InCrew, KickoffDepth, Plan, RunScope, dispatch, go_on};
 use crate::error::CrewError;
 use crate::prompt;
 use crate::redaction::Redaction;
@@ -409,7 +409,6 @@ async fn tasks(
                 task_info: task.clone(),
                 task,
                 crew_info: crew_info.clone(),
-                verbose: plan.settings.verbose || agent.agent.verbose(),
                 depth: KickoffDepth::current(),
                 scope: RunScope::new(kickoff_event),
             },
@@ -418,17 +417,6 @@ async fn tasks(
             turn: std::sync::atomic::AtomicUsize::new(0),
             retries: std::sync::atomic::AtomicUsize::new(0),
         });
-        if run.verbose {
-            crate::console::print_line(&format!(
-                "[{}] task {}/{} for {}: {}",
-                plan.settings.name,
-                position + 1,
-                plan.tasks.len(),
-                agent.agent.role(),
-                // Cleaned whole: a secret cut by the excerpt could slip by.
-                excerpt(&run.redaction().text(run.task.description()), 200)
-            ));
-        }
         let span = tracing::info_span!(
             "invoke_agent",
             gen_ai.operation.name = "invoke_agent",
@@ -445,6 +433,8 @@ async fn tasks(
                 agent_role: run.role().to_owned(),
                 crew: run.settings().crew_name(),
                 context,
+                task_index: position + 1,
+                task_count: plan.tasks.len(),
             }));
         }
         let finished = async {

@@ -118,7 +118,6 @@ pub(crate) struct RunSettings {
     pub(crate) human_input_timeout: Duration,
     /// Whether a blocked call's observation carries the block's reason.
     pub(crate) tell_model_why_blocked: bool,
-    pub(crate) verbose: bool,
     pub(crate) max_concurrent_tool_calls: usize,
     pub(crate) max_tool_calls_per_turn: usize,
     pub(crate) max_observation_bytes: usize,
@@ -255,14 +254,6 @@ in_crew!(
     OutputContext,
     ExecutionEndContext,
 );
-
-/// At most `limit` characters of `text`, with `…` when cut.
-pub(crate) fn excerpt(text: &str, limit: usize) -> String {
-    match text.char_indices().nth(limit) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
-}
 
 /// Where work stands among nested kickoffs: how many it works inside, and
 /// the tool call (its `ToolUsageStarted`) it runs in, which a kickoff

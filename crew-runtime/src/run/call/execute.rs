@@ -23,13 +23,11 @@ use crate::run::context::RunContext;
 use crate::tool::{Tool, ToolResult, ToolRun};
 
 /// What a tool's run tells beside its output: how long it ran (measured
-/// only when someone listens or the console is verbose), how it failed,
-/// and, for the verbose console, the observation before the POST chain.
+/// only when someone listens) and how it failed.
 #[derive(Debug, Default)]
 pub(super) struct Ran {
     pub(super) ran_for: Duration,
     pub(super) failed: Option<Failure>,
-    pub(super) before_post: Option<String>,
     /// The arguments the tool got, cleaned (only when someone listens).
     pub(super) input: Option<Value>,
 }
@@ -54,7 +52,7 @@ pub(super) fn execute<'a>(
     let ran_with = report.executing(ctx.tool_name(), &ctx.tool_input);
     let listening = ran_with.is_some();
     let tool_name = listening.then(|| ctx.tool_name().to_owned());
-    let clock = (listening || cx.verbose).then(Instant::now);
+    let clock = listening.then(Instant::now);
     let timeout = tool.timeout().unwrap_or(cx.settings().tool_timeout);
     let run = tool.invoke(&ctx.tool_input);
     let placement = tool.placement();
@@ -98,8 +96,6 @@ pub(super) fn execute<'a>(
         let ran = Ran {
             ran_for,
             failed,
-            // For the verbose console: whether the POST chain replaced it.
-            before_post: cx.verbose.then(|| output.rendered.clone()),
             input: ran_with,
         };
         (output, ran)

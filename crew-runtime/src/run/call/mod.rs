@@ -63,8 +63,8 @@ use tracing::Instrument;
 
 use crate::error::CrewError;
 use crate::llm::ToolCallRequest;
+use crate::run::InCrew;
 use crate::run::context::RunContext;
-use crate::run::{InCrew, excerpt};
 
 mod execute;
 mod observe;
@@ -108,12 +108,6 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
     if let Some(tool) = tool {
         ctx.tool = Some(Arc::clone(tool) as Arc<dyn ToolInfo>);
     }
-    if cx.verbose {
-        let input = serde_json::to_string(&ctx.tool_input).unwrap_or_default();
-        let input = cx.redaction().text(&input);
-        cx.say(&format!("→ {} {}", ctx.tool_name(), excerpt(&input, 300)));
-    }
-
     let (result, ran) = cx
         .dispatcher()
         .begin_call(&TOOL_CALL_POINTS)
@@ -123,7 +117,6 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
                 let output = not_found_output(cx, report, call, ctx);
                 let not_found = Ran {
                     failed: Some(Failure::NotFound),
-                    before_post: cx.verbose.then(|| output.rendered.clone()),
                     ..Ran::default()
                 };
                 Either::Right(std::future::ready((output, not_found)))
@@ -133,31 +126,14 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
     let Ran {
         ran_for,
         failed,
-        before_post,
         input: ran_with,
     } = ran.unwrap_or_default();
 
-    let replaced = matches!(
-        (&result, &before_post),
-        (Ok(report), Some(before)) if *before != report.observation
-    );
     match result.map(|report| observe::observation(cx, report)) {
         Ok(outcome) => {
             let observation = outcome.observation;
             if failed == Some(Failure::Panic) {
                 warn_panic(cx, ctx.tool_name(), &observation);
-            }
-            if cx.verbose {
-                if let Some(abort) = &outcome.blocked {
-                    cx.say(&format!("  blocked by {}: {}", abort.source, abort.reason));
-                } else if replaced {
-                    cx.say("  result replaced by a POST_TOOL_CALL hook");
-                }
-                cx.say(&format!(
-                    "← {}: {}",
-                    ctx.tool_name(),
-                    excerpt(&observation, 300)
-                ));
             }
             // A failed call ended with its `ToolUsageError`.
             if cx.listening() && failed.is_none() {
@@ -186,14 +162,6 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
                     abort.source, abort.reason
                 );
                 report.error(ctx.tool_name(), input, &error);
-            }
-            if cx.verbose {
-                cx.say(&format!(
-                    "  run aborted after {} by {}: {}",
-                    ctx.tool_name(),
-                    abort.source,
-                    abort.reason
-                ));
             }
             Err(CrewError::Aborted {
                 tool: ctx.tool_name().to_owned(),
@@ -273,9 +241,6 @@ fn reject_arguments(cx: &RunContext, call: &ToolCallRequest, problem: &str) -> S
         let sent = cx.redaction().json(Value::String(call.arguments.clone()));
         Report::refused(cx, event_name, sent, &message);
     }
-    if cx.verbose {
-        cx.say(&format!("✗ {}: {message}", call.name));
-    }
     message
 }
 
@@ -301,11 +266,6 @@ pub(crate) fn refuse(cx: &RunContext, call: &ToolCallRequest, asked: usize) -> S
             cx.redaction().json(Value::Object(input)),
             &message,
         );
-    }
-    if cx.verbose {
-        cx.say(&format!(
-            "✗ {name}: refused, past {limit} calls in one turn"
-        ));
     }
     // The observation itself (it names the model's tool): no POST chain
     // runs after it.

@@ -9,8 +9,8 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use crate::console::excerpt;
 use crate::llm::ToolCallRequest;
-use crate::run::excerpt;
 
 /// A call's arguments, read once at the wire.
 #[derive(Debug, Clone, PartialEq)]
