@@ -1474,7 +1474,7 @@ impl CrewBuilder {
             max_observation_bytes: self.max_observation_bytes,
             tool_timeout: self.tool_timeout,
             model_timeout: self.model_timeout,
-            redaction: self.redaction,
+            redaction: self.redaction.clone(),
             extensions,
             standalone: self.conversation.is_some(),
         };
@@ -1486,6 +1486,7 @@ impl CrewBuilder {
                     global,
                     scoped,
                     hook_timeout: self.hook_timeout,
+                    redaction: self.redaction,
                 },
                 agents: agents.into_iter().map(Arc::new).collect(),
                 tasks,

@@ -1,21 +1,29 @@
 //! A crew's redaction ([`CrewBuilder::redact_with`](crate::CrewBuilder::redact_with)),
 //! applied at every exit of the crew.
 //!
-//! The runtime cleans what it lets out itself: the conversation (system and
-//! task messages, the model's own text, every tool observation after the
-//! POST chain, and every message when model-call hooks may have edited
-//! them), the tool-usage events, the verbose console, its `tracing` lines,
-//! the error a kickoff returns and its output. What `hooks-core` reports
-//! for the crew's calls (dispatch events, contained panics, and their
-//! `tracing` lines) is cleaned through the [`RedactionScope`] the runtime
-//! enters on every thread that works for the crew.
+//! Two roads leave a crew, and each is cleaned once, where it leaves:
+//! - what the model is sent — the conversation (system and task messages,
+//!   the model's own text, every tool observation after the POST chain, and
+//!   every message when model-call hooks may have edited them) — and what
+//!   the caller gets (the error a kickoff returns, its output, a task's
+//!   output file), cleaned here;
+//! - every event, whoever built it (the runtime's own, the dispatches' of
+//!   `hooks-core`), cleaned at the bus's edge: the crew's dispatcher
+//!   carries the redaction and cleans each event as it emits it
+//!   ([`Event::redact`](hooks_core::Event::redact)). Listeners — the
+//!   verbose console, the transcript, the audit trail — see only cleaned
+//!   events.
+//!
+//! What `hooks-core` writes outside events (`tracing` lines, contained
+//! panics' messages, what a person is asked) is cleaned through the
+//! [`RedactionScope`] the runtime enters on every thread that works for
+//! the crew.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use hooks_core::runtime::{RedactionScope, redact_contained};
 use hooks_core::{ChatMessage, CrewOutput, HookAborted, Redact, TaskOutput};
-use serde_json::Value;
 
 /// A crew's redactor, or none: every method is a no-op without one.
 #[derive(Clone, Default)]
@@ -28,6 +36,11 @@ impl Redaction {
 
     pub(crate) fn is_set(&self) -> bool {
         self.0.is_some()
+    }
+
+    /// The redactor, borrowed (for a dispatcher's edge).
+    pub(crate) fn redactor_ref(&self) -> Option<&dyn Redact> {
+        self.0.as_deref()
     }
 
     /// The redactor, for a scope that follows async work.
@@ -61,21 +74,6 @@ impl Redaction {
     pub(crate) fn in_place(&self, text: &mut String) {
         if let Cow::Owned(cleaned) = self.text(text) {
             *text = cleaned;
-        }
-    }
-
-    /// A JSON value (a tool's input) as it may leave the crew. The whole
-    /// document is cleaned as text, so that key/value rules see the keys;
-    /// it is read back as JSON, or kept as a string if the redactor did
-    /// not leave JSON.
-    pub(crate) fn json(&self, value: Value) -> Value {
-        if !self.is_set() {
-            return value;
-        }
-        let text = value.to_string();
-        match self.text(&text) {
-            Cow::Borrowed(_) => value,
-            Cow::Owned(cleaned) => serde_json::from_str(&cleaned).unwrap_or(Value::String(cleaned)),
         }
     }
 
@@ -134,52 +132,12 @@ impl std::fmt::Debug for Redaction {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    struct HideHunter2;
-
-    impl Redact for HideHunter2 {
-        fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
-            if text.contains("hunter2") {
-                Cow::Owned(text.replace("hunter2", "[REDACTED]"))
-            } else {
-                Cow::Borrowed(text)
-            }
-        }
-    }
-
-    struct Mangle;
-
-    impl Redact for Mangle {
-        fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
-            Cow::Owned(format!("<{}>", text.len()))
-        }
-    }
-
-    #[test]
-    fn json_stays_json_when_the_redactor_keeps_it() {
-        let redaction = Redaction::new(Arc::new(HideHunter2));
-        let input = json!({"query": "rust", "password": "hunter2"});
-        assert_eq!(
-            redaction.json(input),
-            json!({"query": "rust", "password": "[REDACTED]"})
-        );
-    }
-
-    #[test]
-    fn json_becomes_a_string_when_the_redactor_breaks_it() {
-        let redaction = Redaction::new(Arc::new(Mangle));
-        assert_eq!(redaction.json(json!({"a": 1})), json!("<7>"));
-    }
 
     #[test]
     fn without_a_redactor_nothing_changes() {
         let redaction = Redaction::default();
         assert_eq!(redaction.owned("hunter2".to_owned()), "hunter2");
-        assert_eq!(
-            redaction.json(json!({"p": "hunter2"})),
-            json!({"p": "hunter2"})
-        );
         assert!(redaction.scope().is_none());
+        assert!(redaction.redactor_ref().is_none());
     }
 }

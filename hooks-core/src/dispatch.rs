@@ -27,11 +27,25 @@ use crate::registry::{ChainSet, HookRegistry, global_registry};
 
 /// Runs calls through a global registry and, for a crew, the crew's own
 /// hooks, merged into one order.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Dispatcher<'a> {
     global: &'a HookRegistry,
     scoped: Option<&'a HookRegistry>,
     hook_timeout: std::time::Duration,
+    /// The crew's redaction, which cleans every event at the bus's edge;
+    /// without one, the redaction in scope does.
+    redactor: Option<&'a dyn crate::Redact>,
+}
+
+impl std::fmt::Debug for Dispatcher<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatcher")
+            .field("global", &self.global)
+            .field("scoped", &self.scoped)
+            .field("hook_timeout", &self.hook_timeout)
+            .field("redaction", &self.redactor.is_some())
+            .finish()
+    }
 }
 
 impl Default for Dispatcher<'static> {
@@ -47,6 +61,7 @@ impl<'a> Dispatcher<'a> {
             global,
             scoped: None,
             hook_timeout: crate::DEFAULT_HOOK_TIMEOUT,
+            redactor: None,
         }
     }
 
@@ -77,6 +92,47 @@ impl<'a> Dispatcher<'a> {
     /// registration order, and only for calls dispatched here.
     pub fn with_scope(mut self, scoped: &'a HookRegistry) -> Self {
         self.scoped = Some(scoped);
+        self
+    }
+
+    /// Cleans every event this dispatcher emits with `redactor` (a crew's
+    /// redaction), at the one place events leave: [`emit`](Self::emit).
+    /// Without one, the redaction in scope (see
+    /// [`RedactionScope`](crate::runtime::RedactionScope)) cleans them.
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    /// use std::sync::{Arc, Mutex};
+    /// use hooks_core::events::TaskFailedEvent;
+    /// use hooks_core::runtime::Dispatcher;
+    /// use hooks_core::{Event, HookRegistry, Redact};
+    ///
+    /// struct HideKey;
+    /// impl Redact for HideKey {
+    ///     fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+    ///         if text.contains("sk-123") { Cow::Owned(text.replace("sk-123", "[KEY]")) } else { Cow::Borrowed(text) }
+    ///     }
+    /// }
+    ///
+    /// let registry = HookRegistry::new();
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = Arc::clone(&seen);
+    /// registry.events().subscribe(move |event| {
+    ///     if let Event::TaskFailed(failed) = event {
+    ///         sink.lock().unwrap().push(failed.error.clone());
+    ///     }
+    /// });
+    /// Dispatcher::new(&registry).with_redaction(&HideKey).emit(Event::TaskFailed(TaskFailedEvent {
+    ///     meta: Default::default(),
+    ///     task_name: "fetch".into(),
+    ///     agent_role: "Analyst".into(),
+    ///     crew: "ops".into(),
+    ///     error: "the key sk-123 was refused".into(),
+    /// }));
+    /// assert_eq!(seen.lock().unwrap()[0], "the key [KEY] was refused");
+    /// ```
+    pub fn with_redaction(mut self, redactor: &'a dyn crate::Redact) -> Self {
+        self.redactor = Some(redactor);
         self
     }
 
@@ -170,11 +226,31 @@ impl<'a> Dispatcher<'a> {
     }
 
     /// Delivers an event to the global bus and, for a crew's dispatcher, to
-    /// the crew's bus (also when the crew has no hooks of its own).
-    pub fn emit(&self, event: Event) {
-        self.global.events().emit(&event);
+    /// the crew's bus (also when the crew has no hooks of its own), cleaned
+    /// first by the dispatcher's redaction (see
+    /// [`with_redaction`](Self::with_redaction)): the edge every event of a
+    /// crew passes.
+    pub fn emit(&self, mut event: Event) {
+        self.clean(&mut event);
+        self.deliver(&event);
+    }
+
+    /// Cleans `event` as [`emit`](Self::emit) does.
+    fn clean(&self, event: &mut Event) {
+        match self.redactor {
+            Some(redactor) => event.redact(redactor),
+            None if crate::redaction::redaction_in_scope() => {
+                event.redact(&crate::redaction::InScope);
+            }
+            None => {}
+        }
+    }
+
+    /// Delivers an already cleaned event.
+    fn deliver(&self, event: &Event) {
+        self.global.events().emit(event);
         if let Some(scoped) = self.scoped {
-            scoped.events().emit(&event);
+            scoped.events().emit(event);
         }
     }
 
@@ -600,27 +676,32 @@ impl<'a> CallHooks<'a> {
         started: quanta::Instant,
         ctx: &P::Context,
     ) {
-        let event = HookDispatchedEvent::new(
+        let mut event = Event::HookDispatched(HookDispatchedEvent::new(
             P::ID,
             outcome,
             hooks_run,
             started,
             ctx.event_tool_name(),
             ctx.event_agent_role(),
-        );
+        ));
+        // Cleaned once, for the log line and the buses.
+        self.dispatcher.clean(&mut event);
+        let Event::HookDispatched(dispatched) = &event else {
+            return;
+        };
         tracing::debug!(
             target: "hooks_core::dispatch",
             point = %P::ID,
-            outcome = event.outcome,
-            hooks_run = event.hooks_run,
-            duration_ns = event.duration.as_nanos() as u64,
-            tool = event.tool_name.as_deref().unwrap_or(""),
-            agent = event.agent_role.as_deref().unwrap_or(""),
-            abort_reason = event.abort_reason.as_deref().unwrap_or(""),
-            abort_source = event.abort_source.as_deref().unwrap_or(""),
+            outcome = dispatched.outcome,
+            hooks_run = dispatched.hooks_run,
+            duration_ns = dispatched.duration.as_nanos() as u64,
+            tool = dispatched.tool_name.as_deref().unwrap_or(""),
+            agent = dispatched.agent_role.as_deref().unwrap_or(""),
+            abort_reason = dispatched.abort_reason.as_deref().unwrap_or(""),
+            abort_source = dispatched.abort_source.as_deref().unwrap_or(""),
             "hook chain dispatched"
         );
-        self.dispatcher.emit(Event::HookDispatched(event));
+        self.dispatcher.deliver(&event);
     }
 
     #[cold]

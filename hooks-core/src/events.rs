@@ -30,7 +30,6 @@
 //! ```
 
 use std::any::Any;
-use std::borrow::Cow;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -47,19 +46,14 @@ pub use crate::redaction::{
     redaction_in_scope,
 };
 
+mod redact;
+
+pub use redact::redact_json;
+
 use crate::contain::contain_panic;
 use crate::outcome::DispatchOutcome;
 use crate::panic::{drop_payload, panic_message};
 use crate::point::InterceptionPoint;
-
-/// `text` cleaned by the redaction in scope, sharing it when unchanged.
-fn clean_shared(text: Arc<str>) -> Arc<str> {
-    let cleaned = match redact_in_scope(&text) {
-        Cow::Owned(cleaned) => Some(cleaned),
-        Cow::Borrowed(_) => None,
-    };
-    cleaned.map_or(text, Arc::from)
-}
 
 /// One dispatch of a hook chain in which at least one hook ran.
 ///
@@ -120,18 +114,17 @@ impl HookDispatchedEvent {
         // One reading of the clock: the chain's end, and the event's time.
         let ended = quanta::Instant::now();
         // Built for listeners and `tracing` only (never on the unobserved
-        // path), so the redaction in scope costs nothing otherwise.
+        // path); cleaned at the bus's edge (`Dispatcher::clean`).
         let abort = outcome.aborted();
-        let clean = |text: &str| redact_in_scope(text).into_owned();
         HookDispatchedEvent {
             meta: EventMeta::at(ended),
             point,
             outcome: outcome.as_str(),
             hooks_run,
             duration: ended.saturating_duration_since(started),
-            abort_reason: abort.map(|a| clean(&a.reason)),
-            abort_source: abort.map(|a| clean(&a.source)),
-            tool_name: tool_name.map(clean_shared),
+            abort_reason: abort.map(|a| a.reason.clone()),
+            abort_source: abort.map(|a| a.source.clone()),
+            tool_name,
             agent_role,
         }
     }

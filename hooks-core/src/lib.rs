@@ -142,6 +142,7 @@ pub mod __private;
 pub mod runtime {
     pub use crate::contain::{ContainedPanic, contain_panic, contain_panic_async};
     pub use crate::dispatch::{CallHooks, Dispatcher, MODEL_CALL_POINTS, TOOL_CALL_POINTS};
+    pub use crate::events::redact_json;
     pub use crate::observation::{blocked_message, blocked_message_with_reason, withheld_message};
     pub use crate::panic::{drop_payload as drop_panic_payload, panic_message, take_panic_message};
     pub use crate::redaction::{

@@ -129,6 +129,15 @@ pub fn redact_contained<'t>(redactor: &dyn Redact, text: &'t str) -> Cow<'t, str
     }
 }
 
+/// The redaction in scope, as a [`Redact`] (cleans nothing when none is).
+pub(crate) struct InScope;
+
+impl Redact for InScope {
+    fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        redact_in_scope(text)
+    }
+}
+
 /// The redactors in scope on a thread, outermost first.
 type ScopeStack = Arc<[Arc<dyn Redact>]>;
 

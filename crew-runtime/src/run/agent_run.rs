@@ -114,7 +114,7 @@ impl AgentRun {
                     .last()
                     .map(|message| message.content.clone())
                     .unwrap_or_default(),
-                Some(_) => self.redaction().text(self.task.description()).into_owned(),
+                Some(_) => self.task.description().to_owned(),
             };
             let event = AgentExecutionStartedEvent {
                 meta: self.begin_execution(),
@@ -143,14 +143,14 @@ impl AgentRun {
                         agent_role: self.role().to_owned(),
                         task_name: self.task_name(),
                         crew: self.settings().crew_name(),
-                        error: self.redaction().owned(error.to_string()),
+                        error: error.to_string(),
                     }));
                 }
                 return Err(error);
             }
         };
         if self.listening() {
-            let output = self.redaction().text(&output.raw).into_owned();
+            let output = output.raw.clone();
             // One end per start, as the reference's nested attempts each
             // end theirs, the last attempt first: a listener pairing them
             // pairs every one.
@@ -311,7 +311,6 @@ impl AgentRun {
         turn: usize,
         started: Option<&AgentExecutionStartedEvent>,
     ) -> Result<ModelTurn, CrewError> {
-        let redaction = self.redaction();
         let model = self.agent().agent.llm().name();
         let limit = self.agent().agent.max_retry_limit();
         // Bounded: each pass either returns or takes one of `limit` retries.
@@ -357,7 +356,7 @@ impl AgentRun {
                         .with_parent(self.execution_event())
                         .with_started(model_call),
                     model: model.to_owned(),
-                    error: redaction.owned(source.to_string()),
+                    error: source.to_string(),
                     retry,
                     max_retries: limit,
                     agent_role: self.role().to_owned(),
@@ -419,11 +418,8 @@ impl AgentRun {
                 .with_parent(self.execution_event())
                 .with_started(started),
             model,
-            response: self.redaction().text(text).into_owned(),
-            tool_calls: calls
-                .iter()
-                .map(|call| self.redaction().text(&call.name).into_owned())
-                .collect(),
+            response: text.clone(),
+            tool_calls: calls.iter().map(|call| call.name.clone()).collect(),
             usage,
             agent_role: self.role().to_owned(),
             task_name: self.task_name(),

@@ -50,9 +50,9 @@ impl RunContext {
         self.agent().agent.role()
     }
 
-    /// The task's name as events carry it, cleaned.
+    /// The task's name as events carry it (cleaned where they leave).
     pub(super) fn task_name(&self) -> String {
-        self.redaction().text(self.task.name()).into_owned()
+        self.task.name().to_owned()
     }
 
     /// The crew's redaction.
@@ -69,9 +69,9 @@ impl RunContext {
     }
 
     /// The task's description as tool-usage events carry it (kickoff
-    /// inputs filled in, so cleaned).
+    /// inputs filled in; cleaned where the events leave).
     pub(crate) fn task_for_events(&self) -> String {
-        self.redaction().text(self.task.description()).into_owned()
+        self.task.description().to_owned()
     }
 
     pub(crate) fn listening(&self) -> bool {
@@ -81,7 +81,7 @@ impl RunContext {
     /// Sends an event to the global registry's bus and the crew's, as
     /// dispatches do.
     pub(crate) fn emit(&self, event: Event) {
-        self.hooks.emit(&event);
+        self.hooks.emit(event);
     }
 
     /// The start of the agent's execution under way (its events' parent).

@@ -141,7 +141,7 @@ async fn kickoff_unredacted(
     // model events say what it did.
     if started && plan.hooks.listening() && !plan.settings.standalone {
         let crew_name = plan.settings.name.clone();
-        plan.hooks.emit(&match &result {
+        plan.hooks.emit(match &result {
             Ok(output) => Event::CrewKickoffCompleted(CrewKickoffCompletedEvent {
                 meta: kickoff.end(),
                 crew_name,
@@ -153,7 +153,7 @@ async fn kickoff_unredacted(
             Err(error) => Event::CrewKickoffFailed(CrewKickoffFailedEvent {
                 meta: kickoff.end(),
                 crew_name,
-                error: redaction.owned(error.to_string()),
+                error: error.to_string(),
                 user,
                 kickoff_id,
             }),
@@ -250,7 +250,7 @@ impl Drop for EndIfCancelled {
         if self.started && plan.hooks.listening() && !plan.settings.standalone {
             let (user, kickoff_id) = who_and_which(&self.crew_info);
             plan.hooks
-                .emit(&Event::CrewKickoffFailed(CrewKickoffFailedEvent {
+                .emit(Event::CrewKickoffFailed(CrewKickoffFailedEvent {
                     meta: self.kickoff.end(),
                     crew_name: plan.settings.name.clone(),
                     error: "the kickoff was cancelled".to_owned(),
@@ -356,18 +356,11 @@ async fn input(
     let mut input = InputContext::new(inputs).in_crew(crew_info);
     let outcome = dispatch(&plan.hooks.dispatcher(), INPUT, &mut input).await;
     go_on(outcome, InterceptionPoint::INPUT, None)?;
-    let redaction = &plan.settings.redaction;
     if plan.hooks.listening() && !plan.settings.standalone {
-        let mut inputs = input.inputs.clone();
-        if redaction.is_set() {
-            inputs = inputs
-                .iter()
-                .map(|(name, value)| (name.to_owned(), redaction.text(value).into_owned()))
-                .collect();
-        }
+        let inputs = input.inputs.clone();
         let (user, kickoff_id) = who_and_which(crew_info);
         plan.hooks
-            .emit(&Event::CrewKickoffStarted(CrewKickoffStartedEvent {
+            .emit(Event::CrewKickoffStarted(CrewKickoffStartedEvent {
                 meta: kickoff.start(),
                 crew_name: plan.settings.name.clone(),
                 inputs,
@@ -424,7 +417,7 @@ async fn tasks(
             crew.task.index = position + 1,
         );
         if run.listening() {
-            let context = redaction.owned(prompt::context_text(&context));
+            let context = prompt::context_text(&context);
             run.emit(Event::TaskStarted(TaskStartedEvent {
                 meta: EventMeta::new()
                     .with_event_id(run.scope.task)
@@ -456,7 +449,7 @@ async fn tasks(
                         task_name: run.task_name(),
                         agent_role: run.role().to_owned(),
                         crew: run.settings().crew_name(),
-                        error: redaction.owned(error.to_string()),
+                        error: error.to_string(),
                     }));
                 }
                 return Err(error);
@@ -468,7 +461,7 @@ async fn tasks(
                 task_name: run.task_name(),
                 agent_role: run.role().to_owned(),
                 crew: run.settings().crew_name(),
-                output: redaction.text(&output.raw).into_owned(),
+                output: output.raw.clone(),
             }));
         }
         outputs.push(output);

@@ -176,15 +176,21 @@ pub(crate) struct CrewHooks {
     pub(crate) scoped: Arc<HookRegistry>,
     /// How long an `async` hook without a limit of its own may run.
     pub(crate) hook_timeout: Duration,
+    /// The crew's redaction, which cleans every event where it leaves.
+    pub(crate) redaction: Redaction,
 }
 
 impl CrewHooks {
     /// The dispatcher of the crew's calls: global hooks and the crew's
     /// own, merged.
     pub(crate) fn dispatcher(&self) -> Dispatcher<'_> {
-        Dispatcher::new(&self.global)
+        let dispatcher = Dispatcher::new(&self.global)
             .with_scope(&self.scoped)
-            .with_hook_timeout(self.hook_timeout)
+            .with_hook_timeout(self.hook_timeout);
+        match self.redaction.redactor_ref() {
+            Some(redactor) => dispatcher.with_redaction(redactor),
+            None => dispatcher,
+        }
     }
 
     /// Whether anyone listens on the global bus or the crew's.
@@ -192,11 +198,11 @@ impl CrewHooks {
         self.global.events().has_listeners() || self.scoped.events().has_listeners()
     }
 
-    /// Sends an event to the global bus and the crew's: the one place the
-    /// runtime reports on both.
-    pub(crate) fn emit(&self, event: &hooks_core::Event) {
-        self.global.events().emit(event);
-        self.scoped.events().emit(event);
+    /// Sends an event to the global bus and the crew's, through the
+    /// dispatcher's edge, where the crew's redaction cleans it: the one
+    /// road every event of the crew takes (the dispatches' own included).
+    pub(crate) fn emit(&self, event: hooks_core::Event) {
+        self.dispatcher().emit(event);
     }
 }
 

@@ -59,7 +59,6 @@ pub(super) fn execute<'a>(
     let watch = listening.then(|| {
         Arc::new(CallWatch::new(
             cx.hooks.clone(),
-            cx.redaction().clone(),
             report.abandoned(ctx.tool_name()),
         ))
     });

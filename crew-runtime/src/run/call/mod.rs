@@ -73,7 +73,7 @@ mod watch;
 mod wire;
 
 use execute::{Ran, execute};
-use report::{Failure, Report, warn_panic};
+use report::{Failure, Report, event_input, warn_panic};
 pub(crate) use wire::unique_call_ids;
 use wire::{Arguments, escape_control_characters};
 
@@ -137,7 +137,7 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
             }
             // A failed call ended with its `ToolUsageError`.
             if cx.listening() && failed.is_none() {
-                let input = ran_with.unwrap_or_else(|| report.cleaned(&ctx.tool_input));
+                let input = ran_with.unwrap_or_else(|| event_input(&ctx.tool_input));
                 let blocked = outcome.blocked.is_some();
                 report.finished(
                     ctx.tool_name(),
@@ -156,7 +156,7 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
             }
             // The call's end, unless its failure already ended it.
             if failed.is_none() && cx.listening() {
-                let input = ran_with.unwrap_or_else(|| report.cleaned(&ctx.tool_input));
+                let input = ran_with.unwrap_or_else(|| event_input(&ctx.tool_input));
                 let error = format!(
                     "the run was aborted after the call by {}: {}",
                     abort.source, abort.reason
@@ -215,7 +215,7 @@ fn not_found_output(
         cx.agent().tool_names()
     );
     if cx.listening() {
-        report.error(&call.name, report.cleaned(&ctx.tool_input), &message);
+        report.error(&call.name, event_input(&ctx.tool_input), &message);
     }
     ToolOutput::not_found(message)
 }
@@ -238,7 +238,7 @@ fn reject_arguments(cx: &RunContext, call: &ToolCallRequest, problem: &str) -> S
     if cx.listening() {
         // Begun and ended at once: no hook ran. The model's text, as it
         // sent it, is what the call carries.
-        let sent = cx.redaction().json(Value::String(call.arguments.clone()));
+        let sent = Value::String(call.arguments.clone());
         Report::refused(cx, event_name, sent, &message);
     }
     message
@@ -260,12 +260,7 @@ pub(crate) fn refuse(cx: &RunContext, call: &ToolCallRequest, asked: usize) -> S
             Arguments::Object(input) => input,
             Arguments::Unparsable(_) => Map::new(),
         };
-        Report::refused(
-            cx,
-            &name,
-            cx.redaction().json(Value::Object(input)),
-            &message,
-        );
+        Report::refused(cx, &name, Value::Object(input), &message);
     }
     // The observation itself (it names the model's tool): no POST chain
     // runs after it.

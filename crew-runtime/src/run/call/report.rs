@@ -5,8 +5,9 @@
 //! then `ToolFailureDetected`, before the POST chain), and exactly one end
 //! (`ToolUsageFinished`, `ToolUsageError` or, left behind,
 //! `ToolUsageAbandoned`), so a listener pairing starts with ends pairs
-//! every call once. Every text leaves through the crew's redaction; every
-//! event is built only when someone listens.
+//! every call once. Every event is built only when someone listens, and is
+//! cleaned by the crew's redaction where it leaves: the dispatcher's edge,
+//! which every event of the crew passes.
 
 use std::time::Duration;
 
@@ -50,13 +51,13 @@ impl<'c> Report<'c> {
         let mut report = Report { cx, started: None };
         if cx.listening() {
             let tool_name = normalize_tool_name(called);
-            report.started = Some(report.announce(&tool_name, report.cleaned(input)));
+            report.started = Some(report.announce(&tool_name, event_input(input)));
         }
         report
     }
 
     /// A call that begins and ends at once, no hook having run: its start
-    /// and its `ToolUsageError` (`input` already cleaned).
+    /// and its `ToolUsageError`.
     pub(super) fn refused(cx: &'c RunContext, tool_name: &str, input: Value, error: &str) {
         if cx.listening() {
             let mut report = Report { cx, started: None };
@@ -71,21 +72,13 @@ impl<'c> Report<'c> {
         self.started
     }
 
-    /// Arguments as events carry them: keys in order (a hook's added keys
-    /// too), cleaned by the crew's redaction.
-    pub(super) fn cleaned(&self, input: &Map<String, Value>) -> Value {
-        let mut input = input.clone();
-        sort_keys(&mut input);
-        self.cx.redaction().json(Value::Object(input))
-    }
-
     fn announce(&self, tool_name: &str, tool_input: Value) -> EventId {
         let cx = self.cx;
         let meta = EventMeta::new().with_parent(cx.execution_event());
         let id = meta.event_id;
         cx.emit(Event::ToolUsageStarted(ToolUsageStartedEvent {
             meta,
-            tool_name: cx.redaction().text(tool_name).into_owned(),
+            tool_name: tool_name.to_owned(),
             tool_input,
             agent_role: Some(cx.role().to_owned()),
             task: Some(cx.task_for_events()),
@@ -103,18 +96,18 @@ impl<'c> Report<'c> {
     }
 
     /// The tool's body starts, with the arguments the PRE chain left
-    /// (credentials a hook injected are cleaned here, while the tool
-    /// receives them): `ToolExecutionStarted`. Returns those arguments,
-    /// cleaned, when someone listens.
+    /// (credentials a hook injected are cleaned at the edge, while the tool
+    /// receives them): `ToolExecutionStarted`. Returns those arguments, as
+    /// events carry them, when someone listens.
     pub(super) fn executing(&self, tool_name: &str, input: &Map<String, Value>) -> Option<Value> {
         let cx = self.cx;
         if !cx.listening() {
             return None;
         }
-        let input = self.cleaned(input);
+        let input = event_input(input);
         cx.emit(Event::ToolExecutionStarted(ToolUsageStartedEvent {
             meta: EventMeta::new().with_parent(self.started),
-            tool_name: cx.redaction().owned(tool_name.to_owned()),
+            tool_name: tool_name.to_owned(),
             tool_input: input.clone(),
             agent_role: Some(cx.role().to_owned()),
             task: Some(cx.task_for_events()),
@@ -134,7 +127,7 @@ impl<'c> Report<'c> {
                 let _uncounted = hooks_core::events::EventSequence::enter(None);
                 self.end_meta()
             },
-            tool_name: cx.redaction().owned(tool_name.to_owned()),
+            tool_name: tool_name.to_owned(),
             completed: false,
             result: None,
             agent_role: Some(cx.role().to_owned()),
@@ -155,7 +148,7 @@ impl<'c> Report<'c> {
         status: &ToolCallStatus,
     ) {
         let cx = self.cx;
-        let reason = cx.redaction().text(status_error(status)).into_owned();
+        let reason = status_error(status).to_owned();
         self.error(tool_name, input, &reason);
         let (error_type, retryable) = match failure {
             Failure::Error | Failure::NotFound => ("error", false),
@@ -164,7 +157,7 @@ impl<'c> Report<'c> {
         };
         cx.emit(Event::ToolFailureDetected(ToolFailureDetectedEvent {
             meta: EventMeta::new().with_parent(self.started),
-            tool_name: cx.redaction().owned(tool_name.to_owned()),
+            tool_name: tool_name.to_owned(),
             reason,
             error_type,
             retryable,
@@ -174,17 +167,15 @@ impl<'c> Report<'c> {
         }));
     }
 
-    /// The call ends with an error: `ToolUsageError` (`input` already
-    /// cleaned), its texts cleaned.
+    /// The call ends with an error: `ToolUsageError`.
     pub(super) fn error(&self, tool_name: &str, input: Value, error: &str) {
         let cx = self.cx;
         if cx.listening() {
-            let redaction = cx.redaction();
             cx.emit(Event::ToolUsageError(ToolUsageErrorEvent {
                 meta: self.end_meta(),
-                tool_name: redaction.text(tool_name).into_owned(),
+                tool_name: tool_name.to_owned(),
                 tool_input: input,
-                error: redaction.text(error).into_owned(),
+                error: error.to_owned(),
                 agent_role: Some(cx.role().to_owned()),
                 task: Some(cx.task_for_events()),
                 crew: cx.settings().crew_label(),
@@ -205,7 +196,7 @@ impl<'c> Report<'c> {
         let cx = self.cx;
         cx.emit(Event::ToolUsageFinished(ToolUsageFinishedEvent {
             meta: self.end_meta(),
-            tool_name: cx.redaction().owned(tool_name.to_owned()),
+            tool_name: tool_name.to_owned(),
             tool_input: input,
             result: observation,
             blocked,
@@ -215,6 +206,14 @@ impl<'c> Report<'c> {
             crew: cx.settings().crew_label(),
         }));
     }
+}
+
+/// Arguments as events carry them: keys in order (a hook's added keys
+/// too).
+pub(super) fn event_input(input: &Map<String, Value>) -> Value {
+    let mut input = input.clone();
+    sort_keys(&mut input);
+    Value::Object(input)
 }
 
 /// The error a failed call's status carries (empty for any other status).

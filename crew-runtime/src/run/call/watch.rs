@@ -9,7 +9,6 @@ use hooks_core::Event;
 use hooks_core::events::{EventMeta, ToolUsageAbandonedEvent};
 use hooks_core::runtime::ToolOutput;
 
-use crate::redaction::Redaction;
 use crate::run::CrewHooks;
 use crate::tool::ToolResult;
 
@@ -26,21 +25,15 @@ enum CallState {
 pub(super) struct CallWatch {
     state: std::sync::Mutex<CallState>,
     hooks: CrewHooks,
-    redaction: Redaction,
     event: ToolUsageAbandonedEvent,
 }
 
 impl CallWatch {
     /// A running call, whose end, should it be left behind, is `event`.
-    pub(super) fn new(
-        hooks: CrewHooks,
-        redaction: Redaction,
-        event: ToolUsageAbandonedEvent,
-    ) -> Self {
+    pub(super) fn new(hooks: CrewHooks, event: ToolUsageAbandonedEvent) -> Self {
         CallWatch {
             state: std::sync::Mutex::new(CallState::Running),
             hooks,
-            redaction,
             event,
         }
     }
@@ -81,7 +74,7 @@ impl CallWatch {
                     Ok(Err(failure)) => ToolOutput::error(failure).rendered,
                     Err(_) => ToolOutput::error("the tool panicked").rendered,
                 };
-                self.report(true, Some(self.redaction.owned(result)));
+                self.report(true, Some(result));
             }
             _ => *state = CallState::Settled,
         }
@@ -94,7 +87,7 @@ impl CallWatch {
             .with_started(event.meta.started_event_id);
         event.completed = completed;
         event.result = result;
-        self.hooks.emit(&Event::ToolUsageAbandoned(event));
+        self.hooks.emit(Event::ToolUsageAbandoned(event));
     }
 }
 
