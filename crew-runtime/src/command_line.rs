@@ -1,5 +1,5 @@
-//! What the command lines of `crew-audit` ([`crate::audit::cli`]) and
-//! `crew-inbox` ([`crate::inbox::cli`]) share: where the parser's help and
+//! What the command lines of `crew-audit` (`audit::cli`) and `crew-inbox`
+//! (`inbox::cli`) share: where the parser's help and
 //! usage errors go, their exit status, and the words for an unknown
 //! command.
 
