@@ -1,7 +1,6 @@
 //! What the command lines of `crew-audit` (`audit::cli`) and `crew-inbox`
-//! (`inbox::cli`) share: where the parser's help and
-//! usage errors go, their exit status, and the words for an unknown
-//! command.
+//! (`inbox::cli`) share: where the parser's help and usage errors go,
+//! their exit status, and the words for an unknown command.
 
 use std::io::Write;
 use std::process::ExitCode;
