@@ -53,6 +53,8 @@
 //! # }
 //! ```
 
+pub mod cli;
+
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -145,6 +145,8 @@ pub mod anthropic;
 #[cfg(feature = "audit")]
 pub mod audit;
 mod check;
+#[cfg(any(feature = "audit", feature = "inbox"))]
+mod command_line;
 pub mod console;
 mod crew;
 mod direct;

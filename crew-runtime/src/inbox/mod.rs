@@ -47,6 +47,7 @@
 
 mod api;
 mod auth;
+pub mod cli;
 mod list;
 mod pages;
 mod serve;
