@@ -41,6 +41,19 @@
 //! # let _ = (llm, ask);
 //! ```
 //!
+//! The knobs it shares with the OpenAI-compatible client (model, base URL,
+//! key, timeout, retries, limits, streaming, temperature) can be given
+//! whole, as [`ModelOptions`](crate::ModelOptions):
+//!
+//! ```
+//! use crew_runtime::ModelOptions;
+//! use crew_runtime::anthropic::Anthropic;
+//!
+//! let options = ModelOptions::new("claude-sonnet-4-5").base_url("http://localhost:8080");
+//! let llm = Anthropic::with_options(options).max_tokens(1024);
+//! assert_eq!(llm.check(), Ok(()));
+//! ```
+//!
 //! # The conversation on the wire
 //!
 //! The system messages of the conversation go, joined, in the request's
@@ -590,8 +603,10 @@ impl Anthropic {
 
     /// Checks, without any network call, that a request can be made: the
     /// base URL is a valid `http://` or `https://` URL (`https://` only with
-    /// the `tls` feature), a model is named, `max_tokens` is not 0, and the
-    /// key can be sent in an HTTP header.
+    /// the `tls` feature), a model is named, the timeout and the answer size
+    /// limit are not 0, the key can be sent in an HTTP header (the checks
+    /// of [`ModelOptions::check`](crate::ModelOptions::check), with the
+    /// same texts), and `max_tokens` is not 0.
     ///
     /// ```
     /// use crew_runtime::anthropic::Anthropic;

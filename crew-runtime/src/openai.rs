@@ -20,6 +20,19 @@
 //! # let _ = (llm, ask);
 //! ```
 //!
+//! Or with the options every model client shares ([`ModelOptions`]), so
+//! that a service configures this client and the Anthropic one the same
+//! way:
+//!
+//! ```
+//! use crew_runtime::ModelOptions;
+//! use crew_runtime::openai::OpenAiCompatible;
+//!
+//! let options = ModelOptions::new("llama3.1").base_url("http://localhost:11434/v1").max_retries(3);
+//! let llm = OpenAiCompatible::with_options(options);
+//! assert_eq!(llm.check(), Ok(()));
+//! ```
+//!
 //! From the environment, the way the examples do it:
 //!
 //! ```
@@ -79,6 +92,7 @@
 //! [`LlmError::InvalidResponse`]: crate::llm::LlmError::InvalidResponse
 //! [`LlmError::Timeout`]: crate::llm::LlmError::Timeout
 //! [`LlmError::Config`]: crate::llm::LlmError::Config
+//! [`ModelOptions`]: crate::ModelOptions
 
 mod stream;
 mod wire;
@@ -610,8 +624,9 @@ impl OpenAiCompatible {
 
     /// Checks, without any network call, that a request can be made: the
     /// base URL is a valid `http://` or `https://` URL (`https://` only with
-    /// the `tls` feature), a model is named, and the key can be sent in an
-    /// HTTP header.
+    /// the `tls` feature), a model is named, the timeout and the answer size
+    /// limit are not 0, and the key can be sent in an HTTP header (the
+    /// checks of [`ModelOptions::check`], with the same texts).
     ///
     /// ```
     /// use crew_runtime::llm::LlmError;
