@@ -1246,7 +1246,7 @@ mod cases {
     }
 
     #[cfg(feature = "tls")]
-    pub(super) async fn https_base_url_is_accepted_with_the_tls_feature<P: Provider>() {
+    pub(super) async fn https_base_url_is_accepted_only_with_the_tls_feature<P: Provider>() {
         let client = P::client(ModelOptions::new("m").base_url("https://127.0.0.1:1/v1"));
 
         // A Config error would come before any connection; port 1 refuses.
@@ -1256,7 +1256,7 @@ mod cases {
     }
 
     #[cfg(not(feature = "tls"))]
-    pub(super) async fn https_base_url_is_accepted_with_the_tls_feature<P: Provider>() {
+    pub(super) async fn https_base_url_is_accepted_only_with_the_tls_feature<P: Provider>() {
         let client = P::client(ModelOptions::new("m").base_url("https://127.0.0.1:1/v1"));
 
         match ask::<P>(&client).await {
@@ -1343,7 +1343,7 @@ macro_rules! conformance {
                 endless_same_origin_redirects_are_cut_off,
                 the_key_and_password_never_appear_in_errors_or_debug_output,
                 unusable_options_are_config_errors_before_any_request,
-                https_base_url_is_accepted_with_the_tls_feature,
+                https_base_url_is_accepted_only_with_the_tls_feature,
                 #[cfg(feature = "tls")]
                 https_to_a_server_without_tls_is_a_transport_error,
                 complete_streaming_is_a_send_future,
