@@ -41,6 +41,19 @@
 //! # let _ = (llm, ask);
 //! ```
 //!
+//! The knobs it shares with the OpenAI-compatible client (model, base URL,
+//! key, timeout, retries, limits, streaming, temperature) can be given
+//! whole, as [`ModelOptions`](crate::ModelOptions):
+//!
+//! ```
+//! use crew_runtime::ModelOptions;
+//! use crew_runtime::anthropic::Anthropic;
+//!
+//! let options = ModelOptions::new("claude-sonnet-4-5").base_url("http://localhost:8080");
+//! let llm = Anthropic::with_options(options).max_tokens(1024);
+//! assert_eq!(llm.check(), Ok(()));
+//! ```
+//!
 //! # The conversation on the wire
 //!
 //! The system messages of the conversation go, joined, in the request's
@@ -126,9 +139,10 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::http_client::build_http_client;
-use crate::http_model::{Answer, Call, Endpoint, StreamedTurn, Wire, key_header, shown_base_url};
+use crate::http_model::{Answer, Call, Provider, StreamedTurn, Wire};
 use crate::http_secrets::{Secrets, mask_password};
 use crate::llm::{ChatMessage, DeltaSink, Llm, LlmError, LlmRequest, ModelTurn, ToolDefinition};
+use crate::model_options::{self, ModelOptions};
 use hooks_core::TokenUsage;
 use stream::{Progress, TurnAssembler};
 use wire::{RequestOptions, error_message, parse_response, wire_request};
@@ -211,7 +225,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// let llm = Anthropic::new("claude-sonnet-4-5").max_retries(DEFAULT_MAX_RETRIES + 3);
 /// # let _ = llm;
 /// ```
-pub const DEFAULT_MAX_RETRIES: u32 = 2;
+pub const DEFAULT_MAX_RETRIES: u32 = model_options::DEFAULT_MAX_RETRIES;
 /// The wait before the first retry, doubled for each further one, unless
 /// [`Anthropic::retry_backoff`] says otherwise.
 ///
@@ -221,7 +235,7 @@ pub const DEFAULT_MAX_RETRIES: u32 = 2;
 /// let llm = Anthropic::new("claude-sonnet-4-5").retry_backoff(DEFAULT_RETRY_BACKOFF / 5);
 /// # let _ = llm;
 /// ```
-pub const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_millis(500);
+pub const DEFAULT_RETRY_BACKOFF: Duration = model_options::DEFAULT_RETRY_BACKOFF;
 /// The longest the client waits before a retry: a server that asks for more
 /// (`Retry-After`) gets its error reported instead, and the doubling waits
 /// stop growing there.
@@ -242,7 +256,7 @@ pub const MAX_RETRY_WAIT: Duration = crate::http_model::MAX_RETRY_WAIT;
 /// let llm = Anthropic::new("claude-sonnet-4-5").max_response_bytes(DEFAULT_MAX_RESPONSE_BYTES * 4);
 /// # let _ = llm;
 /// ```
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = model_options::DEFAULT_MAX_RESPONSE_BYTES;
 
 const API_KEY_HEADER: HeaderName = HeaderName::from_static("x-api-key");
 const VERSION_HEADER: HeaderName = HeaderName::from_static("anthropic-version");
@@ -272,16 +286,8 @@ const VERSION_HEADER: HeaderName = HeaderName::from_static("anthropic-version");
 /// ```
 #[derive(Clone)]
 pub struct Anthropic {
-    model: String,
-    base_url: String,
-    api_key: Option<String>,
+    options: ModelOptions,
     max_tokens: u32,
-    temperature: Option<f32>,
-    stream: bool,
-    timeout: Duration,
-    max_retries: u32,
-    retry_backoff: Duration,
-    max_response_bytes: usize,
     /// The HTTP client, or why it could not be set up (reported by
     /// [`Anthropic::check`] and by every call, so that building a client
     /// stays infallible).
@@ -292,17 +298,10 @@ impl fmt::Debug for Anthropic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The key and the URL's password are secrets: never print them, only
         // whether there is a key.
+        // The options' Debug shows neither the key nor the URL's password.
         f.debug_struct("Anthropic")
-            .field("model", &self.model)
-            .field("base_url", &mask_password(&self.base_url))
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("options", &self.options)
             .field("max_tokens", &self.max_tokens)
-            .field("temperature", &self.temperature)
-            .field("stream", &self.stream)
-            .field("timeout", &self.timeout)
-            .field("max_retries", &self.max_retries)
-            .field("retry_backoff", &self.retry_backoff)
-            .field("max_response_bytes", &self.max_response_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -319,19 +318,67 @@ impl Anthropic {
     /// assert_eq!(llm.check(), Ok(()));
     /// ```
     pub fn new(model: impl Into<String>) -> Self {
+        Anthropic::with_options(ModelOptions::new(model))
+    }
+
+    /// A client configured by the options both model clients share (the
+    /// base URL [`DEFAULT_BASE_URL`] and the timeout [`DEFAULT_TIMEOUT`]
+    /// when they name none), with answers of at most
+    /// [`DEFAULT_MAX_TOKENS`] tokens.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use crew_runtime::ModelOptions;
+    /// use crew_runtime::anthropic::Anthropic;
+    ///
+    /// let options = ModelOptions::new("claude-sonnet-4-5")
+    ///     .base_url("http://localhost:8080")
+    ///     .timeout(Duration::from_secs(30));
+    /// let llm = Anthropic::with_options(options.clone());
+    /// assert_eq!(llm.model_options(), &options);
+    /// ```
+    pub fn with_options(options: ModelOptions) -> Self {
         Anthropic {
-            model: model.into(),
-            base_url: DEFAULT_BASE_URL.to_owned(),
-            api_key: None,
+            options,
             max_tokens: DEFAULT_MAX_TOKENS,
-            temperature: None,
-            stream: false,
-            timeout: DEFAULT_TIMEOUT,
-            max_retries: DEFAULT_MAX_RETRIES,
-            retry_backoff: DEFAULT_RETRY_BACKOFF,
-            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             http: build_http_client(),
         }
+    }
+
+    /// Replaces every shared option at once (model, base URL, key, timeout,
+    /// retries, limits, streaming, temperature) with `options`, the way
+    /// the other model clients take them; `max_tokens` stays as it is.
+    ///
+    /// ```
+    /// use crew_runtime::ModelOptions;
+    /// use crew_runtime::anthropic::Anthropic;
+    ///
+    /// let options = ModelOptions::new("claude-haiku-4-5").base_url("http://localhost:8080");
+    /// let llm = Anthropic::new("claude-sonnet-4-5").max_tokens(256).options(options);
+    /// assert_eq!(llm.model(), "claude-haiku-4-5");
+    /// assert_eq!(llm.base_url_text(), "http://localhost:8080");
+    /// ```
+    pub fn options(mut self, options: ModelOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The shared options this client uses.
+    ///
+    /// ```
+    /// use crew_runtime::anthropic::Anthropic;
+    ///
+    /// let llm = Anthropic::new("claude-sonnet-4-5").max_retries(5);
+    /// assert_eq!(llm.model_options().max_retries, 5);
+    /// ```
+    pub fn model_options(&self) -> &ModelOptions {
+        &self.options
+    }
+
+    /// The client with one shared option changed.
+    fn change(mut self, change: impl FnOnce(ModelOptions) -> ModelOptions) -> Self {
+        self.options = change(self.options);
+        self
     }
 
     /// A client configured from `ANTHROPIC_MODEL`, `ANTHROPIC_API_KEY` and
@@ -412,9 +459,8 @@ impl Anthropic {
     /// let llm = Anthropic::new("claude-sonnet-4-5").api_key("sk-ant-secret");
     /// assert!(!format!("{llm:?}").contains("sk-ant-secret"));
     /// ```
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
-        self
+    pub fn api_key(self, key: impl Into<String>) -> Self {
+        self.change(|options| options.api_key(key))
     }
 
     /// Sends requests to `base_url` (without `/v1`: the client adds
@@ -427,9 +473,8 @@ impl Anthropic {
     /// let llm = Anthropic::new("claude-sonnet-4-5").base_url("http://localhost:8080/");
     /// assert_eq!(llm.base_url_text(), "http://localhost:8080/");
     /// ```
-    pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = base_url.into();
-        self
+    pub fn base_url(self, base_url: impl Into<String>) -> Self {
+        self.change(|options| options.base_url(base_url))
     }
 
     /// Lets an answer have at most `tokens` tokens (the API's required
@@ -455,9 +500,8 @@ impl Anthropic {
     /// let steady = Anthropic::new("claude-sonnet-4-5").temperature(0.0);
     /// # let _ = steady;
     /// ```
-    pub fn temperature(mut self, temperature: f32) -> Self {
-        self.temperature = Some(temperature);
-        self
+    pub fn temperature(self, temperature: f32) -> Self {
+        self.change(|options| options.temperature(temperature))
     }
 
     /// Asks for streamed answers (`"stream": true`), whose text reaches the
@@ -470,9 +514,8 @@ impl Anthropic {
     /// let llm = Anthropic::new("claude-sonnet-4-5").stream(true);
     /// # let _ = llm;
     /// ```
-    pub fn stream(mut self, on: bool) -> Self {
-        self.stream = on;
-        self
+    pub fn stream(self, on: bool) -> Self {
+        self.change(|options| options.stream(on))
     }
 
     /// Gives up on a call after `timeout` (connecting, sending, reading the
@@ -486,9 +529,8 @@ impl Anthropic {
     /// let llm = Anthropic::new("claude-sonnet-4-5").timeout(Duration::from_secs(300));
     /// # let _ = llm;
     /// ```
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
+    pub fn timeout(self, timeout: Duration) -> Self {
+        self.change(|options| options.timeout(timeout))
     }
 
     /// Tries a request again at most `retries` times after a rate limit
@@ -502,9 +544,8 @@ impl Anthropic {
     /// let no_retries = Anthropic::new("claude-sonnet-4-5").max_retries(0);
     /// # let _ = no_retries;
     /// ```
-    pub fn max_retries(mut self, retries: u32) -> Self {
-        self.max_retries = retries;
-        self
+    pub fn max_retries(self, retries: u32) -> Self {
+        self.change(|options| options.max_retries(retries))
     }
 
     /// Waits `backoff` before the first retry, twice as long before the
@@ -519,9 +560,8 @@ impl Anthropic {
     /// let patient = Anthropic::new("claude-sonnet-4-5").retry_backoff(Duration::from_secs(2));
     /// # let _ = patient;
     /// ```
-    pub fn retry_backoff(mut self, backoff: Duration) -> Self {
-        self.retry_backoff = backoff;
-        self
+    pub fn retry_backoff(self, backoff: Duration) -> Self {
+        self.change(|options| options.retry_backoff(backoff))
     }
 
     /// Refuses an answer (a plain body, or everything a stream sends) larger
@@ -534,9 +574,8 @@ impl Anthropic {
     /// let small = Anthropic::new("claude-sonnet-4-5").max_response_bytes(1024 * 1024);
     /// # let _ = small;
     /// ```
-    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
-        self.max_response_bytes = bytes;
-        self
+    pub fn max_response_bytes(self, bytes: usize) -> Self {
+        self.change(|options| options.max_response_bytes(bytes))
     }
 
     /// The model name the API is asked for, a short name for logs.
@@ -547,7 +586,7 @@ impl Anthropic {
     /// assert_eq!(Anthropic::new("claude-sonnet-4-5").model(), "claude-sonnet-4-5");
     /// ```
     pub fn model(&self) -> &str {
-        &self.model
+        &self.options.model
     }
 
     /// The base URL, with any password in it replaced by `***`.
@@ -559,13 +598,15 @@ impl Anthropic {
     /// assert_eq!(llm.base_url_text(), "http://me:***@localhost:8080");
     /// ```
     pub fn base_url_text(&self) -> String {
-        mask_password(&self.base_url).into_owned()
+        mask_password(PROVIDER.base_url(&self.options)).into_owned()
     }
 
     /// Checks, without any network call, that a request can be made: the
     /// base URL is a valid `http://` or `https://` URL (`https://` only with
-    /// the `tls` feature), a model is named, `max_tokens` is not 0, and the
-    /// key can be sent in an HTTP header.
+    /// the `tls` feature), a model is named, the timeout and the answer size
+    /// limit are not 0, the key can be sent in an HTTP header (the checks
+    /// of [`ModelOptions::check`](crate::ModelOptions::check), with the
+    /// same texts), and `max_tokens` is not 0.
     ///
     /// ```
     /// use crew_runtime::anthropic::Anthropic;
@@ -636,7 +677,7 @@ impl Anthropic {
     }
 
     fn secrets(&self) -> Secrets {
-        Secrets::new(self.api_key.as_deref(), &self.base_url)
+        PROVIDER.secrets(&self.options)
     }
 }
 
@@ -718,10 +759,10 @@ impl Anthropic {
     ) -> Result<Answer, LlmError> {
         let call = self.call()?;
         let options = RequestOptions {
-            model: &self.model,
+            model: &self.options.model,
             max_tokens: self.max_tokens,
-            temperature: self.temperature,
-            stream: self.stream,
+            temperature: self.options.temperature,
+            stream: self.options.stream,
         };
         let request = wire_request(options, messages, tools);
         // Only strings and JSON values go in, so encoding cannot fail in
@@ -729,10 +770,10 @@ impl Anthropic {
         let body = serde_json::to_vec(&request)
             .map_err(|e| LlmError::Config(format!("the request could not be encoded: {e}")))?;
         tracing::debug!(
-            model = %self.model,
+            model = %self.options.model,
             messages = messages.len(),
             tools = tools.len(),
-            stream = self.stream,
+            stream = self.options.stream,
             "asking the model"
         );
         call.ask::<Messages>(&body, sink).await
@@ -741,44 +782,23 @@ impl Anthropic {
     /// The URL, headers and limits of a call's requests, or why none can be
     /// made.
     fn call(&self) -> Result<Call<'_>, LlmError> {
-        let url = self.endpoint().url()?;
+        let mut headers = HeaderMap::new();
+        headers.insert(VERSION_HEADER, HeaderValue::from_static(API_VERSION));
+        let call = PROVIDER.call(&self.options, &self.http, headers)?;
         if self.max_tokens == 0 {
             return Err(LlmError::Config(
                 "max_tokens is 0: the API needs room for at least one token".to_owned(),
             ));
         }
-        let http = self.http.as_ref().map_err(|reason| {
-            LlmError::Config(format!("the HTTP client could not be set up: {reason}"))
-        })?;
-        let mut headers = HeaderMap::new();
-        headers.insert(VERSION_HEADER, HeaderValue::from_static(API_VERSION));
-        if let Some(key) = &self.api_key {
-            headers.insert(API_KEY_HEADER, key_header(key)?);
-        }
-        Ok(Call {
-            http,
-            url,
-            headers,
-            stream: self.stream,
-            timeout: self.timeout,
-            max_retries: self.max_retries,
-            retry_backoff: self.retry_backoff,
-            max_response_bytes: self.max_response_bytes,
-            shown_base_url: shown_base_url(&self.base_url),
-        })
-    }
-
-    /// Where the Messages requests go.
-    fn endpoint(&self) -> Endpoint<'_> {
-        Endpoint {
-            base_url: &self.base_url,
-            path: "v1/messages",
-            model: &self.model,
-            feature: "anthropic",
-            plain_http: "a local gateway",
-            example_url: DEFAULT_BASE_URL,
-            model_var: MODEL_VAR,
-            constructor: "Anthropic::new",
-        }
+        Ok(call)
     }
 }
+
+/// How the Messages requests are sent.
+const PROVIDER: Provider = Provider {
+    default_base_url: DEFAULT_BASE_URL,
+    default_timeout: DEFAULT_TIMEOUT,
+    path: "v1/messages",
+    key_header: API_KEY_HEADER,
+    key_prefix: "",
+};

@@ -8,15 +8,16 @@
 use std::time::{Duration, SystemTime};
 
 use futures_util::StreamExt;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName};
 use reqwest::{Response, Url};
 use sse_stream::SseByteStream;
 use tokio::time::Instant;
 
 use crate::http_client::{Body, StreamReadError, error_chain, is_connection_failure, read_at_most};
 use crate::http_retry as retry;
-use crate::http_secrets::mask_password;
+use crate::http_secrets::{Secrets, mask_password};
 use crate::llm::{DeltaSink, LlmError, ModelTurn};
+use crate::model_options::{ModelOptions, key_header, request_url};
 use hooks_core::TokenUsage;
 
 /// The longest wait before a retry, whatever the server asks for.
@@ -59,83 +60,63 @@ pub(crate) trait StreamedTurn: Default {
     fn answer_at_end_of_stream(self) -> Result<Answer, LlmError>;
 }
 
-/// Where a client's requests go: checked before any request is made.
-pub(crate) struct Endpoint<'a> {
-    /// The base URL as configured.
-    pub(crate) base_url: &'a str,
-    /// The path joined to it (`chat/completions`, `v1/messages`).
-    pub(crate) path: &'a str,
-    pub(crate) model: &'a str,
-    /// The client's feature, named in the hint to turn on `tls`.
-    pub(crate) feature: &'a str,
-    /// What serves plain http (`a local server`, `a local gateway`).
-    pub(crate) plain_http: &'a str,
-    /// A base URL that works, for the error about a malformed one.
-    pub(crate) example_url: &'a str,
-    /// The environment variable of the model name.
-    pub(crate) model_var: &'a str,
-    /// The client's constructor, which takes a model name.
-    pub(crate) constructor: &'a str,
+/// What a provider adds to the shared options: where its requests go
+/// and how its key is sent.
+pub(crate) struct Provider {
+    /// The base URL when the options name none.
+    pub(crate) default_base_url: &'static str,
+    /// The timeout when the options name none.
+    pub(crate) default_timeout: Duration,
+    /// The path joined to the base URL (`chat/completions`, `v1/messages`).
+    pub(crate) path: &'static str,
+    /// The header that carries the key.
+    pub(crate) key_header: HeaderName,
+    /// What goes before the key in that header (`Bearer `, or nothing).
+    pub(crate) key_prefix: &'static str,
 }
 
-impl Endpoint<'_> {
-    /// The URL of the client's requests, or why the base URL cannot be
-    /// used.
-    pub(crate) fn url(&self) -> Result<Url, LlmError> {
-        let base = self.base_url.trim().trim_end_matches('/');
-        let shown = mask_password(base);
-        let scheme = base
-            .split_once("://")
-            .map(|(scheme, _)| scheme.to_ascii_lowercase());
-        match scheme.as_deref() {
-            Some("http") => {}
-            Some("https") if cfg!(feature = "tls") => {}
-            Some("https") => {
-                return Err(LlmError::Config(format!(
-                    "the base URL {shown} uses https, which needs the `tls` feature of \
-                     crew-runtime (`crew-runtime = {{ version = \"…\", features = \
-                     [\"{}\", \"tls\"] }}`); or use an http:// URL of {}",
-                    self.feature, self.plain_http
-                )));
-            }
-            _ => {
-                return Err(LlmError::Config(format!(
-                    "the base URL {shown:?} must start with http:// or https:// (e.g. {})",
-                    self.example_url
-                )));
-            }
+impl Provider {
+    /// The base URL `options` send requests to.
+    pub(crate) fn base_url<'a>(&self, options: &'a ModelOptions) -> &'a str {
+        options.base_url.as_deref().unwrap_or(self.default_base_url)
+    }
+
+    /// The secrets `options` hold: the key and the base URL's password.
+    pub(crate) fn secrets(&self, options: &ModelOptions) -> Secrets {
+        Secrets::new(options.api_key.as_deref(), self.base_url(options))
+    }
+
+    /// The requests of one call made with `options`, or why none can be
+    /// made: the shared knobs checked once for every provider, `headers`
+    /// (an API version) added to the key's.
+    pub(crate) fn call<'a>(
+        &self,
+        options: &ModelOptions,
+        http: &'a Result<reqwest::Client, String>,
+        mut headers: HeaderMap,
+    ) -> Result<Call<'a>, LlmError> {
+        let base_url = self.base_url(options);
+        let url = request_url(base_url, self.path)?;
+        options.check_knobs()?;
+        let http = http.as_ref().map_err(|reason| {
+            LlmError::Config(format!("the HTTP client could not be set up: {reason}"))
+        })?;
+        if let Some(key) = &options.api_key {
+            let value = key_header(&format!("{}{key}", self.key_prefix))?;
+            headers.insert(self.key_header.clone(), value);
         }
-        if self.model.trim().is_empty() {
-            return Err(LlmError::Config(format!(
-                "no model name is set (set {} or pass one to {})",
-                self.model_var, self.constructor
-            )));
-        }
-        Url::parse(&format!("{base}/{}", self.path)).map_err(|e| {
-            LlmError::Config(format!(
-                "the base URL {shown} cannot be used in a request: {e}"
-            ))
+        Ok(Call {
+            http,
+            url,
+            headers,
+            stream: options.stream,
+            timeout: options.timeout.unwrap_or(self.default_timeout),
+            max_retries: options.max_retries,
+            retry_backoff: options.retry_backoff,
+            max_response_bytes: options.max_response_bytes,
+            shown_base_url: mask_password(base_url.trim().trim_end_matches('/')).into_owned(),
         })
     }
-}
-
-/// A header value that carries an API key: marked sensitive, so that no
-/// debug output shows it; an error when a header cannot carry it.
-pub(crate) fn key_header(text: &str) -> Result<HeaderValue, LlmError> {
-    let mut value = HeaderValue::from_str(text).map_err(|_| {
-        LlmError::Config(
-            "the API key cannot be used in a request: it has characters an HTTP header cannot \
-             carry (a line break, or text that is not ASCII)"
-                .to_owned(),
-        )
-    })?;
-    value.set_sensitive(true);
-    Ok(value)
-}
-
-/// The base URL as errors show it: without its password.
-pub(crate) fn shown_base_url(base_url: &str) -> String {
-    mask_password(base_url.trim().trim_end_matches('/')).into_owned()
 }
 
 /// One model call's requests: where they go, with which headers, within
@@ -151,7 +132,7 @@ pub(crate) struct Call<'a> {
     pub(crate) max_retries: u32,
     pub(crate) retry_backoff: Duration,
     pub(crate) max_response_bytes: usize,
-    /// The base URL as errors show it (see [`shown_base_url`]).
+    /// The base URL as errors show it: without its password.
     pub(crate) shown_base_url: String,
 }
 

@@ -169,6 +169,10 @@ mod join;
 pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+/// The options both HTTP model clients share (model, base URL, key, timeout,
+/// retries, limits), checked once for both.
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+pub mod model_options;
 /// A client for OpenAI-compatible chat-completions servers (OpenAI, Ollama,
 /// vLLM, llama.cpp) with native tool calling (feature `openai`).
 #[cfg(feature = "openai")]
@@ -283,6 +287,8 @@ pub use crew::{
 };
 pub use direct::{ModelAnswer, ModelCallError, call_model};
 pub use error::{BuildError, CrewError, IntegrationError};
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+pub use model_options::{ModelOptions, ModelOptionsError};
 pub use placement::SyncPlacement;
 pub use registry::SharedRegistry;
 pub use scripted::{RecordedRequest, ScriptedCall, ScriptedLlm};

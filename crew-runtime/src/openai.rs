@@ -20,6 +20,19 @@
 //! # let _ = (llm, ask);
 //! ```
 //!
+//! Or with the options every model client shares ([`ModelOptions`]), so
+//! that a service configures this client and the Anthropic one the same
+//! way:
+//!
+//! ```
+//! use crew_runtime::ModelOptions;
+//! use crew_runtime::openai::OpenAiCompatible;
+//!
+//! let options = ModelOptions::new("llama3.1").base_url("http://localhost:11434/v1").max_retries(3);
+//! let llm = OpenAiCompatible::with_options(options);
+//! assert_eq!(llm.check(), Ok(()));
+//! ```
+//!
 //! From the environment, the way the examples do it:
 //!
 //! ```
@@ -79,6 +92,7 @@
 //! [`LlmError::InvalidResponse`]: crate::llm::LlmError::InvalidResponse
 //! [`LlmError::Timeout`]: crate::llm::LlmError::Timeout
 //! [`LlmError::Config`]: crate::llm::LlmError::Config
+//! [`ModelOptions`]: crate::ModelOptions
 
 mod stream;
 mod wire;
@@ -89,11 +103,11 @@ use std::time::Duration;
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 
 use crate::http_client::build_http_client;
-use crate::http_model::{Answer, Call, Endpoint, StreamedTurn, Wire, key_header, shown_base_url};
-use crate::http_secrets as secrets;
+use crate::http_model::{Answer, Call, Provider, StreamedTurn, Wire};
+use crate::http_secrets::mask_password;
 use crate::llm::{ChatMessage, DeltaSink, Llm, LlmError, LlmRequest, ModelTurn, ToolDefinition};
+use crate::model_options::{self, ModelOptions};
 use hooks_core::TokenUsage;
-use secrets::{Secrets, mask_password};
 use stream::{Progress, TurnAssembler};
 use wire::{error_message, parse_response, wire_request};
 
@@ -159,7 +173,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 ///     .max_retries(DEFAULT_MAX_RETRIES + 3);
 /// # let _ = llm;
 /// ```
-pub const DEFAULT_MAX_RETRIES: u32 = 2;
+pub const DEFAULT_MAX_RETRIES: u32 = model_options::DEFAULT_MAX_RETRIES;
 /// The wait before the first retry, doubled for each further one, unless
 /// [`OpenAiCompatible::retry_backoff`] says otherwise.
 ///
@@ -170,7 +184,7 @@ pub const DEFAULT_MAX_RETRIES: u32 = 2;
 ///     .retry_backoff(DEFAULT_RETRY_BACKOFF / 5);
 /// # let _ = llm;
 /// ```
-pub const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_millis(500);
+pub const DEFAULT_RETRY_BACKOFF: Duration = model_options::DEFAULT_RETRY_BACKOFF;
 /// The longest the client waits before a retry: a server that asks for more
 /// (`Retry-After`) gets its error reported instead, and the doubling waits
 /// stop growing there.
@@ -192,7 +206,7 @@ pub const MAX_RETRY_WAIT: Duration = crate::http_model::MAX_RETRY_WAIT;
 ///     .max_response_bytes(DEFAULT_MAX_RESPONSE_BYTES * 4);
 /// # let _ = llm;
 /// ```
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = model_options::DEFAULT_MAX_RESPONSE_BYTES;
 
 /// Where the model lives and which one to ask, as read from the
 /// environment.
@@ -323,13 +337,10 @@ impl OpenAiConfig {
 /// ```
 #[derive(Clone)]
 pub struct OpenAiCompatible {
+    /// The options' model, base URL (the default one when they name none)
+    /// and key, as [`OpenAiCompatible::config`] shows them.
     config: OpenAiConfig,
-    timeout: Duration,
-    temperature: Option<f32>,
-    stream: bool,
-    max_retries: u32,
-    retry_backoff: Duration,
-    max_response_bytes: usize,
+    options: ModelOptions,
     /// The HTTP client, or why it could not be set up (reported by
     /// [`OpenAiCompatible::check`] and by every call, so that building a
     /// client stays infallible).
@@ -340,12 +351,7 @@ impl fmt::Debug for OpenAiCompatible {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiCompatible")
             .field("config", &self.config)
-            .field("timeout", &self.timeout)
-            .field("temperature", &self.temperature)
-            .field("stream", &self.stream)
-            .field("max_retries", &self.max_retries)
-            .field("retry_backoff", &self.retry_backoff)
-            .field("max_response_bytes", &self.max_response_bytes)
+            .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
@@ -384,16 +390,69 @@ impl OpenAiCompatible {
     /// assert_eq!(llm.config(), &config);
     /// ```
     pub fn with_config(config: OpenAiConfig) -> Self {
+        let mut options = ModelOptions::new(config.model).base_url(config.base_url);
+        options.api_key = config.api_key;
+        OpenAiCompatible::with_options(options)
+    }
+
+    /// A client configured by the options both model clients share (the
+    /// base URL [`DEFAULT_BASE_URL`] and the timeout [`DEFAULT_TIMEOUT`]
+    /// when they name none).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use crew_runtime::ModelOptions;
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// let options = ModelOptions::new("llama3.1")
+    ///     .base_url("http://localhost:11434/v1")
+    ///     .timeout(Duration::from_secs(30));
+    /// let llm = OpenAiCompatible::with_options(options.clone());
+    /// assert_eq!(llm.model_options(), &options);
+    /// ```
+    pub fn with_options(options: ModelOptions) -> Self {
         OpenAiCompatible {
-            config,
-            timeout: DEFAULT_TIMEOUT,
-            temperature: None,
-            stream: false,
-            max_retries: DEFAULT_MAX_RETRIES,
-            retry_backoff: DEFAULT_RETRY_BACKOFF,
-            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            config: config_of(&options),
+            options,
             http: build_http_client(),
         }
+    }
+
+    /// Replaces every shared option at once (model, base URL, key, timeout,
+    /// retries, limits, streaming, temperature) with `options`, the way
+    /// the other model clients take them.
+    ///
+    /// ```
+    /// use crew_runtime::ModelOptions;
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// let options = ModelOptions::new("qwen2.5").base_url("http://localhost:8000/v1").max_retries(0);
+    /// let llm = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1").options(options);
+    /// assert_eq!(llm.model(), "qwen2.5");
+    /// assert_eq!(llm.config().base_url, "http://localhost:8000/v1");
+    /// ```
+    pub fn options(mut self, options: ModelOptions) -> Self {
+        self.config = config_of(&options);
+        self.options = options;
+        self
+    }
+
+    /// The shared options this client uses.
+    ///
+    /// ```
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// let llm = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1").max_retries(5);
+    /// assert_eq!(llm.model_options().max_retries, 5);
+    /// ```
+    pub fn model_options(&self) -> &ModelOptions {
+        &self.options
+    }
+
+    /// The client with one shared option changed.
+    fn change(self, change: impl FnOnce(ModelOptions) -> ModelOptions) -> Self {
+        let options = change(self.options.clone());
+        self.options(options)
     }
 
     /// A client configured from `OPENAI_BASE_URL`, `OPENAI_API_KEY` and
@@ -445,9 +504,8 @@ impl OpenAiCompatible {
     /// let llm = OpenAiCompatible::new("http://localhost:8000/v1", "qwen2.5").api_key("token");
     /// assert!(!format!("{llm:?}").contains("token"));
     /// ```
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.config.api_key = Some(key.into());
-        self
+    pub fn api_key(self, key: impl Into<String>) -> Self {
+        self.change(|options| options.api_key(key))
     }
 
     /// Gives up on a call after `timeout` (connecting, sending, reading the
@@ -462,9 +520,8 @@ impl OpenAiCompatible {
     ///     .timeout(Duration::from_secs(300));
     /// # let _ = llm;
     /// ```
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
+    pub fn timeout(self, timeout: Duration) -> Self {
+        self.change(|options| options.timeout(timeout))
     }
 
     /// Sends this sampling temperature (the server's default otherwise).
@@ -476,9 +533,8 @@ impl OpenAiCompatible {
     ///     .temperature(0.0);
     /// # let _ = deterministic;
     /// ```
-    pub fn temperature(mut self, temperature: f32) -> Self {
-        self.temperature = Some(temperature);
-        self
+    pub fn temperature(self, temperature: f32) -> Self {
+        self.change(|options| options.temperature(temperature))
     }
 
     /// Asks for streamed answers (`"stream": true`), whose text reaches the
@@ -491,9 +547,8 @@ impl OpenAiCompatible {
     /// let llm = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1").stream(true);
     /// # let _ = llm;
     /// ```
-    pub fn stream(mut self, on: bool) -> Self {
-        self.stream = on;
-        self
+    pub fn stream(self, on: bool) -> Self {
+        self.change(|options| options.stream(on))
     }
 
     /// Tries a request again at most `retries` times after a rate limit
@@ -507,9 +562,8 @@ impl OpenAiCompatible {
     ///     .max_retries(0);
     /// # let _ = no_retries;
     /// ```
-    pub fn max_retries(mut self, retries: u32) -> Self {
-        self.max_retries = retries;
-        self
+    pub fn max_retries(self, retries: u32) -> Self {
+        self.change(|options| options.max_retries(retries))
     }
 
     /// Waits `backoff` before the first retry, twice as long before the
@@ -525,9 +579,8 @@ impl OpenAiCompatible {
     ///     .retry_backoff(Duration::from_secs(2));
     /// # let _ = patient;
     /// ```
-    pub fn retry_backoff(mut self, backoff: Duration) -> Self {
-        self.retry_backoff = backoff;
-        self
+    pub fn retry_backoff(self, backoff: Duration) -> Self {
+        self.change(|options| options.retry_backoff(backoff))
     }
 
     /// Refuses an answer (a plain body, or everything a stream sends) larger
@@ -541,9 +594,8 @@ impl OpenAiCompatible {
     ///     .max_response_bytes(1024 * 1024);
     /// # let _ = small;
     /// ```
-    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
-        self.max_response_bytes = bytes;
-        self
+    pub fn max_response_bytes(self, bytes: usize) -> Self {
+        self.change(|options| options.max_response_bytes(bytes))
     }
 
     /// The configuration this client uses.
@@ -572,8 +624,9 @@ impl OpenAiCompatible {
 
     /// Checks, without any network call, that a request can be made: the
     /// base URL is a valid `http://` or `https://` URL (`https://` only with
-    /// the `tls` feature), a model is named, and the key can be sent in an
-    /// HTTP header.
+    /// the `tls` feature), a model is named, the timeout and the answer size
+    /// limit are not 0, and the key can be sent in an HTTP header (the
+    /// checks of [`ModelOptions::check`], with the same texts).
     ///
     /// ```
     /// use crew_runtime::llm::LlmError;
@@ -583,7 +636,7 @@ impl OpenAiCompatible {
     /// assert!(matches!(llm.check(), Err(LlmError::Config(_))));
     /// ```
     pub fn check(&self) -> Result<(), LlmError> {
-        let secrets = Secrets::new(self.config.api_key.as_deref(), &self.config.base_url);
+        let secrets = PROVIDER.secrets(&self.options);
         self.call()
             .map(drop)
             .map_err(|error| secrets.scrub_error(error))
@@ -640,7 +693,7 @@ impl OpenAiCompatible {
     ) -> Result<Answer, LlmError> {
         // The one exit of every error: whatever it quotes (a server's body
         // included), the key and the URL's password do not leave.
-        let secrets = Secrets::new(self.config.api_key.as_deref(), &self.config.base_url);
+        let secrets = PROVIDER.secrets(&self.options);
         self.ask(messages, tools, sink)
             .await
             .map_err(|error| secrets.scrub_error(error))
@@ -695,9 +748,9 @@ impl OpenAiCompatible {
     ) -> Result<Answer, LlmError> {
         let call = self.call()?;
         let request = wire_request(
-            &self.config.model,
-            self.temperature,
-            self.stream,
+            &self.options.model,
+            self.options.temperature,
+            self.options.stream,
             messages,
             tools,
         );
@@ -706,10 +759,10 @@ impl OpenAiCompatible {
         let body = serde_json::to_vec(&request)
             .map_err(|e| LlmError::Config(format!("the request could not be encoded: {e}")))?;
         tracing::debug!(
-            model = %self.config.model,
+            model = %self.options.model,
             messages = messages.len(),
             tools = tools.len(),
-            stream = self.stream,
+            stream = self.options.stream,
             "asking the model"
         );
         call.ask::<ChatCompletions>(&body, sink).await
@@ -718,39 +771,26 @@ impl OpenAiCompatible {
     /// The URL, headers and limits of a call's requests, or why none can be
     /// made.
     fn call(&self) -> Result<Call<'_>, LlmError> {
-        let url = self.endpoint().url()?;
-        let http = self.http.as_ref().map_err(|reason| {
-            LlmError::Config(format!("the HTTP client could not be set up: {reason}"))
-        })?;
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &self.config.api_key {
-            headers.insert(AUTHORIZATION, key_header(&format!("Bearer {key}"))?);
-        }
-        Ok(Call {
-            http,
-            url,
-            headers,
-            stream: self.stream,
-            timeout: self.timeout,
-            max_retries: self.max_retries,
-            retry_backoff: self.retry_backoff,
-            max_response_bytes: self.max_response_bytes,
-            shown_base_url: shown_base_url(&self.config.base_url),
-        })
+        PROVIDER.call(&self.options, &self.http, HeaderMap::new())
     }
+}
 
-    /// Where the chat-completions requests go.
-    fn endpoint(&self) -> Endpoint<'_> {
-        Endpoint {
-            base_url: &self.config.base_url,
-            path: "chat/completions",
-            model: &self.config.model,
-            feature: "openai",
-            plain_http: "a local server",
-            example_url: "http://localhost:11434/v1",
-            model_var: MODEL_VAR,
-            constructor: "OpenAiCompatible::new",
-        }
+/// How the chat-completions requests are sent.
+const PROVIDER: Provider = Provider {
+    default_base_url: DEFAULT_BASE_URL,
+    default_timeout: DEFAULT_TIMEOUT,
+    path: "chat/completions",
+    key_header: AUTHORIZATION,
+    key_prefix: "Bearer ",
+};
+
+/// The configuration `options` make, as [`OpenAiCompatible::config`] shows
+/// it.
+fn config_of(options: &ModelOptions) -> OpenAiConfig {
+    OpenAiConfig {
+        base_url: PROVIDER.base_url(options).to_owned(),
+        model: options.model.clone(),
+        api_key: options.api_key.clone(),
     }
 }
 

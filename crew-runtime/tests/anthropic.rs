@@ -1,15 +1,17 @@
-//! The Anthropic Messages API client against real HTTP servers on
-//! 127.0.0.1 that speak the API's wire format: what it sends, how it reads
-//! plain and streamed answers and their token counts, when it retries, which
-//! redirects it follows, how hostile or broken answers are reported, and
-//! that no secret shows in any of it. Nothing here leaves the machine.
+//! What only the Anthropic Messages API client does, against real HTTP
+//! servers on 127.0.0.1 that speak the API's wire format: the request (system
+//! prompt, merged tool results, headers) and answer in detail, cached token
+//! counts, the stream's named events and tool-input pieces, 529 and the
+//! API's error bodies, `max_tokens`, the environment variables. What every
+//! model client does (timeouts, retries, limits, hostile servers, redirects,
+//! secrets) is in `model_client_conformance.rs`. Nothing here leaves the
+//! machine.
 
-// The servers of the OpenAI-compatible client's tests: plain HTTP, they
-// speak whatever bodies a test gives them.
+// The servers of the model clients' tests: plain HTTP, they speak whatever
+// bodies a test gives them.
 mod model_servers;
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crew_runtime::TokenUsage;
@@ -18,8 +20,7 @@ use crew_runtime::llm::{
     ChatMessage, DeltaSink, Llm, LlmError, LlmRequest, ModelTurn, ToolDefinition,
 };
 use model_servers::{
-    Collect, RawServer, Reply, STREAM_HEAD, TestServer, call, closed_port, event, script,
-    weather_tool,
+    Collect, RawServer, Reply, STREAM_HEAD, TestServer, call, event, script, weather_tool,
 };
 use serde_json::{Value, json};
 
@@ -341,92 +342,7 @@ async fn parallel_tool_calls_keep_their_order_and_odd_inputs() {
     assert_eq!(server.finish().len(), 1);
 }
 
-#[tokio::test]
-async fn plain_answer_reaches_a_sink_whole() {
-    let server = TestServer::start(vec![ok(text_message("All at once."))]);
-    let sink = Collect::default();
-
-    let turn = client(&base(&server))
-        .complete_streaming(&[ChatMessage::user("hi")], &[], Some(&sink))
-        .await;
-
-    assert_eq!(turn, Ok(ModelTurn::FinalAnswer("All at once.".to_owned())));
-    assert_eq!(sink.deltas(), ["All at once."]);
-}
-
 // ---- streaming -------------------------------------------------------------
-
-#[tokio::test]
-async fn streamed_text_reaches_the_sink_in_order_with_usage() {
-    let pieces = ["Hel", "lo", ", ", "wor", "ld", "!"];
-    let server = TestServer::start(vec![sse(&text_stream(&pieces))]);
-    let client = client(&base(&server)).stream(true);
-    let sink = Collect::default();
-
-    let answer = ask_counted(&client, &[ChatMessage::user("hi")], &[], Some(&sink)).await;
-
-    assert_eq!(
-        answer,
-        Ok((
-            ModelTurn::FinalAnswer("Hello, world!".to_owned()),
-            // message_start's 20 input + 4 cache-read tokens; message_delta's
-            // 9 output tokens replace message_start's 1.
-            Some(TokenUsage::new(24, 9, 33)),
-        ))
-    );
-    assert_eq!(sink.deltas(), pieces);
-    let received = server.finish();
-    assert_eq!(received[0].json()["stream"], json!(true));
-    assert_eq!(received[0].header("accept"), Some("text/event-stream"));
-}
-
-#[tokio::test]
-async fn deltas_arrive_before_the_stream_ends() {
-    // The server holds back the end of the answer until the test has seen
-    // the first piece at the sink.
-    let (seen, wait_for_seen) = std::sync::mpsc::channel::<()>();
-    let server = RawServer::start(vec![script(move |connection| {
-        let first = format!(
-            "{STREAM_HEAD}{}",
-            sse_text(&[message_start(1), text_start(0), text_delta(0, "Hel")])
-        );
-        if connection.write(first.as_bytes()) {
-            let held_back = wait_for_seen.recv_timeout(Duration::from_secs(3)).is_ok();
-            let rest = if held_back {
-                "lo"
-            } else {
-                " (sent without waiting)"
-            };
-            let rest = sse_text(&[
-                text_delta(0, rest),
-                block_stop(0),
-                message_delta("end_turn", 2),
-                message_stop(),
-            ]);
-            connection.write(rest.as_bytes());
-        }
-    })]);
-
-    struct Signal(Mutex<Option<std::sync::mpsc::Sender<()>>>, Collect);
-    impl DeltaSink for Signal {
-        fn delta(&self, text: &str) {
-            self.1.delta(text);
-            if let Some(seen) = self.0.lock().unwrap_or_else(PoisonError::into_inner).take() {
-                let _ = seen.send(());
-            }
-        }
-    }
-    let sink = Signal(Mutex::new(Some(seen)), Collect::default());
-
-    let turn = client(&raw_base(&server))
-        .stream(true)
-        .complete_streaming(&[ChatMessage::user("hi")], &[], Some(&sink))
-        .await;
-
-    assert_eq!(turn, Ok(ModelTurn::FinalAnswer("Hello".to_owned())));
-    assert_eq!(sink.1.deltas(), ["Hel", "lo"]);
-    server.finish();
-}
 
 #[tokio::test]
 async fn streamed_tool_use_is_put_together_from_its_json_pieces() {
@@ -606,50 +522,7 @@ async fn unreadable_stream_events_are_invalid_responses() {
     );
 }
 
-#[tokio::test]
-async fn server_that_does_not_stream_is_read_as_a_plain_answer() {
-    let server = TestServer::start(vec![ok(text_message("plain"))]);
-    let sink = Collect::default();
-
-    let turn = client(&base(&server))
-        .stream(true)
-        .complete_streaming(&[ChatMessage::user("hi")], &[], Some(&sink))
-        .await;
-
-    assert_eq!(turn, Ok(ModelTurn::FinalAnswer("plain".to_owned())));
-    assert_eq!(sink.deltas(), ["plain"]);
-}
-
 // ---- errors and retries ----------------------------------------------------
-
-#[tokio::test]
-async fn rate_limit_with_retry_after_is_retried() {
-    let server = TestServer::start(vec![
-        Reply::WithHeaders(
-            429,
-            vec![
-                ("Content-Type", "application/json".to_owned()),
-                ("Retry-After", "0".to_owned()),
-            ],
-            api_error(
-                "rate_limit_error",
-                "Number of requests has exceeded your rate limit",
-            ),
-        ),
-        ok(text_message("after the wait")),
-    ]);
-    // A backoff far beyond the timeout: only the server's own wait (0 s)
-    // lets the retry happen within it.
-    let client = client(&base(&server)).retry_backoff(Duration::from_secs(3600));
-
-    let turn = ask(&client, &[ChatMessage::user("hi")]).await;
-
-    assert_eq!(
-        turn,
-        Ok(ModelTurn::FinalAnswer("after the wait".to_owned()))
-    );
-    assert_eq!(server.finish().len(), 2);
-}
 
 #[tokio::test]
 async fn overloaded_529_is_retried_up_to_max_retries() {
@@ -714,63 +587,6 @@ async fn invalid_request_is_not_retried_and_carries_the_api_message() {
 }
 
 #[tokio::test]
-async fn retry_after_longer_than_the_cap_is_not_waited_for() {
-    let server = TestServer::start(vec![
-        Reply::WithHeaders(
-            429,
-            vec![("Retry-After", "3600".to_owned())],
-            api_error("rate_limit_error", "slow down"),
-        ),
-        ok(text_message("never asked")),
-    ]);
-
-    let result = ask(&client(&base(&server)), &[ChatMessage::user("hi")]).await;
-
-    assert!(
-        matches!(&result, Err(LlmError::Http { status: 429, body }) if body.contains("slow down")),
-        "{result:?}"
-    );
-    assert_eq!(server.finish().len(), 1);
-}
-
-#[tokio::test]
-async fn refused_connection_is_a_transport_error() {
-    let client = client(&format!("http://127.0.0.1:{}", closed_port())).max_retries(1);
-
-    match ask(&client, &[ChatMessage::user("hi")]).await {
-        Err(LlmError::Transport(reason)) => {
-            assert!(reason.contains("127.0.0.1"), "reason: {reason}");
-        }
-        other => panic!("expected a transport error, got {other:?}"),
-    }
-}
-
-#[tokio::test]
-async fn connection_closed_before_any_answer_is_retried() {
-    let server = RawServer::start(vec![
-        // Reads the request, then hangs up without a byte.
-        script(|_| {}),
-        script(|connection| {
-            let body = text_message("Second connection.").to_string();
-            let answer = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
-                 Content-Length: {}\r\n\r\n{body}",
-                body.len()
-            );
-            connection.write(answer.as_bytes());
-        }),
-    ]);
-
-    let turn = ask(&client(&raw_base(&server)), &[ChatMessage::user("hi")]).await;
-
-    assert_eq!(
-        turn,
-        Ok(ModelTurn::FinalAnswer("Second connection.".to_owned()))
-    );
-    assert_eq!(server.finish().len(), 2);
-}
-
-#[tokio::test]
 async fn malformed_bodies_are_invalid_responses() {
     let server = TestServer::start(vec![
         Reply::Status(200, "{\"content\": [".to_owned()),
@@ -812,121 +628,23 @@ async fn malformed_bodies_are_invalid_responses() {
     assert_eq!(server.finish().len(), 6, "none of them retried");
 }
 
-#[tokio::test]
-async fn oversized_answers_are_refused() {
-    let big = text_message(&"x".repeat(4096));
-    let server = TestServer::start(vec![
-        ok(big),
-        sse(&text_stream(&["y".repeat(1024).as_str(); 8])),
-    ]);
-    let client = client(&base(&server)).max_response_bytes(2048);
-
-    let plain = reason(ask(&client, &[ChatMessage::user("hi")]).await);
-    let streamed = reason(ask(&client.clone().stream(true), &[ChatMessage::user("hi")]).await);
-
-    assert!(plain.contains("larger than 2048 bytes"), "reason: {plain}");
-    assert!(
-        streamed.contains("larger than 2048 bytes"),
-        "reason: {streamed}"
-    );
-}
-
-#[tokio::test]
-async fn silent_server_gives_a_timeout() {
-    let server = TestServer::start(vec![Reply::Silence]);
-    let timeout = Duration::from_millis(300);
-
-    let result = ask(
-        &client(&base(&server)).timeout(timeout),
-        &[ChatMessage::user("hi")],
-    )
-    .await;
-
-    assert_eq!(result, Err(LlmError::Timeout(timeout)));
-}
-
-#[tokio::test]
-async fn stream_that_never_ends_is_a_timeout() {
-    let server = RawServer::start(vec![script(|connection| {
-        let start = format!(
-            "{STREAM_HEAD}{}",
-            sse_text(&[message_start(1), text_start(0)])
-        );
-        if connection.write(start.as_bytes()) {
-            connection.drip(
-                b"event: ping\ndata: {\"type\": \"ping\"}\n\n",
-                Duration::from_millis(20),
-            );
-        }
-    })]);
-    let timeout = Duration::from_millis(400);
-
-    let result = ask(
-        &client(&raw_base(&server)).stream(true).timeout(timeout),
-        &[ChatMessage::user("hi")],
-    )
-    .await;
-
-    assert_eq!(result, Err(LlmError::Timeout(timeout)));
-}
-
 // ---- configuration ---------------------------------------------------------
 
-#[cfg(not(feature = "tls"))]
+/// The checks of the options both clients share are in the conformance
+/// suite; `max_tokens` is the Messages API's own.
 #[tokio::test]
-async fn https_without_tls_feature_is_a_config_error() {
-    // Checked before any connection: this address is never contacted.
-    let client = Anthropic::new("claude-test").api_key("sk-ant-test");
+async fn zero_max_tokens_is_a_config_error() {
+    let client = Anthropic::new("claude-test")
+        .base_url("http://127.0.0.1:1")
+        .max_tokens(0);
 
     match ask(&client, &[ChatMessage::user("hello")]).await {
         Err(LlmError::Config(reason)) => {
-            assert!(reason.contains("`tls` feature"), "reason: {reason}");
-            let default_url = crew_runtime::anthropic::DEFAULT_BASE_URL;
-            assert!(reason.contains(default_url), "reason: {reason}");
+            assert!(reason.contains("max_tokens is 0"), "reason: {reason}");
         }
         other => panic!("expected a config error, got {other:?}"),
     }
     assert!(matches!(client.check(), Err(LlmError::Config(_))));
-}
-
-#[cfg(feature = "tls")]
-#[tokio::test]
-async fn https_with_tls_feature_is_accepted() {
-    assert_eq!(Anthropic::new("claude-test").check(), Ok(()));
-}
-
-#[tokio::test]
-async fn unusable_configurations_are_config_errors() {
-    let clients = [
-        Anthropic::new("claude-test").base_url("localhost:8080"),
-        Anthropic::new("claude-test").base_url("ftp://127.0.0.1"),
-        Anthropic::new("claude-test").base_url("http://bad host"),
-        Anthropic::new(" ").base_url("http://127.0.0.1:1"),
-        Anthropic::new("claude-test")
-            .base_url("http://127.0.0.1:1")
-            .max_tokens(0),
-        Anthropic::new("claude-test")
-            .base_url("http://127.0.0.1:1")
-            .api_key("sk\nInjected: 1"),
-    ];
-    let expected = [
-        "must start with http://",
-        "must start with http://",
-        "cannot be used",
-        "no model name",
-        "max_tokens is 0",
-        "cannot be used in a request",
-    ];
-
-    for (client, expected) in clients.iter().zip(expected) {
-        match ask(client, &[ChatMessage::user("hello")]).await {
-            Err(LlmError::Config(reason)) => {
-                assert!(reason.contains(expected), "reason: {reason}");
-            }
-            other => panic!("expected a config error for {client:?}, got {other:?}"),
-        }
-        assert!(matches!(client.check(), Err(LlmError::Config(_))));
-    }
 }
 
 fn lookup(vars: &[(&str, &str)]) -> impl FnMut(&str) -> Option<String> {
@@ -988,166 +706,4 @@ async fn from_env_reads_base_url_key_and_model() {
     let received = server.finish();
     assert_eq!(received[0].header_values("x-api-key"), ["sk-ant-env"]);
     assert_eq!(received[0].json()["model"], "claude-env");
-}
-
-// ---- redirects -------------------------------------------------------------
-
-#[tokio::test]
-async fn redirect_to_another_origin_is_refused_and_same_origin_followed() {
-    let elsewhere = TestServer::start(vec![ok(text_message("stolen"))]);
-    let server = TestServer::start(vec![
-        Reply::WithHeaders(
-            307,
-            vec![("Location", format!("{}/v1/messages", base(&elsewhere)))],
-            String::new(),
-        ),
-        Reply::WithHeaders(
-            307,
-            vec![("Location", "/v1/messages?moved=1".to_owned())],
-            String::new(),
-        ),
-        ok(text_message("moved")),
-    ]);
-    let client = client(&base(&server)).max_retries(0);
-
-    let refused = ask(&client, &[ChatMessage::user("hi")]).await;
-    let followed = ask(&client, &[ChatMessage::user("hi")]).await;
-
-    match refused {
-        Err(LlmError::Transport(reason)) => {
-            assert!(reason.contains("another origin"), "reason: {reason}");
-        }
-        other => panic!("expected a refused redirect, got {other:?}"),
-    }
-    assert_eq!(followed, Ok(ModelTurn::FinalAnswer("moved".to_owned())));
-    let received = server.finish();
-    assert_eq!(received.len(), 3);
-    assert_eq!(received[2].url, "/v1/messages?moved=1");
-    assert_eq!(received[2].header_values("x-api-key"), ["sk-ant-test-key"]);
-    assert_eq!(elsewhere.finish().len(), 0);
-}
-
-// ---- secrets ---------------------------------------------------------------
-
-const KEY: &str = "sk-ant-very-secret-key-42";
-const PASSWORD: &str = "pa55-word-xyz";
-
-fn assert_no_secret(what: &str, text: &str) {
-    for secret in [KEY, PASSWORD] {
-        assert!(!text.contains(secret), "{what} shows a secret: {text}");
-    }
-}
-
-#[tokio::test]
-async fn secrets_never_appear_in_errors_or_debug_output() {
-    let echo = format!("key {KEY}, password {PASSWORD}");
-    let elsewhere = TestServer::start(vec![]);
-    let server = TestServer::start(vec![
-        Reply::Status(401, api_error("authentication_error", &echo)),
-        Reply::Status(200, format!("not JSON: {echo}")),
-        sse(&[
-            message_start(1),
-            json!({"type": "error", "error": {"type": "api_error", "message": echo}}),
-        ]),
-        Reply::WithHeaders(
-            307,
-            vec![(
-                "Location",
-                format!(
-                    "http://u:{PASSWORD}@127.0.0.1:{}/v1/messages",
-                    elsewhere.port
-                ),
-            )],
-            String::new(),
-        ),
-        Reply::Silence,
-    ]);
-    let with_secrets = |base_url: &str| {
-        let base_url = base_url.replace("http://", &format!("http://user:{PASSWORD}@"));
-        Anthropic::new("claude-test")
-            .base_url(base_url)
-            .api_key(KEY)
-            .max_retries(0)
-            .timeout(Duration::from_millis(500))
-    };
-    let client = with_secrets(&base(&server));
-    let messages = [ChatMessage::user("hi")];
-
-    let mut errors = vec![
-        ask(&client, &messages).await,
-        ask(&client, &messages).await,
-        ask(&client.clone().stream(true), &messages).await,
-        ask(&client, &messages).await,
-        ask(&client, &messages).await,
-        ask(
-            &with_secrets(&format!("http://127.0.0.1:{}", closed_port())),
-            &messages,
-        )
-        .await,
-        ask(&with_secrets("ftp://127.0.0.1"), &messages).await,
-        ask(&with_secrets("http://bad host"), &messages).await,
-        ask(
-            &with_secrets("http://127.0.0.1:1").api_key(format!("{KEY}\n")),
-            &messages,
-        )
-        .await,
-    ];
-    if cfg!(not(feature = "tls")) {
-        errors.push(ask(&with_secrets("https://127.0.0.1"), &messages).await);
-    }
-
-    let kinds: Vec<&str> = errors
-        .iter()
-        .map(|result| match result {
-            Err(LlmError::Http { .. }) => "http",
-            Err(LlmError::InvalidResponse(_)) => "invalid",
-            Err(LlmError::Transport(_)) => "transport",
-            Err(LlmError::Timeout(_)) => "timeout",
-            Err(LlmError::Config(_)) => "config",
-            other => panic!("expected an error, got {other:?}"),
-        })
-        .collect();
-    assert_eq!(
-        kinds[..9],
-        [
-            "http",
-            "invalid",
-            "invalid",
-            "transport",
-            "timeout",
-            "transport",
-            "config",
-            "config",
-            "config"
-        ]
-    );
-    // The server did quote the secrets: they were scrubbed, not absent.
-    assert!(
-        matches!(&errors[0], Err(LlmError::Http { body, .. }) if body.contains("<redacted>")),
-        "{:?}",
-        errors[0]
-    );
-    for error in &errors {
-        let error = error.as_ref().expect_err("an error");
-        assert_no_secret("an error's text", &error.to_string());
-        assert_no_secret("an error's Debug", &format!("{error:?}"));
-    }
-    assert_no_secret("the client's Debug", &format!("{client:?}"));
-    assert_no_secret("the shown base URL", &client.base_url_text());
-    assert_eq!(server.finish().len(), 5);
-    assert_eq!(elsewhere.finish().len(), 0);
-}
-
-#[test]
-fn complete_streaming_is_a_send_future() {
-    fn assert_send<T: Send>(_: &T) {}
-    let client = Anthropic::new("claude-test").base_url("http://127.0.0.1:1");
-    let sink = Collect::default();
-    let messages = [ChatMessage::user("hi")];
-
-    let answer = client.complete_streaming(&messages, &[], Some(&sink));
-
-    // A future that is not `Send` would not compile here; one that is can be
-    // spawned on a multi-threaded runtime.
-    assert_send(&answer);
 }

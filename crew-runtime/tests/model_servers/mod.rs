@@ -7,6 +7,9 @@
 //! Every wait here is bounded by `SERVER_PATIENCE`, so a client that never
 //! connects, or never hangs up, cannot hang a test.
 
+// Each test crate that includes this module uses a part of it.
+#![allow(dead_code)]
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
