@@ -235,6 +235,12 @@ impl Tool {
     /// An `Err(e)` from the function reaches the agent as
     /// `Error executing tool: <e>`, and the run goes on.
     ///
+    /// What it returns goes as is wherever a tool goes
+    /// (`Agent::builder(..).tool(..)`, `.tools([..])`), as
+    /// [`Tool::dynamic`]'s does: no `.build()` needed. `.into()` (or
+    /// `.build()`) gives the [`Tool`] itself, to read its name or to put it
+    /// in one list with dynamic tools.
+    ///
     /// ```
     /// use crew_runtime::Tool;
     /// use crew_runtime::schemars::JsonSchema;
@@ -768,6 +774,28 @@ mod tests {
     struct Hits {
         titles: Vec<String>,
         total: u32,
+    }
+
+    #[test]
+    fn typed_tools_go_in_a_list_of_tools_without_build() {
+        let search = Tool::typed("search", "", |args: Args| Ok::<_, String>(args.query));
+        let count = Tool::typed("count", "", |args: Args| {
+            Ok::<_, String>(args.limit.unwrap_or_default().to_string())
+        });
+        let agent = crate::Agent::builder("Clerk")
+            .tools([search, count])
+            .tools(vec![Tool::typed("echo", "", |args: Args| {
+                Ok::<_, String>(args.query)
+            })])
+            .tools([Tool::dynamic("d", "", json!({"type": "object"}), |v| {
+                Ok::<_, String>(v)
+            })])
+            .build();
+        let names: Vec<&str> = agent.tools().iter().map(Tool::name).collect();
+        assert_eq!(names, ["search", "count", "echo", "d"]);
+        // `.build()` still gives the tool itself.
+        let built: Tool = Tool::typed("kept", "", |args: Args| Ok::<_, String>(args.query)).build();
+        assert_eq!(built.name(), "kept");
     }
 
     #[test]
