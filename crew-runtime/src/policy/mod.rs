@@ -1139,7 +1139,7 @@ impl Attachment {
 /// let broken = Policies::from_text("permit(principal, action, resource").unwrap_err();
 /// assert!(matches!(broken, PolicyError::Invalid { .. }));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PolicyError {
     /// The policy file could not be read.
@@ -1171,6 +1171,8 @@ pub enum PolicyError {
         problems: Vec<PolicyProblem>,
     },
 }
+
+crate::error::debug_as_display!(PolicyError);
 
 /// One problem of a policy set: which policy, where, what.
 ///
