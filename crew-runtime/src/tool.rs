@@ -800,7 +800,9 @@ mod tests {
 
     #[test]
     fn local_tools_are_closed_world_unless_they_say_so() {
-        let dynamic = Tool::dynamic("d", "", json!({"type": "object"}), |v| Ok::<_, String>(v));
+        let dynamic = Tool::dynamic("d", "", json!({"type": "object"}), |_| {
+            Ok::<_, String>(json!("ok"))
+        });
         let typed: Tool = Tool::typed("t", "", |args: Args| Ok::<_, String>(args.query))
             .with_annotations(ToolAnnotations::new().read_only(true))
             .into();
@@ -817,7 +819,9 @@ mod tests {
     #[cfg(feature = "mcp")]
     #[test]
     fn an_mcp_servers_tool_keeps_mcps_open_world_default() {
-        let local = Tool::dynamic("d", "", json!({"type": "object"}), |v| Ok::<_, String>(v));
+        let local = Tool::dynamic("d", "", json!({"type": "object"}), |_| {
+            Ok::<_, String>(json!("ok"))
+        });
         // Annotated before or after it is marked as the server's: the same.
         let before = local
             .clone()
