@@ -23,6 +23,13 @@ macro_rules! debug_as_display {
         }
     )+};
 }
+#[cfg_attr(
+    not(feature = "policy"),
+    allow(
+        unused_imports,
+        reason = "the policy integration's error uses it too, when compiled in"
+    )
+)]
 pub(crate) use debug_as_display;
 
 debug_as_display!(BuildError, CrewError);
