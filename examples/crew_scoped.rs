@@ -226,7 +226,7 @@ mod tests {
             &[
                 "global PRE_TOOL_CALL hooks: none",
                 "crew `research` PRE_TOOL_CALL hooks:",
-                "  ResearchCrew::validate_tool_inputs #[on] tools=[\"fetch_page\"] (crew ResearchCrew)",
+                "  ResearchCrew::validate_tool_inputs #[on] tools=[\"fetch_page\"] (crew research)",
                 "crew `plain` PRE_TOOL_CALL hooks: none",
                 blocked,
                 plain_ran,

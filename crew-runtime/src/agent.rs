@@ -227,15 +227,38 @@ impl AgentBuilder {
         self
     }
 
-    /// Adds a tool.
+    /// Adds a tool: a [`Tool`], or what [`Tool::typed`] returns as is
+    /// (no `.build()` needed).
     pub fn tool(mut self, tool: impl Into<Tool>) -> Self {
         self.agent.tools.push(tool.into());
         self
     }
 
-    /// Adds several tools.
-    pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
-        self.agent.tools.extend(tools);
+    /// Adds several tools: [`Tool`]s (an MCP server's, say), or typed
+    /// tools as [`Tool::typed`] returns them.
+    ///
+    /// ```
+    /// use crew_runtime::prelude::*;
+    /// use crew_runtime::schemars::JsonSchema;
+    /// use serde::Deserialize;
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// #[schemars(crate = "crew_runtime::schemars")]
+    /// struct Ticket {
+    ///     id: String,
+    /// }
+    ///
+    /// let status = Tool::typed("ticket_status", "A ticket's status", |t: Ticket| {
+    ///     Ok::<_, String>(format!("{}: open", t.id))
+    /// });
+    /// let close = Tool::typed("close_ticket", "Closes a ticket", |t: Ticket| {
+    ///     Ok::<_, String>(format!("{} closed", t.id))
+    /// });
+    /// let desk = Agent::builder("Support").tools([status, close]).build();
+    /// assert_eq!(desk.tools().len(), 2);
+    /// ```
+    pub fn tools<T: Into<Tool>>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
+        self.agent.tools.extend(tools.into_iter().map(Into::into));
         self
     }
 

@@ -629,8 +629,13 @@ impl AuditTrail {
             }
         }
         let trail = self.clone();
+        let names = std::sync::Mutex::new(TaskNames::default());
         crew.events().subscribe(move |event| {
-            if let Some((kind, data)) = record_of(event) {
+            let task = names
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .of(event);
+            if let Some((kind, data)) = record_of(event, task.as_deref()) {
                 trail.record(kind, data);
             }
         })
@@ -727,8 +732,102 @@ impl StoreApprovals {
     }
 }
 
-/// What an event records, if anything.
-fn record_of(event: &Event) -> Option<(&'static str, Value)> {
+/// How many task names a listener remembers at most (the least recently
+/// used go first): enough for every run under way, bounded whatever
+/// happens to runs that never end.
+const REMEMBERED_TASK_NAMES: usize = 4096;
+
+/// The task names of the runs under way, learned from their events, so
+/// that every record names a task the same way: by its name (the
+/// `#[task]` method's, or `Task::builder(..).name(..)`), as `model_call`
+/// and the approval records do. Tool events carry the task's description
+/// instead (CrewAI's field, kept as it is), and link to the agent
+/// execution they belong to, whose start carries the name: an agent
+/// execution's start and each tool call's start are remembered under
+/// their event ids until they end.
+#[derive(Default)]
+struct TaskNames {
+    /// By event id: the name, and when it was last used.
+    names: std::collections::HashMap<hooks_core::events::EventId, (Arc<str>, u64)>,
+    /// The ids by when they were last used, oldest first.
+    used: std::collections::BTreeMap<u64, hooks_core::events::EventId>,
+    clock: u64,
+}
+
+impl TaskNames {
+    /// Learns what `event` says of task names, and returns the name of
+    /// the task a tool event belongs to (`None` for other events, or when
+    /// the start of its run was not seen).
+    fn of(&mut self, event: &Event) -> Option<Arc<str>> {
+        match event {
+            Event::AgentExecutionStarted(e) => {
+                self.remember(e.meta.event_id, Arc::from(e.task_name.as_str()));
+                None
+            }
+            Event::AgentExecutionCompleted(e) => {
+                self.forget(e.meta.started_event_id);
+                None
+            }
+            Event::AgentExecutionError(e) => {
+                self.forget(e.meta.started_event_id);
+                None
+            }
+            Event::ToolUsageStarted(e) => {
+                let name = self.get(e.meta.parent_event_id)?;
+                self.remember(e.meta.event_id, Arc::clone(&name));
+                Some(name)
+            }
+            Event::ToolExecutionStarted(e) => self.get(e.meta.parent_event_id),
+            // A failed call may still be followed by its cancellation (a
+            // synchronous tool past its timeout): its start is kept.
+            Event::ToolUsageError(e) => self.get(e.meta.started_event_id),
+            Event::ToolUsageFinished(e) => {
+                let name = self.get(e.meta.started_event_id);
+                self.forget(e.meta.started_event_id);
+                name
+            }
+            Event::ToolUsageAbandoned(e) => {
+                let name = self
+                    .get(e.meta.started_event_id)
+                    .or_else(|| self.get(e.meta.parent_event_id));
+                self.forget(e.meta.started_event_id);
+                name
+            }
+            _ => None,
+        }
+    }
+
+    fn remember(&mut self, id: hooks_core::events::EventId, name: Arc<str>) {
+        self.clock += 1;
+        if let Some((_, used)) = self.names.insert(id, (name, self.clock)) {
+            self.used.remove(&used);
+        }
+        self.used.insert(self.clock, id);
+        while self.names.len() > REMEMBERED_TASK_NAMES {
+            let Some((_, oldest)) = self.used.pop_first() else {
+                break;
+            };
+            self.names.remove(&oldest);
+        }
+    }
+
+    fn get(&mut self, id: Option<hooks_core::events::EventId>) -> Option<Arc<str>> {
+        let id = id?;
+        let name = Arc::clone(&self.names.get(&id)?.0);
+        self.remember(id, Arc::clone(&name));
+        Some(name)
+    }
+
+    fn forget(&mut self, id: Option<hooks_core::events::EventId>) {
+        if let Some((_, used)) = id.and_then(|id| self.names.remove(&id)) {
+            self.used.remove(&used);
+        }
+    }
+}
+
+/// What an event records, if anything. `task` is the name of the task a
+/// tool event belongs to ([`TaskNames`]).
+fn record_of(event: &Event, task: Option<&str>) -> Option<(&'static str, Value)> {
     Some(match event {
         Event::CrewKickoffStarted(e) => (
             "kickoff_started",
@@ -757,23 +856,23 @@ fn record_of(event: &Event) -> Option<(&'static str, Value)> {
         Event::ToolExecutionStarted(e) => (
             "tool_started",
             json!({"tool": e.tool_name, "input": e.tool_input, "agent": e.agent_role,
-                   "task": e.task, "crew": e.crew}),
+                   "task": task, "task_description": e.task, "crew": e.crew}),
         ),
         Event::ToolUsageFinished(e) => (
             "tool_finished",
             json!({"tool": e.tool_name, "result": e.result, "blocked": e.blocked,
                    "duration_ms": u64::try_from(e.duration.as_millis()).unwrap_or(u64::MAX),
-                   "agent": e.agent_role, "task": e.task, "crew": e.crew}),
+                   "agent": e.agent_role, "task": task, "crew": e.crew}),
         ),
         Event::ToolUsageError(e) => (
             "tool_failed",
             json!({"tool": e.tool_name, "error": e.error, "agent": e.agent_role,
-                   "task": e.task, "crew": e.crew}),
+                   "task": task, "crew": e.crew}),
         ),
         Event::ToolUsageAbandoned(e) => (
             "tool_cancelled",
             json!({"tool": e.tool_name, "ran_to_completion": e.completed, "result": e.result,
-                   "agent": e.agent_role, "task": e.task, "crew": e.crew}),
+                   "agent": e.agent_role, "task": task, "crew": e.crew}),
         ),
         Event::LlmCallCompleted(e) => (
             "model_call",

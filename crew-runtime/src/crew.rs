@@ -564,6 +564,12 @@ impl CrewScope for Crew {
         &self.inner.plan.hooks.scoped
     }
 
+    /// Its hook methods carry the crew's one name: the builder's, else the
+    /// `#[crew_base]` type's (which the build took already), else `crew`.
+    fn crew_name(&self) -> Option<&str> {
+        Some(&self.inner.plan.settings.name)
+    }
+
     /// Checks the filters of hook methods attached after the build, as the
     /// build checked the crew's other hooks: a warning each, and in strict
     /// mode every kickoff of this crew fails with them.
@@ -600,6 +606,10 @@ impl fmt::Debug for Crew {
             .finish_non_exhaustive()
     }
 }
+
+/// The name of a crew given none (and built outside a `#[crew_base]`
+/// type's `#[crew]` method).
+pub(crate) const DEFAULT_CREW_NAME: &str = "crew";
 
 /// The most tool calls of one model turn that run at the same time, unless
 /// told otherwise ([`CrewBuilder::max_concurrent_tool_calls`]).
@@ -680,7 +690,8 @@ fn on_thread_runtime<F: std::future::Future<Output = Result<CrewOutput, CrewErro
 /// Builds a [`Crew`]; start with [`Crew::builder`].
 #[must_use = "call .build() to get the crew"]
 pub struct CrewBuilder {
-    name: String,
+    /// The name given ([`CrewBuilder::name`]), if any.
+    name: Option<String>,
     agents: Vec<Agent>,
     tasks: Vec<Task>,
     process: Process,
@@ -706,7 +717,7 @@ pub struct CrewBuilder {
 impl Default for CrewBuilder {
     fn default() -> Self {
         CrewBuilder {
-            name: "crew".to_owned(),
+            name: None,
             agents: Vec::new(),
             tasks: Vec::new(),
             process: Process::Sequential,
@@ -732,10 +743,25 @@ impl Default for CrewBuilder {
 }
 
 impl CrewBuilder {
-    /// The crew's name (default `crew`): what hooks see as
-    /// `ctx.crew.name()` and what warnings name.
+    /// The crew's name: what hooks see as `ctx.crew.name()`, what events,
+    /// policies (`principal.crew`), warnings and
+    /// [`explain`](Crew::explain) name it by. Without one, a crew built in
+    /// a `#[crew_base]` type's `#[crew]` method is named after the type
+    /// (`SupportDesk`), and any other crew is `crew`.
+    ///
+    /// ```
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let writer = Agent::builder("Writer").build();
+    /// let task = Task::builder("Write").agent(&writer).build();
+    /// let unnamed = Crew::builder().agent(writer.clone()).task(task.clone()).build()?;
+    /// assert_eq!(unnamed.name(), "crew");
+    /// let named = Crew::builder().name("newsroom").agent(writer).task(task).build()?;
+    /// assert_eq!(named.name(), "newsroom");
+    /// # Ok::<(), BuildError>(())
+    /// ```
     pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
+        self.name = Some(name.into());
         self
     }
 
@@ -1428,6 +1454,10 @@ impl CrewBuilder {
                 .collect(),
             roles: agents.iter().map(|a| a.agent.role().to_owned()).collect(),
         };
+        let name = self
+            .name
+            .or_else(|| hooks_core::__private::crew_base_being_built().map(str::to_owned))
+            .unwrap_or_else(|| DEFAULT_CREW_NAME.to_owned());
         let scoped = Arc::new(HookRegistry::new());
         // The verbose console listens on the crew's bus, like any listener.
         if self.verbose {
@@ -1452,7 +1482,7 @@ impl CrewBuilder {
                     tools.push(tool);
                 }
             }
-            let scope = BuildScope::new(&scoped, &self.name, tools, &global);
+            let scope = BuildScope::new(&scoped, &name, tools, &global);
             for register in self.hooks {
                 register(&scope)?;
             }
@@ -1463,7 +1493,7 @@ impl CrewBuilder {
             extensions
         };
         let settings = RunSettings {
-            name: self.name,
+            name,
             human_input: self
                 .human_input
                 .unwrap_or_else(|| Arc::new(crate::TerminalInput::new())),

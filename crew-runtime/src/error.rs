@@ -10,6 +10,30 @@ use crate::check::FilterWarning;
 use crate::llm::LlmError;
 use crate::redaction::Redaction;
 
+/// Gives error types a `Debug` that reads like their `Display`, as
+/// anyhow's errors do: `main() -> Result<(), Box<dyn Error>>` prints an
+/// error's `Debug`, and a person reading it wants the message (which
+/// already names the source), not a dump of the enum's fields.
+macro_rules! debug_as_display {
+    ($($error:ty),+ $(,)?) => {$(
+        impl ::std::fmt::Debug for $error {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                ::std::fmt::Display::fmt(self, f)
+            }
+        }
+    )+};
+}
+#[cfg_attr(
+    not(feature = "policy"),
+    allow(
+        unused_imports,
+        reason = "the policy integration's error uses it too, when compiled in"
+    )
+)]
+pub(crate) use debug_as_display;
+
+debug_as_display!(BuildError, CrewError);
+
 /// Why a crew could not be built.
 ///
 /// ```
@@ -26,7 +50,7 @@ use crate::redaction::Redaction;
 ///     .unwrap_err();
 /// assert_eq!(error, BuildError::DuplicateRole { role: "Writer".into() });
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
     /// The crew has no task.
@@ -321,7 +345,7 @@ fn bullet_list(warnings: &[FilterWarning]) -> String {
 }
 
 /// Why a kickoff did not finish.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CrewError {
     /// A task uses `{placeholder}`s (in its description, expected output

@@ -54,6 +54,100 @@ impl<'a> LlmRequest<'a> {
     }
 }
 
+impl<'a> LlmRequest<'a> {
+    /// The tool observations answering the model's previous turn, in call
+    /// order (the trailing `Role::Tool` messages; empty on a first turn).
+    ///
+    /// ```
+    /// use crew_runtime::llm::{ChatMessage, LlmRequest};
+    /// let messages = [
+    ///     ChatMessage::user("Look up hola"),
+    ///     ChatMessage::assistant(""),
+    ///     ChatMessage::tool("call_1", "hola means hello"),
+    /// ];
+    /// assert_eq!(LlmRequest::new(&messages, &[]).observations(), ["hola means hello"]);
+    /// ```
+    pub fn observations(&self) -> Vec<&'a str> {
+        observations(self.messages)
+    }
+
+    /// The first user message: the task as the agent was given it.
+    ///
+    /// ```
+    /// use crew_runtime::llm::{ChatMessage, LlmRequest};
+    /// let messages = [ChatMessage::system("You help."), ChatMessage::user("Translate hola")];
+    /// assert_eq!(LlmRequest::new(&messages, &[]).task_prompt(), Some("Translate hola"));
+    /// ```
+    pub fn task_prompt(&self) -> Option<&'a str> {
+        task_prompt(self.messages)
+    }
+
+    /// The latest user message (a follow-up, a person's feedback, or the
+    /// task itself when there is no other).
+    ///
+    /// ```
+    /// use crew_runtime::llm::{ChatMessage, LlmRequest};
+    /// let messages = [
+    ///     ChatMessage::user("Translate hola"),
+    ///     ChatMessage::assistant("hello"),
+    ///     ChatMessage::user("Shorter, please"),
+    /// ];
+    /// assert_eq!(LlmRequest::new(&messages, &[]).last_user_message(), Some("Shorter, please"));
+    /// ```
+    pub fn last_user_message(&self) -> Option<&'a str> {
+        last_user_message(self.messages)
+    }
+
+    /// The names of the tools on offer, in order.
+    ///
+    /// ```
+    /// use crew_runtime::llm::{LlmRequest, ToolDefinition};
+    /// use serde_json::json;
+    /// let tools = [ToolDefinition {
+    ///     name: "lookup".into(),
+    ///     description: "Looks a word up".into(),
+    ///     parameters: json!({"type": "object"}),
+    /// }];
+    /// assert_eq!(LlmRequest::new(&[], &tools).tool_names(), ["lookup"]);
+    /// ```
+    pub fn tool_names(&self) -> Vec<&'a str> {
+        self.tools.iter().map(|tool| tool.name.as_str()).collect()
+    }
+}
+
+/// The trailing `Role::Tool` messages' texts: what answers the model's
+/// previous turn. Shared by [`LlmRequest`] and
+/// [`RecordedRequest`](crate::RecordedRequest), so both read a
+/// conversation the same way.
+pub(crate) fn observations(messages: &[ChatMessage]) -> Vec<&str> {
+    let trailing = messages
+        .iter()
+        .rev()
+        .take_while(|m| m.role == Role::Tool)
+        .count();
+    messages[messages.len() - trailing..]
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect()
+}
+
+/// The first user message's text.
+pub(crate) fn task_prompt(messages: &[ChatMessage]) -> Option<&str> {
+    messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.content.as_str())
+}
+
+/// The last user message's text.
+pub(crate) fn last_user_message(messages: &[ChatMessage]) -> Option<&str> {
+    messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.content.as_str())
+}
+
 impl fmt::Debug for LlmRequest<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LlmRequest")

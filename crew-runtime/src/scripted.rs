@@ -8,7 +8,7 @@ use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
 
-use crate::llm::{ChatMessage, Llm, LlmError, LlmRequest, ModelTurn, Role, ToolCallRequest};
+use crate::llm::{self, ChatMessage, Llm, LlmError, LlmRequest, ModelTurn, ToolCallRequest};
 
 /// One tool call in a [`ScriptedLlm`] plan.
 ///
@@ -110,26 +110,33 @@ pub struct RecordedRequest {
 
 impl RecordedRequest {
     /// The tool observations answering the model's previous turn, in call
-    /// order (the trailing `Role::Tool` messages).
+    /// order (the trailing `Role::Tool` messages), as
+    /// [`LlmRequest::observations`] reads them.
     pub fn observations(&self) -> Vec<&str> {
-        let trailing = self
-            .messages
-            .iter()
-            .rev()
-            .take_while(|m| m.role == Role::Tool)
-            .count();
-        self.messages[self.messages.len() - trailing..]
-            .iter()
-            .map(|m| m.content.as_str())
-            .collect()
+        llm::observations(&self.messages)
     }
 
-    /// The first user message (the task as the agent was given it).
+    /// The first user message (the task as the agent was given it), as
+    /// [`LlmRequest::task_prompt`] reads it.
     pub fn task_prompt(&self) -> Option<&str> {
-        self.messages
-            .iter()
-            .find(|m| m.role == Role::User)
-            .map(|m| m.content.as_str())
+        llm::task_prompt(&self.messages)
+    }
+
+    /// The latest user message, as [`LlmRequest::last_user_message`] reads
+    /// it.
+    ///
+    /// ```
+    /// use crew_runtime::RecordedRequest;
+    /// use crew_runtime::llm::ChatMessage;
+    ///
+    /// let request = RecordedRequest {
+    ///     messages: vec![ChatMessage::user("Draft a reply"), ChatMessage::user("Be brief")],
+    ///     tools: Vec::new(),
+    /// };
+    /// assert_eq!(request.last_user_message(), Some("Be brief"));
+    /// ```
+    pub fn last_user_message(&self) -> Option<&str> {
+        llm::last_user_message(&self.messages)
     }
 }
 
@@ -295,7 +302,33 @@ impl ScriptedLlm {
     }
 
     /// A final answer computed from the request (to echo an observation,
-    /// say).
+    /// say). The request reads what an answer needs:
+    /// [`observations`](LlmRequest::observations),
+    /// [`task_prompt`](LlmRequest::task_prompt),
+    /// [`last_user_message`](LlmRequest::last_user_message) and
+    /// [`tool_names`](LlmRequest::tool_names).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let lookup = Tool::dynamic("lookup", "Looks an order up", json!({"type": "object"}), |_| {
+    ///     Ok::<_, String>(json!("order 42: shipped"))
+    /// });
+    /// let llm = Arc::new(
+    ///     ScriptedLlm::new()
+    ///         .call("lookup", json!({"order": 42}))
+    ///         .answer_with(|request| format!("Dear customer, {}", request.observations().join("; "))),
+    /// );
+    /// let desk = Agent::builder("Support").tool(lookup).llm(llm).build();
+    /// let crew = Crew::builder()
+    ///     .agent(desk.clone())
+    ///     .task(Task::builder("Answer the ticket").agent(&desk).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .build()?;
+    /// assert_eq!(crew.kickoff_blocking(())?.raw, "Dear customer, order 42: shipped");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn answer_with(
         self,
         answer: impl FnOnce(&LlmRequest<'_>) -> String + Send + 'static,
@@ -526,6 +559,39 @@ mod tests {
         assert_eq!(
             ask(&llm, &messages),
             Ok(ModelTurn::FinalAnswer("saw 2 messages".into()))
+        );
+    }
+
+    #[test]
+    fn answer_with_reads_observations_prompt_and_tools_from_the_request() {
+        let llm = ScriptedLlm::new().answer_with(|request| {
+            format!(
+                "{:?} {:?} {:?} {:?}",
+                request.observations(),
+                request.task_prompt(),
+                request.last_user_message(),
+                request.tool_names()
+            )
+        });
+        let messages = [
+            ChatMessage::system("s"),
+            ChatMessage::user("task"),
+            ChatMessage::assistant("x"),
+            ChatMessage::user("follow-up"),
+            ChatMessage::tool("1", "first"),
+            ChatMessage::tool("2", "second"),
+        ];
+        let tools = [hooks_core::ToolDefinition {
+            name: "lookup".into(),
+            description: String::new(),
+            parameters: json!({"type": "object"}),
+        }];
+        let turn = futures_executor::block_on(llm.complete(&LlmRequest::new(&messages, &tools)));
+        assert_eq!(
+            turn,
+            Ok(ModelTurn::FinalAnswer(
+                r#"["first", "second"] Some("task") Some("follow-up") ["lookup"]"#.into()
+            ))
         );
     }
 

@@ -92,9 +92,27 @@ struct ToolInner {
     parameters: Value,
     invoke: Arc<Invoke>,
     timeout: Option<Duration>,
+    /// The annotations as given ([`Tool::with_annotations`], or by the MCP
+    /// server).
+    declared: ToolAnnotations,
+    /// How the tool is read: [`read_as`] of `declared`.
     annotations: ToolAnnotations,
     mcp_server: Option<Arc<str>>,
     placement: Placement,
+}
+
+/// How a tool's declared annotations are read. An MCP server's tool keeps
+/// MCP's defaults (SPEC §9: what it does not say, it may do, the open
+/// world included). A local tool is the program's own code, whose reach
+/// its author knows: unless it says `open_world(true)`, it is
+/// closed-world. Its other defaults stay MCP's (possibly destructive, not
+/// idempotent), so a guard on `destructive` still fails closed.
+fn read_as(declared: &ToolAnnotations, mcp_server: Option<&str>) -> ToolAnnotations {
+    let mut annotations = declared.clone();
+    if mcp_server.is_none() && annotations.open_world.is_none() {
+        annotations.open_world = Some(false);
+    }
+    annotations
 }
 
 /// Marks a tool function's result (`Result<_, _>`): the function runs on
@@ -217,6 +235,12 @@ impl Tool {
     /// An `Err(e)` from the function reaches the agent as
     /// `Error executing tool: <e>`, and the run goes on.
     ///
+    /// What it returns goes as is wherever a tool goes
+    /// (`Agent::builder(..).tool(..)`, `.tools([..])`), as
+    /// [`Tool::dynamic`]'s does: no `.build()` needed. `.into()` (or
+    /// `.build()`) gives the [`Tool`] itself, to read its name or to put it
+    /// in one list with dynamic tools.
+    ///
     /// ```
     /// use crew_runtime::Tool;
     /// use crew_runtime::schemars::JsonSchema;
@@ -328,7 +352,8 @@ impl Tool {
                 parameters,
                 invoke,
                 timeout: None,
-                annotations: ToolAnnotations::new(),
+                declared: ToolAnnotations::new(),
+                annotations: read_as(&ToolAnnotations::new(), None),
                 mcp_server: None,
                 placement: Placement::default(),
             }),
@@ -359,10 +384,14 @@ impl Tool {
     }
 
     /// Declares what the tool does to its environment, as MCP tools do:
-    /// hooks see it through `ctx.tool`, and filters and guards on
-    /// [`Capability`](hooks_core::Capability) match it. A tool that
-    /// declares nothing counts as possibly destructive (see
-    /// [`ToolAnnotations`]).
+    /// hooks see it through `ctx.tool`, and filters, guards, policies
+    /// (`resource.capabilities`), `explain`, the approval inbox and the
+    /// audit trail read it. What a tool does not declare is read with MCP's
+    /// defaults (possibly destructive, not idempotent; see
+    /// [`ToolAnnotations`]), but for one: a local tool (made with
+    /// [`Tool::dynamic`] or [`Tool::typed`]) is closed-world unless it
+    /// declares `open_world(true)`. An MCP server's tool keeps MCP's
+    /// open-world default.
     ///
     /// ```
     /// use crew_runtime::Tool;
@@ -372,11 +401,22 @@ impl Tool {
     /// let lookup = Tool::dynamic("lookup", "Looks a key up", json!({"type": "object"}), |args| async move {
     ///     Ok::<_, String>(json!({"found": args["key"]}))
     /// })
-    /// .with_annotations(ToolAnnotations::new().read_only(true).open_world(false));
-    /// assert!(lookup.annotations().capabilities().contains(Capability::ReadOnly));
+    /// .with_annotations(ToolAnnotations::new().read_only(true));
+    /// let capabilities = lookup.annotations().capabilities();
+    /// assert!(capabilities.contains(Capability::ReadOnly));
+    /// // A local tool that does not say it reaches the open world does not.
+    /// assert!(!capabilities.contains(Capability::OpenWorld));
+    ///
+    /// let fetch = Tool::dynamic("fetch", "Fetches a web page", json!({"type": "object"}), |_| async {
+    ///     Ok::<_, String>(json!("<html>"))
+    /// })
+    /// .with_annotations(ToolAnnotations::new().read_only(true).open_world(true));
+    /// assert!(fetch.annotations().capabilities().contains(Capability::OpenWorld));
     /// ```
     pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Tool {
-        Arc::make_mut(&mut self.inner).annotations = annotations;
+        let inner = Arc::make_mut(&mut self.inner);
+        inner.annotations = read_as(&annotations, inner.mcp_server.as_deref());
+        inner.declared = annotations;
         self
     }
 
@@ -413,7 +453,20 @@ impl Tool {
         &self.inner.placement
     }
 
-    /// What the tool declares about its effects ([`Tool::with_annotations`]).
+    /// What the tool declares about its effects ([`Tool::with_annotations`]),
+    /// as it is read: a local tool that does not say whether it reaches
+    /// the open world shows `open_world: Some(false)`.
+    ///
+    /// ```
+    /// use crew_runtime::Tool;
+    /// use serde_json::json;
+    ///
+    /// let tool = Tool::dynamic("reply", "Drafts a reply", json!({"type": "object"}), |_| {
+    ///     Ok::<_, String>(json!("draft"))
+    /// });
+    /// assert_eq!(tool.annotations().open_world, Some(false));
+    /// assert!(tool.annotations().is_destructive(), "it does not say it only reads");
+    /// ```
     pub fn annotations(&self) -> &ToolAnnotations {
         &self.inner.annotations
     }
@@ -426,7 +479,9 @@ impl Tool {
     /// Marks the tool as one of the MCP server `server`.
     #[cfg(feature = "mcp")]
     pub(crate) fn of_mcp_server(mut self, server: Arc<str>) -> Tool {
-        Arc::make_mut(&mut self.inner).mcp_server = Some(server);
+        let inner = Arc::make_mut(&mut self.inner);
+        inner.annotations = read_as(&inner.declared, Some(&server));
+        inner.mcp_server = Some(server);
         self
     }
 
@@ -719,6 +774,66 @@ mod tests {
     struct Hits {
         titles: Vec<String>,
         total: u32,
+    }
+
+    #[test]
+    fn typed_tools_go_in_a_list_of_tools_without_build() {
+        let search = Tool::typed("search", "", |args: Args| Ok::<_, String>(args.query));
+        let count = Tool::typed("count", "", |args: Args| {
+            Ok::<_, String>(args.limit.unwrap_or_default().to_string())
+        });
+        let agent = crate::Agent::builder("Clerk")
+            .tools([search, count])
+            .tools(vec![Tool::typed("echo", "", |args: Args| {
+                Ok::<_, String>(args.query)
+            })])
+            .tools([Tool::dynamic("d", "", json!({"type": "object"}), |v| {
+                Ok::<_, String>(v)
+            })])
+            .build();
+        let names: Vec<&str> = agent.tools().iter().map(Tool::name).collect();
+        assert_eq!(names, ["search", "count", "echo", "d"]);
+        // `.build()` still gives the tool itself.
+        let built: Tool = Tool::typed("kept", "", |args: Args| Ok::<_, String>(args.query)).build();
+        assert_eq!(built.name(), "kept");
+    }
+
+    #[test]
+    fn local_tools_are_closed_world_unless_they_say_so() {
+        let dynamic = Tool::dynamic("d", "", json!({"type": "object"}), |_| {
+            Ok::<_, String>(json!("ok"))
+        });
+        let typed: Tool = Tool::typed("t", "", |args: Args| Ok::<_, String>(args.query))
+            .with_annotations(ToolAnnotations::new().read_only(true))
+            .into();
+        let open = dynamic
+            .clone()
+            .with_annotations(ToolAnnotations::new().open_world(true));
+        assert!(!dynamic.annotations().is_open_world());
+        assert!(dynamic.annotations().is_destructive());
+        assert!(!typed.annotations().is_open_world());
+        assert!(typed.annotations().is_read_only());
+        assert!(open.annotations().is_open_world());
+    }
+
+    #[cfg(feature = "mcp")]
+    #[test]
+    fn an_mcp_servers_tool_keeps_mcps_open_world_default() {
+        let local = Tool::dynamic("d", "", json!({"type": "object"}), |_| {
+            Ok::<_, String>(json!("ok"))
+        });
+        // Annotated before or after it is marked as the server's: the same.
+        let before = local
+            .clone()
+            .with_annotations(ToolAnnotations::new().read_only(true))
+            .of_mcp_server(Arc::from("files"));
+        let after = local
+            .of_mcp_server(Arc::from("files"))
+            .with_annotations(ToolAnnotations::new().read_only(true));
+        for tool in [before, after] {
+            assert!(tool.annotations().is_open_world(), "{tool:?}");
+            assert!(tool.annotations().is_read_only());
+        }
     }
 
     impl Tool {

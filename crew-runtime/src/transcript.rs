@@ -894,7 +894,7 @@ pub fn describe_hook(hook: &HookInfo) -> String {
     let origin = match &hook.origin {
         HookOrigin::LinkTime { .. } => "link time".to_owned(),
         HookOrigin::Runtime => "run time".to_owned(),
-        HookOrigin::Crew { crew } => format!("crew {crew}"),
+        HookOrigin::Crew { .. } => hook.origin.to_string(),
     };
     let mut line = format!("{} {style}", hook.name);
     if !hook.tools.is_empty() {

@@ -818,6 +818,63 @@ async fn a_policy_decision_is_recorded_with_its_policies_and_reason() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_record_names_the_task_by_its_name_and_tool_started_keeps_the_description() {
+    let Some((store, _url, _dir)) = store("sqlite").await else {
+        return;
+    };
+    let trail = AuditTrail::open(store.clone()).expect("a writer");
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .calls([("lookup", json!({})), ("broken", json!({}))])
+            .answer("done"),
+    );
+    let lookup = Tool::dynamic("lookup", "Looks up", json!({"type": "object"}), |_| {
+        Ok::<_, String>(json!("shipped"))
+    });
+    let broken = Tool::dynamic("broken", "Fails", json!({"type": "object"}), |_| {
+        Err::<Value, _>("the backend is down".to_owned())
+    });
+    let support = agent("Support", vec![lookup, broken], &llm);
+    let crew = Crew::builder()
+        .agent(support.clone())
+        .task(
+            Task::builder("Handle ticket {ticket}")
+                .name("resolve")
+                .agent(&support)
+                .build(),
+        )
+        .global_registry(fresh_registry())
+        .build()
+        .expect("the crew builds");
+    trail.attach(&crew);
+    crew.kickoff([("ticket", "T-9")])
+        .await
+        .expect("the kickoff runs");
+    trail.flush().await.expect("the trail is written");
+
+    let records = audit::tail(&store, "default", 1000).await.expect("reads");
+    let named: Vec<(&str, &Value)> = records
+        .iter()
+        .filter_map(|record| Some((record.kind.as_str(), record.data.get("task")?)))
+        .collect();
+    let kinds: Vec<&str> = named.iter().map(|(kind, _)| *kind).collect();
+    for kind in ["tool_started", "tool_finished", "tool_failed", "model_call"] {
+        assert!(
+            kinds.contains(&kind),
+            "no {kind} naming a task in {records:?}"
+        );
+    }
+    for (kind, task) in &named {
+        assert_eq!(*task, "resolve", "{kind} names the task otherwise");
+    }
+    let started = records
+        .iter()
+        .find(|record| record.kind == "tool_started")
+        .expect("a tool start");
+    assert_eq!(started.data["task_description"], "Handle ticket T-9");
+}
+
 #[tokio::test]
 async fn a_malformed_head_or_command_line_is_a_clear_error() {
     for bad in ["", "12", "x:abc", "3:not-hex", "-1:ab"] {

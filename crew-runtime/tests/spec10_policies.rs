@@ -571,6 +571,54 @@ fn bad_policy_text_is_refused_clearly_and_never_crashes() {
 }
 
 #[test]
+fn a_policy_errors_debug_reads_like_its_message_with_line_and_column() {
+    // `main() -> Result<(), Box<dyn Error>>` prints the error's `Debug`.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("desk.cedar");
+    std::fs::write(
+        &file,
+        "permit(principal, action, resource);\nforbid(principal, action",
+    )
+    .expect("written");
+    let error = Policies::from_file(&file).expect_err("the second policy is cut short");
+    let debug = format!("{error:?}");
+    assert_eq!(debug, error.to_string());
+    assert!(debug.contains("line 2, column"), "{debug}");
+    assert!(
+        !debug.contains("Invalid {") && !debug.contains("PolicyProblem {"),
+        "{debug}"
+    );
+    let boxed: Box<dyn std::error::Error> = Box::new(error);
+    assert_eq!(format!("{boxed:?}"), debug);
+}
+
+#[test]
+fn build_and_crew_errors_debug_read_like_their_messages() {
+    let error = Crew::builder().build().expect_err("a crew needs a task");
+    assert_eq!(format!("{error:?}"), error.to_string());
+    assert!(format!("{error:?}").contains("Crew::builder().task(..)"));
+
+    let writer = Agent::builder("Writer")
+        .llm(Arc::new(ScriptedLlm::new()))
+        .build();
+    let crew = Crew::builder()
+        .agent(writer.clone())
+        .task(Task::builder("Write").agent(&writer).build())
+        .global_registry(fresh_registry())
+        .build()
+        .expect("the crew builds");
+    let error = crew
+        .kickoff_blocking(())
+        .expect_err("the model has nothing to say");
+    let debug = format!("{error:?}");
+    assert_eq!(debug, error.to_string());
+    assert!(
+        debug.contains("agent `Writer`") && !debug.contains("Model {"),
+        "{debug}"
+    );
+}
+
+#[test]
 fn a_reload_takes_effect_between_two_calls() {
     let set = policies("permit(principal, action, resource);");
     let handle = set.clone();

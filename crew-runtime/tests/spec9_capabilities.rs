@@ -1,7 +1,8 @@
 //! Guards by capability (SPEC §9): hooks see what a tool declares about
 //! its effects (`ctx.tool`'s annotations), and the ready-made guards block
 //! or ask by capability, not by name. A tool that declares nothing counts
-//! as destructive.
+//! as destructive; a local one that does not say it reaches the open world
+//! is closed-world (an MCP server's tool keeps MCP's open-world default).
 
 mod common;
 
@@ -147,6 +148,12 @@ fn the_guards_refusal_names_the_tool_and_the_capability() {
     let mut declared = tools(&ran);
     let shell = declared.pop().expect("run_shell");
     let delete = declared.pop().expect("delete_file");
+    // Open-world because it says so: a local tool that says nothing is not.
+    let fetch = recording_tool(
+        "fetch_page",
+        &ran,
+        ToolAnnotations::new().read_only(true).open_world(true),
+    );
     let call = |tool: Tool| {
         let name = tool.name().to_owned();
         ToolCallHookContext::new(&name, Default::default())
@@ -159,15 +166,19 @@ fn the_guards_refusal_names_the_tool_and_the_capability() {
             .map(|abort| (abort.source, abort.reason))
     };
     assert_eq!(
+        refusal(CapabilityGuard::deny([Capability::OpenWorld]), &call(fetch)),
+        Some((
+            "capability-guard".to_owned(),
+            "tool `fetch_page` is open-world: tools with capability `open_world` may not run"
+                .to_owned()
+        ))
+    );
+    assert_eq!(
         refusal(
             CapabilityGuard::deny([Capability::OpenWorld]),
             &call(shell.clone())
         ),
-        Some((
-            "capability-guard".to_owned(),
-            "tool `run_shell` is open-world: tools with capability `open_world` may not run"
-                .to_owned()
-        ))
+        None
     );
     assert_eq!(
         refusal(
@@ -270,7 +281,48 @@ fn a_post_hook_sees_the_tools_annotations() {
              [destructive, idempotent]",
             "read_file: Some(\"Read a file\") read_only=Some(true) destructive=None \
              [read_only, idempotent]",
-            "run_shell: None read_only=None destructive=None [destructive, open_world]",
+            "run_shell: None read_only=None destructive=None [destructive]",
         ]
     );
+}
+
+#[test]
+fn a_local_tool_that_declares_nothing_is_closed_world_for_guards_and_questions() {
+    let ran = log();
+    let llm = model();
+    let answers = Arc::new(ScriptedInput::new(["yes"]));
+    let janitor = agent("Janitor", tools(&ran), &llm);
+    let crew = Crew::builder()
+        .agent(janitor.clone())
+        .task(Task::builder("Tidy up").agent(&janitor).build())
+        .global_registry(fresh_registry())
+        .human_input(answers.clone())
+        .hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("closed-world"),
+            CapabilityGuard::deny([Capability::OpenWorld]).pre_hook(),
+        )
+        .async_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("ask-about-the-shell"),
+            ApprovalGate::for_tools(["run_shell"]).pre_hook(),
+        )
+        .build()
+        .expect("the crew builds");
+    crew.kickoff_blocking(()).expect("the run completes");
+
+    let mut ran = take(&ran);
+    ran.sort();
+    assert_eq!(
+        ran,
+        ["delete_file b.txt", "read_file a.txt", "run_shell c.sh"]
+    );
+    // The approver is shown what the tool is read as: destructive (it does
+    // not say it only reads), not open-world (it is the program's own).
+    let shown: Vec<String> = answers
+        .requests()
+        .into_iter()
+        .map(|request| format!("{:?}", request.tool_capabilities.map(|c| c.to_string())))
+        .collect();
+    assert_eq!(shown, ["Some(\"destructive\")"]);
 }

@@ -95,6 +95,39 @@ pub fn register_scoped_async<P: Point>(
     Ok(registry.insert(entry))
 }
 
+std::thread_local! {
+    /// The `#[crew_base]` type whose `#[crew]` method runs on this thread.
+    static CREW_BASE: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs a `#[crew]` method's body with `type_name` as the name of the
+/// `#[crew_base]` type being built, so that a crew built there without a
+/// name of its own is named after the type ([`crew_base_being_built`]).
+pub fn building_crew_base<R>(type_name: &'static str, build: impl FnOnce() -> R) -> R {
+    struct Restore(Option<&'static str>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CREW_BASE.with(|cell| cell.set(self.0));
+        }
+    }
+    let _restore = Restore(CREW_BASE.with(|cell| cell.replace(Some(type_name))));
+    build()
+}
+
+/// The `#[crew_base]` type whose `#[crew]` method runs on this thread, if
+/// any: the name a crew built there takes when its builder was given none.
+///
+/// ```
+/// use hooks_core::__private::{building_crew_base, crew_base_being_built};
+///
+/// assert_eq!(crew_base_being_built(), None);
+/// assert_eq!(building_crew_base("SupportDesk", crew_base_being_built), Some("SupportDesk"));
+/// assert_eq!(crew_base_being_built(), None);
+/// ```
+pub fn crew_base_being_built() -> Option<&'static str> {
+    CREW_BASE.with(std::cell::Cell::get)
+}
+
 /// Implemented by the runtime's crew type so that `#[crew_base]` code can
 /// attach a crew instance's hook methods to the crew it builds.
 #[diagnostic::on_unimplemented(
@@ -105,6 +138,12 @@ pub fn register_scoped_async<P: Point>(
 pub trait CrewScope {
     /// The crew's own registry: hooks there fire for this crew's calls only.
     fn crew_hooks(&self) -> &HookRegistry;
+
+    /// The crew's name, which its hook methods' origin carries (`None`:
+    /// the `#[crew_base]` type's name).
+    fn crew_name(&self) -> Option<&str> {
+        None
+    }
 
     /// Called once the instance's hook methods are attached, so the crew can
     /// check their filters as it checked the others when it was built.
@@ -123,6 +162,9 @@ pub trait BuiltCrew {
     /// The built crew's own registry, if a crew was built.
     fn built_crew_hooks(&self) -> Option<&HookRegistry>;
 
+    /// The built crew's name, if a crew was built and it tells it.
+    fn built_crew_name(&self) -> Option<&str>;
+
     /// Tells the built crew (if any) that its hook methods are attached.
     fn built_crew_hooks_attached(&self);
 }
@@ -130,6 +172,10 @@ pub trait BuiltCrew {
 impl<C: CrewScope> BuiltCrew for C {
     fn built_crew_hooks(&self) -> Option<&HookRegistry> {
         Some(self.crew_hooks())
+    }
+
+    fn built_crew_name(&self) -> Option<&str> {
+        self.crew_name()
     }
 
     fn built_crew_hooks_attached(&self) {
@@ -140,6 +186,10 @@ impl<C: CrewScope> BuiltCrew for C {
 impl<C: CrewScope, E> BuiltCrew for Result<C, E> {
     fn built_crew_hooks(&self) -> Option<&HookRegistry> {
         self.as_ref().ok().map(CrewScope::crew_hooks)
+    }
+
+    fn built_crew_name(&self) -> Option<&str> {
+        self.as_ref().ok().and_then(CrewScope::crew_name)
     }
 
     fn built_crew_hooks_attached(&self) {

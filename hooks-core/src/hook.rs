@@ -138,9 +138,12 @@ pub enum HookOrigin {
     },
     /// A `register_*` call at run time.
     Runtime,
-    /// A hook method of a `#[crew_base]` crew: it belongs to that crew only.
+    /// A hook of one crew (a `#[crew_base]` hook method, or a hook given
+    /// to the crew's builder): it belongs to that crew only. Shown as
+    /// `crew <name>`, or `crew` alone for a crew named `crew` (a runtime's
+    /// crew given no name).
     Crew {
-        /// The crew's type name.
+        /// The crew's name.
         crew: String,
     },
 }
@@ -150,6 +153,8 @@ impl fmt::Display for HookOrigin {
         match self {
             HookOrigin::LinkTime { file, line, .. } => write!(f, "{file}:{line}"),
             HookOrigin::Runtime => f.write_str("registered at run time"),
+            // A crew with no name of its own is called `crew`: said once.
+            HookOrigin::Crew { crew } if crew == "crew" => f.write_str("crew"),
             HookOrigin::Crew { crew } => write!(f, "crew {crew}"),
         }
     }

@@ -417,16 +417,19 @@ fn wrap_crew(
     // a type that is no crew on the `#[crew]` method's return type (an
     // `impl Trait` return cannot be named here, and is checked by the plain
     // call instead).
-    let (crew_hooks, hooks_attached) = match &method.sig.output {
+    let (crew_hooks, built_crew_name, hooks_attached) = match &method.sig.output {
         syn::ReturnType::Type(_, ty) if !matches!(**ty, Type::ImplTrait(_)) => (
             quote!(<#ty as #built_crew>::built_crew_hooks),
+            quote!(<#ty as #built_crew>::built_crew_name),
             quote!(<#ty as #built_crew>::built_crew_hooks_attached),
         ),
         _ => (
             quote!(#built_crew::built_crew_hooks),
+            quote!(#built_crew::built_crew_name),
             quote!(#built_crew::built_crew_hooks_attached),
         ),
     };
+    let building_crew_base = paths.building_crew_base();
     let registrations = hooks
         .iter()
         .map(|hook| registration(hook, crew_name, paths));
@@ -440,8 +443,14 @@ fn wrap_crew(
     let wrapper = quote! {
         #(#attrs)*
         #vis #sig {
-            let __crew = Self::#inner_ident(self);
+            // A crew built without a name is named after the type.
+            let __crew = #building_crew_base(#crew_name, || Self::#inner_ident(self));
             if let #some(__registry) = #crew_hooks(&__crew) {
+                // The hook methods carry the crew's one name.
+                let __crew_name: &str = match #built_crew_name(&__crew) {
+                    #some(name) => name,
+                    _ => #crew_name,
+                };
                 let __this = #keep_instance;
                 #(#registrations)*
             }
@@ -499,7 +508,7 @@ fn registration(hook: &HookMethod, crew_name: &str, paths: &Paths) -> TokenStrea
         let register = paths.register_scoped_async();
         let boxed = paths.hook_box();
         return quote! {
-            let _ = #register(#point_type, __registry, #crew_name, #style, #options, {
+            let _ = #register(#point_type, __registry, __crew_name, #style, #options, {
                 let __shared = #shared_arc::clone(&__this);
                 move |#context_name: &mut #context| {
                     let __this = #shared_arc::clone(&__shared);
@@ -511,7 +520,7 @@ fn registration(hook: &HookMethod, crew_name: &str, paths: &Paths) -> TokenStrea
     quote! {
         // The attribute checked the filters against the point, so
         // registering cannot fail.
-        let _ = #register(#point_type, __registry, #crew_name, #style, #options, {
+        let _ = #register(#point_type, __registry, __crew_name, #style, #options, {
             let __this = #shared_arc::clone(&__this);
             move |#context_name: &mut #context| -> #decision { #call }
         });

@@ -141,6 +141,13 @@ impl Paths {
         quote!(#private::BuiltCrew)
     }
 
+    /// Runs a `#[crew]` method's body naming the `#[crew_base]` type being
+    /// built.
+    pub(crate) fn building_crew_base(&self) -> TokenStream {
+        let private = self.private();
+        quote!(#private::building_crew_base)
+    }
+
     /// The trait naming a task (or a `Result` holding one) after its
     /// `#[task]` method unless it has a name.
     pub(crate) fn default_task_name(&self) -> TokenStream {

@@ -15,7 +15,7 @@
 //! |---|---|
 //! | principal `Agent::"<role>"` | the agent making the call; attributes `crew` (the crew's name) and `user` (who the kickoff runs for, when [`Crew::for_user`](crate::Crew::for_user) names someone; test it with `has`) |
 //! | action `Action::"<tool>"` | the call of that tool (its normalized name) |
-//! | resource `Tool::"<tool>"` | the tool; attributes `server` (the MCP server's name, or `"local"`) and `capabilities` (a set of `"read_only"`, `"destructive"`, `"idempotent"`, `"open_world"`; a tool that declares nothing counts as destructive and open-world) |
+//! | resource `Tool::"<tool>"` | the tool; attributes `server` (the MCP server's name, or `"local"`) and `capabilities` (a set of `"read_only"`, `"destructive"`, `"idempotent"`, `"open_world"`; a tool that declares nothing counts as destructive, and an MCP server's tool as open-world too: a local tool is closed-world unless it declares `open_world(true)`) |
 //! | `context.args` | the call's arguments, typed by the tool's JSON schema: integer → `Long`, string → `String`, boolean → `Bool`, array → `Set`, object → record; an argument the schema does not require is optional (test it with `has`); JSON numbers, unions and references are not visible (a policy that reads one is refused at load with the reason: "`amount` is a JSON number, which policies cannot read: use an integer type"), yet a call must still give them when they are required; a tool with a free-form schema has an empty `args` |
 //! | `context.call_id`, `context.task`, `context.iteration` | the call's id, the task's name, the agent's model turn in that task (from 1) |
 //!
@@ -1139,7 +1139,7 @@ impl Attachment {
 /// let broken = Policies::from_text("permit(principal, action, resource").unwrap_err();
 /// assert!(matches!(broken, PolicyError::Invalid { .. }));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PolicyError {
     /// The policy file could not be read.
@@ -1171,6 +1171,8 @@ pub enum PolicyError {
         problems: Vec<PolicyProblem>,
     },
 }
+
+crate::error::debug_as_display!(PolicyError);
 
 /// One problem of a policy set: which policy, where, what.
 ///
