@@ -41,7 +41,10 @@ mod accounts;
 mod approvals;
 #[cfg(feature = "audit")]
 pub(crate) mod audit;
+// Durable kickoffs' rows and their sealed write-ahead journal (SPEC §13).
 mod identity;
+#[cfg(feature = "durable")]
+pub mod journal;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -93,6 +96,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "question_reason",
         include_str!("migrations/0006_question_reason.sql"),
     ),
+    (7, "kickoffs", include_str!("migrations/0007_kickoffs.sql")),
 ];
 
 /// The newest schema version this program knows.
