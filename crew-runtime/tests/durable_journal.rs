@@ -478,21 +478,40 @@ async fn an_unknown_kickoff_is_refused_as_unknown(store: Store, _keep: Keep) {
     let unknown = KickoffId::generate().expect("an id");
     let is_unknown =
         |error: JournalError| matches!(error, JournalError::UnknownKickoff(id) if id == unknown);
-    assert!(is_unknown(store.kickoff(&unknown).await.unwrap_err()));
-    assert!(is_unknown(store.fingerprint(&unknown).await.unwrap_err()));
-    assert!(is_unknown(store.set_ready(&unknown).await.unwrap_err()));
-    assert!(is_unknown(store.purge(&unknown).await.unwrap_err()));
-    assert!(is_unknown(journal.entries(&unknown).await.unwrap_err()));
+    assert!(is_unknown(
+        store.kickoff(&unknown).await.expect_err("refused")
+    ));
+    assert!(is_unknown(
+        store.fingerprint(&unknown).await.expect_err("refused")
+    ));
+    assert!(is_unknown(
+        store.set_ready(&unknown).await.expect_err("refused")
+    ));
+    assert!(is_unknown(
+        store.purge(&unknown).await.expect_err("refused")
+    ));
+    assert!(is_unknown(
+        journal.entries(&unknown).await.expect_err("refused")
+    ));
     let lease = Lease {
         kickoff: unknown,
         owner: "worker-a".into(),
         epoch: 1,
     };
     assert!(is_unknown(
-        journal.append(&lease, "start", b"x").await.unwrap_err()
+        journal
+            .append(&lease, "start", b"x")
+            .await
+            .expect_err("refused")
     ));
-    assert!(is_unknown(journal.renew(&lease, LONG).await.unwrap_err()));
-    let message = store.kickoff(&unknown).await.unwrap_err().to_string();
+    assert!(is_unknown(
+        journal.renew(&lease, LONG).await.expect_err("refused")
+    ));
+    let message = store
+        .kickoff(&unknown)
+        .await
+        .expect_err("refused")
+        .to_string();
     assert!(message.contains(&unknown.to_string()), "{message}");
 }
 
@@ -782,7 +801,7 @@ fn a_malformed_kickoff_id_is_a_clear_error() {
         "g0000000000000000000000000000000",
         &"0".repeat(33),
     ] {
-        let error = text.parse::<KickoffId>().unwrap_err();
+        let error = text.parse::<KickoffId>().expect_err("refused");
         assert!(
             matches!(error, JournalError::MalformedKickoffId { .. }),
             "{error:?}"
@@ -793,7 +812,7 @@ fn a_malformed_kickoff_id_is_a_clear_error() {
             "{message}"
         );
     }
-    let from_json = serde_json::from_str::<KickoffId>("\"nope\"").unwrap_err();
+    let from_json = serde_json::from_str::<KickoffId>("\"nope\"").expect_err("refused");
     assert!(
         from_json.to_string().contains("is not a kickoff id"),
         "{from_json}"
