@@ -76,9 +76,18 @@ const KEY_BYTES: usize = 32;
 const NONCE_BYTES: usize = 24;
 /// The first byte of a sealed payload: how it was sealed.
 const FORMAT: u8 = 1;
-/// The longest kind of entry, in bytes.
+/// The longest kind of entry, in bytes ([`Journal::append`]).
+///
+/// ```
+/// assert_eq!(crew_runtime::store::journal::MAX_KIND_BYTES, 64);
+/// ```
 pub const MAX_KIND_BYTES: usize = 64;
-/// The longest owner name, in bytes.
+/// The longest owner name, in bytes ([`Journal::create_kickoff`],
+/// [`Journal::claim`]).
+///
+/// ```
+/// assert_eq!(crew_runtime::store::journal::MAX_OWNER_BYTES, 200);
+/// ```
 pub const MAX_OWNER_BYTES: usize = 200;
 
 /// Why a journal operation did not happen.
@@ -1103,13 +1112,31 @@ impl Journal {
     /// ```
     pub async fn entries(&self, kickoff: &KickoffId) -> Result<Vec<JournalEntry>, JournalError> {
         let id = kickoff.to_string();
-        let head: Option<(i64, Vec<u8>, Option<i64>)> = super::on_pool!(self.store, |pool| {
-            sqlx::query_as("SELECT step, key_check, purged_at FROM crew_kickoffs WHERE id = $1")
-                .bind(&id)
-                .fetch_optional(pool)
-                .await?
+        // One statement, so one snapshot: the head and its entries agree
+        // (entries appended later, beyond the head's step, are left out).
+        type Joined = (
+            i64,
+            Vec<u8>,
+            Option<i64>,
+            Option<i64>,
+            Option<String>,
+            Option<Vec<u8>>,
+            Option<i64>,
+        );
+        let joined: Vec<Joined> = super::on_pool!(self.store, |pool| {
+            sqlx::query_as(
+                "SELECT k.step, k.key_check, k.purged_at, j.seq, j.kind, j.payload, j.at \
+                 FROM crew_kickoffs k LEFT JOIN crew_journal j \
+                 ON j.kickoff_id = k.id AND j.seq <= k.step \
+                 WHERE k.id = $1 ORDER BY j.seq",
+            )
+            .bind(&id)
+            .fetch_all(pool)
+            .await?
         });
-        let Some((step, key_check, purged_at)) = head else {
+        let Some((step, key_check, purged_at)) =
+            joined.first().map(|row| (row.0, row.1.clone(), row.2))
+        else {
             return Err(JournalError::UnknownKickoff(*kickoff));
         };
         if self
@@ -1122,19 +1149,11 @@ impl Journal {
         if purged_at.is_some() {
             return Ok(Vec::new());
         }
-        // Entries appended after the head was read are left for later.
-        let rows: Vec<(i64, String, Vec<u8>, i64)> = super::on_pool!(self.store, |pool| {
-            sqlx::query_as(
-                "SELECT seq, kind, payload, at FROM crew_journal \
-                 WHERE kickoff_id = $1 AND seq <= $2 ORDER BY seq",
-            )
-            .bind(&id)
-            .bind(step)
-            .fetch_all(pool)
-            .await?
-        });
+        let rows = joined
+            .into_iter()
+            .filter_map(|(.., seq, kind, payload, at)| Some((seq?, kind?, payload?, at?)));
         let step = u64::try_from(step).unwrap_or(0);
-        let mut entries = Vec::with_capacity(rows.len());
+        let mut entries = Vec::new();
         for (expected, (seq, kind, sealed, at)) in (1..).zip(rows) {
             let seq = u64::try_from(seq).unwrap_or(0);
             if seq != expected {
