@@ -91,6 +91,7 @@ on_both_stores!(
     purging_finished_kickoffs_before_a_time_leaves_the_others,
     a_finished_kickoff_takes_no_more_entries,
     the_fingerprint_and_summary_are_as_started,
+    every_stored_payload_is_sealed_with_a_nonce_of_its_own,
 );
 
 fn journal_on(store: &Store) -> Journal {
@@ -651,6 +652,49 @@ async fn the_fingerprint_and_summary_are_as_started(store: Store, _keep: Keep) {
         journal.create_kickoff("billing", "f", " ", LONG).await,
         Err(JournalError::Invalid(_))
     ));
+}
+
+async fn every_stored_payload_is_sealed_with_a_nonce_of_its_own(store: Store, keep: Keep) {
+    let journal = journal_on(&store);
+    let lease = running(&journal, LONG).await;
+    let marker = b"PLAINTEXT-MARKER-iban-DE89";
+    for _ in 0..3 {
+        journal
+            .append(&lease, "tool_intent", marker)
+            .await
+            .expect("appended");
+    }
+    let sql = "SELECT payload FROM crew_journal WHERE kickoff_id = $1 ORDER BY seq";
+    let id = lease.kickoff.to_string();
+    let stored: Vec<Vec<u8>> = if keep.url.starts_with("sqlite:") {
+        let pool = sqlx::SqlitePool::connect(&keep.url)
+            .await
+            .expect("raw SQLite");
+        sqlx::query_scalar(sql)
+            .bind(&id)
+            .fetch_all(&pool)
+            .await
+            .expect(sql)
+    } else {
+        let pool = sqlx::PgPool::connect(&keep.url)
+            .await
+            .expect("raw PostgreSQL");
+        sqlx::query_scalar(sql)
+            .bind(&id)
+            .fetch_all(&pool)
+            .await
+            .expect(sql)
+    };
+    assert_eq!(stored.len(), 3);
+    for payload in &stored {
+        // A format byte, a 24-byte nonce, the ciphertext and a 16-byte tag.
+        assert_eq!(payload.len(), 1 + 24 + marker.len() + 16);
+        assert!(!payload.windows(marker.len()).any(|window| window == marker));
+    }
+    // The same payload three times: three different nonces and ciphertexts.
+    assert_ne!(stored[0][1..25], stored[1][1..25]);
+    assert_ne!(stored[1][1..25], stored[2][1..25]);
+    assert_ne!(stored[0][25..], stored[1][25..]);
 }
 
 /// Runs `sql` straight on the database at `url` (what an attacker with
