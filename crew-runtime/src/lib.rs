@@ -295,7 +295,10 @@ pub use scripted::{RecordedRequest, ScriptedCall, ScriptedLlm};
 pub use standalone::{AgentMessages, AgentOutput};
 pub use task::{Task, TaskBuilder};
 pub use terminal::TerminalInput;
-pub use tool::{Tool, ToolOutcome, TypedTool};
+pub use tool::{
+    CurrentCall, IdempotencyKey, ReconcileError, Reconciled, Reconciler, Tool, ToolOutcome,
+    TypedTool,
+};
 
 /// Implements [`llm::Llm`], [`HumanInputSource`] (and any trait with
 /// `async fn`s used as `dyn`).
