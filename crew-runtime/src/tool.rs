@@ -1171,17 +1171,45 @@ mod tests {
         let cases = [
             ("nothing declared", a(), false),
             ("read-only", a().read_only(true), true),
-            ("read-only, not destructive", a().read_only(true).destructive(false), true),
+            (
+                "read-only, not destructive",
+                a().read_only(true).destructive(false),
+                true,
+            ),
             // Contradictory: read as destructive, not read-only.
-            ("read-only but destructive", a().read_only(true).destructive(true), false),
+            (
+                "read-only but destructive",
+                a().read_only(true).destructive(true),
+                false,
+            ),
             ("idempotent", a().idempotent(true), true),
-            ("idempotent, not destructive", a().idempotent(true).destructive(false), true),
-            ("idempotent but destructive", a().idempotent(true).destructive(true), false),
+            (
+                "idempotent, not destructive",
+                a().idempotent(true).destructive(false),
+                true,
+            ),
+            (
+                "idempotent but destructive",
+                a().idempotent(true).destructive(true),
+                false,
+            ),
             ("not idempotent", a().idempotent(false), false),
-            ("not read-only, not idempotent", a().read_only(false).idempotent(false), false),
-            ("read-only, not idempotent", a().read_only(true).idempotent(false), true),
+            (
+                "not read-only, not idempotent",
+                a().read_only(false).idempotent(false),
+                false,
+            ),
+            (
+                "read-only, not idempotent",
+                a().read_only(true).idempotent(false),
+                true,
+            ),
             ("only not destructive", a().destructive(false), false),
-            ("open world, idempotent", a().open_world(true).idempotent(true), true),
+            (
+                "open world, idempotent",
+                a().open_world(true).idempotent(true),
+                true,
+            ),
         ];
         for (case, annotations, expected) in cases {
             assert_eq!(with(annotations).may_run_again(), expected, "{case}");
@@ -1245,7 +1273,9 @@ mod tests {
             let expected = json!({"key": key().as_str(), "id": "7"});
             assert_eq!(
                 ask(&tool),
-                Some(Ok(Reconciled::Happened { result: Some(expected) }))
+                Some(Ok(Reconciled::Happened {
+                    result: Some(expected)
+                }))
             );
             // The typed tool's builder keeps it.
             let typed: Tool = Tool::typed("t", "", |args: Args| Ok::<_, String>(args.query))
@@ -1256,12 +1286,13 @@ mod tests {
 
         #[test]
         fn a_reconcilers_error_is_reported_as_failed() {
-            let tool = with(ToolAnnotations::new()).reconcile(|_, _| async {
-                Err::<Reconciled, _>("the payments API is down")
-            });
+            let tool = with(ToolAnnotations::new())
+                .reconcile(|_, _| async { Err::<Reconciled, _>("the payments API is down") });
             assert_eq!(
                 ask(&tool),
-                Some(Err(ReconcileError::Failed("the payments API is down".to_owned())))
+                Some(Err(ReconcileError::Failed(
+                    "the payments API is down".to_owned()
+                )))
             );
         }
 
@@ -1313,10 +1344,16 @@ mod tests {
             }
             let text = base.as_str();
             assert_eq!(text.len(), 64);
-            assert!(text.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+            assert!(
+                text.bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+            );
             assert_eq!(base.to_string(), text);
             assert!(!text.contains("kickoff-a"), "the secret does not show");
-            assert!(!text.contains(&hex(b"kickoff-a")), "not even in hexadecimal");
+            assert!(
+                !text.contains(&hex(b"kickoff-a")),
+                "not even in hexadecimal"
+            );
         }
 
         #[test]

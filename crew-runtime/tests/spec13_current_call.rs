@@ -34,7 +34,11 @@ fn read_current() -> Option<Read> {
 fn run(tool: Tool, calls: &[&str], configure: impl FnOnce(CrewBuilder) -> CrewBuilder) {
     let llm = Arc::new(
         ScriptedLlm::new()
-            .calls(calls.iter().map(|name| ScriptedCall::new(*name, json!({"text": "hi"}))))
+            .calls(
+                calls
+                    .iter()
+                    .map(|name| ScriptedCall::new(*name, json!({"text": "hi"}))),
+            )
             .answer("done"),
     );
     let worker = Agent::builder("Worker").tool(tool).llm(llm.clone()).build();
@@ -61,11 +65,16 @@ struct Text {
 /// and the thread it ran on.
 fn sync_tool(reads: &Log<Option<Read>>, threads: &Log<ThreadId>, placement: SyncPlacement) -> Tool {
     let (reads, threads) = (reads.clone(), threads.clone());
-    Tool::dynamic("probe", "Reads its call", json!({"type": "object"}), move |_| {
-        push(&reads, read_current());
-        push(&threads, std::thread::current().id());
-        Ok::<_, String>(json!("read"))
-    })
+    Tool::dynamic(
+        "probe",
+        "Reads its call",
+        json!({"type": "object"}),
+        move |_| {
+            push(&reads, read_current());
+            push(&threads, std::thread::current().id());
+            Ok::<_, String>(json!("read"))
+        },
+    )
     .with_sync_placement(placement)
 }
 
@@ -108,14 +117,19 @@ fn an_async_typed_tool_reads_its_call_across_awaits() {
 fn a_dynamic_async_tool_reads_its_call_and_concurrent_calls_each_read_their_own() {
     let reads = log();
     let sink = reads.clone();
-    let tool = Tool::dynamic("probe", "Reads its call", json!({"type": "object"}), move |_| {
-        let sink = sink.clone();
-        async move {
-            tokio::task::yield_now().await;
-            push(&sink, read_current());
-            Ok::<_, String>(json!("read"))
-        }
-    });
+    let tool = Tool::dynamic(
+        "probe",
+        "Reads its call",
+        json!({"type": "object"}),
+        move |_| {
+            let sink = sink.clone();
+            async move {
+                tokio::task::yield_now().await;
+                push(&sink, read_current());
+                Ok::<_, String>(json!("read"))
+            }
+        },
+    );
     run(tool, &["probe", "probe", "probe"], |crew| crew);
     let mut read = take(&reads);
     read.sort();
@@ -171,10 +185,15 @@ fn no_call_is_current_in_hooks_or_outside_a_run() {
     let (pre, post) = (seen.clone(), seen.clone());
     let reads = log();
     let sink = reads.clone();
-    let tool = Tool::dynamic("probe", "Reads its call", json!({"type": "object"}), move |_| {
-        push(&sink, read_current());
-        Ok::<_, String>(json!("read"))
-    });
+    let tool = Tool::dynamic(
+        "probe",
+        "Reads its call",
+        json!({"type": "object"}),
+        move |_| {
+            push(&sink, read_current());
+            Ok::<_, String>(json!("read"))
+        },
+    );
     run(tool, &["probe"], |crew| {
         crew.hook(PRE_TOOL_CALL, move |_: &mut ToolCallHookContext| {
             push(&pre, ("pre", read_current()));
@@ -218,13 +237,18 @@ fn a_key_left_in_the_extensions_by_a_pre_hook_reaches_the_tool() {
 
     let reads = log();
     let sink = reads.clone();
-    let tool = Tool::dynamic("probe", "Reads its call", json!({"type": "object"}), move |_| {
-        let sink = sink.clone();
-        async move {
-            push(&sink, read_current());
-            Ok::<_, String>(json!("read"))
-        }
-    });
+    let tool = Tool::dynamic(
+        "probe",
+        "Reads its call",
+        json!({"type": "object"}),
+        move |_| {
+            let sink = sink.clone();
+            async move {
+                push(&sink, read_current());
+                Ok::<_, String>(json!("read"))
+            }
+        },
+    );
     run(tool, &["probe"], |crew| {
         crew.hook(PRE_TOOL_CALL, move |ctx: &mut ToolCallHookContext| {
             ctx.extensions.insert(key.clone());
@@ -232,6 +256,10 @@ fn a_key_left_in_the_extensions_by_a_pre_hook_reaches_the_tool() {
     });
     assert_eq!(
         take(&reads),
-        [Some(("call_1".to_owned(), "probe".to_owned(), Some(expected)))]
+        [Some((
+            "call_1".to_owned(),
+            "probe".to_owned(),
+            Some(expected)
+        ))]
     );
 }

@@ -83,7 +83,8 @@ impl IdempotencyKey {
         // HMAC takes a key of any length (a longer one is hashed first):
         // `new_from_slice` has no error to return for it.
         #[allow(clippy::expect_used)]
-        let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes keys of any length");
+        let mut mac =
+            Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes keys of any length");
         // A label, so that no other use of the same secret can produce
         // these bytes; the place's length, so that place and attempt
         // cannot be shifted into each other.
@@ -172,7 +173,10 @@ pub enum ReconcileError {
     Panicked(String),
 }
 
-type Reconcile = dyn Fn(IdempotencyKey, Map<String, Value>) -> Pin<Box<dyn Future<Output = Result<Reconciled, String>> + Send>>
+type Reconcile = dyn Fn(
+        IdempotencyKey,
+        Map<String, Value>,
+    ) -> Pin<Box<dyn Future<Output = Result<Reconciled, String>> + Send>>
     + Send
     + Sync;
 
@@ -248,7 +252,8 @@ impl Reconciler {
         let (key, args) = (key.clone(), args.clone());
         // Called inside the contained future: a panic before the first
         // `.await` of the reconciler is contained too.
-        let asked = contain_panic_async(AssertUnwindSafe(async move { reconcile(key, args).await }));
+        let asked =
+            contain_panic_async(AssertUnwindSafe(async move { reconcile(key, args).await }));
         match asked.await {
             Ok(Ok(answer)) => Ok(answer),
             Ok(Err(message)) => Err(ReconcileError::Failed(message)),
