@@ -842,6 +842,26 @@ where
     }
 
     /// Gives the tool a reconciler (see [`Tool::reconcile`]).
+    ///
+    /// ```
+    /// use crew_runtime::{Reconciled, Tool};
+    /// use crew_runtime::schemars::JsonSchema;
+    /// use serde::Deserialize;
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// #[schemars(crate = "crew_runtime::schemars")]
+    /// struct Payment {
+    ///     cents: u64,
+    /// }
+    ///
+    /// let pay: Tool = Tool::typed("pay", "Pays", |payment: Payment| {
+    ///     Ok::<_, String>(format!("paid {}", payment.cents))
+    /// })
+    /// // Asks the payments API whether a payment with the call's key exists.
+    /// .reconcile(|_key, _args| async { Ok::<_, String>(Reconciled::DidNotHappen) })
+    /// .into();
+    /// assert!(pay.reconciler().is_some());
+    /// ```
     pub fn reconcile<F, Fut, E>(mut self, reconcile: F) -> Self
     where
         F: Fn(IdempotencyKey, Map<String, Value>) -> Fut + Send + Sync + 'static,

@@ -15,7 +15,8 @@ tokio::task_local! {
 
 /// The tool call being run, as the tool's own code reads it: from inside
 /// a tool's function (async or not, wherever its body runs), during a
-/// crew's run. Outside a tool's run, there is none.
+/// crew's run. Outside a tool's run, there is none: not in hooks, and not
+/// in a task the tool spawns (read it first, and hand it over).
 ///
 /// ```
 /// use std::sync::Arc;
