@@ -44,13 +44,10 @@ tokio::task_local! {
 /// ```
 #[derive(Debug, Clone)]
 pub struct CurrentCall {
-    inner: Arc<CallInner>,
-}
-
-#[derive(Debug)]
-struct CallInner {
-    call_id: String,
-    tool_name: String,
+    // Shared with the call's hook context: setting the current call costs
+    // two reference counts, no copy.
+    call_id: Option<Arc<str>>,
+    tool_name: Arc<str>,
     idempotency_key: Option<IdempotencyKey>,
 }
 
@@ -72,7 +69,7 @@ impl CurrentCall {
     /// assert!(crew_runtime::CurrentCall::get().map(|call| call.call_id().to_owned()).is_none());
     /// ```
     pub fn call_id(&self) -> &str {
-        &self.inner.call_id
+        self.call_id.as_deref().unwrap_or_default()
     }
 
     /// The (normalized) name of the tool called.
@@ -82,7 +79,7 @@ impl CurrentCall {
     /// assert!(crew_runtime::CurrentCall::get().map(|call| call.tool_name().to_owned()).is_none());
     /// ```
     pub fn tool_name(&self) -> &str {
-        &self.inner.tool_name
+        &self.tool_name
     }
 
     /// The call's idempotency key: present in a durable kickoff (SPEC
@@ -93,21 +90,19 @@ impl CurrentCall {
     /// assert!(crew_runtime::CurrentCall::get().and_then(|call| call.idempotency_key().cloned()).is_none());
     /// ```
     pub fn idempotency_key(&self) -> Option<&IdempotencyKey> {
-        self.inner.idempotency_key.as_ref()
+        self.idempotency_key.as_ref()
     }
 
     /// The call `call_id` of `tool_name`, with its key if it has one.
     pub(crate) fn new(
-        call_id: &str,
-        tool_name: &str,
+        call_id: Option<Arc<str>>,
+        tool_name: Arc<str>,
         idempotency_key: Option<IdempotencyKey>,
     ) -> CurrentCall {
         CurrentCall {
-            inner: Arc::new(CallInner {
-                call_id: call_id.to_owned(),
-                tool_name: tool_name.to_owned(),
-                idempotency_key,
-            }),
+            call_id,
+            tool_name,
+            idempotency_key,
         }
     }
 

@@ -57,9 +57,10 @@ pub(super) fn execute<'a>(
     let run = tool.invoke(&ctx.tool_input);
     // What the tool's code reads of its call (`CurrentCall::get`); the key
     // is left in the extensions by a durable kickoff's layer.
+    let (call_id, tool_name_shared) = ctx.shared_ids();
     let call = CurrentCall::new(
-        ctx.call_id().unwrap_or_default(),
-        ctx.tool_name(),
+        call_id,
+        tool_name_shared,
         ctx.extensions.get::<IdempotencyKey>().cloned(),
     );
     let placement = tool.placement();
