@@ -425,8 +425,9 @@ impl Store {
     ///
     /// Errors: a URL of another kind or malformed, or of a backend this
     /// program was built without ([`StoreError::BackendNotBuilt`]), a
-    /// database that cannot be reached or written, a schema newer than this program
-    /// ([`StoreError::SchemaTooNew`]; the database is left as it is).
+    /// database that cannot be reached or written, a schema newer than
+    /// this program ([`StoreError::SchemaTooNew`]; the database is left as
+    /// it is).
     ///
     /// ```
     /// use crew_runtime::store::{Store, StoreError};
