@@ -226,7 +226,7 @@ async fn main() -> ExitCode {
         );
         println!("head: {}", written.head);
         println!(
-            "verify: cargo run -p crew-runtime --features audit --bin crew-audit -- verify {url}"
+            "verify: cargo run -p crew-runtime --features store,audit --bin crew-audit -- verify {url}"
         );
         // The chain alone cannot show records cut from its end: a head
         // kept elsewhere can.

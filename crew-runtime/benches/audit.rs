@@ -19,7 +19,7 @@
 //!   the time to write and to verify, and records per second; the same for
 //!   100,000 records, to show that verify is linear.
 //!
-//! `cargo bench -p crew-runtime --features audit --bench audit`
+//! `cargo bench -p crew-runtime --features store,audit --bench audit`
 
 #[path = "../tests/support/mod.rs"]
 mod support;

@@ -142,10 +142,16 @@ mod agent;
 /// `anthropic`).
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
-#[cfg(feature = "audit")]
+// The store and what is built on it need a database backend (`sqlite`,
+// `postgres`): without one they are left out, and the build stops with
+// the one error below, which says what to add.
+#[cfg(all(feature = "audit", any(feature = "sqlite", feature = "postgres")))]
 pub mod audit;
 mod check;
-#[cfg(any(feature = "audit", feature = "inbox"))]
+#[cfg(all(
+    any(feature = "audit", feature = "inbox"),
+    any(feature = "sqlite", feature = "postgres")
+))]
 mod command_line;
 pub mod console;
 mod crew;
@@ -163,7 +169,7 @@ mod http_model;
 mod http_retry;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod http_secrets;
-#[cfg(feature = "inbox")]
+#[cfg(all(feature = "inbox", any(feature = "sqlite", feature = "postgres")))]
 pub mod inbox;
 mod join;
 pub mod llm;
@@ -188,8 +194,12 @@ mod registry;
 mod run;
 mod scripted;
 mod standalone;
-#[cfg(feature = "store")]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub mod store;
+#[cfg(all(feature = "_store", not(any(feature = "sqlite", feature = "postgres"))))]
+compile_error!(
+    "crew-runtime's store (used by the features `audit` and `inbox`) needs a database: add the feature `sqlite`, `postgres`, or `store` (both) to crew-runtime's features"
+);
 mod task;
 mod terminal;
 mod tool;
@@ -295,7 +305,10 @@ pub use scripted::{RecordedRequest, ScriptedCall, ScriptedLlm};
 pub use standalone::{AgentMessages, AgentOutput};
 pub use task::{Task, TaskBuilder};
 pub use terminal::TerminalInput;
-pub use tool::{Tool, ToolOutcome, TypedTool};
+pub use tool::{
+    CurrentCall, IdempotencyKey, ReconcileError, Reconciled, Reconciler, Tool, ToolOutcome,
+    TypedTool,
+};
 
 /// Implements [`llm::Llm`], [`HumanInputSource`] (and any trait with
 /// `async fn`s used as `dyn`).

@@ -45,6 +45,16 @@
 //! [`Capability`](hooks_core::Capability)). They are hints from the
 //! server: trust them as far as you trust the server.
 //!
+//! # Idempotency keys
+//!
+//! A call with an idempotency key (a durable kickoff's call; see
+//! [`CurrentCall::idempotency_key`]) sends it in its `tools/call`
+//! request's `_meta`, under `"dev.crewhooks/idempotency-key"`
+//! ([`IdempotencyKey::MCP_META_KEY`]), as a string: a server can pass it on
+//! to an API of its own (a payment's idempotency key), so that a call run
+//! again after a crash has its effect once. A call without a key sends no
+//! such entry.
+//!
 //! # Results
 //!
 //! Text content reaches the agent as it is; images, audio and resources as
@@ -85,14 +95,15 @@ use futures_util::FutureExt;
 use hooks_core::{ToolAnnotations, normalize_tool_name};
 use rmcp::ServiceExt;
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
+    PaginatedRequestParams, RequestMetaObject,
 };
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::{StreamableHttpClient, StreamableHttpError};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
-use crate::tool::{Tool, ToolFailure, ToolResult, ToolRun};
+use crate::tool::{CurrentCall, IdempotencyKey, Tool, ToolFailure, ToolResult, ToolRun};
 use bounded::{BoundedLines, MessageLimit, size};
 use child::ChildTransport;
 
@@ -745,9 +756,12 @@ fn crew_tools(
             let caller = Arc::clone(&caller);
             let remote = Arc::clone(&remote);
             let arguments = input.clone();
-            ToolRun::Async(Box::pin(
-                async move { caller.call(&remote, arguments).await },
-            ))
+            ToolRun::Async(Box::pin(async move {
+                // Read as the call runs: the runtime sets it around the
+                // tool's future.
+                let key = CurrentCall::get().and_then(|call| call.idempotency_key().cloned());
+                caller.call(&remote, arguments, key).await
+            }))
         };
         let tool = Tool::from_parts(
             spelled,
@@ -806,14 +820,29 @@ struct Session {
 }
 
 impl Session {
-    /// One `tools/call`, on the arguments the PRE chain left. Dropping the
-    /// future (a timeout, a cancelled kickoff) tells the server the request
-    /// is cancelled.
-    async fn call(&self, tool: &str, arguments: Map<String, Value>) -> ToolResult {
+    /// One `tools/call`, on the arguments the PRE chain left, with the
+    /// call's idempotency key (if it has one) in the request's `_meta`
+    /// under [`IdempotencyKey::MCP_META_KEY`]. Dropping the future (a
+    /// timeout, a cancelled kickoff) tells the server the request is
+    /// cancelled.
+    async fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        key: Option<IdempotencyKey>,
+    ) -> ToolResult {
         if self.limit.was_exceeded() {
             return Err(ToolFailure::Failed(self.too_long()));
         }
-        let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let mut request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        if let Some(key) = key {
+            let mut meta = RequestMetaObject::new();
+            meta.insert(
+                IdempotencyKey::MCP_META_KEY.to_owned(),
+                Value::String(key.as_str().to_owned()),
+            );
+            request.meta = Some(meta);
+        }
         // A message past the limit ends the session: the call fails then,
         // not when rmcp has wound the session down (which, for a process,
         // waits for it to exit).

@@ -20,6 +20,12 @@ use serde_json::{Map, Value};
 use crate::llm::ToolDefinition;
 use crate::placement::{Placement, SyncPlacement};
 
+mod current_call;
+mod effect;
+
+pub use current_call::CurrentCall;
+pub use effect::{IdempotencyKey, ReconcileError, Reconciled, Reconciler};
+
 /// Why a tool produced no result. The executor turns it into the text
 /// `Error executing tool: <message>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +105,9 @@ struct ToolInner {
     annotations: ToolAnnotations,
     mcp_server: Option<Arc<str>>,
     placement: Placement,
+    /// Tells whether an interrupted call's effect happened
+    /// ([`Tool::reconcile`]).
+    reconciler: Option<Reconciler>,
 }
 
 /// How a tool's declared annotations are read. An MCP server's tool keeps
@@ -279,6 +288,7 @@ impl Tool {
             timeout: None,
             annotations: ToolAnnotations::new(),
             placement: SyncPlacement::default(),
+            reconciler: None,
             args: PhantomData,
         }
     }
@@ -356,6 +366,7 @@ impl Tool {
                 annotations: read_as(&ToolAnnotations::new(), None),
                 mcp_server: None,
                 placement: Placement::default(),
+                reconciler: None,
             }),
         }
     }
@@ -418,6 +429,148 @@ impl Tool {
         inner.annotations = read_as(&annotations, inner.mcp_server.as_deref());
         inner.declared = annotations;
         self
+    }
+
+    /// Declares the tool idempotent (a repeated call with the same
+    /// arguments has no further effect): a shorthand for the `idempotent`
+    /// annotation, the others kept as declared. Give it after
+    /// [`Tool::with_annotations`], which replaces every annotation. A
+    /// durable kickoff runs an idempotent tool's interrupted call again
+    /// with the same idempotency key (see [`Tool::may_run_again`]).
+    ///
+    /// ```
+    /// use crew_runtime::Tool;
+    /// use serde_json::json;
+    ///
+    /// let set_flag = Tool::dynamic("set_flag", "Sets a flag", json!({"type": "object"}), |_| {
+    ///     Ok::<_, String>(json!("set"))
+    /// })
+    /// .idempotent();
+    /// assert!(set_flag.annotations().is_idempotent());
+    /// assert!(set_flag.may_run_again());
+    /// ```
+    pub fn idempotent(self) -> Tool {
+        let mut declared = self.inner.declared.clone();
+        declared.idempotent = Some(true);
+        self.with_annotations(declared)
+    }
+
+    /// Whether a call of this tool whose result was never recorded may
+    /// simply run again (SPEC §13): the tool is read-only, or declared
+    /// idempotent ([`Tool::idempotent`], MCP `idempotentHint: true`)
+    /// without declaring itself destructive (`destructiveHint: true`
+    /// contradicts it, and the call is not run again blind). A read-only
+    /// tool that also says it is destructive is not read-only.
+    ///
+    /// ```
+    /// use crew_runtime::Tool;
+    /// use hooks_core::ToolAnnotations;
+    /// use serde_json::json;
+    ///
+    /// let tool = Tool::dynamic("t", "", json!({"type": "object"}), |_| Ok::<_, String>(json!("ok")));
+    /// assert!(!tool.may_run_again(), "nothing declared: it may have an effect each time");
+    /// assert!(tool.clone().with_annotations(ToolAnnotations::new().read_only(true)).may_run_again());
+    /// let overwrite = ToolAnnotations::new().idempotent(true).destructive(true);
+    /// assert!(!tool.with_annotations(overwrite).may_run_again());
+    /// ```
+    pub fn may_run_again(&self) -> bool {
+        let annotations = &self.inner.annotations;
+        annotations.is_read_only()
+            || (annotations.idempotent == Some(true) && annotations.destructive != Some(true))
+    }
+
+    /// Gives the tool a reconciler: for a call interrupted before its
+    /// result was recorded, a durable kickoff asks it, with the call's
+    /// idempotency key and arguments, whether the effect happened
+    /// ([`Reconciled::Happened`], with the result if it can find it) or
+    /// not ([`Reconciled::DidNotHappen`]: the call runs again), instead of
+    /// asking a person. See [`Reconciler::new`] for what it may return.
+    ///
+    /// ```
+    /// use crew_runtime::{Reconciled, Tool};
+    /// use serde_json::json;
+    ///
+    /// let charge = Tool::dynamic("charge", "Charges a card", json!({"type": "object"}), |_| async {
+    ///     Ok::<_, String>(json!({"charge": "ch_1"}))
+    /// })
+    /// .reconcile(|key, _args| async move {
+    ///     // Ask the payments API for a charge made with `key`.
+    ///     let found: Option<serde_json::Value> = None;
+    ///     let _ = key;
+    ///     Ok::<_, String>(match found {
+    ///         Some(charge) => Reconciled::Happened { result: Some(charge) },
+    ///         None => Reconciled::DidNotHappen,
+    ///     })
+    /// });
+    /// assert!(charge.reconciler().is_some());
+    /// ```
+    pub fn reconcile<F, Fut, E>(self, reconcile: F) -> Tool
+    where
+        F: Fn(IdempotencyKey, Map<String, Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Reconciled, E>> + Send + 'static,
+        E: fmt::Display,
+    {
+        self.with_reconciler(Reconciler::new(reconcile))
+    }
+
+    /// Gives the tool a reconciler already made (see [`Tool::reconcile`]).
+    ///
+    /// ```
+    /// use crew_runtime::{Reconciled, Reconciler, Tool};
+    /// use serde_json::json;
+    ///
+    /// let never = Reconciler::new(|_key, _args| async { Ok::<_, String>(Reconciled::DidNotHappen) });
+    /// let tool = Tool::dynamic("t", "", json!({"type": "object"}), |_| Ok::<_, String>(json!("ok")))
+    ///     .with_reconciler(never);
+    /// assert!(tool.reconciler().is_some());
+    /// ```
+    pub fn with_reconciler(mut self, reconciler: Reconciler) -> Tool {
+        Arc::make_mut(&mut self.inner).reconciler = Some(reconciler);
+        self
+    }
+
+    /// The tool's reconciler, if it has one ([`Tool::reconcile`]).
+    ///
+    /// ```
+    /// use crew_runtime::Tool;
+    /// use serde_json::json;
+    ///
+    /// let tool = Tool::dynamic("t", "", json!({"type": "object"}), |_| Ok::<_, String>(json!("ok")));
+    /// assert!(tool.reconciler().is_none());
+    /// ```
+    pub fn reconciler(&self) -> Option<&Reconciler> {
+        self.inner.reconciler.as_ref()
+    }
+
+    /// Asks the tool's reconciler whether the effect of the call with
+    /// `key` and `args` happened; `None` when the tool has no reconciler.
+    /// A panic of the reconciler is contained and reported as
+    /// [`ReconcileError::Panicked`].
+    ///
+    /// ```
+    /// # #[cfg(feature = "durable")] {
+    /// use crew_runtime::{IdempotencyKey, Reconciled, Tool};
+    /// use serde_json::json;
+    ///
+    /// let tool = Tool::dynamic("t", "", json!({"type": "object"}), |_| Ok::<_, String>(json!("ok")))
+    ///     .reconcile(|_key, args| async move {
+    ///         Ok::<_, String>(Reconciled::Happened { result: args.get("id").cloned() })
+    ///     });
+    /// let key = IdempotencyKey::derive(b"kickoff", "call 1", 0);
+    /// let args = json!({"id": 7}).as_object().cloned().unwrap_or_default();
+    /// let answer = futures_executor::block_on(tool.reconciled(&key, &args));
+    /// assert_eq!(answer, Some(Ok(Reconciled::Happened { result: Some(json!(7)) })));
+    /// # }
+    /// ```
+    pub async fn reconciled(
+        &self,
+        key: &IdempotencyKey,
+        args: &Map<String, Value>,
+    ) -> Option<Result<Reconciled, ReconcileError>> {
+        match &self.inner.reconciler {
+            Some(reconciler) => Some(reconciler.ask(key, args).await),
+            None => None,
+        }
     }
 
     /// Says where the body of a synchronous tool runs: by default
@@ -574,6 +727,7 @@ impl fmt::Debug for Tool {
             .field("description", &self.inner.description)
             .field("annotations", &self.inner.annotations)
             .field("mcp_server", &self.inner.mcp_server)
+            .field("reconciler", &self.inner.reconciler.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -622,6 +776,7 @@ pub struct TypedTool<Args, Out> {
     timeout: Option<Duration>,
     annotations: ToolAnnotations,
     placement: SyncPlacement,
+    reconciler: Option<Reconciler>,
     args: PhantomData<fn(Args)>,
 }
 
@@ -660,6 +815,63 @@ where
         self
     }
 
+    /// Declares the tool idempotent, the other annotations kept (see
+    /// [`Tool::idempotent`]).
+    ///
+    /// ```
+    /// use crew_runtime::Tool;
+    /// use crew_runtime::schemars::JsonSchema;
+    /// use serde::Deserialize;
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// #[schemars(crate = "crew_runtime::schemars")]
+    /// struct Flag {
+    ///     name: String,
+    /// }
+    ///
+    /// let set_flag: Tool = Tool::typed("set_flag", "Sets a flag", |flag: Flag| {
+    ///     Ok::<_, String>(format!("{} set", flag.name))
+    /// })
+    /// .idempotent()
+    /// .into();
+    /// assert!(set_flag.may_run_again());
+    /// ```
+    pub fn idempotent(mut self) -> Self {
+        self.annotations.idempotent = Some(true);
+        self
+    }
+
+    /// Gives the tool a reconciler (see [`Tool::reconcile`]).
+    ///
+    /// ```
+    /// use crew_runtime::{Reconciled, Tool};
+    /// use crew_runtime::schemars::JsonSchema;
+    /// use serde::Deserialize;
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// #[schemars(crate = "crew_runtime::schemars")]
+    /// struct Payment {
+    ///     cents: u64,
+    /// }
+    ///
+    /// let pay: Tool = Tool::typed("pay", "Pays", |payment: Payment| {
+    ///     Ok::<_, String>(format!("paid {}", payment.cents))
+    /// })
+    /// // Asks the payments API whether a payment with the call's key exists.
+    /// .reconcile(|_key, _args| async { Ok::<_, String>(Reconciled::DidNotHappen) })
+    /// .into();
+    /// assert!(pay.reconciler().is_some());
+    /// ```
+    pub fn reconcile<F, Fut, E>(mut self, reconcile: F) -> Self
+    where
+        F: Fn(IdempotencyKey, Map<String, Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Reconciled, E>> + Send + 'static,
+        E: fmt::Display,
+    {
+        self.reconciler = Some(Reconciler::new(reconcile));
+        self
+    }
+
     /// The finished tool.
     pub fn build(self) -> Tool {
         let TypedTool {
@@ -670,6 +882,7 @@ where
             timeout,
             annotations,
             placement,
+            reconciler,
             args: _,
         } = self;
         let invoke = move |input: &Map<String, Value>| {
@@ -712,6 +925,10 @@ where
         )
         .with_annotations(annotations)
         .with_sync_placement(placement);
+        let tool = match reconciler {
+            Some(reconciler) => tool.with_reconciler(reconciler),
+            None => tool,
+        };
         match timeout {
             Some(timeout) => tool.with_timeout(timeout),
             None => tool,
@@ -959,6 +1176,226 @@ mod tests {
         let output = output.expect("the call succeeds");
         assert_eq!(output.rendered, "- x");
         assert_eq!(output.raw.as_json()["titles"], json!(["x"]));
+    }
+
+    fn with(annotations: ToolAnnotations) -> Tool {
+        Tool::dynamic("t", "", json!({"type": "object"}), |_| {
+            Ok::<_, String>(json!("ok"))
+        })
+        .with_annotations(annotations)
+    }
+
+    #[test]
+    fn may_run_again_when_read_only_or_idempotent_and_not_said_destructive() {
+        let a = ToolAnnotations::new;
+        let cases = [
+            ("nothing declared", a(), false),
+            ("read-only", a().read_only(true), true),
+            (
+                "read-only, not destructive",
+                a().read_only(true).destructive(false),
+                true,
+            ),
+            // Contradictory: read as destructive, not read-only.
+            (
+                "read-only but destructive",
+                a().read_only(true).destructive(true),
+                false,
+            ),
+            ("idempotent", a().idempotent(true), true),
+            (
+                "idempotent, not destructive",
+                a().idempotent(true).destructive(false),
+                true,
+            ),
+            (
+                "idempotent but destructive",
+                a().idempotent(true).destructive(true),
+                false,
+            ),
+            ("not idempotent", a().idempotent(false), false),
+            (
+                "not read-only, not idempotent",
+                a().read_only(false).idempotent(false),
+                false,
+            ),
+            (
+                "read-only, not idempotent",
+                a().read_only(true).idempotent(false),
+                true,
+            ),
+            ("only not destructive", a().destructive(false), false),
+            (
+                "open world, idempotent",
+                a().open_world(true).idempotent(true),
+                true,
+            ),
+        ];
+        for (case, annotations, expected) in cases {
+            assert_eq!(with(annotations).may_run_again(), expected, "{case}");
+        }
+    }
+
+    #[cfg(feature = "mcp")]
+    #[test]
+    fn an_mcp_tools_hints_decide_whether_it_may_run_again_the_same_way() {
+        let of_server = |annotations| with(annotations).of_mcp_server(Arc::from("files"));
+        let a = ToolAnnotations::new;
+        assert!(of_server(a().idempotent(true)).may_run_again());
+        assert!(!of_server(a().idempotent(true).destructive(true)).may_run_again());
+        assert!(!of_server(a()).may_run_again());
+        assert!(of_server(a().read_only(true)).may_run_again());
+    }
+
+    #[test]
+    fn idempotent_is_a_shorthand_that_keeps_the_other_annotations() {
+        let declared = ToolAnnotations::new()
+            .destructive(false)
+            .open_world(true)
+            .title("Set a flag");
+        let tool = with(declared.clone()).idempotent();
+        assert_eq!(tool.annotations(), &declared.clone().idempotent(true));
+        assert!(tool.may_run_again());
+        // On the typed tool's builder too, before or after its annotations.
+        let typed: Tool = Tool::typed("t", "", |args: Args| Ok::<_, String>(args.query))
+            .with_annotations(declared.clone())
+            .idempotent()
+            .into();
+        assert_eq!(typed.annotations(), &declared.idempotent(true));
+        let bare: Tool = Tool::typed("t", "", |args: Args| Ok::<_, String>(args.query)).into();
+        assert!(!bare.may_run_again());
+    }
+
+    #[cfg(feature = "durable")]
+    mod reconcile {
+        use super::*;
+
+        fn key() -> IdempotencyKey {
+            IdempotencyKey::derive(b"kickoff", "call 1", 0)
+        }
+
+        fn ask(tool: &Tool) -> Option<Result<Reconciled, ReconcileError>> {
+            futures_executor::block_on(tool.reconciled(&key(), &object(json!({"id": "7"}))))
+        }
+
+        #[test]
+        fn a_tool_without_a_reconciler_answers_none() {
+            assert_eq!(ask(&with(ToolAnnotations::new())), None);
+        }
+
+        #[test]
+        fn the_reconciler_gets_the_calls_key_and_arguments() {
+            let tool = with(ToolAnnotations::new()).reconcile(|key, args| async move {
+                Ok::<_, String>(Reconciled::Happened {
+                    result: Some(json!({"key": key.as_str(), "id": args["id"]})),
+                })
+            });
+            let expected = json!({"key": key().as_str(), "id": "7"});
+            assert_eq!(
+                ask(&tool),
+                Some(Ok(Reconciled::Happened {
+                    result: Some(expected)
+                }))
+            );
+            // The typed tool's builder keeps it.
+            let typed: Tool = Tool::typed("t", "", |args: Args| Ok::<_, String>(args.query))
+                .reconcile(|_, _| async { Ok::<_, String>(Reconciled::DidNotHappen) })
+                .into();
+            assert_eq!(ask(&typed), Some(Ok(Reconciled::DidNotHappen)));
+        }
+
+        #[test]
+        fn a_reconcilers_error_is_reported_as_failed() {
+            let tool = with(ToolAnnotations::new())
+                .reconcile(|_, _| async { Err::<Reconciled, _>("the payments API is down") });
+            assert_eq!(
+                ask(&tool),
+                Some(Err(ReconcileError::Failed(
+                    "the payments API is down".to_owned()
+                )))
+            );
+        }
+
+        #[test]
+        fn a_reconciler_that_panics_is_contained_and_reported() {
+            // Before its future exists, and while it is polled.
+            let at_call = with(ToolAnnotations::new()).reconcile(
+                |_, _| -> std::future::Ready<Result<Reconciled, String>> {
+                    panic!("no ledger configured")
+                },
+            );
+            let in_future = with(ToolAnnotations::new()).reconcile(|_, _| async {
+                tokio::task::yield_now().await;
+                if true {
+                    panic!("the ledger is corrupt");
+                }
+                Ok::<_, String>(Reconciled::DidNotHappen)
+            });
+            for (tool, message) in [
+                (at_call, "no ledger configured"),
+                (in_future, "the ledger is corrupt"),
+            ] {
+                match ask(&tool) {
+                    Some(Err(ReconcileError::Panicked(said))) => {
+                        assert!(said.contains(message), "{said}")
+                    }
+                    other => panic!("expected a contained panic, got {other:?}"),
+                }
+            }
+        }
+
+        #[test]
+        fn keys_are_deterministic_and_change_with_every_input() {
+            let base = IdempotencyKey::derive(b"kickoff-a", "task 0/turn 1/call_1", 0);
+            assert_eq!(
+                base,
+                IdempotencyKey::derive(b"kickoff-a", "task 0/turn 1/call_1", 0)
+            );
+            let others = [
+                IdempotencyKey::derive(b"kickoff-b", "task 0/turn 1/call_1", 0),
+                IdempotencyKey::derive(b"kickoff-a", "task 0/turn 1/call_2", 0),
+                IdempotencyKey::derive(b"kickoff-a", "task 0/turn 1/call_1", 1),
+                // The place's end cannot pass for the attempt.
+                IdempotencyKey::derive(b"kickoff-a", "task 0/turn 1/call_1\0\0\0\0", 0),
+                IdempotencyKey::derive(b"", "task 0/turn 1/call_1", 0),
+            ];
+            for other in &others {
+                assert_ne!(&base, other);
+            }
+            let text = base.as_str();
+            assert_eq!(text.len(), 64);
+            assert!(
+                text.bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+            );
+            assert_eq!(base.to_string(), text);
+            assert!(!text.contains("kickoff-a"), "the secret does not show");
+            assert!(
+                !text.contains(&hex(b"kickoff-a")),
+                "not even in hexadecimal"
+            );
+        }
+
+        #[test]
+        fn a_key_is_an_hmac_sha256_keyed_by_the_secret() {
+            // Not a plain hash of the inputs: someone who knows the place
+            // and the attempt, but not the secret, cannot compute it.
+            use sha2::{Digest, Sha256};
+            let key = IdempotencyKey::derive(b"secret", "call", 0);
+            let mut unkeyed = Sha256::new();
+            unkeyed.update(b"call");
+            unkeyed.update(0u32.to_be_bytes());
+            assert_ne!(key.as_str(), hex(&unkeyed.finalize()));
+            // A recorded key reads back as the same key.
+            let recorded = serde_json::to_value(&key).map_err(|e| e.to_string());
+            let read: Result<IdempotencyKey, String> =
+                recorded.and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()));
+            assert_eq!(read, Ok(key));
+        }
+
+        fn hex(bytes: &[u8]) -> String {
+            bytes.iter().map(|b| format!("{b:02x}")).collect()
+        }
     }
 
     #[test]

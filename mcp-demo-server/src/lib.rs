@@ -12,8 +12,8 @@
 //!   `plain` (no annotations), `delete_record` (destructive), `set_flag`
 //!   (idempotent), `web_lookup` (open world), `fail` (a tool error), `slow`,
 //!   `stats` (structured content and text), `structured_only` (structured
-//!   content alone) and `picture` (an image, an embedded resource and a
-//!   resource link).
+//!   content alone), `picture` (an image, an embedded resource and a
+//!   resource link) and `echo_meta` (the request's `_meta`, as JSON).
 //!
 //! It is served over stdio ([`serve_stdio`]), any byte stream
 //! ([`serve_io`], e.g. an in-process [`tokio::io::duplex`]) or streamable

@@ -9,7 +9,7 @@ use std::{
 
 use rmcp::{
     handler::server::wrapper::Parameters,
-    model::{CallToolResult, ContentBlock, JsonObject, Resource},
+    model::{CallToolResult, ContentBlock, JsonObject, RequestMetaObject, Resource},
     tool, tool_router,
 };
 use schemars::JsonSchema;
@@ -277,6 +277,18 @@ impl Tools {
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn echo(&self, Parameters(TextArguments { text }): Parameters<TextArguments>) -> String {
         text
+    }
+
+    /// Returns the `_meta` of its `tools/call` request, as a JSON object
+    /// (`{}` when the request carried none): what a client sent beside the
+    /// arguments (an idempotency key, a progress token).
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn echo_meta(
+        &self,
+        Parameters(NoArguments {}): Parameters<NoArguments>,
+        meta: RequestMetaObject,
+    ) -> String {
+        Value::Object(meta.0.0).to_string()
     }
 
     /// Returns the text it is given; declares no annotations at all.

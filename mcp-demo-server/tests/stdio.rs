@@ -97,6 +97,11 @@ async fn tools_declare_the_reference_names_titles_and_annotations() {
             None,
             json!({"readOnlyHint": true, "openWorldHint": false}),
         ),
+        (
+            "echo_meta",
+            None,
+            json!({"readOnlyHint": true, "openWorldHint": false}),
+        ),
         ("plain", None, Value::Null),
         (
             "delete_record",

@@ -304,8 +304,10 @@ pub struct CallOutcome {
 }
 
 impl Question {
-    /// A pending question about `tool`, for unit tests.
+    /// A pending question about `tool`, for unit tests (of the accounts
+    /// and the inbox: none without the feature `inbox`).
     #[cfg(test)]
+    #[cfg_attr(not(feature = "inbox"), allow(dead_code))]
     pub(crate) fn for_tests(tool: &str) -> Question {
         Question {
             id: "q".into(),

@@ -7,6 +7,11 @@
 //!   share their approvals: a waiting call hears of its answer through
 //!   `LISTEN`/`NOTIFY`.
 //!
+//! Each backend is a feature of crew-runtime, `sqlite` and `postgres`
+//! (`store` is both): a program builds the database drivers it uses, and
+//! a URL of a backend it was built without is refused
+//! ([`StoreError::BackendNotBuilt`]).
+//!
 //! [`Store::connect`] opens it and brings its schema up to date (the
 //! migrations are embedded in the program); a database whose schema is
 //! newer than the program is refused, never written to.
@@ -53,7 +58,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
+#[cfg(feature = "postgres")]
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+#[cfg(feature = "sqlite")]
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use tokio::sync::broadcast;
 
@@ -108,10 +115,12 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 
 /// The `NOTIFY` channel on PostgreSQL: its payload is the id of the
 /// question that changed.
+#[cfg(feature = "postgres")]
 pub(crate) const CHANNEL: &str = "crew_approvals";
 
 /// How often a process on SQLite looks for answers (there is no
 /// notification between SQLite connections).
+#[cfg(feature = "sqlite")]
 pub(crate) const SQLITE_POLL: Duration = Duration::from_millis(100);
 
 /// Why the store cannot be used.
@@ -130,6 +139,20 @@ pub enum StoreError {
         "cannot open the store at {0:?}: use sqlite://PATH (a file, created when missing) or postgres://USER@HOST/DATABASE"
     )]
     UnsupportedUrl(String),
+    /// The URL names a backend this program was built without: the
+    /// feature `sqlite` or `postgres` of crew-runtime is off. Nothing was
+    /// opened.
+    #[error(
+        "cannot open the store at {url}: this program was built without the `{feature}` feature of crew-runtime; add it (or `store`, for both backends) to crew-runtime's features to use {scheme}… URLs",
+        feature = .backend.feature(),
+        scheme = .backend.scheme()
+    )]
+    BackendNotBuilt {
+        /// The URL, without its password.
+        url: String,
+        /// The backend it names.
+        backend: Backend,
+    },
     /// The URL is of a known kind but cannot be read.
     #[error("the store URL {url:?} is malformed: {reason}")]
     MalformedUrl {
@@ -224,6 +247,57 @@ pub enum Backend {
     Postgres,
 }
 
+impl Backend {
+    /// The backend a store URL names, built in or not.
+    fn of_url(url: &str) -> Option<Backend> {
+        if url.starts_with("sqlite:") {
+            Some(Backend::Sqlite)
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Some(Backend::Postgres)
+        } else {
+            None
+        }
+    }
+
+    /// The feature of crew-runtime that builds this backend.
+    fn feature(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+
+    /// The start of this backend's URLs.
+    fn scheme(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite://",
+            Backend::Postgres => "postgres://",
+        }
+    }
+}
+
+/// The backends this program was built with.
+const BUILT: &[Backend] = &[
+    #[cfg(feature = "sqlite")]
+    Backend::Sqlite,
+    #[cfg(feature = "postgres")]
+    Backend::Postgres,
+];
+
+/// The backend `url` names, when it is one of `built`: a URL of no known
+/// backend, or of one left out of the build, is refused. `shown` is the
+/// URL without its password, for the error.
+fn backend_for(url: &str, built: &[Backend], shown: &str) -> Result<Backend, StoreError> {
+    match Backend::of_url(url) {
+        Some(backend) if built.contains(&backend) => Ok(backend),
+        Some(backend) => Err(StoreError::BackendNotBuilt {
+            url: shown.to_owned(),
+            backend,
+        }),
+        None => Err(StoreError::UnsupportedUrl(shown.to_owned())),
+    }
+}
+
 impl fmt::Display for Backend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -235,16 +309,21 @@ impl fmt::Display for Backend {
 
 #[derive(Clone)]
 pub(crate) enum Pool {
+    #[cfg(feature = "sqlite")]
     Sqlite(SqlitePool),
+    #[cfg(feature = "postgres")]
     Postgres(PgPool),
 }
 
 /// Runs `$body` with `$pool` bound to the concrete pool of either backend:
 /// the same query text serves both (portable SQL, `$1`-style parameters).
+/// Only the backends built in have an arm.
 macro_rules! on_pool {
     ($store:expr, |$pool:ident| $body:expr) => {
         match &$store.inner.pool {
+            #[cfg(feature = "sqlite")]
             $crate::store::Pool::Sqlite($pool) => $body,
+            #[cfg(feature = "postgres")]
             $crate::store::Pool::Postgres($pool) => $body,
         }
     };
@@ -267,12 +346,15 @@ struct StoreInner {
 /// An SQLite file as it was when the store opened it. A file removed (or
 /// replaced) under an open connection still takes writes, into a file that
 /// no longer has a name: the store checks around its writes that must not
-/// be lost, and fails them instead.
+/// be lost, and fails them instead. Never made without the `sqlite`
+/// feature.
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 struct SqliteFile {
     path: std::path::PathBuf,
     identity: (u64, u64),
 }
 
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 impl SqliteFile {
     fn identity(path: &std::path::Path) -> Option<(u64, u64)> {
         let metadata = std::fs::metadata(path).ok()?;
@@ -345,9 +427,11 @@ impl Store {
     /// SQLite file is created when missing. Must be called inside a tokio
     /// runtime.
     ///
-    /// Errors: a URL of another kind or malformed, a database that cannot
-    /// be reached or written, a schema newer than this program
-    /// ([`StoreError::SchemaTooNew`]; the database is left as it is).
+    /// Errors: a URL of another kind or malformed, or of a backend this
+    /// program was built without ([`StoreError::BackendNotBuilt`]), a
+    /// database that cannot be reached or written, a schema newer than
+    /// this program ([`StoreError::SchemaTooNew`]; the database is left as
+    /// it is).
     ///
     /// ```
     /// use crew_runtime::store::{Store, StoreError};
@@ -366,49 +450,19 @@ impl Store {
     /// ```
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
         let shown = without_password(url);
-        let unreachable = |error: sqlx::Error| StoreError::Unreachable {
-            url: shown.clone(),
-            reason: error.to_string(),
-        };
-        let malformed = |error: sqlx::Error| StoreError::MalformedUrl {
-            url: shown.clone(),
-            reason: error.to_string(),
-        };
-        let mut file = None;
-        let pool = if url.starts_with("sqlite:") {
-            let options = SqliteConnectOptions::from_str(url)
-                .map_err(malformed)?
-                .create_if_missing(true)
-                .journal_mode(SqliteJournalMode::Wal)
-                .busy_timeout(Duration::from_secs(10))
-                .foreign_keys(true);
-            // Absolute: the program may change its directory later.
-            let path = std::path::absolute(options.get_filename())
-                .unwrap_or_else(|_| options.get_filename().to_owned());
-            let pool = SqlitePoolOptions::new()
-                .max_connections(4)
-                .connect_with(options)
-                .await
-                .map_err(unreachable)?;
-            // Only a file on disk is watched (an in-memory database has
-            // no path that exists).
-            let path = path.as_path();
-            file = SqliteFile::identity(path).map(|identity| SqliteFile {
-                path: path.to_owned(),
-                identity,
-            });
-            Pool::Sqlite(pool)
-        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-            let options = PgConnectOptions::from_str(url).map_err(malformed)?;
-            let pool = PgPoolOptions::new()
-                .max_connections(8)
-                .acquire_timeout(Duration::from_secs(10))
-                .connect_with(options)
-                .await
-                .map_err(unreachable)?;
-            Pool::Postgres(pool)
-        } else {
-            return Err(StoreError::UnsupportedUrl(shown));
+        let (pool, file) = match backend_for(url, BUILT, &shown)? {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite => connect_sqlite(url, &shown).await?,
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => (connect_postgres(url, &shown).await?, None),
+            // Refused by `backend_for` already.
+            #[cfg(not(all(feature = "sqlite", feature = "postgres")))]
+            backend => {
+                return Err(StoreError::BackendNotBuilt {
+                    url: shown,
+                    backend,
+                });
+            }
         };
         migrate(&pool).await?;
         Ok(Store::on(pool, url, shown, file))
@@ -457,54 +511,19 @@ impl Store {
     /// ```
     pub async fn open_read_only(url: &str) -> Result<Store, StoreError> {
         let shown = without_password(url);
-        let unreachable = |error: sqlx::Error| StoreError::Unreachable {
-            url: shown.clone(),
-            reason: error.to_string(),
-        };
-        let malformed = |error: sqlx::Error| StoreError::MalformedUrl {
-            url: shown.clone(),
-            reason: error.to_string(),
-        };
-        let mut file = None;
-        let pool = if url.starts_with("sqlite:") {
-            // Set after the URL's own options: a `mode=rwc` in it must not
-            // create or write the file.
-            let options = SqliteConnectOptions::from_str(url)
-                .map_err(malformed)?
-                .create_if_missing(false)
-                .read_only(true)
-                .busy_timeout(Duration::from_secs(10))
-                .foreign_keys(true);
-            let path = std::path::absolute(options.get_filename())
-                .unwrap_or_else(|_| options.get_filename().to_owned());
-            // Checked first: SQLite's own refusal ("unable to open database
-            // file") does not say that the file is missing.
-            if !path.is_file() {
-                return Err(StoreError::NoSuchFile {
-                    path: path.display().to_string(),
+        let (pool, file) = match backend_for(url, BUILT, &shown)? {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite => open_sqlite_read_only(url, &shown).await?,
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => (open_postgres_read_only(url, &shown).await?, None),
+            // Refused by `backend_for` already.
+            #[cfg(not(all(feature = "sqlite", feature = "postgres")))]
+            backend => {
+                return Err(StoreError::BackendNotBuilt {
+                    url: shown,
+                    backend,
                 });
             }
-            let pool = open_sqlite_read_only(options, &path)
-                .await
-                .map_err(|(error, advice)| StoreError::Unreachable {
-                    url: shown.clone(),
-                    reason: format!("{error}{advice}"),
-                })?;
-            file = SqliteFile::identity(&path).map(|identity| SqliteFile { path, identity });
-            Pool::Sqlite(pool)
-        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-            let options = PgConnectOptions::from_str(url)
-                .map_err(malformed)?
-                .options([("default_transaction_read_only", "on")]);
-            let pool = PgPoolOptions::new()
-                .max_connections(4)
-                .acquire_timeout(Duration::from_secs(10))
-                .connect_with(options)
-                .await
-                .map_err(unreachable)?;
-            Pool::Postgres(pool)
-        } else {
-            return Err(StoreError::UnsupportedUrl(shown));
         };
         check_schema(&pool, &shown).await?;
         Ok(Store::on(pool, url, shown, file))
@@ -537,7 +556,9 @@ impl Store {
     /// ```
     pub fn backend(&self) -> Backend {
         match self.inner.pool {
+            #[cfg(feature = "sqlite")]
             Pool::Sqlite(_) => Backend::Sqlite,
+            #[cfg(feature = "postgres")]
             Pool::Postgres(_) => Backend::Postgres,
         }
     }
@@ -577,15 +598,124 @@ impl Store {
     /// PostgreSQL, to every other.
     pub(crate) async fn announce(&self, id: &str) {
         let _ = self.inner.changes.send(id.to_owned());
-        if let Pool::Postgres(pool) = &self.inner.pool {
-            // Others fall back to polling if this is lost.
-            let _ = sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(CHANNEL)
-                .bind(id)
-                .execute(pool)
-                .await;
+        match &self.inner.pool {
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(pool) => {
+                // Others fall back to polling if this is lost.
+                let _ = sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(CHANNEL)
+                    .bind(id)
+                    .execute(pool)
+                    .await;
+            }
+            // Other processes on SQLite see the change by polling.
+            #[cfg(feature = "sqlite")]
+            Pool::Sqlite(_) => {}
         }
     }
+}
+
+/// `error`, from the driver, as a malformed URL `shown`.
+fn malformed(shown: &str) -> impl Fn(sqlx::Error) -> StoreError + '_ {
+    move |error| StoreError::MalformedUrl {
+        url: shown.to_owned(),
+        reason: error.to_string(),
+    }
+}
+
+/// `error`, from the driver, as a store `shown` that cannot be reached.
+fn unreachable(shown: &str) -> impl Fn(sqlx::Error) -> StoreError + '_ {
+    move |error| StoreError::Unreachable {
+        url: shown.to_owned(),
+        reason: error.to_string(),
+    }
+}
+
+/// Opens (creating it when missing) the SQLite file of `url`, and the
+/// file's identity to watch.
+#[cfg(feature = "sqlite")]
+async fn connect_sqlite(url: &str, shown: &str) -> Result<(Pool, Option<SqliteFile>), StoreError> {
+    let options = SqliteConnectOptions::from_str(url)
+        .map_err(malformed(shown))?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .busy_timeout(Duration::from_secs(10))
+        .foreign_keys(true);
+    // Absolute: the program may change its directory later.
+    let path = std::path::absolute(options.get_filename())
+        .unwrap_or_else(|_| options.get_filename().to_owned());
+    let pool = SqlitePoolOptions::new()
+        .max_connections(4)
+        .connect_with(options)
+        .await
+        .map_err(unreachable(shown))?;
+    // Only a file on disk is watched (an in-memory database has no path
+    // that exists).
+    let file = SqliteFile::identity(&path).map(|identity| SqliteFile { path, identity });
+    Ok((Pool::Sqlite(pool), file))
+}
+
+/// Connects to the PostgreSQL database of `url`.
+#[cfg(feature = "postgres")]
+async fn connect_postgres(url: &str, shown: &str) -> Result<Pool, StoreError> {
+    let options = PgConnectOptions::from_str(url).map_err(malformed(shown))?;
+    let pool = PgPoolOptions::new()
+        .max_connections(8)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(options)
+        .await
+        .map_err(unreachable(shown))?;
+    Ok(Pool::Postgres(pool))
+}
+
+/// Opens the SQLite file of `url`, which must exist, read-only, and the
+/// file's identity to watch.
+#[cfg(feature = "sqlite")]
+async fn open_sqlite_read_only(
+    url: &str,
+    shown: &str,
+) -> Result<(Pool, Option<SqliteFile>), StoreError> {
+    // Set after the URL's own options: a `mode=rwc` in it must not create
+    // or write the file.
+    let options = SqliteConnectOptions::from_str(url)
+        .map_err(malformed(shown))?
+        .create_if_missing(false)
+        .read_only(true)
+        .busy_timeout(Duration::from_secs(10))
+        .foreign_keys(true);
+    let path = std::path::absolute(options.get_filename())
+        .unwrap_or_else(|_| options.get_filename().to_owned());
+    // Checked first: SQLite's own refusal ("unable to open database file")
+    // does not say that the file is missing.
+    if !path.is_file() {
+        return Err(StoreError::NoSuchFile {
+            path: path.display().to_string(),
+        });
+    }
+    let pool = sqlite_read_only_pool(options, &path)
+        .await
+        .map_err(|(error, advice)| StoreError::Unreachable {
+            url: shown.to_owned(),
+            reason: format!("{error}{advice}"),
+        })?;
+    let file = SqliteFile::identity(&path).map(|identity| SqliteFile { path, identity });
+    Ok((Pool::Sqlite(pool), file))
+}
+
+/// Connects to the PostgreSQL database of `url` in sessions that refuse
+/// writes.
+#[cfg(feature = "postgres")]
+async fn open_postgres_read_only(url: &str, shown: &str) -> Result<Pool, StoreError> {
+    let options = PgConnectOptions::from_str(url)
+        .map_err(malformed(shown))?
+        .options([("default_transaction_read_only", "on")]);
+    let pool = PgPoolOptions::new()
+        .max_connections(4)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(options)
+        .await
+        .map_err(unreachable(shown))?;
+    Ok(Pool::Postgres(pool))
 }
 
 /// Brings the schema up to date, refusing a database newer than the program.
@@ -594,7 +724,9 @@ async fn migrate(pool: &Pool) -> Result<(), StoreError> {
         .await
         .map_err(|error| StoreError::Migration(error.to_string()))?;
     let ran = match pool {
+        #[cfg(feature = "sqlite")]
         Pool::Sqlite(pool) => migrator.run(pool).await,
+        #[cfg(feature = "postgres")]
         Pool::Postgres(pool) => migrator.run(pool).await,
     };
     ran.map_err(|error| match error {
@@ -615,7 +747,8 @@ async fn migrate(pool: &Pool) -> Result<(), StoreError> {
 /// when no write-ahead log (`-wal`) beside it holds changes, which
 /// immutable reading would skip (a store being written has such a log, and
 /// is read through the first way, from a directory SQLite may write).
-async fn open_sqlite_read_only(
+#[cfg(feature = "sqlite")]
+async fn sqlite_read_only_pool(
     options: SqliteConnectOptions,
     path: &std::path::Path,
 ) -> Result<SqlitePool, (sqlx::Error, &'static str)> {
@@ -657,7 +790,9 @@ async fn check_schema(pool: &Pool, url: &str) -> Result<(), StoreError> {
     }
     let sql = "SELECT MAX(version) FROM _sqlx_migrations";
     let newest: Option<i64> = match pool {
+        #[cfg(feature = "sqlite")]
         Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_one(pool).await?,
+        #[cfg(feature = "postgres")]
         Pool::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await?,
     };
     match newest {
@@ -673,6 +808,7 @@ async fn check_schema(pool: &Pool, url: &str) -> Result<(), StoreError> {
 /// schemas its queries see).
 pub(crate) async fn has_table(pool: &Pool, name: &str) -> Result<bool, StoreError> {
     Ok(match pool {
+        #[cfg(feature = "sqlite")]
         Pool::Sqlite(pool) => {
             sqlx::query_scalar(
                 "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1)",
@@ -681,6 +817,7 @@ pub(crate) async fn has_table(pool: &Pool, name: &str) -> Result<bool, StoreErro
             .fetch_one(pool)
             .await?
         }
+        #[cfg(feature = "postgres")]
         Pool::Postgres(pool) => {
             sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
                 .bind(name)
@@ -719,9 +856,12 @@ impl MigrationSource<'static> for Embedded {
 }
 
 /// Announces the changes other processes make: PostgreSQL's `NOTIFY`, or
-/// SQLite's data version read every [`SQLITE_POLL`] (100 ms).
+/// SQLite's data version read every [`SQLITE_POLL`] (100 ms). `url` names
+/// the store in the log of a failing listener (PostgreSQL only).
+#[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
 async fn watch_changes(pool: Pool, url: String, changes: broadcast::Sender<String>) {
     match pool {
+        #[cfg(feature = "postgres")]
         Pool::Postgres(pool) => loop {
             let listener = async {
                 let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await?;
@@ -740,6 +880,7 @@ async fn watch_changes(pool: Pool, url: String, changes: broadcast::Sender<Strin
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         },
+        #[cfg(feature = "sqlite")]
         Pool::Sqlite(pool) => {
             let mut seen: Option<i64> = None;
             let mut connection = None;
@@ -833,6 +974,108 @@ mod tests {
         );
         assert_eq!(without_password("sqlite://a.db"), "sqlite://a.db");
         assert_eq!(without_password("postgres://a:b@c"), "postgres://a:***@c");
+    }
+
+    #[test]
+    fn a_url_of_a_backend_left_out_of_the_build_is_refused_naming_the_feature() {
+        let only_sqlite = [Backend::Sqlite];
+        let error = backend_for(
+            "postgres://ops:s3cret@db/approvals",
+            &only_sqlite,
+            "postgres://ops:***@db/approvals",
+        )
+        .expect_err("postgres is not built");
+        assert!(matches!(
+            error,
+            StoreError::BackendNotBuilt {
+                backend: Backend::Postgres,
+                ..
+            }
+        ));
+        let message = error.to_string();
+        assert!(
+            message.contains("built without the `postgres` feature of crew-runtime"),
+            "{message}"
+        );
+        assert!(message.contains("postgres://…"), "{message}");
+        assert!(
+            message.contains("postgres://ops:***@db/approvals"),
+            "{message}"
+        );
+        assert!(!message.contains("s3cret"), "{message}");
+
+        let only_postgres = [Backend::Postgres];
+        let error = backend_for("sqlite://a.db", &only_postgres, "sqlite://a.db")
+            .expect_err("sqlite is not built");
+        let message = error.to_string();
+        assert!(message.contains("the `sqlite` feature"), "{message}");
+        assert!(message.contains("sqlite://…"), "{message}");
+    }
+
+    #[test]
+    fn a_url_of_a_backend_built_in_is_accepted_and_an_unknown_one_is_not() {
+        let both = [Backend::Sqlite, Backend::Postgres];
+        for (url, backend) in [
+            ("sqlite://a.db", Backend::Sqlite),
+            ("sqlite::memory:", Backend::Sqlite),
+            ("postgres://db/approvals", Backend::Postgres),
+            ("postgresql://db/approvals", Backend::Postgres),
+        ] {
+            assert_eq!(backend_for(url, &both, url).ok(), Some(backend), "{url}");
+        }
+        assert!(matches!(
+            backend_for("mysql://db", &both, "mysql://db"),
+            Err(StoreError::UnsupportedUrl(_))
+        ));
+        // What this build has: at least one backend.
+        assert!(!BUILT.is_empty());
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    #[tokio::test]
+    async fn connecting_to_postgres_without_the_feature_says_to_add_it() {
+        // Port 1 on the loopback: nothing is (or would be) contacted.
+        for result in [
+            Store::connect("postgres://ops@127.0.0.1:1/approvals").await,
+            Store::open_read_only("postgres://ops@127.0.0.1:1/approvals").await,
+        ] {
+            let error = result.expect_err("postgres is not built");
+            assert!(
+                matches!(
+                    error,
+                    StoreError::BackendNotBuilt {
+                        backend: Backend::Postgres,
+                        ..
+                    }
+                ),
+                "{error}"
+            );
+        }
+    }
+
+    #[cfg(not(feature = "sqlite"))]
+    #[tokio::test]
+    async fn opening_sqlite_without_the_feature_says_to_add_it() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let url = format!("sqlite://{}", dir.path().join("a.db").display());
+        for result in [
+            Store::connect(&url).await,
+            Store::open_read_only(&url).await,
+        ] {
+            let error = result.expect_err("sqlite is not built");
+            assert!(
+                matches!(
+                    error,
+                    StoreError::BackendNotBuilt {
+                        backend: Backend::Sqlite,
+                        ..
+                    }
+                ),
+                "{error}"
+            );
+        }
+        // Nothing was created.
+        assert!(!dir.path().join("a.db").exists());
     }
 
     #[test]

@@ -175,7 +175,7 @@ pub struct ToolCallHookContext {
     /// Values the hooks of this call share (see [`Extensions`]).
     pub extensions: Extensions,
     status: ToolCallStatus,
-    call_id: Option<String>,
+    call_id: Option<Arc<str>>,
     iteration: usize,
     human_input: Option<Arc<dyn HumanInputSource>>,
     human_input_timeout: Duration,
@@ -298,7 +298,7 @@ impl ToolCallHookContext {
     /// assert_eq!(ctx.call_id(), Some("call_1"));
     /// ```
     #[inline]
-    pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
+    pub fn with_call_id(mut self, call_id: impl Into<Arc<str>>) -> Self {
         self.call_id = Some(call_id.into());
         self
     }
@@ -311,6 +311,20 @@ impl ToolCallHookContext {
     /// ```
     pub fn call_id(&self) -> Option<&str> {
         self.call_id.as_deref()
+    }
+
+    /// The call's id and the tool's normalized name, shared rather than
+    /// copied: for a runtime that hands them to the tool's run (one
+    /// reference count each).
+    ///
+    /// ```
+    /// let ctx = hooks_core::ToolCallHookContext::new("Send Email", Default::default())
+    ///     .with_call_id("call_1");
+    /// let (call_id, tool_name) = ctx.shared_ids();
+    /// assert_eq!((call_id.as_deref(), &*tool_name), (Some("call_1"), "send_email"));
+    /// ```
+    pub fn shared_ids(&self) -> (Option<Arc<str>>, Arc<str>) {
+        (self.call_id.clone(), Arc::clone(&self.tool_name))
     }
 
     /// Sets the agent's model turn that asked for this call (from 1).
@@ -625,7 +639,7 @@ impl ToolCallHookContext {
     fn human_request(&self, prompt: &str, default_message: &str) -> HumanInputRequest {
         let mut request = HumanInputRequest::new(prompt, default_message)
             .with_tool(&*self.tool_name, Value::Object(self.tool_input.clone()));
-        request.call_id = self.call_id.clone();
+        request.call_id = self.call_id.as_deref().map(str::to_owned);
         request.agent_role = self.agent_role().map(str::to_owned);
         request.tool_schema = self.tool.as_ref().map(|tool| tool.args_schema().clone());
         request.tool_capabilities = Some(match &self.tool {

@@ -20,7 +20,7 @@ use crate::join::within;
 use crate::placement::{self, Placement, PlacementRecord, Where};
 use crate::run::KickoffDepth;
 use crate::run::context::RunContext;
-use crate::tool::{Tool, ToolResult, ToolRun};
+use crate::tool::{CurrentCall, IdempotencyKey, Tool, ToolResult, ToolRun};
 
 /// What a tool's run tells beside its output: how long it ran (measured
 /// only when someone listens) and how it failed.
@@ -55,6 +55,14 @@ pub(super) fn execute<'a>(
     let clock = listening.then(Instant::now);
     let timeout = tool.timeout().unwrap_or(cx.settings().tool_timeout);
     let run = tool.invoke(&ctx.tool_input);
+    // What the tool's code reads of its call (`CurrentCall::get`); the key
+    // is left in the extensions by a durable kickoff's layer.
+    let (call_id, tool_name_shared) = ctx.shared_ids();
+    let call = CurrentCall::new(
+        call_id,
+        tool_name_shared,
+        ctx.extensions.get::<IdempotencyKey>().cloned(),
+    );
     let placement = tool.placement();
     let watch = listening.then(|| {
         Arc::new(CallWatch::new(
@@ -63,7 +71,7 @@ pub(super) fn execute<'a>(
         ))
     });
     async move {
-        let running = run_tool(cx, run, placement, timeout, watch);
+        let running = call.scope(run_tool(cx, run, placement, timeout, watch));
         // A kickoff the tool starts names this call as its parent (when
         // the call has an event to name).
         let result = match report.started() {
@@ -164,6 +172,7 @@ async fn run_on_pool(
     let redaction = cx.redaction().clone();
     let depth = KickoffDepth::current();
     let sequence = EventSequence::current();
+    let call = CurrentCall::get();
     // Left behind (cancelled, or past its timeout), the body still runs
     // to its end: then its end is reported.
     let _left = watch.as_ref().map(|watch| Abandon(Arc::clone(watch), true));
@@ -171,9 +180,15 @@ async fn run_on_pool(
         let _scope = redaction.scope();
         let _depth = KickoffDepth::at(depth);
         let _sequence = EventSequence::enter(sequence);
-        let ran = placement::timed(record.as_deref(), PlacementRecord::ran_on_pool, || {
-            contain_panic(AssertUnwindSafe(body))
-        });
+        let run = || {
+            placement::timed(record.as_deref(), PlacementRecord::ran_on_pool, || {
+                contain_panic(AssertUnwindSafe(body))
+            })
+        };
+        let ran = match call {
+            Some(call) => call.run(run),
+            None => run(),
+        };
         if let Some(watch) = watch {
             watch.body_ended(&ran);
         }

@@ -182,7 +182,7 @@ fn context(
 ) -> ToolCallHookContext {
     let settings = cx.settings();
     let mut ctx = ToolCallHookContext::new(&call.name, input)
-        .with_call_id(call.id.clone())
+        .with_call_id(call.id.as_str())
         .with_iteration(turn)
         .with_agent(Arc::clone(&cx.agent_info))
         .with_task(Arc::clone(&cx.task_info))
