@@ -61,7 +61,9 @@ use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
 #[cfg(feature = "postgres")]
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 #[cfg(feature = "sqlite")]
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 use tokio::sync::broadcast;
 
 #[cfg(feature = "inbox")]
@@ -639,6 +641,9 @@ async fn connect_sqlite(url: &str, shown: &str) -> Result<(Pool, Option<SqliteFi
         .map_err(malformed(shown))?
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
+        // SPEC §13's durability level: in WAL mode, a commit survives the
+        // process being killed, not a power loss (`FULL` would).
+        .synchronous(SqliteSynchronous::Normal)
         .busy_timeout(Duration::from_secs(10))
         .foreign_keys(true);
     // Absolute: the program may change its directory later.
@@ -1082,5 +1087,29 @@ mod tests {
     fn times_round_trip_in_milliseconds() {
         let now = now_millis();
         assert_eq!(millis(time_of(now)), now);
+    }
+
+    /// SPEC §13's durability level on SQLite: WAL, `synchronous=NORMAL`.
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn a_sqlite_store_runs_in_wal_mode_with_synchronous_normal() {
+        let dir = std::env::temp_dir().join(format!("crew-sync-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let url = format!("sqlite://{}", dir.join("store.db").display());
+        let store = Store::connect(&url).await.expect("connects");
+        let Pool::Sqlite(pool) = &store.inner.pool else {
+            panic!("a sqlite:// URL opens SQLite")
+        };
+        let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+            .fetch_one(pool)
+            .await
+            .expect("reads");
+        let synchronous: i64 = sqlx::query_scalar("PRAGMA synchronous")
+            .fetch_one(pool)
+            .await
+            .expect("reads");
+        assert_eq!((mode.as_str(), synchronous), ("wal", 1), "1 is NORMAL");
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
