@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 /// [`CurrentCall::idempotency_key`](crate::CurrentCall::idempotency_key);
 /// a tool of an MCP server gets it in the `_meta` of its `tools/call`
 /// request, under [`IdempotencyKey::MCP_META_KEY`]. A call has one only in
-/// a durable kickoff, which derives it with [`IdempotencyKey::derive`]
+/// a durable kickoff, which derives it with `IdempotencyKey::derive`
 /// (feature `durable`).
 ///
 /// ```
