@@ -65,6 +65,24 @@ pub(crate) fn reword_unknown_command(
     command.error(ErrorKind::InvalidSubcommand, message)
 }
 
+/// The parser's error with `tip` added when it is a missing required
+/// argument whose name holds `argument` (the parser's message and the
+/// command's usage stay); any other error as it is.
+pub(crate) fn tip_when_missing(mut error: clap::Error, argument: &str, tip: &str) -> clap::Error {
+    let missing = error.kind() == ErrorKind::MissingRequiredArgument
+        && matches!(
+            error.get(ContextKind::InvalidArg),
+            Some(ContextValue::Strings(missing)) if missing.iter().any(|arg| arg.contains(argument))
+        );
+    if missing {
+        error.insert(
+            ContextKind::Suggested,
+            ContextValue::StyledStrs(vec![tip.to_owned().into()]),
+        );
+    }
+    error
+}
+
 /// A usage error found after parsing, shown with the usage of subcommand
 /// `name` of `command` (the whole command's when it has no such one).
 pub(crate) fn usage_error(

@@ -37,7 +37,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::audit::{self, AuditError, Head};
@@ -223,22 +223,11 @@ where
 /// The parser's error in the words `crew-audit` has always used for an
 /// unknown command and a missing store (scripts and people look for them).
 fn reword(error: clap::Error) -> clap::Error {
-    let mut error = command_line::reword_unknown_command(error, Cli::command());
-    let names_the_store = error.kind() == ErrorKind::MissingRequiredArgument
-        && matches!(
-            error.get(ContextKind::InvalidArg),
-            Some(ContextValue::Strings(missing)) if missing.iter().any(|arg| arg.contains("STORE-URL"))
-        );
-    if names_the_store {
-        // A tip keeps the parser's message and the command's usage.
-        error.insert(
-            ContextKind::Suggested,
-            ContextValue::StyledStrs(vec![
-                "name the store: sqlite://PATH or postgres://USER@HOST/DATABASE".into(),
-            ]),
-        );
-    }
-    error
+    command_line::tip_when_missing(
+        command_line::reword_unknown_command(error, Cli::command()),
+        "STORE-URL",
+        "name the store: sqlite://PATH or postgres://USER@HOST/DATABASE",
+    )
 }
 
 /// Runs the parsed command on a runtime of its own.

@@ -43,7 +43,7 @@ use std::net::IpAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::Capability;
@@ -335,22 +335,11 @@ where
 /// The parser's error in the words `crew-inbox` has always used for an
 /// unknown command, and what to give for a missing id.
 fn reword(error: clap::Error) -> clap::Error {
-    let mut error = command_line::reword_unknown_command(error, Cli::command());
-    let lacks_an_id = error.kind() == ErrorKind::MissingRequiredArgument
-        && matches!(
-            error.get(ContextKind::InvalidArg),
-            Some(ContextValue::Strings(missing)) if missing.iter().any(|arg| arg.contains("ID-PREFIX"))
-        );
-    if lacks_an_id {
-        // A tip keeps the parser's message and the command's usage.
-        error.insert(
-            ContextKind::Suggested,
-            ContextValue::StyledStrs(vec![
-                "give the id (a prefix of at least 4 characters, as listed) or --all".into(),
-            ]),
-        );
-    }
-    error
+    command_line::tip_when_missing(
+        command_line::reword_unknown_command(error, Cli::command()),
+        "ID-PREFIX",
+        "give the id (a prefix of at least 4 characters, as listed) or --all",
+    )
 }
 
 /// Where a command reads and writes.
