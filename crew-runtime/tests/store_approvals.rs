@@ -96,6 +96,7 @@ on_both_stores!(
     a_question_is_answered_once,
     an_unknown_id_is_refused,
     a_question_nobody_waits_for_is_withdrawn,
+    a_wait_dropped_at_any_moment_withdraws_its_question,
     the_tool_runs_with_the_approved_edit_in_a_crew,
     a_denied_call_never_runs_in_a_crew,
     answers_from_another_store_handle_reach_the_right_waiting_calls,
@@ -553,6 +554,33 @@ async fn a_question_nobody_waits_for_is_withdrawn(store: Store, _keep: Keep) {
             Err(DecisionError::Closed(QuestionStatus::Withdrawn))
         ),
         "{refused:?}"
+    );
+}
+
+/// A wait dropped at any moment, even while its question is being written
+/// (the row already listed, the write not yet returned), withdraws the
+/// question: none is left to its lease and closed as abandoned.
+async fn a_wait_dropped_at_any_moment_withdraws_its_question(store: Store, _keep: Keep) {
+    let lease = Duration::from_secs(1);
+    let approvals = StoreApprovals::new(store.clone()).lease(lease);
+    for moment in 0..40 {
+        let waiting = ask(&approvals, refund_request("carol", PATIENCE));
+        // A step of 100 µs, across the few milliseconds a write takes.
+        std::thread::sleep(Duration::from_micros(moment * 100));
+        waiting.abort();
+    }
+    // Whatever was left for its lease has lapsed by now.
+    tokio::time::sleep(lease + Duration::from_millis(500)).await;
+    pending(&store, 0).await;
+    let closed = store.history(100).await.expect("reads");
+    let abandoned: Vec<_> = closed
+        .iter()
+        .filter(|question| question.status != QuestionStatus::Withdrawn)
+        .map(|question| question.status)
+        .collect();
+    assert!(
+        abandoned.is_empty(),
+        "closed otherwise than withdrawn: {abandoned:?}"
     );
 }
 

@@ -1373,24 +1373,40 @@ impl StoreApprovals {
         let id = new_id();
         // Listen before asking: an answer cannot slip in between.
         let mut changes = self.store.changes();
-        self.store
-            .insert_question(
-                &id,
-                &self.owner,
-                &request,
-                deadline,
+        // The row is written by a task of its own, which a dropped wait
+        // cannot cut short; the guard withdraws the question once that
+        // write has settled. A wait dropped while the insert is in flight
+        // (its row may already be listed) so withdraws it, instead of
+        // leaving it to its lease.
+        let inserting = tokio::spawn({
+            let store = self.store.clone();
+            let (id, owner, request) = (id.clone(), self.owner.clone(), request.clone());
+            let (lease_until, trail) = (
                 now + self.lease_ms(),
-                self.audit_trail_name(),
-            )
-            .await
-            .map_err(failed)?;
-        self.audit_asked(&id, &request, deadline);
+                self.audit_trail_name().map(str::to_owned),
+            );
+            async move {
+                store
+                    .insert_question(
+                        &id,
+                        &owner,
+                        &request,
+                        deadline,
+                        lease_until,
+                        trail.as_deref(),
+                    )
+                    .await
+            }
+        });
         let mut open = OpenQuestion {
             store: self.store.clone(),
             id: id.clone(),
             deadline,
             answered: false,
+            inserting: Some(inserting),
         };
+        open.asked().await?;
+        self.audit_asked(&id, &request, deadline);
         self.store.announce(&id).await;
         let renew_every = self.lease / 3;
         let mut renewed = tokio::time::Instant::now();
@@ -1505,6 +1521,27 @@ struct OpenQuestion {
     id: String,
     deadline: i64,
     answered: bool,
+    /// The write of the question's row, until it has settled.
+    inserting: Option<tokio::task::JoinHandle<Result<(), StoreError>>>,
+}
+
+impl OpenQuestion {
+    /// Waits for the question's row to be written. A failed write asked
+    /// nothing, so there is nothing to withdraw.
+    async fn asked(&mut self) -> Result<(), HumanInputError> {
+        let Some(inserting) = self.inserting.as_mut() else {
+            return Ok(());
+        };
+        let written = inserting.await;
+        self.inserting = None;
+        let failure = match written {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(error)) => error.to_string(),
+            Err(join) => format!("asking the store failed: {join}"),
+        };
+        self.answered = true;
+        Err(HumanInputError::SourceFailed(failure))
+    }
 }
 
 impl Drop for OpenQuestion {
@@ -1523,7 +1560,13 @@ impl Drop for OpenQuestion {
         };
         let store = self.store.clone();
         let id = std::mem::take(&mut self.id);
+        let inserting = self.inserting.take();
         runtime.spawn(async move {
+            if let Some(inserting) = inserting
+                && !matches!(inserting.await, Ok(Ok(())))
+            {
+                return;
+            }
             if let Err(error) = store.withdraw(&id, status).await {
                 tracing::warn!(question = %id, %error, "closing an unanswered approval failed");
             }
