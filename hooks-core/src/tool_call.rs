@@ -314,6 +314,44 @@ impl<'a> CallHooks<'a> {
         report
     }
 
+    /// The tail of a tool call whose PRE chain ran earlier (in another
+    /// process, say, before a crash): `output` recorded as the tool's, then
+    /// the POST chain, which sees it as after any call. What a durable
+    /// runtime uses to finish a call it ran again, or whose effect it found
+    /// already done, without asking the PRE chain (and a person) again.
+    ///
+    /// ```
+    /// use hooks_core::runtime::{TOOL_CALL_POINTS, ToolOutput};
+    /// use hooks_core::{HookRegistry, ToolCallHookContext};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let registry = HookRegistry::new();
+    /// let mut ctx = ToolCallHookContext::new("refund", serde_json::Map::new());
+    /// let report = registry
+    ///     .dispatcher()
+    ///     .begin_call(&TOOL_CALL_POINTS)
+    ///     .finish_tool_call_async(&mut ctx, ToolOutput::text("refunded"))
+    ///     .await?;
+    /// assert_eq!(report.observation, "refunded");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn finish_tool_call_async(
+        &mut self,
+        ctx: &mut ToolCallHookContext,
+        output: ToolOutput,
+    ) -> Result<ToolCallReport, HookAborted> {
+        record(ctx, output);
+        match Awaiting(self).walk(PostToolCall, ctx).await {
+            DispatchOutcome::Aborted(abort) => Err(abort),
+            DispatchOutcome::Proceeded | DispatchOutcome::Modified => Ok(ToolCallReport {
+                observation: ctx.tool_result.clone().unwrap_or_default(),
+                blocked: None,
+            }),
+        }
+    }
+
     /// [`run_tool_call_async`](Self::run_tool_call_async) for a runtime
     /// that learns more of the tool's run than its output (how long it
     /// ran, how it failed): `execute`'s future gives the output and that

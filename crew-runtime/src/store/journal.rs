@@ -700,6 +700,14 @@ fn duration_millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX / 4)
 }
 
+/// Which kickoffs a claim may take.
+#[derive(Clone, Copy)]
+enum Claimable<'a> {
+    Any,
+    OfCrew(&'a str, &'a str),
+    Kickoff(&'a str),
+}
+
 /// The condition that a lease `($1 id, $2 owner, $3 epoch)` still holds.
 const HELD: &str =
     "id = $1 AND owner = $2 AND epoch = $3 AND status = 'running' AND lease_until > {now}";
@@ -1052,11 +1060,84 @@ impl Journal {
         lease: Duration,
         limit: usize,
     ) -> Result<Vec<Lease>, JournalError> {
+        self.claim_where(owner, lease, limit, Claimable::Any).await
+    }
+
+    /// [`Journal::claim`], of the kickoffs of the crew named `crew` started
+    /// with the crew's shape `fingerprint` only: what a crew's resumer
+    /// takes. A store may hold the kickoffs of many crews, and during a
+    /// deploy those of two versions of one crew: each version resumes its
+    /// own.
+    ///
+    /// ```no_run
+    /// # async fn run(journal: crew_runtime::store::journal::Journal) -> Result<(), crew_runtime::store::journal::JournalError> {
+    /// use std::time::Duration;
+    /// let leases = journal
+    ///     .claim_of_crew("refunds", "sha256:…", "resumer-2", Duration::from_secs(15), 16)
+    ///     .await?;
+    /// # let _ = leases;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn claim_of_crew(
+        &self,
+        crew: &str,
+        fingerprint: &str,
+        owner: &str,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<Lease>, JournalError> {
+        self.claim_where(owner, lease, limit, Claimable::OfCrew(crew, fingerprint))
+            .await
+    }
+
+    /// Claims the kickoff `kickoff` for `owner`, if it can be claimed (its
+    /// lease ran out, or it is ready): `None` when it is held by a live
+    /// lease or has ended. Atomic, as [`Journal::claim`].
+    ///
+    /// ```no_run
+    /// # async fn run(journal: crew_runtime::store::journal::Journal, id: crew_runtime::store::journal::KickoffId) -> Result<(), crew_runtime::store::journal::JournalError> {
+    /// use std::time::Duration;
+    /// if let Some(lease) = journal.claim_kickoff(&id, "worker-1", Duration::from_secs(15)).await? {
+    ///     assert!(lease.epoch > 1);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn claim_kickoff(
+        &self,
+        kickoff: &KickoffId,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<Option<Lease>, JournalError> {
+        let id = kickoff.to_string();
+        let mut claimed = self
+            .claim_where(owner, lease, 1, Claimable::Kickoff(&id))
+            .await?;
+        Ok(claimed.pop())
+    }
+
+    async fn claim_where(
+        &self,
+        owner: &str,
+        lease: Duration,
+        limit: usize,
+        which: Claimable<'_>,
+    ) -> Result<Vec<Lease>, JournalError> {
         check_owner(owner)?;
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let claimable = "status = 'ready' OR (status = 'running' AND lease_until <= {now})";
+        let claimable = match which {
+            Claimable::Any => "(status = 'ready' OR (status = 'running' AND lease_until <= {now}))",
+            Claimable::OfCrew(..) => {
+                "(status = 'ready' OR (status = 'running' AND lease_until <= {now})) AND crew = $4 \
+                 AND fingerprint = $5"
+            }
+            Claimable::Kickoff(_) => {
+                "(status = 'ready' OR (status = 'running' AND lease_until <= {now})) AND id = $4"
+            }
+        };
         let sql = self.sql(&match self.store.backend() {
             Backend::Postgres => format!(
                 "UPDATE crew_kickoffs AS k SET owner = $1, epoch = k.epoch + 1, status = 'running', \
@@ -1075,12 +1156,16 @@ impl Journal {
         let begin = begin(self.store.backend());
         let rows: Vec<(String, i64)> = super::on_pool!(self.store, |pool| {
             let mut transaction = pool.begin_with(begin).await?;
-            let rows = sqlx::query_as(&sql)
+            let mut query = sqlx::query_as(&sql)
                 .bind(owner)
                 .bind(duration_millis(lease))
-                .bind(limit)
-                .fetch_all(&mut *transaction)
-                .await?;
+                .bind(limit);
+            match which {
+                Claimable::Any => {}
+                Claimable::OfCrew(crew, fingerprint) => query = query.bind(crew).bind(fingerprint),
+                Claimable::Kickoff(id) => query = query.bind(id),
+            }
+            let rows = query.fetch_all(&mut *transaction).await?;
             transaction.commit().await?;
             rows
         });
@@ -1305,6 +1390,50 @@ impl Store {
         found.ok_or(JournalError::UnknownKickoff(*id))
     }
 
+    /// Runs `sql`, an update of kickoff `id` (`$1`) returning its status:
+    /// the status, or `None` when no row matched.
+    async fn status_update(
+        &self,
+        sql: &str,
+        id: &KickoffId,
+    ) -> Result<Option<String>, JournalError> {
+        let text = id.to_string();
+        let changed: Option<String> = super::on_pool!(self, |pool| {
+            sqlx::query_scalar(sql)
+                .bind(&text)
+                .fetch_optional(pool)
+                .await?
+        });
+        self.file_still_there()?;
+        Ok(changed)
+    }
+
+    /// Cancels the kickoff `id` wherever it stands (running, ready or
+    /// parked): its status becomes cancelled at once, and its holder, if
+    /// any, finds its next write refused and stops before its next step.
+    /// Returns the status it now has: cancelled, or the end it had reached
+    /// before (a finished kickoff stays as it ended).
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store, id: crew_runtime::store::journal::KickoffId) -> Result<(), crew_runtime::store::journal::JournalError> {
+    /// use crew_runtime::store::journal::KickoffStatus;
+    /// assert!(store.cancel_kickoff(&id).await?.is_finished());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn cancel_kickoff(&self, id: &KickoffId) -> Result<KickoffStatus, JournalError> {
+        let now = clock(self.backend());
+        let sql = format!(
+            "UPDATE crew_kickoffs SET status = 'cancelled', lease_until = {now}, \
+             finished_at = {now}, updated_at = {now} \
+             WHERE id = $1 AND status IN ('running', 'ready', 'parked') RETURNING status"
+        );
+        match self.status_update(&sql, id).await? {
+            Some(_) => Ok(KickoffStatus::Cancelled),
+            None => Ok(self.kickoff(id).await?.status),
+        }
+    }
+
     /// An answer arrived for kickoff `id` while it may be held by nobody:
     /// a parked kickoff becomes ready (a resumer claims it at once); a
     /// running one becomes ready when it parks. Returns its status after.
@@ -1325,15 +1454,7 @@ impl Store {
              updated_at = CASE WHEN status = 'parked' THEN {now} ELSE updated_at END \
              WHERE id = $1 AND status IN ('parked', 'running') RETURNING status"
         );
-        let text = id.to_string();
-        let changed: Option<String> = super::on_pool!(self, |pool| {
-            sqlx::query_scalar(&sql)
-                .bind(&text)
-                .fetch_optional(pool)
-                .await?
-        });
-        self.file_still_there()?;
-        match changed {
+        match self.status_update(&sql, id).await? {
             Some(status) => status.parse().map_err(|_| JournalError::Corrupt {
                 kickoff: *id,
                 seq: 0,
