@@ -25,6 +25,7 @@ use crate::extension::{BuildScope, CrewExtension, PendingHook};
 use crate::llm::Llm;
 use crate::redaction::Redaction;
 use crate::registry::SharedRegistry;
+use crate::run::journal::KickoffJournal;
 use crate::run::{
     Conversation, CrewAgent, CrewHooks, CrewTask, KickoffCallbacks, KickoffDepth, Nesting, Plan,
     RunSettings,
@@ -226,6 +227,29 @@ impl Crew {
             inner: Arc::clone(&self.inner),
             user: self.user.clone(),
             kickoff_id: Some(Arc::from(uuid::Uuid::new_v4().to_string())),
+        }
+    }
+
+    /// The same crew, as the hooks of the kickoff `kickoff_id` (a durable
+    /// one, in whichever process runs it) see it.
+    pub(crate) fn with_kickoff_id(&self, kickoff_id: String) -> Crew {
+        Crew {
+            inner: Arc::clone(&self.inner),
+            user: self.user.clone(),
+            kickoff_id: Some(Arc::from(kickoff_id)),
+        }
+    }
+
+    /// The same crew, whose kickoffs run for `user`, or for nobody.
+    #[allow(
+        dead_code,
+        reason = "used by the integration compiled in, if any (`durable`)"
+    )]
+    pub(crate) fn for_user_or_none(&self, user: Option<&str>) -> Crew {
+        Crew {
+            inner: Arc::clone(&self.inner),
+            user: user.map(Arc::from),
+            kickoff_id: None,
         }
     }
 
@@ -464,6 +488,24 @@ impl Crew {
     /// ```
     pub async fn kickoff(&self, inputs: impl Into<Inputs>) -> Result<CrewOutput, CrewError> {
         let inputs = inputs.into();
+        // A durable crew journals its kickoffs (feature `durable`).
+        let extensions = &self.inner.plan.settings.extensions;
+        if let Some(runner) = extensions
+            .iter()
+            .find(|extension| extension.runs_kickoffs())
+        {
+            return runner.kickoff(self, inputs).await;
+        }
+        self.kickoff_with(inputs, None).await
+    }
+
+    /// A kickoff, journaled in `journal` when it is a durable one (whose
+    /// id its hooks then see).
+    pub(crate) async fn kickoff_with(
+        &self,
+        inputs: Inputs,
+        journal: Option<Arc<dyn KickoffJournal>>,
+    ) -> Result<CrewOutput, CrewError> {
         // The work this kickoff starts in: a tool call of another kickoff,
         // whose events it names as its parent.
         let outer = KickoffDepth::current();
@@ -490,9 +532,15 @@ impl Crew {
                 return Err(CrewError::UnmatchedHookFilters(violations));
             }
             // A standalone agent's run is outside any crew: hooks see none.
-            let crew = (!self.inner.plan.settings.standalone)
-                .then(|| Arc::new(self.for_kickoff()) as Arc<dyn CrewInfo>);
-            crate::run::executor::kickoff(&self.inner.plan, crew, inputs, outer.tool_call).await
+            let crew = (!self.inner.plan.settings.standalone).then(|| {
+                let crew = match &journal {
+                    Some(journal) => self.with_kickoff_id(journal.kickoff_id()),
+                    None => self.for_kickoff(),
+                };
+                Arc::new(crew) as Arc<dyn CrewInfo>
+            });
+            crate::run::executor::kickoff(&self.inner.plan, crew, inputs, outer.tool_call, journal)
+                .await
         })
         .await
     }

@@ -495,6 +495,29 @@ pub enum CrewError {
         /// The panic's message.
         message: String,
     },
+    /// A durable kickoff found a tool call that began before its process
+    /// went and whose result was never recorded, and nothing could tell
+    /// whether its effect happened: the tool is neither read-only nor
+    /// idempotent, and has no reconciler that could say (SPEC §13). The
+    /// kickoff ended `in_doubt` without running it again; a person checks
+    /// the effect (with the call's idempotency key, which the tool got).
+    #[error(
+        "kickoff {kickoff} is in doubt: the call {call_id} of `{tool}` began before its process \
+         stopped and its result was never recorded; {why}. Nothing was run again: check by \
+         hand whether its effect happened (idempotency key {key})"
+    )]
+    InDoubt {
+        /// The kickoff's id.
+        kickoff: Arc<str>,
+        /// The tool.
+        tool: String,
+        /// The call's id, as the model gave it (made unique in its turn).
+        call_id: String,
+        /// The call's idempotency key, as the tool got it.
+        key: String,
+        /// Why it could not be settled.
+        why: Box<str>,
+    },
 }
 
 impl CrewError {
@@ -611,6 +634,19 @@ impl CrewError {
                 which,
                 position,
                 message: redaction.owned(message),
+            },
+            CrewError::InDoubt {
+                kickoff,
+                tool,
+                call_id,
+                key,
+                why,
+            } => CrewError::InDoubt {
+                kickoff,
+                tool: redaction.owned(tool),
+                call_id: redaction.owned(call_id),
+                key,
+                why: redaction.owned(why.into_string()).into_boxed_str(),
             },
             // Names and numbers the program chose, no text of a run.
             other @ (CrewError::UnmatchedHookFilters(_)

@@ -15,12 +15,14 @@ use std::any::Any;
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use hooks_core::{HookRegistry, ToolCallHookContext};
+use hooks_core::{CrewOutput, HookRegistry, Inputs, ToolCallHookContext};
 
+use crate::Crew;
 use crate::check::KnownNames;
 use crate::error::{BuildError, IntegrationError};
 use crate::llm::ToolDefinition;
 use crate::registry::SharedRegistry;
+use crate::run::journal::JournalFuture;
 use crate::tool::Tool;
 
 /// What an integration adds to one built crew. Every method has a default
@@ -53,6 +55,26 @@ pub(crate) trait CrewExtension: Any + Send + Sync {
         _role: &str,
         _offered: &Arc<[ToolDefinition]>,
     ) -> Option<Arc<[ToolDefinition]>> {
+        None
+    }
+
+    /// Whether the extension runs the crew's kickoffs itself (a durable
+    /// crew's journal does); then [`Crew::kickoff`](crate::Crew::kickoff)
+    /// hands them to [`kickoff`](Self::kickoff).
+    fn runs_kickoffs(&self) -> bool {
+        false
+    }
+
+    /// Runs a kickoff of `crew` on `inputs` (see
+    /// [`runs_kickoffs`](Self::runs_kickoffs)): by default, as any kickoff.
+    fn kickoff<'a>(&'a self, crew: &'a Crew, inputs: Inputs) -> JournalFuture<'a, CrewOutput> {
+        Box::pin(crew.kickoff_with(inputs, None))
+    }
+
+    /// Why the extension's rules refuse the call in `ctx` now, if they
+    /// do: asked, with no person, before a durable kickoff runs a call in
+    /// doubt again (its PRE chain ran in a process now gone).
+    fn refuses_again(&self, _ctx: &ToolCallHookContext) -> Option<String> {
         None
     }
 

@@ -156,6 +156,10 @@ mod command_line;
 pub mod console;
 mod crew;
 mod direct;
+/// Durable kickoffs (feature `durable`): a crew's run that survives its
+/// process and resumes on any replica, its approved effects at most once.
+#[cfg(all(feature = "durable", any(feature = "sqlite", feature = "postgres")))]
+pub mod durable;
 mod error;
 mod extension;
 /// Ready-made guard hooks: a secret redactor for tool results and a
@@ -210,6 +214,8 @@ pub mod transcript;
 pub(crate) const AT_BUILD: &[extension::AtBuild] = &[
     #[cfg(feature = "policy")]
     policy::at_build,
+    #[cfg(all(feature = "durable", any(feature = "sqlite", feature = "postgres")))]
+    durable::at_build,
 ];
 
 // The hook engine, item by item: what a crew program writes hooks with.

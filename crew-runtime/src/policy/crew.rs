@@ -230,6 +230,12 @@ impl CrewExtension for CrewPolicySets {
         Ok(())
     }
 
+    fn refuses_again(&self, ctx: &ToolCallHookContext) -> Option<String> {
+        self.attachments
+            .iter()
+            .find_map(|policies| policies.forbids(ctx))
+    }
+
     fn explain(&self, tool: &str, role: Option<&str>, notes: &mut Vec<String>) {
         for policies in &self.attachments {
             notes.push(policies.explain(tool, role));

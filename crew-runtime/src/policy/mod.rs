@@ -1062,6 +1062,21 @@ impl Attachment {
     }
 
     /// What the policies say of the call as `ctx` has it now.
+    /// Why an enforcing `forbid` of these policies refuses the call in
+    /// `ctx` now, if one does: what a durable kickoff asks before it runs a
+    /// call in doubt again (a rule added since the call began stops it).
+    pub(crate) fn forbids(&self, ctx: &ToolCallHookContext) -> Option<String> {
+        if self.shared.shadow.load(Ordering::Acquire) {
+            return None;
+        }
+        let compiled = self.compiled.load_full();
+        let default_allow = self.shared.default_allow.load(Ordering::Acquire);
+        match self.verdict(&compiled, ctx, default_allow)? {
+            Verdict::Deny { source, reason, .. } => Some(format!("{reason} (policy:{source})")),
+            Verdict::Allow { .. } => None,
+        }
+    }
+
     fn verdict(
         &self,
         compiled: &Compiled,

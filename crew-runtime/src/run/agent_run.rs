@@ -20,6 +20,7 @@ use hooks_core::{
 
 use super::call;
 use super::context::RunContext;
+use super::journal::RecordedAnswer;
 use super::{Conversation, InCrew, KickoffDepth, dispatch, go_on};
 use crate::error::CrewError;
 use crate::join::BoundedJoinSet;
@@ -100,10 +101,24 @@ impl AgentRun {
     /// One task: `PRE_STEP`, the model-turn loop, `POST_STEP`.
     pub(super) async fn task(self: &Arc<Self>, context: &[&str]) -> Result<TaskOutput, CrewError> {
         let dispatcher = self.dispatcher();
-        let mut pre_step = self.step_context(prompt::context_text(context));
-        let outcome = dispatch(&dispatcher, PRE_STEP, &mut pre_step).await;
-        go_on(outcome, InterceptionPoint::PRE_STEP, Some(self.role()))?;
-        let messages = self.opening(&pre_step.payload);
+        // What `PRE_STEP` left, once: a resumed task does not run it again.
+        let recorded = self
+            .journal
+            .as_ref()
+            .and_then(|at| at.journal.recorded_step(at.task));
+        let step_context = match recorded {
+            Some(context) => context,
+            None => {
+                let mut pre_step = self.step_context(prompt::context_text(context));
+                let outcome = dispatch(&dispatcher, PRE_STEP, &mut pre_step).await;
+                go_on(outcome, InterceptionPoint::PRE_STEP, Some(self.role()))?;
+                if let Some(at) = &self.journal {
+                    at.journal.record_step(at.task, &pre_step.payload).await?;
+                }
+                pre_step.payload
+            }
+        };
+        let messages = self.opening(&step_context);
         let mut started = None;
         if self.listening() {
             // The prompt as the model gets it: a crew task's message (the
@@ -209,12 +224,90 @@ impl AgentRun {
     ) -> Result<TaskOutput, CrewError> {
         let crew_agent = self.agent();
         let agent = &*crew_agent.agent;
-        let dispatcher = self.dispatcher();
         let redaction = self.redaction();
         for turn in 1..=agent.max_iter() {
             self.turn.store(turn, std::sync::atomic::Ordering::Relaxed);
+            let response = match &self.journal {
+                Some(at) => {
+                    at.go_on()?;
+                    match at.journal.recorded_answer(at.task, turn) {
+                        // A turn a resumed kickoff took before: its answer
+                        // as then, no hook and no model asked again.
+                        Some(recorded) => {
+                            if let Some(usage) = recorded.usage {
+                                *self.usage.lock().unwrap_or_else(PoisonError::into_inner) += usage;
+                            }
+                            if let Some(kept) = recorded.messages {
+                                messages = kept;
+                            }
+                            recorded.response
+                        }
+                        None => {
+                            let (response, kept) = self.model_turn(messages, turn, started).await?;
+                            messages = kept;
+                            response
+                        }
+                    }
+                }
+                None => {
+                    let (response, kept) = self.model_turn(messages, turn, started).await?;
+                    messages = kept;
+                    response
+                }
+            };
+            // Text with no calls (or whose calls the hooks dropped) is the
+            // model answering.
+            if response.tool_calls.is_empty() {
+                if let Some(conversation) = &self.conversation {
+                    let answer = ChatMessage::assistant(response.content.clone());
+                    messages.push(redaction.message(answer));
+                    self.keep_conversation(conversation, messages);
+                }
+                return Ok(self.finish(response.content, false));
+            }
+            let ModelResponse {
+                content,
+                tool_calls: calls,
+            } = response;
+            let calls = call::unique_call_ids(calls);
+            let (calls, observations) = self.run_calls(calls).await?;
+            let answers: Vec<ChatMessage> = calls
+                .iter()
+                .zip(observations)
+                .map(|(call, observation)| ChatMessage::tool(call.id.clone(), observation))
+                .collect();
+            messages.push(redaction.message(ChatMessage::assistant_tool_calls(content, calls)));
+            messages.extend(answers);
+        }
+        let note = format!(
+            "Agent stopped: it reached its limit of {} model turns (max_iter) without giving a \
+             final answer.",
+            agent.max_iter()
+        );
+        tracing::warn!(target: "crew_runtime::executor", agent = %self.role(), "{note}");
+        if let Some(conversation) = &self.conversation {
+            self.keep_conversation(conversation, messages);
+        }
+        Ok(self.finish(note, true))
+    }
+
+    /// One model turn on `messages`: `PRE_MODEL_CALL`, the model (asked
+    /// again on a failure, see [`AgentRun::ask`]), `POST_MODEL_CALL`. The
+    /// answer as the hooks left it, and the conversation as it then stands;
+    /// in a durable kickoff, committed before any of its calls runs.
+    async fn model_turn(
+        self: &Arc<Self>,
+        messages: Vec<ChatMessage>,
+        turn: usize,
+        started: Option<&AgentExecutionStartedEvent>,
+    ) -> Result<(ModelResponse, Vec<ChatMessage>), CrewError> {
+        let crew_agent = self.agent();
+        let dispatcher = self.dispatcher();
+        let redaction = self.redaction();
+        let used_before = *self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+        {
             let mut hooks = dispatcher.begin_call(&MODEL_CALL_POINTS);
-            let mut call = LlmCallHookContext::new(std::mem::take(&mut messages))
+            let mut call = LlmCallHookContext::new(messages)
                 .with_agent(Arc::clone(&self.agent_info))
                 .in_crew(&self.crew_info)
                 .with_llm(Arc::clone(&crew_agent.llm_info))
@@ -259,41 +352,22 @@ impl AgentRun {
             )?;
             drop(hooks);
             let response = call.response.take().unwrap_or_default();
-            messages = call.messages;
-            // Text with no calls (or whose calls the hooks dropped) is the
-            // model answering.
-            if response.tool_calls.is_empty() {
-                if let Some(conversation) = &self.conversation {
-                    let answer = ChatMessage::assistant(response.content.clone());
-                    messages.push(redaction.message(answer));
-                    self.keep_conversation(conversation, messages);
-                }
-                return Ok(self.finish(response.content, false));
+            if let Some(at) = &self.journal {
+                let used_after = *self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+                // The conversation is kept only where hooks could change it;
+                // otherwise a replay rebuilds it by appending.
+                let hooked =
+                    dispatcher.has_hooks(PRE_MODEL_CALL) || dispatcher.has_hooks(POST_MODEL_CALL);
+                let recorded = RecordedAnswer {
+                    response,
+                    messages: hooked.then(|| call.messages.clone()),
+                    usage: Some(used_since(used_before, used_after)),
+                };
+                at.journal.record_answer(at.task, turn, &recorded).await?;
+                return Ok((recorded.response, call.messages));
             }
-            let ModelResponse {
-                content,
-                tool_calls: calls,
-            } = response;
-            let calls = call::unique_call_ids(calls);
-            let (calls, observations) = self.run_calls(calls).await?;
-            let answers: Vec<ChatMessage> = calls
-                .iter()
-                .zip(observations)
-                .map(|(call, observation)| ChatMessage::tool(call.id.clone(), observation))
-                .collect();
-            messages.push(redaction.message(ChatMessage::assistant_tool_calls(content, calls)));
-            messages.extend(answers);
+            Ok((response, call.messages))
         }
-        let note = format!(
-            "Agent stopped: it reached its limit of {} model turns (max_iter) without giving a \
-             final answer.",
-            agent.max_iter()
-        );
-        tracing::warn!(target: "crew_runtime::executor", agent = %self.role(), "{note}");
-        if let Some(conversation) = &self.conversation {
-            self.keep_conversation(conversation, messages);
-        }
-        Ok(self.finish(note, true))
     }
 
     /// Asks the model for one turn on `call`'s messages and tools, and asks
@@ -669,6 +743,17 @@ impl DeltaSink for StreamToBuses<'_> {
 /// answer that could not be read…); a cancelled kickoff never gets here
 /// (its future is dropped). The match names every variant so that a new
 /// kind of failure is decided here, not retried by default.
+/// The tokens used between two readings of a run's count.
+fn used_since(before: TokenUsage, after: TokenUsage) -> TokenUsage {
+    TokenUsage::new(
+        after.prompt_tokens.saturating_sub(before.prompt_tokens),
+        after
+            .completion_tokens
+            .saturating_sub(before.completion_tokens),
+        after.total_tokens.saturating_sub(before.total_tokens),
+    )
+}
+
 fn retryable(error: &LlmError) -> bool {
     match error {
         LlmError::Http { .. }

@@ -8,6 +8,7 @@ use hooks_core::events::EventId;
 use hooks_core::runtime::Dispatcher;
 use hooks_core::{AgentInfo, CrewInfo, Event, StepContext, StepKind, TaskInfo};
 
+use super::journal::JournalAt;
 use super::{CrewAgent, CrewHooks, InCrew, Nesting, RunScope, RunSettings};
 use crate::redaction::Redaction;
 use crate::task::Task;
@@ -31,6 +32,8 @@ pub(crate) struct RunContext {
     pub(crate) depth: Nesting,
     /// The ids its events link to: its kickoff's start and its task's.
     pub(crate) scope: RunScope,
+    /// A durable kickoff's journal, at this task.
+    pub(crate) journal: Option<JournalAt>,
 }
 
 impl RunContext {

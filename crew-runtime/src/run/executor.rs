@@ -48,6 +48,7 @@ use hooks_core::{
 
 use super::agent_run::AgentRun;
 use super::context::RunContext;
+use super::journal::{JournalAt, KickoffJournal};
 use super::{InCrew, KickoffDepth, Plan, RunScope, dispatch, go_on};
 use crate::error::CrewError;
 use crate::prompt;
@@ -67,11 +68,18 @@ use tracing::Instrument;
 ///
 /// Its events take sequence numbers of their own, from 1; `parent` is the
 /// tool call (its `ToolUsageStarted`) the kickoff was started in, if any.
+///
+/// With a durable kickoff's `journal`, every step is committed before the
+/// run goes on, and what the journal already holds is replayed, not run
+/// again (see [`journal`](super::journal)): a resumed kickoff passes
+/// `EXECUTION_START` and `INPUT` no second time. Dropping it gives its
+/// lease up and runs no `EXECUTION_END` (only its end does).
 pub(crate) async fn kickoff(
     plan: &Arc<Plan>,
     crew: Option<Arc<dyn CrewInfo>>,
     inputs: Inputs,
     parent: Option<EventId>,
+    journal: Option<Arc<dyn KickoffJournal>>,
 ) -> Result<CrewOutput, CrewError> {
     let redaction = &plan.settings.redaction;
     let span = tracing::info_span!(
@@ -79,7 +87,7 @@ pub(crate) async fn kickoff(
         crew.name = %plan.settings.name,
         gen_ai.operation.name = "invoke_workflow",
     );
-    let work = kickoff_unredacted(plan, crew, inputs, parent).instrument(span);
+    let work = kickoff_unredacted(plan, crew, inputs, parent, journal).instrument(span);
     let work = RedactionScope::instrument(redaction.redactor(), work);
     // The output was cleaned where the kickoff reported it.
     EventSequence::instrument(Arc::new(EventSequence::new()), work)
@@ -94,49 +102,85 @@ async fn kickoff_unredacted(
     crew_info: Option<Arc<dyn CrewInfo>>,
     inputs: Inputs,
     parent: Option<EventId>,
+    journal: Option<Arc<dyn KickoffJournal>>,
 ) -> Result<CrewOutput, CrewError> {
-    // As the reference: before anything of the kickoff runs or is
-    // reported.
-    let inputs = before_kickoff(plan, inputs)?;
     // The kickoff's start, which its tasks' events name: handed out now.
     let kickoff = KickoffEvents {
         started: EventId::new(),
         parent,
     };
     let dispatcher = plan.hooks.dispatcher();
-    let mut start = ExecutionStartContext::new(inputs).in_crew(&crew_info);
-    // EXECUTION_END fires only for kickoffs that passed EXECUTION_START.
-    let outcome = dispatch(&dispatcher, EXECUTION_START, &mut start).await;
-    go_on(outcome, InterceptionPoint::EXECUTION_START, None)?;
-    // From here on, EXECUTION_END fires once: at the end, or, if the
-    // kickoff is dropped first, while it is dropped.
+    let journal = journal.as_ref();
     let mut cancelled = EndIfCancelled {
         plan: Arc::clone(plan),
         crew_info: crew_info.clone(),
-        armed: true,
+        armed: false,
         started: false,
         kickoff,
         sequence: EventSequence::current(),
     };
-    let result = match input(plan, start.inputs, &crew_info, kickoff).await {
-        Ok(inputs) => {
-            // The kickoff has begun: its end is reported, whatever it is.
+    let begun = match journal.and_then(|journal| journal.recorded_inputs()) {
+        // A resumed kickoff passed its start in an earlier process.
+        Some(inputs) => {
             cancelled.started = true;
-            match tasks(plan, inputs, &crew_info, kickoff).await {
-                // `EXECUTION_END` sees what the callbacks left.
-                Ok(output) => after_kickoff(plan, output),
+            Ok(inputs)
+        }
+        None => {
+            // As the reference: before anything of the kickoff runs or is
+            // reported.
+            let inputs = before_kickoff(plan, inputs)?;
+            let mut start = ExecutionStartContext::new(inputs).in_crew(&crew_info);
+            // EXECUTION_END fires only for kickoffs that passed
+            // EXECUTION_START.
+            let outcome = dispatch(&dispatcher, EXECUTION_START, &mut start).await;
+            go_on(outcome, InterceptionPoint::EXECUTION_START, None)?;
+            // From here on, EXECUTION_END fires once: at the end, or, if
+            // the kickoff is dropped first, while it is dropped (unless it
+            // is durable: then it is resumed, and ends later).
+            cancelled.armed = journal.is_none();
+            match input(plan, start.inputs, &crew_info, kickoff).await {
+                Ok(inputs) => {
+                    // The kickoff has begun: its end is reported, whatever
+                    // it is.
+                    cancelled.started = true;
+                    match journal {
+                        Some(journal) => journal.record_inputs(&inputs).await.map(|()| inputs),
+                        None => Ok(inputs),
+                    }
+                }
                 Err(error) => Err(error),
             }
         }
+    };
+    let result = match begun {
+        Ok(inputs) => match tasks(plan, inputs, &crew_info, kickoff, journal).await {
+            // `EXECUTION_END` sees what the callbacks left.
+            Ok(output) => after_kickoff(plan, output),
+            Err(error) => Err(error),
+        },
         Err(error) => Err(error),
     };
     cancelled.armed = false;
+    // A durable kickoff that must stop (its lease lost, its journal not
+    // written) has not ended: whoever holds it now goes on with it.
+    if let (Err(error), Some(stop)) = (&result, journal.and_then(|journal| journal.stopped())) {
+        tracing::warn!(target: "crew_runtime::executor", %stop, "a durable kickoff stopped before its next step");
+        return Err(error.clone());
+    }
     let started = cancelled.started;
     let (user, kickoff_id) = who_and_which(&crew_info);
     let redaction = &plan.settings.redaction;
     let result = finish(&dispatcher, result, crew_info, redaction)
         .await
         .map(|output| redaction.output(output));
+    let result = match journal {
+        Some(journal) => match journal.finish(&result).await {
+            Ok(()) => result,
+            // Its end could not be committed: it stays for a resumer.
+            Err(error) => Err(error),
+        },
+        None => result,
+    };
     // A standalone agent's run is no crew kickoff: its task, agent and
     // model events say what it did.
     if started && plan.hooks.listening() && !plan.settings.standalone {
@@ -377,6 +421,7 @@ async fn tasks(
     inputs: Inputs,
     crew_info: &Option<Arc<dyn CrewInfo>>,
     kickoff: KickoffEvents,
+    journal: Option<&Arc<dyn KickoffJournal>>,
 ) -> Result<CrewOutput, CrewError> {
     // A standalone agent's run reports no kickoff of its own.
     let kickoff_event = (!plan.settings.standalone).then_some(kickoff.started);
@@ -385,6 +430,12 @@ async fn tasks(
     let usage = Arc::new(Mutex::new(TokenUsage::default()));
     let mut outputs: Vec<TaskOutput> = Vec::with_capacity(tasks.len());
     for (position, (crew_task, task)) in plan.tasks.iter().zip(tasks).enumerate() {
+        // A task a resumed kickoff finished before: its output, as then.
+        if let Some((output, used)) = journal.and_then(|journal| journal.recorded_task(position)) {
+            *usage.lock().unwrap_or_else(PoisonError::into_inner) = used;
+            outputs.push(output);
+            continue;
+        }
         // Built crews only hold agent indices they resolved themselves.
         let agent = &plan.agents[crew_task.agent];
         let context: Vec<&str> = crew_task
@@ -404,6 +455,7 @@ async fn tasks(
                 crew_info: crew_info.clone(),
                 depth: KickoffDepth::current(),
                 scope: RunScope::new(kickoff_event),
+                journal: journal.map(|journal| JournalAt::new(journal, position)),
             },
             conversation: plan.conversation.clone(),
             usage: Arc::clone(&usage),
@@ -455,6 +507,10 @@ async fn tasks(
                 return Err(error);
             }
         };
+        if let Some(journal) = journal {
+            let used = *usage.lock().unwrap_or_else(PoisonError::into_inner);
+            journal.record_task(position, &output, used).await?;
+        }
         if run.listening() {
             run.emit(Event::TaskCompleted(TaskCompletedEvent {
                 meta: run.task_end(),

@@ -43,6 +43,7 @@ pub(crate) mod agent_run;
 pub(crate) mod call;
 pub(crate) mod context;
 pub(crate) mod executor;
+pub(crate) mod journal;
 
 /// What a kickoff runs, as the crew's build left it: the settings, the
 /// hooks, the agents and the tasks (and, for a standalone agent's run,

@@ -30,6 +30,9 @@ pub(super) struct Ran {
     pub(super) failed: Option<Failure>,
     /// The arguments the tool got, cleaned (only when someone listens).
     pub(super) input: Option<Value>,
+    /// Why the kickoff must stop after this call (its journal could not
+    /// take the call's intent, so the tool did not run).
+    pub(super) stopped: Option<crate::error::CrewError>,
 }
 
 /// Why a tool call produced no result of its own.
@@ -104,6 +107,7 @@ pub(super) fn execute<'a>(
             ran_for,
             failed,
             input: ran_with,
+            stopped: None,
         };
         (output, ran)
     }

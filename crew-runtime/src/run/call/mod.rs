@@ -65,9 +65,12 @@ use crate::error::CrewError;
 use crate::llm::ToolCallRequest;
 use crate::run::InCrew;
 use crate::run::context::RunContext;
+use crate::run::journal::{JournalAt, Place, RecordedCall};
+use crate::tool::Tool;
 
 mod execute;
 mod observe;
+mod replay;
 mod report;
 mod watch;
 mod wire;
@@ -96,6 +99,19 @@ pub(crate) async fn run(
 
 /// The layers, top to bottom.
 async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<String, CrewError> {
+    if let Some(at) = &cx.journal {
+        // A call a resumed kickoff made before: its recorded observation,
+        // no hook and no tool run again; or, begun and never finished, a
+        // call in doubt.
+        at.go_on()?;
+        match at.journal.recorded_call(at.place(turn, &call.id)) {
+            RecordedCall::Finished(observation) => return Ok(observation),
+            RecordedCall::InDoubt(intent) => {
+                return replay::in_doubt(cx, at, turn, call, intent).await;
+            }
+            RecordedCall::Unrecorded => {}
+        }
+    }
     let input = match Arguments::read(&call.arguments) {
         Arguments::Object(input) => input,
         Arguments::Unparsable(problem) => return Ok(reject_arguments(cx, call, &problem)),
@@ -112,7 +128,13 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
         .dispatcher()
         .begin_call(&TOOL_CALL_POINTS)
         .run_tool_call_async_keeping(&mut ctx, |ctx| match tool {
-            Some(tool) => Either::Left(execute(cx, report, tool, ctx)),
+            Some(tool) => match &cx.journal {
+                None => Either::Left(Either::Left(execute(cx, report, tool, ctx))),
+                Some(at) => {
+                    let place = at.place(turn, &call.id);
+                    Either::Left(Either::Right(journaled(cx, at, place, report, tool, ctx)))
+                }
+            },
             None => {
                 let output = not_found_output(cx, report, call, ctx);
                 let not_found = Ran {
@@ -127,7 +149,13 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
         ran_for,
         failed,
         input: ran_with,
+        stopped,
     } = ran.unwrap_or_default();
+    // The journal could not take the call's intent: the tool did not run,
+    // and the kickoff stops here.
+    if let Some(error) = stopped {
+        return Err(error);
+    }
 
     match result.map(|report| observe::observation(cx, report)) {
         Ok(outcome) => {
@@ -146,6 +174,11 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
                     blocked,
                     ran_for,
                 );
+            }
+            if let Some(at) = &cx.journal {
+                at.journal
+                    .record_result(at.place(turn, &call.id), &observation)
+                    .await?;
             }
             Ok(observation)
         }
@@ -168,6 +201,40 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
                 agent: cx.role().to_owned(),
                 abort,
             })
+        }
+    }
+}
+
+/// The tool, in a durable kickoff: its idempotency key put where the tool
+/// reads it, then its intent committed, and only then the tool run. An
+/// intent the journal cannot take stops the kickoff before the tool.
+fn journaled<'a>(
+    cx: &'a RunContext,
+    at: &'a JournalAt,
+    place: Place<'a>,
+    report: Report<'a>,
+    tool: &'a Tool,
+    ctx: &mut ToolCallHookContext,
+) -> impl std::future::Future<Output = (ToolOutput, Ran)> + Send + use<'a> {
+    let key = at.journal.key(place, 0);
+    ctx.extensions.insert(key);
+    let name = ctx.tool_name().to_owned();
+    let input = ctx.tool_input.clone();
+    let run = execute(cx, report, tool, ctx);
+    async move {
+        match at.journal.record_intent(place, &name, &input, 0).await {
+            Ok(()) => run.await,
+            Err(error) => {
+                let output = ToolOutput::error(format!(
+                    "the kickoff's journal could not record the call, so the tool did not run: {error}"
+                ));
+                let ran = Ran {
+                    failed: Some(Failure::Error),
+                    stopped: Some(error),
+                    ..Ran::default()
+                };
+                (output, ran)
+            }
         }
     }
 }

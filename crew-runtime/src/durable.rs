@@ -1,0 +1,1745 @@
+//! Durable kickoffs (feature `durable`, SPEC §13): a crew's run that
+//! survives its process, resumes on any replica, and runs an approved
+//! effect at most once.
+//!
+//! A durable crew ([`CrewBuilder::durable`]) commits each step of a kickoff
+//! to a write-ahead journal in the store before the step acts: the inputs
+//! the tasks begin with, what `PRE_STEP` left, each model answer (before
+//! any of its calls runs), each tool call's intent (before the tool starts)
+//! and its observation, each task's output, the end. A kickoff whose
+//! process went away is claimed by another process ([`Crew::resume`], or a
+//! [`Resumer`] in the background) once its lease ran out, and replayed from
+//! its journal: a recorded step is not done again (no model asked, no hook
+//! run, no tool called); the run goes on live from the first step the
+//! journal does not hold.
+//!
+//! A call whose intent was committed and whose result was not is **in
+//! doubt**: its tool may have acted. It runs again only if the tool may
+//! (read-only, or idempotent and not destructive), with the same
+//! idempotency key and once the crew's rules still allow it; else the
+//! tool's reconciler is asked whether the effect happened; else the
+//! kickoff ends in doubt ([`CrewError::InDoubt`]) and nothing runs again.
+//! A tool that is neither read-only nor idempotent must have a timeout
+//! (the build says so otherwise): a call in doubt is only judged once it
+//! cannot still be running anywhere.
+//!
+//! Fencing: a process holds a kickoff through a lease (owner + epoch, on
+//! the database's clock), renewed every third of its length; every journal
+//! write is conditional on it. A process that lost its lease (paused past
+//! it, cut off from the store) writes nothing more and stops before its
+//! next step; its in-flight tool call is then in doubt for whoever resumes.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use crew_runtime::prelude::*;
+//! use crew_runtime::durable::Durable;
+//! use crew_runtime::store::Store;
+//! use crew_runtime::store::journal::{JournalKey, KickoffStatus};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! # let url = format!("sqlite://{}", dir.path().join("store.db").display());
+//! let store = Store::connect(&url).await?;
+//! let key = JournalKey::generate()?; // in a service: from a secret, shared by the replicas
+//! let writer = Agent::builder("Writer")
+//!     .llm(Arc::new(ScriptedLlm::new().answer("a short story")))
+//!     .build();
+//! let crew = Crew::builder()
+//!     .agent(writer.clone())
+//!     .task(Task::builder("Write about {topic}").agent(&writer).build())
+//!     .global_registry(Arc::new(HookRegistry::new()))
+//!     .durable(Durable::new(store.clone()).journal_key(key))
+//!     .build()?;
+//!
+//! // Started here; resumed by whichever process claims it.
+//! let id = crew.start([("topic", "rust")]).await?;
+//! let output = crew.resume(&id).await?;
+//! assert_eq!(output.raw, "a short story");
+//! assert_eq!(store.kickoff(&id).await?.status, KickoffStatus::Completed);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use hooks_core::{
+    ChatMessage, CrewOutput, Inputs, ModelResponse, Role, TaskOutput, TokenUsage, ToolCallRequest,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::Digest as _;
+
+use crate::crew::{Crew, CrewBuilder};
+use crate::error::{BuildError, CrewError, IntegrationError};
+use crate::extension::{BuildScope, CrewExtension};
+use crate::run::journal::{
+    Intent, JournalFuture, KickoffJournal, Place, RecordedAnswer, RecordedCall,
+};
+use crate::store::Store;
+use crate::store::journal::{
+    Journal, JournalEntry, JournalError, JournalKey, KickoffId, KickoffStatus, Lease,
+};
+use crate::tool::IdempotencyKey;
+
+/// The integration's name, in its errors.
+const INTEGRATION: &str = "durable";
+/// A lease's length unless set ([`Durable::lease`]).
+const DEFAULT_LEASE: Duration = Duration::from_secs(15);
+/// The shortest lease taken: renewals come every third of it.
+const SHORTEST_LEASE: Duration = Duration::from_millis(300);
+
+/// What makes a crew durable: the store its kickoffs are journaled in, the
+/// key that seals the journal, and how long a process holds a kickoff
+/// between renewals. Give it to [`CrewBuilder::durable`].
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use crew_runtime::durable::Durable;
+/// use crew_runtime::store::Store;
+/// use crew_runtime::store::journal::JournalKey;
+///
+/// let store = Store::connect("postgres://agents@db.internal/crew").await?;
+/// let key = JournalKey::from_base64(&std::env::var("CREW_JOURNAL_KEY")?)?;
+/// let durable = Durable::new(store)
+///     .journal_key(key)
+///     .lease(Duration::from_secs(30))
+///     .owner(format!("api-{}", std::process::id()));
+/// # let _ = durable;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Durable {
+    store: Store,
+    key: Option<JournalKey>,
+    lease: Duration,
+    owner: Arc<str>,
+    retention: Duration,
+}
+
+impl fmt::Debug for Durable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Durable")
+            .field("store", &self.store)
+            .field("key", &self.key)
+            .field("lease", &self.lease)
+            .field("owner", &self.owner)
+            .field("retention", &self.retention)
+            .finish()
+    }
+}
+
+impl Durable {
+    /// Kickoffs journaled in `store`: a lease of 15 seconds, this process
+    /// named by a random owner id, each journal purged as soon as its
+    /// kickoff ends. The journal's key must be given
+    /// ([`journal_key`](Self::journal_key)): the build refuses a durable
+    /// crew without one.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::journal::JournalError> {
+    /// use crew_runtime::durable::Durable;
+    /// use crew_runtime::store::journal::JournalKey;
+    /// let durable = Durable::new(store).journal_key(JournalKey::generate()?);
+    /// # let _ = durable;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn new(store: Store) -> Durable {
+        Durable {
+            store,
+            key: None,
+            lease: DEFAULT_LEASE,
+            owner: Arc::from(format!("process-{}", crate::store::new_id())),
+            retention: Duration::ZERO,
+        }
+    }
+
+    /// The key the journal's payloads are sealed with (XChaCha20-Poly1305).
+    /// Every replica of a service must be given the same key, kept outside
+    /// the store, as a secret: the journal holds what the run needs to go
+    /// on, unredacted (a re-run tool must get exactly its arguments).
+    ///
+    /// ```no_run
+    /// # fn run(durable: crew_runtime::durable::Durable) -> Result<(), Box<dyn std::error::Error>> {
+    /// use crew_runtime::store::journal::JournalKey;
+    /// let key = JournalKey::from_base64(&std::env::var("CREW_JOURNAL_KEY")?)?;
+    /// let durable = durable.journal_key(key);
+    /// # let _ = durable;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn journal_key(mut self, key: JournalKey) -> Durable {
+        self.key = Some(key);
+        self
+    }
+
+    /// How long a process holds a kickoff without renewing (renewed every
+    /// third of it): how long a crashed process's kickoff waits before
+    /// another process may take it over. At least 300 ms.
+    ///
+    /// ```no_run
+    /// # fn run(durable: crew_runtime::durable::Durable) {
+    /// let durable = durable.lease(std::time::Duration::from_secs(5));
+    /// # let _ = durable;
+    /// # }
+    /// ```
+    pub fn lease(mut self, lease: Duration) -> Durable {
+        self.lease = lease.max(SHORTEST_LEASE);
+        self
+    }
+
+    /// The name this process holds kickoffs under (unique among the
+    /// processes; shown by [`Store::kickoffs`]).
+    ///
+    /// ```no_run
+    /// # fn run(durable: crew_runtime::durable::Durable) {
+    /// let durable = durable.owner("worker-3");
+    /// # let _ = durable;
+    /// # }
+    /// ```
+    pub fn owner(mut self, owner: impl Into<String>) -> Durable {
+        self.owner = Arc::from(owner.into());
+        self
+    }
+
+    /// How long an ended kickoff's journal is kept before it is purged
+    /// (by [`Resumer`], at each pass); zero, the default, purges it as the
+    /// kickoff ends. The kickoff's row (status, owner, times) stays.
+    ///
+    /// ```no_run
+    /// # fn run(durable: crew_runtime::durable::Durable) {
+    /// let durable = durable.retention(std::time::Duration::from_secs(7 * 24 * 3600));
+    /// # let _ = durable;
+    /// # }
+    /// ```
+    pub fn retention(mut self, retention: Duration) -> Durable {
+        self.retention = retention;
+        self
+    }
+
+    /// The store the kickoffs are journaled in.
+    ///
+    /// ```no_run
+    /// # async fn run(durable: crew_runtime::durable::Durable) -> Result<(), crew_runtime::store::journal::JournalError> {
+    /// for kickoff in durable.store().kickoffs().await? {
+    ///     println!("{} {}", kickoff.id, kickoff.status);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+}
+
+impl From<Store> for Durable {
+    /// [`Durable::new`].
+    fn from(store: Store) -> Durable {
+        Durable::new(store)
+    }
+}
+
+/// Why a durable kickoff could not be started, resumed or go on. Carried by
+/// [`CrewError::Integration`] (read it with
+/// [`IntegrationError::downcast_ref`]) and, at the build, by
+/// [`BuildError::Integration`].
+///
+/// ```
+/// use crew_runtime::durable::DurableError;
+/// let error = DurableError::NoTimeout { tool: "refund".into() };
+/// assert!(error.to_string().contains("refund"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DurableError {
+    /// A tool of a durable crew is neither read-only nor idempotent and
+    /// has no timeout of its own: a call of it cut short by a crash could
+    /// never be judged finished.
+    #[error(
+        "the tool `{tool}` of a durable crew is neither read-only nor idempotent and has no \
+         timeout: give it one (`.timeout(..)`), or declare it idempotent if running it twice \
+         does no harm"
+    )]
+    NoTimeout {
+        /// The tool.
+        tool: String,
+    },
+    /// A durable crew was given no journal key ([`Durable::journal_key`]).
+    #[error(
+        "a durable crew needs a journal key to seal its journal: give it one with \
+         `Durable::journal_key` (the same key in every replica, kept outside the store)"
+    )]
+    NoJournalKey,
+    /// The journal refused a write or a read (the lease lost, the store
+    /// unreachable, an entry that does not open, a wrong key): the message
+    /// of the store's error.
+    #[error("{0}")]
+    Journal(String),
+    /// This process no longer holds the kickoff (another took it over, its
+    /// lease ran out, or it was cancelled): it stopped before its next step.
+    #[error("{0}")]
+    LeaseLost(String),
+    /// The crew is not the one that started the kickoff: resuming it would
+    /// replay its journal on other agents, tasks or tools.
+    #[error(
+        "kickoff {kickoff} was started by a crew that differs from this one ({difference}): \
+         it is resumed only by the crew that started it"
+    )]
+    FingerprintChanged {
+        /// The kickoff.
+        kickoff: String,
+        /// The first difference, named.
+        difference: String,
+    },
+    /// The kickoff cannot be resumed: it has ended, or another process
+    /// holds it.
+    #[error("kickoff {kickoff} cannot be resumed: it is {status}")]
+    NotResumable {
+        /// The kickoff.
+        kickoff: String,
+        /// Where it stands (with its holder, if one holds it).
+        status: String,
+    },
+    /// The kickoff was started by another crew (its name is recorded).
+    #[error("kickoff {kickoff} belongs to the crew `{owner}`, not to `{crew}`")]
+    OtherCrew {
+        /// The kickoff.
+        kickoff: String,
+        /// The crew that started it.
+        owner: String,
+        /// This crew.
+        crew: String,
+    },
+}
+
+impl DurableError {
+    fn from_journal(error: &JournalError) -> DurableError {
+        match error {
+            JournalError::LeaseLost { .. } => DurableError::LeaseLost(error.to_string()),
+            other => DurableError::Journal(other.to_string()),
+        }
+    }
+
+    fn into_crew(self, refused: &'static str) -> CrewError {
+        CrewError::Integration(IntegrationError::new(INTEGRATION, refused, self))
+    }
+}
+
+fn journal_failed(error: &JournalError) -> CrewError {
+    DurableError::from_journal(error)
+        .into_crew("the kickoff's journal failed; the kickoff stopped before its next step")
+}
+
+impl CrewBuilder {
+    /// Makes the crew durable: its kickoffs are journaled in `durable`'s
+    /// store and resumed from it after a crash (see [`crate::durable`]).
+    /// [`Crew::kickoff`] runs a durable kickoff to its end as before;
+    /// [`Crew::start`] and [`Crew::resume`] split it across processes.
+    ///
+    /// The build refuses a tool that is neither read-only nor idempotent
+    /// and has no timeout ([`DurableError::NoTimeout`]).
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store, key: crew_runtime::store::journal::JournalKey) -> Result<(), Box<dyn std::error::Error>> {
+    /// use crew_runtime::durable::Durable;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let writer = Agent::builder("Writer").build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .durable(Durable::new(store).journal_key(key))
+    ///     .build()?;
+    /// # let _ = crew;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn durable(self, durable: impl Into<Durable>) -> Self {
+        let durable = durable.into();
+        self.pending_hook(Box::new(move |scope| {
+            let refused = |error: DurableError| {
+                BuildError::Integration(IntegrationError::new(
+                    INTEGRATION,
+                    "the crew cannot be durable",
+                    error,
+                ))
+            };
+            let Some(key) = durable.key.clone() else {
+                return Err(refused(DurableError::NoJournalKey));
+            };
+            for tool in &scope.tools {
+                if !tool.may_run_again() && tool.timeout().is_none() {
+                    return Err(refused(DurableError::NoTimeout {
+                        tool: tool.name().to_owned(),
+                    }));
+                }
+            }
+            let journal = Journal::new(durable.store.clone(), key);
+            let crew = DurableCrew {
+                journal,
+                lease: durable.lease,
+                owner: Arc::clone(&durable.owner),
+                retention: durable.retention,
+            };
+            scope.with_state(|given: &mut Given| given.0 = Some(crew));
+            Ok(())
+        }))
+    }
+}
+
+/// The durable extension a crew's build made.
+#[derive(Default)]
+struct Given(Option<DurableCrew>);
+
+/// At every crew's build: the durable extension, for a crew given one.
+pub(crate) fn at_build(
+    scope: &BuildScope<'_>,
+) -> Result<Option<Arc<dyn CrewExtension>>, BuildError> {
+    Ok(scope
+        .with_state(|given: &mut Given| given.0.take())
+        .map(|crew| Arc::new(crew) as Arc<dyn CrewExtension>))
+}
+
+/// A durable crew's extension: it runs the crew's kickoffs journaled.
+struct DurableCrew {
+    journal: Journal,
+    lease: Duration,
+    owner: Arc<str>,
+    retention: Duration,
+}
+
+impl CrewExtension for DurableCrew {
+    fn runs_kickoffs(&self) -> bool {
+        true
+    }
+
+    fn kickoff<'a>(&'a self, crew: &'a Crew, inputs: Inputs) -> JournalFuture<'a, CrewOutput> {
+        Box::pin(async move {
+            let run = DurableRun::create(self, crew, &inputs).await?;
+            run.run(crew, inputs).await
+        })
+    }
+
+    fn explain(&self, _tool: &str, _role: Option<&str>, notes: &mut Vec<String>) {
+        notes.push(format!(
+            "durable: each step journaled before it acts (lease {} ms)",
+            self.lease.as_millis()
+        ));
+    }
+}
+
+impl Crew {
+    fn durable(&self) -> Result<&DurableCrew, CrewError> {
+        self.extension::<DurableCrew>().ok_or_else(|| {
+            CrewError::Integration(IntegrationError::new(
+                INTEGRATION,
+                "the crew is not durable",
+                DurableError::Journal(
+                    "the crew was built without `CrewBuilder::durable`".to_owned(),
+                ),
+            ))
+        })
+    }
+
+    /// Starts a durable kickoff on `inputs` and returns its id at once,
+    /// without running it: its inputs are journaled and it is left for
+    /// [`Crew::resume`] or a [`Resumer`], in this process or another. What
+    /// a request handler of a service does.
+    ///
+    /// Errors: the crew is not durable; the store cannot be written.
+    ///
+    /// ```no_run
+    /// # async fn run(crew: crew_runtime::Crew) -> Result<(), crew_runtime::CrewError> {
+    /// let id = crew.start([("order", "A-1042")]).await?;
+    /// println!("kickoff {id}");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn start(&self, inputs: impl Into<Inputs>) -> Result<KickoffId, CrewError> {
+        let durable = self.durable()?;
+        let inputs = inputs.into();
+        let run = DurableRun::create(durable, self, &inputs).await?;
+        let id = run.lease.kickoff;
+        // Given up at once: any process may claim it now.
+        run.release().await;
+        Ok(id)
+    }
+
+    /// Resumes the durable kickoff `id` and runs it to its end, from its
+    /// journal: what was recorded is replayed (no model asked, no hook or
+    /// tool run again), the rest runs live. The kickoff must be claimable:
+    /// started and not running elsewhere (its holder's lease ran out, or it
+    /// was given up), not ended.
+    ///
+    /// Errors: the crew is not durable; no such kickoff; another crew's
+    /// kickoff or a crew that changed since
+    /// ([`DurableError::FingerprintChanged`], naming the difference); a
+    /// kickoff held or ended ([`DurableError::NotResumable`]); a call in
+    /// doubt ([`CrewError::InDoubt`]); whatever ends a kickoff.
+    ///
+    /// ```no_run
+    /// # async fn run(crew: crew_runtime::Crew, id: crew_runtime::store::journal::KickoffId) -> Result<(), crew_runtime::CrewError> {
+    /// let output = crew.resume(&id).await?;
+    /// println!("{}", output.raw);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn resume(&self, id: &KickoffId) -> Result<CrewOutput, CrewError> {
+        let durable = self.durable()?;
+        let journal = &durable.journal;
+        let claimed = journal
+            .claim_kickoff(id, &durable.owner, durable.lease)
+            .await
+            .map_err(|error| journal_failed(&error))?;
+        let Some(lease) = claimed else {
+            let summary = journal
+                .store()
+                .kickoff(id)
+                .await
+                .map_err(|error| journal_failed(&error))?;
+            let status = if summary.status == KickoffStatus::Running {
+                format!("running, held by {}", summary.owner)
+            } else {
+                summary.status.to_string()
+            };
+            return Err(DurableError::NotResumable {
+                kickoff: id.to_string(),
+                status,
+            }
+            .into_crew("the kickoff cannot be resumed"));
+        };
+        self.resume_claimed(durable, lease).await
+    }
+
+    /// Runs a kickoff this process just claimed under `lease`.
+    async fn resume_claimed(
+        &self,
+        durable: &DurableCrew,
+        lease: Lease,
+    ) -> Result<CrewOutput, CrewError> {
+        let run = match DurableRun::open(durable, self, lease).await {
+            Ok(run) => run,
+            Err(Refused { run, error, end }) => {
+                // Nothing of it runs. A journal that cannot be trusted ends
+                // it, failed; a crew of another shape, or a key that does
+                // not open it, leaves it to a process that can.
+                if end {
+                    run.end(KickoffStatus::Failed, None).await;
+                } else {
+                    run.release().await;
+                }
+                return Err(error);
+            }
+        };
+        let crew = self.for_user_or_none(run.start.user.as_deref());
+        let inputs = run.start.inputs.clone().into_inputs();
+        tracing::info!(
+            target: "crew_runtime::durable",
+            kickoff = %run.lease.kickoff,
+            owner = %run.lease.owner,
+            epoch = run.lease.epoch,
+            replayed = run.replayed,
+            "resuming a durable kickoff"
+        );
+        run.run(&crew, inputs).await
+    }
+
+    /// Cancels the durable kickoff `id` wherever it stands: its status
+    /// becomes cancelled at once, and a process running it stops before its
+    /// next step (its `EXECUTION_END` hooks do not run). A kickoff that has
+    /// ended stays as it ended. Returns the status it now has.
+    ///
+    /// ```no_run
+    /// # async fn run(crew: crew_runtime::Crew, id: crew_runtime::store::journal::KickoffId) -> Result<(), crew_runtime::CrewError> {
+    /// let status = crew.cancel(&id).await?;
+    /// assert!(status.is_finished());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn cancel(&self, id: &KickoffId) -> Result<KickoffStatus, CrewError> {
+        let durable = self.durable()?;
+        let status = durable
+            .journal
+            .store()
+            .cancel_kickoff(id)
+            .await
+            .map_err(|error| journal_failed(&error))?;
+        if status == KickoffStatus::Cancelled && durable.retention.is_zero() {
+            purge(&durable.journal, id).await;
+        }
+        Ok(status)
+    }
+}
+
+/// Purges an ended kickoff's journal, saying so if it cannot.
+async fn purge(journal: &Journal, id: &KickoffId) {
+    if let Err(error) = journal.store().purge(id).await {
+        tracing::warn!(target: "crew_runtime::durable", kickoff = %id, %error, "purging an ended kickoff's journal failed");
+    }
+}
+
+/// A process's background resumer: it claims the kickoffs of its crews
+/// that nobody holds (their process went away, or they were started with
+/// [`Crew::start`]) and runs each to its end. Run one in every replica of a
+/// service; of racing resumers, exactly one gets each kickoff. A resumer
+/// takes only the kickoffs its crews started in their present shape: during
+/// a deploy, each version resumes its own.
+///
+/// ```no_run
+/// # async fn run(store: crew_runtime::store::Store, crew: crew_runtime::Crew) {
+/// use std::time::Duration;
+/// use crew_runtime::durable::Resumer;
+///
+/// let resumer = Resumer::new(store).crew(&crew).every(Duration::from_secs(1));
+/// tokio::spawn(async move { resumer.run().await });
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Resumer {
+    store: Store,
+    crews: Vec<(Crew, String)>,
+    every: Duration,
+    batch: usize,
+}
+
+impl fmt::Debug for Resumer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let crews: Vec<&str> = self.crews.iter().map(|(crew, _)| crew.name()).collect();
+        f.debug_struct("Resumer")
+            .field("store", &self.store)
+            .field("crews", &crews)
+            .field("every", &self.every)
+            .field("batch", &self.batch)
+            .finish()
+    }
+}
+
+/// A kickoff a [`Resumer`] took up, and how it ended.
+///
+/// ```no_run
+/// # async fn run(resumer: crew_runtime::durable::Resumer) -> Result<(), crew_runtime::CrewError> {
+/// for resumed in resumer.resume_claimable().await? {
+///     match resumed.result {
+///         Ok(_) => println!("completed {}", resumed.kickoff),
+///         Err(error) => println!("{}: {error}", resumed.kickoff),
+///     }
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Resumed {
+    /// The kickoff.
+    pub kickoff: KickoffId,
+    /// How it ended.
+    pub result: Result<CrewOutput, CrewError>,
+}
+
+impl Resumer {
+    /// A resumer on `store` (its crews' store), looking every second, up
+    /// to 16 kickoffs at a time; give it its crews with
+    /// [`crew`](Self::crew).
+    ///
+    /// ```no_run
+    /// # fn run(store: crew_runtime::store::Store, crew: crew_runtime::Crew) {
+    /// let resumer = crew_runtime::durable::Resumer::new(store).crew(&crew);
+    /// # let _ = resumer;
+    /// # }
+    /// ```
+    pub fn new(store: Store) -> Resumer {
+        Resumer {
+            store,
+            crews: Vec::new(),
+            every: Duration::from_secs(1),
+            batch: 16,
+        }
+    }
+
+    /// Resumes the kickoffs of `crew` too (a durable crew; a crew that is
+    /// not is refused at each look).
+    ///
+    /// ```no_run
+    /// # fn run(resumer: crew_runtime::durable::Resumer, refunds: crew_runtime::Crew, research: crew_runtime::Crew) {
+    /// let resumer = resumer.crew(&refunds).crew(&research);
+    /// # let _ = resumer;
+    /// # }
+    /// ```
+    pub fn crew(mut self, crew: &Crew) -> Resumer {
+        let fingerprint = fingerprint(&shape(crew));
+        self.crews.push((crew.clone(), fingerprint));
+        self
+    }
+
+    /// How long [`Resumer::run`] waits between looks when nothing was
+    /// claimable.
+    ///
+    /// ```no_run
+    /// # fn run(resumer: crew_runtime::durable::Resumer) {
+    /// let resumer = resumer.every(std::time::Duration::from_millis(200));
+    /// # let _ = resumer;
+    /// # }
+    /// ```
+    pub fn every(mut self, every: Duration) -> Resumer {
+        self.every = every.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How many kickoffs of each crew one look claims at most (they then
+    /// run at once).
+    ///
+    /// ```no_run
+    /// # fn run(resumer: crew_runtime::durable::Resumer) {
+    /// let resumer = resumer.batch(4);
+    /// # let _ = resumer;
+    /// # }
+    /// ```
+    pub fn batch(mut self, batch: usize) -> Resumer {
+        self.batch = batch.max(1);
+        self
+    }
+
+    /// One look: claims its crews' claimable kickoffs (up to the batch
+    /// each), runs them to their ends at once, and says how each ended.
+    /// Also purges the journals past their retention. Empty when there was
+    /// nothing to do.
+    ///
+    /// Errors: a crew that is not durable; the store cannot be read.
+    ///
+    /// ```no_run
+    /// # async fn run(resumer: crew_runtime::durable::Resumer) -> Result<(), crew_runtime::CrewError> {
+    /// while !resumer.resume_claimable().await?.is_empty() {}
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn resume_claimable(&self) -> Result<Vec<Resumed>, CrewError> {
+        let mut runs = Vec::new();
+        for (crew, fingerprint) in &self.crews {
+            let durable = crew.durable()?;
+            let journal = &durable.journal;
+            if !durable.retention.is_zero() {
+                let before = SystemTime::now()
+                    .checked_sub(durable.retention)
+                    .unwrap_or(SystemTime::UNIX_EPOCH);
+                if let Err(error) = journal.store().purge_finished_before(before).await {
+                    tracing::warn!(target: "crew_runtime::durable", %error, "purging ended kickoffs' journals failed");
+                }
+            }
+            let leases = journal
+                .claim_of_crew(
+                    crew.name(),
+                    fingerprint,
+                    &durable.owner,
+                    durable.lease,
+                    self.batch,
+                )
+                .await
+                .map_err(|error| journal_failed(&error))?;
+            runs.extend(leases.into_iter().map(|lease| async move {
+                let kickoff = lease.kickoff;
+                let result = crew.resume_claimed(durable, lease).await;
+                Resumed { kickoff, result }
+            }));
+        }
+        Ok(futures_util::future::join_all(runs).await)
+    }
+
+    /// Looks for claimable kickoffs until dropped (every
+    /// [`every`](Self::every) when there was nothing to do), running each
+    /// it claims; a failing store is reported and looked at again. Run it
+    /// as a task of its own; dropping the task gives up the kickoffs it
+    /// held (another resumer takes them over).
+    ///
+    /// ```no_run
+    /// # async fn run(resumer: crew_runtime::durable::Resumer) {
+    /// let task = tokio::spawn(async move { resumer.run().await });
+    /// // … at shutdown:
+    /// task.abort();
+    /// # }
+    /// ```
+    pub async fn run(&self) {
+        loop {
+            match self.resume_claimable().await {
+                Ok(resumed) if !resumed.is_empty() => {
+                    for Resumed { kickoff, result } in resumed {
+                        match result {
+                            Ok(_) => {
+                                tracing::info!(target: "crew_runtime::durable", %kickoff, "a resumed kickoff completed")
+                            }
+                            Err(error) => {
+                                tracing::warn!(target: "crew_runtime::durable", %kickoff, %error, "a resumed kickoff ended without completing")
+                            }
+                        }
+                    }
+                    continue;
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(target: "crew_runtime::durable", %error, "looking for kickoffs to resume failed");
+                }
+            }
+            tokio::time::sleep(self.every).await;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------
+// The journal's entries.
+
+/// One journal entry, as its payload holds it (JSON, then sealed). The
+/// `kind` the store keeps in clear is the variant's name.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+enum Entry {
+    /// The kickoff as started: the crew's shape, the inputs given, who it
+    /// runs for.
+    Start {
+        crew: Value,
+        inputs: SavedInputs,
+        user: Option<String>,
+    },
+    /// The inputs the tasks begin with (after `EXECUTION_START`, `INPUT`).
+    Inputs { inputs: SavedInputs },
+    /// What `PRE_STEP` left for a task.
+    Step { task: usize, context: String },
+    /// A model's answer in a turn of a task.
+    Answer {
+        task: usize,
+        turn: usize,
+        content: String,
+        tool_calls: Vec<SavedCall>,
+        messages: Option<Vec<SavedMessage>>,
+        usage: Option<SavedUsage>,
+    },
+    /// A tool is about to start.
+    Intent {
+        task: usize,
+        turn: usize,
+        call: String,
+        tool: String,
+        input: Map<String, Value>,
+        attempt: u32,
+    },
+    /// A call's observation.
+    Result {
+        task: usize,
+        turn: usize,
+        call: String,
+        observation: String,
+    },
+    /// A task's output, and the tokens used so far.
+    Task {
+        task: usize,
+        output: SavedOutput,
+        usage: SavedUsage,
+    },
+    /// The kickoff's end.
+    End { status: String },
+}
+
+impl Entry {
+    fn kind(&self) -> &'static str {
+        match self {
+            Entry::Start { .. } => "start",
+            Entry::Inputs { .. } => "inputs",
+            Entry::Step { .. } => "step",
+            Entry::Answer { .. } => "answer",
+            Entry::Intent { .. } => "intent",
+            Entry::Result { .. } => "result",
+            Entry::Task { .. } => "task",
+            Entry::End { .. } => "end",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SavedInputs(std::collections::BTreeMap<String, String>);
+
+impl SavedInputs {
+    fn of(inputs: &Inputs) -> SavedInputs {
+        SavedInputs(
+            inputs
+                .iter()
+                .map(|(name, value)| (name.to_owned(), value.to_owned()))
+                .collect(),
+        )
+    }
+
+    fn into_inputs(self) -> Inputs {
+        let mut inputs = Inputs::new();
+        for (name, value) in self.0 {
+            inputs.insert(name, value);
+        }
+        inputs
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SavedCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+impl SavedCall {
+    fn of(call: &ToolCallRequest) -> SavedCall {
+        SavedCall {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        }
+    }
+
+    fn into_call(self) -> ToolCallRequest {
+        ToolCallRequest {
+            id: self.id,
+            name: self.name,
+            arguments: self.arguments,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SavedMessage {
+    role: String,
+    content: String,
+    tool_calls: Vec<SavedCall>,
+    tool_call_id: Option<String>,
+}
+
+impl SavedMessage {
+    fn of(message: &ChatMessage) -> SavedMessage {
+        let role = match message.role {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        };
+        SavedMessage {
+            role: role.to_owned(),
+            content: message.content.clone(),
+            tool_calls: message.tool_calls.iter().map(SavedCall::of).collect(),
+            tool_call_id: message.tool_call_id.clone(),
+        }
+    }
+
+    fn into_message(self) -> Result<ChatMessage, String> {
+        let role = match self.role.as_str() {
+            "system" => Role::System,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            other => return Err(format!("a message with the unknown role {other:?}")),
+        };
+        let mut message = ChatMessage::user(self.content);
+        message.role = role;
+        message.tool_calls = self
+            .tool_calls
+            .into_iter()
+            .map(SavedCall::into_call)
+            .collect();
+        message.tool_call_id = self.tool_call_id;
+        Ok(message)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct SavedUsage([u64; 3]);
+
+impl SavedUsage {
+    fn of(usage: TokenUsage) -> SavedUsage {
+        SavedUsage([
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.total_tokens,
+        ])
+    }
+
+    fn usage(self) -> TokenUsage {
+        let [prompt, completion, total] = self.0;
+        TokenUsage::new(prompt, completion, total)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SavedOutput {
+    description: String,
+    expected_output: String,
+    agent: String,
+    raw: String,
+    iteration_limit_reached: bool,
+}
+
+impl SavedOutput {
+    fn of(output: &TaskOutput) -> SavedOutput {
+        SavedOutput {
+            description: output.description.clone(),
+            expected_output: output.expected_output.clone(),
+            agent: output.agent.clone(),
+            raw: output.raw.clone(),
+            iteration_limit_reached: output.iteration_limit_reached,
+        }
+    }
+
+    fn into_output(self) -> TaskOutput {
+        TaskOutput {
+            description: self.description,
+            expected_output: self.expected_output,
+            agent: self.agent,
+            raw: self.raw,
+            iteration_limit_reached: self.iteration_limit_reached,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------
+// The crew's shape, which a resumed kickoff must match.
+
+/// The shape of a crew a journal can be replayed on: its name, process,
+/// agents with their tools (names and argument schemas) and tasks, as
+/// canonical JSON.
+fn shape(crew: &Crew) -> Value {
+    let agents: Vec<Value> = crew
+        .agents()
+        .map(|agent| {
+            let tools: Vec<Value> = agent
+                .tools()
+                .iter()
+                .map(|tool| serde_json::json!({ "name": tool.name(), "schema": tool.parameters() }))
+                .collect();
+            serde_json::json!({ "role": agent.role(), "tools": tools })
+        })
+        .collect();
+    let tasks: Vec<Value> = crew
+        .tasks()
+        .map(|task| {
+            serde_json::json!({
+                "name": task.name(),
+                "agent": task.agent().map(|agent| agent.role().to_owned()),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "crew": crew.name(),
+        "process": format!("{:?}", crew.process()),
+        "agents": agents,
+        "tasks": tasks,
+    })
+}
+
+/// The fingerprint of a shape: its SHA-256, as the store keeps it.
+fn fingerprint(shape: &Value) -> String {
+    // `serde_json` writes objects with sorted keys (no `preserve_order`
+    // here… unless a dependency turns it on), so canonicalize first.
+    let canonical = canonical(shape).to_string();
+    let digest = sha2::Sha256::digest(canonical.as_bytes());
+    let mut text = String::from("sha256:");
+    for byte in digest {
+        use std::fmt::Write as _;
+        let _ = write!(text, "{byte:02x}");
+    }
+    text
+}
+
+/// `value` with every object's keys in order, whatever order the map
+/// keeps them in.
+fn canonical(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let mut sorted = Map::new();
+            for key in keys {
+                sorted.insert(key.clone(), canonical(&map[key]));
+            }
+            Value::Object(sorted)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The first place where two shapes differ, named (`agents[1].tools[0].name:
+/// "refund" then, "refund_order" now`).
+fn first_difference(then: &Value, now: &Value, path: &str) -> Option<String> {
+    let at = |path: &str| {
+        if path.is_empty() {
+            "the crew".to_owned()
+        } else {
+            path.to_owned()
+        }
+    };
+    match (then, now) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter().find_map(|key| {
+                let inner = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                match (a.get(key), b.get(key)) {
+                    (Some(x), Some(y)) => first_difference(x, y, &inner),
+                    (Some(_), None) => Some(format!("{inner}: there then, gone now")),
+                    (None, Some(_)) => Some(format!("{inner}: new")),
+                    (None, None) => None,
+                }
+            })
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            let common =
+                a.iter().zip(b).enumerate().find_map(|(index, (x, y))| {
+                    first_difference(x, y, &format!("{path}[{index}]"))
+                });
+            common.or_else(|| {
+                (a.len() != b.len())
+                    .then(|| format!("{}: {} then, {} now", at(path), a.len(), b.len()))
+            })
+        }
+        (a, b) if a == b => None,
+        (a, b) => Some(format!("{}: {a} then, {b} now", at(path))),
+    }
+}
+
+// ---------------------------------------------------------------------
+// A durable kickoff under way.
+
+/// What the journal holds, opened, by place.
+#[derive(Default)]
+struct Recorded {
+    inputs: Option<Inputs>,
+    steps: HashMap<usize, String>,
+    answers: HashMap<(usize, usize), RecordedAnswer>,
+    calls: HashMap<(usize, usize, String), RecordedCall>,
+    tasks: HashMap<usize, (TaskOutput, TokenUsage)>,
+}
+
+/// A claimed kickoff that cannot run here, and whether it ends (a journal
+/// that cannot be trusted) or is given up (to a process that can run it).
+struct Refused {
+    run: Arc<DurableRun>,
+    error: CrewError,
+    end: bool,
+}
+
+/// The start entry's content.
+struct Started {
+    shape: Value,
+    inputs: SavedInputs,
+    user: Option<String>,
+}
+
+/// A durable kickoff this process holds: its lease (renewed in the
+/// background), what its journal held when it was claimed, and whether it
+/// must stop.
+struct DurableRun {
+    journal: Journal,
+    lease: Lease,
+    lease_for: Duration,
+    retention: Duration,
+    start: Started,
+    recorded: Recorded,
+    /// How many entries were replayed from (0: a fresh kickoff).
+    replayed: usize,
+    /// Why the kickoff must stop before its next step, once it must.
+    stopped: Mutex<Option<CrewError>>,
+    /// The lease's renewal, stopped when the run is dropped.
+    renewal: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Whether the kickoff ended (or was given up): nothing to release.
+    done: AtomicBool,
+}
+
+impl DurableRun {
+    /// A new kickoff of `crew`: its row, and its start entry.
+    async fn create(
+        durable: &DurableCrew,
+        crew: &Crew,
+        inputs: &Inputs,
+    ) -> Result<Arc<DurableRun>, CrewError> {
+        let shape = shape(crew);
+        let journal = &durable.journal;
+        let lease = journal
+            .create_kickoff(
+                crew.name(),
+                &fingerprint(&shape),
+                &durable.owner,
+                durable.lease,
+            )
+            .await
+            .map_err(|error| journal_failed(&error))?;
+        let start = Entry::Start {
+            crew: shape.clone(),
+            inputs: SavedInputs::of(inputs),
+            user: crew.user().map(str::to_owned),
+        };
+        let run = DurableRun::held(
+            durable,
+            lease,
+            Started {
+                shape,
+                inputs: SavedInputs::of(inputs),
+                user: crew.user().map(str::to_owned),
+            },
+            Recorded::default(),
+            0,
+        );
+        run.append(&start).await?;
+        Ok(run)
+    }
+
+    /// A kickoff this process claimed under `lease`: its journal read and
+    /// checked against `crew`.
+    async fn open(
+        durable: &DurableCrew,
+        crew: &Crew,
+        lease: Lease,
+    ) -> Result<Arc<DurableRun>, Refused> {
+        let journal = &durable.journal;
+        let refused = |lease: Lease, error: CrewError, end: bool| {
+            let empty = Started {
+                shape: Value::Null,
+                inputs: SavedInputs(Default::default()),
+                user: None,
+            };
+            let run = DurableRun::held(durable, lease, empty, Recorded::default(), 0);
+            Refused { run, error, end }
+        };
+        let entries = match journal.entries(&lease.kickoff).await {
+            Ok(entries) => entries,
+            Err(error) => {
+                let end = matches!(error, JournalError::Corrupt { .. });
+                return Err(refused(lease, journal_failed(&error), end));
+            }
+        };
+        let replayed = entries.len();
+        let (start, recorded) = match read_entries(&lease.kickoff, entries) {
+            Ok(read) => read,
+            Err(error) => return Err(refused(lease, journal_failed(&error), true)),
+        };
+        let owner = start
+            .shape
+            .get("crew")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if owner != crew.name() {
+            let error = DurableError::OtherCrew {
+                kickoff: lease.kickoff.to_string(),
+                owner,
+                crew: crew.name().to_owned(),
+            };
+            let error = error.into_crew("the kickoff belongs to another crew");
+            return Err(refused(lease, error, false));
+        }
+        if let Some(difference) = first_difference(&start.shape, &shape(crew), "") {
+            let error = DurableError::FingerprintChanged {
+                kickoff: lease.kickoff.to_string(),
+                difference,
+            };
+            let error = error.into_crew("the crew changed since the kickoff started");
+            return Err(refused(lease, error, false));
+        }
+        Ok(DurableRun::held(durable, lease, start, recorded, replayed))
+    }
+
+    fn held(
+        durable: &DurableCrew,
+        lease: Lease,
+        start: Started,
+        recorded: Recorded,
+        replayed: usize,
+    ) -> Arc<DurableRun> {
+        let run = Arc::new(DurableRun {
+            journal: durable.journal.clone(),
+            lease,
+            lease_for: durable.lease,
+            retention: durable.retention,
+            start,
+            recorded,
+            replayed,
+            stopped: Mutex::new(None),
+            renewal: Mutex::new(None),
+            done: AtomicBool::new(false),
+        });
+        let renewal = tokio::spawn(renew(Arc::downgrade(&run)));
+        *run.renewal.lock().unwrap_or_else(PoisonError::into_inner) = Some(renewal);
+        run
+    }
+
+    /// Runs the kickoff to its end (or until it must stop), journaled.
+    async fn run(self: Arc<Self>, crew: &Crew, inputs: Inputs) -> Result<CrewOutput, CrewError> {
+        let guard = GiveUp(Arc::clone(&self));
+        let result = crew
+            .kickoff_with(inputs, Some(Arc::clone(&self) as Arc<dyn KickoffJournal>))
+            .await;
+        drop(guard);
+        result
+    }
+
+    /// Commits `entry`, or says why the kickoff must stop.
+    async fn append(&self, entry: &Entry) -> Result<(), CrewError> {
+        if let Some(error) = self.stopped() {
+            return Err(error);
+        }
+        let payload = serde_json::to_vec(entry).map_err(|error| {
+            DurableError::Journal(format!("a journal entry could not be written: {error}"))
+                .into_crew("the kickoff's journal failed")
+        })?;
+        match self
+            .journal
+            .append(&self.lease, entry.kind(), &payload)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                let failed = journal_failed(&error);
+                self.stop(failed.clone());
+                Err(failed)
+            }
+        }
+    }
+
+    fn stop(&self, error: CrewError) {
+        let mut stopped = self.stopped.lock().unwrap_or_else(PoisonError::into_inner);
+        if stopped.is_none() {
+            *stopped = Some(error);
+        }
+    }
+
+    /// Ends the kickoff with `status` (its end entry first, when it
+    /// completed), then purges its journal unless it is kept.
+    async fn end(&self, status: KickoffStatus, entry: Option<Entry>) {
+        self.done.store(true, Ordering::Release);
+        self.stop_renewal();
+        if let Some(entry) = entry
+            && let Err(error) = self.append(&entry).await
+        {
+            tracing::warn!(target: "crew_runtime::durable", kickoff = %self.lease.kickoff, %error, "the kickoff's end could not be journaled");
+            return;
+        }
+        if let Err(error) = self.journal.finish(&self.lease, status).await {
+            tracing::warn!(target: "crew_runtime::durable", kickoff = %self.lease.kickoff, %error, "the kickoff's end could not be recorded");
+            return;
+        }
+        if self.retention.is_zero() {
+            purge(&self.journal, &self.lease.kickoff).await;
+        }
+    }
+
+    /// Gives the lease up: any process may claim the kickoff now.
+    async fn release(&self) {
+        if self.done.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.stop_renewal();
+        if let Err(error) = self.journal.release(&self.lease).await {
+            tracing::debug!(target: "crew_runtime::durable", kickoff = %self.lease.kickoff, %error, "giving a kickoff's lease up failed (it runs out on its own)");
+        }
+    }
+
+    fn stop_renewal(&self) {
+        if let Some(renewal) = self
+            .renewal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            renewal.abort();
+        }
+    }
+}
+
+/// A kickoff's run dropped before its end gives its lease up (another
+/// process resumes it at once), without `EXECUTION_END`.
+struct GiveUp(Arc<DurableRun>);
+
+impl Drop for GiveUp {
+    fn drop(&mut self) {
+        if self.0.done.load(Ordering::Acquire) {
+            return;
+        }
+        let run = Arc::clone(&self.0);
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move { run.release().await });
+            }
+            Err(_) => run.stop_renewal(),
+        }
+    }
+}
+
+/// Renews a kickoff's lease every third of its length until the run is
+/// gone, ends, or loses it (then the run must stop).
+async fn renew(run: std::sync::Weak<DurableRun>) {
+    loop {
+        let every = match run.upgrade() {
+            Some(run) => run.lease_for / 3,
+            None => return,
+        };
+        tokio::time::sleep(every).await;
+        let Some(run) = run.upgrade() else { return };
+        if run.done.load(Ordering::Acquire) {
+            return;
+        }
+        match run.journal.renew(&run.lease, run.lease_for).await {
+            Ok(()) => {}
+            Err(error @ (JournalError::LeaseLost { .. } | JournalError::UnknownKickoff(_))) => {
+                run.stop(journal_failed(&error));
+                return;
+            }
+            // A store briefly unreachable: try again at the next renewal
+            // (the lease runs out on its own if it stays so, and every
+            // write is fenced anyway).
+            Err(error) => {
+                tracing::warn!(target: "crew_runtime::durable", kickoff = %run.lease.kickoff, %error, "renewing a kickoff's lease failed");
+            }
+        }
+    }
+}
+
+/// The journal's entries, opened into what a replay needs.
+fn read_entries(
+    kickoff: &KickoffId,
+    entries: Vec<JournalEntry>,
+) -> Result<(Started, Recorded), JournalError> {
+    let corrupt = |seq: u64, why: String| JournalError::Corrupt {
+        kickoff: *kickoff,
+        seq,
+        why,
+    };
+    let mut start = None;
+    let mut recorded = Recorded::default();
+    for entry in entries {
+        let seq = entry.seq;
+        let parsed: Entry = serde_json::from_slice(&entry.payload)
+            .map_err(|error| corrupt(seq, format!("it does not parse: {error}")))?;
+        if parsed.kind() != entry.kind {
+            return Err(corrupt(
+                seq,
+                format!("its kind {:?} does not match what it holds", entry.kind),
+            ));
+        }
+        match parsed {
+            Entry::Start { crew, inputs, user } => {
+                start = Some(Started {
+                    shape: crew,
+                    inputs,
+                    user,
+                });
+            }
+            Entry::Inputs { inputs } => recorded.inputs = Some(inputs.into_inputs()),
+            Entry::Step { task, context } => {
+                recorded.steps.insert(task, context);
+            }
+            Entry::Answer {
+                task,
+                turn,
+                content,
+                tool_calls,
+                messages,
+                usage,
+            } => {
+                let messages = match messages {
+                    Some(messages) => Some(
+                        messages
+                            .into_iter()
+                            .map(SavedMessage::into_message)
+                            .collect::<Result<Vec<_>, _>>()
+                            .map_err(|why| corrupt(seq, why))?,
+                    ),
+                    None => None,
+                };
+                let response = ModelResponse {
+                    content,
+                    tool_calls: tool_calls.into_iter().map(SavedCall::into_call).collect(),
+                };
+                recorded.answers.insert(
+                    (task, turn),
+                    RecordedAnswer {
+                        response,
+                        messages,
+                        usage: usage.map(SavedUsage::usage),
+                    },
+                );
+            }
+            Entry::Intent {
+                task,
+                turn,
+                call,
+                tool,
+                input,
+                attempt,
+            } => {
+                let key = derive_key(kickoff, task, turn, &call, attempt);
+                recorded.calls.insert(
+                    (task, turn, call),
+                    RecordedCall::InDoubt(Intent {
+                        tool,
+                        input,
+                        key,
+                        attempt,
+                        at: entry.written_at,
+                    }),
+                );
+            }
+            Entry::Result {
+                task,
+                turn,
+                call,
+                observation,
+            } => {
+                recorded
+                    .calls
+                    .insert((task, turn, call), RecordedCall::Finished(observation));
+            }
+            Entry::Task {
+                task,
+                output,
+                usage,
+            } => {
+                recorded
+                    .tasks
+                    .insert(task, (output.into_output(), usage.usage()));
+            }
+            Entry::End { status } => {
+                return Err(corrupt(
+                    seq,
+                    format!("the kickoff already ended ({status}) but is not marked so"),
+                ));
+            }
+        }
+    }
+    let start = start.ok_or_else(|| corrupt(1, "the journal has no start entry".to_owned()))?;
+    Ok((start, recorded))
+}
+
+/// The idempotency key of a call: HMAC of its place and attempt, keyed by
+/// the kickoff's random id (the same in every process).
+fn derive_key(
+    kickoff: &KickoffId,
+    task: usize,
+    turn: usize,
+    call: &str,
+    attempt: u32,
+) -> IdempotencyKey {
+    let place = format!("task {task}/turn {turn}/call {call}");
+    IdempotencyKey::derive(kickoff.as_bytes(), &place, attempt)
+}
+
+impl KickoffJournal for DurableRun {
+    fn recorded_inputs(&self) -> Option<Inputs> {
+        self.recorded.inputs.clone()
+    }
+
+    fn record_inputs<'a>(&'a self, inputs: &'a Inputs) -> JournalFuture<'a, ()> {
+        Box::pin(self.append_owned(Entry::Inputs {
+            inputs: SavedInputs::of(inputs),
+        }))
+    }
+
+    fn recorded_step(&self, task: usize) -> Option<String> {
+        self.recorded.steps.get(&task).cloned()
+    }
+
+    fn record_step<'a>(&'a self, task: usize, context: &'a str) -> JournalFuture<'a, ()> {
+        Box::pin(self.append_owned(Entry::Step {
+            task,
+            context: context.to_owned(),
+        }))
+    }
+
+    fn recorded_answer(&self, task: usize, turn: usize) -> Option<RecordedAnswer> {
+        self.recorded.answers.get(&(task, turn)).cloned()
+    }
+
+    fn record_answer<'a>(
+        &'a self,
+        task: usize,
+        turn: usize,
+        answer: &'a RecordedAnswer,
+    ) -> JournalFuture<'a, ()> {
+        Box::pin(
+            self.append_owned(Entry::Answer {
+                task,
+                turn,
+                content: answer.response.content.clone(),
+                tool_calls: answer
+                    .response
+                    .tool_calls
+                    .iter()
+                    .map(SavedCall::of)
+                    .collect(),
+                messages: answer
+                    .messages
+                    .as_ref()
+                    .map(|messages| messages.iter().map(SavedMessage::of).collect()),
+                usage: answer.usage.map(SavedUsage::of),
+            }),
+        )
+    }
+
+    fn recorded_call(&self, place: Place<'_>) -> RecordedCall {
+        self.recorded
+            .calls
+            .get(&(place.task, place.turn, place.call.to_owned()))
+            .cloned()
+            .unwrap_or(RecordedCall::Unrecorded)
+    }
+
+    fn key(&self, place: Place<'_>, attempt: u32) -> IdempotencyKey {
+        derive_key(
+            &self.lease.kickoff,
+            place.task,
+            place.turn,
+            place.call,
+            attempt,
+        )
+    }
+
+    fn record_intent<'a>(
+        &'a self,
+        place: Place<'a>,
+        tool: &'a str,
+        input: &'a Map<String, Value>,
+        attempt: u32,
+    ) -> JournalFuture<'a, ()> {
+        Box::pin(self.append_owned(Entry::Intent {
+            task: place.task,
+            turn: place.turn,
+            call: place.call.to_owned(),
+            tool: tool.to_owned(),
+            input: input.clone(),
+            attempt,
+        }))
+    }
+
+    fn record_result<'a>(
+        &'a self,
+        place: Place<'a>,
+        observation: &'a str,
+    ) -> JournalFuture<'a, ()> {
+        Box::pin(self.append_owned(Entry::Result {
+            task: place.task,
+            turn: place.turn,
+            call: place.call.to_owned(),
+            observation: observation.to_owned(),
+        }))
+    }
+
+    fn in_doubt_after(&self, intent: &Intent, tool_timeout: Duration) -> SystemTime {
+        intent.at + tool_timeout + self.lease_for
+    }
+
+    fn report_in_doubt(&self, place: Place<'_>, tool: &str, outcome: &str) {
+        tracing::warn!(
+            target: "crew_runtime::durable",
+            kickoff = %self.lease.kickoff,
+            task = place.task,
+            turn = place.turn,
+            call = place.call,
+            tool,
+            outcome,
+            "a tool call of a resumed kickoff was in doubt"
+        );
+    }
+
+    fn recorded_task(&self, task: usize) -> Option<(TaskOutput, TokenUsage)> {
+        self.recorded.tasks.get(&task).cloned()
+    }
+
+    fn record_task<'a>(
+        &'a self,
+        task: usize,
+        output: &'a TaskOutput,
+        used: TokenUsage,
+    ) -> JournalFuture<'a, ()> {
+        Box::pin(self.append_owned(Entry::Task {
+            task,
+            output: SavedOutput::of(output),
+            usage: SavedUsage::of(used),
+        }))
+    }
+
+    fn finish<'a>(&'a self, result: &'a Result<CrewOutput, CrewError>) -> JournalFuture<'a, ()> {
+        Box::pin(async move {
+            let status = match result {
+                Ok(_) => KickoffStatus::Completed,
+                Err(CrewError::InDoubt { .. }) => KickoffStatus::InDoubt,
+                Err(_) => KickoffStatus::Failed,
+            };
+            let entry = Entry::End {
+                status: status.to_string(),
+            };
+            self.end(status, Some(entry)).await;
+            Ok(())
+        })
+    }
+
+    fn stopped(&self) -> Option<CrewError> {
+        self.stopped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn kickoff_id(&self) -> String {
+        self.lease.kickoff.to_string()
+    }
+}
+
+impl DurableRun {
+    async fn append_owned(&self, entry: Entry) -> Result<(), CrewError> {
+        self.append(&entry).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_difference_of_two_shapes_is_named() {
+        let then = serde_json::json!({"crew": "refunds", "agents": [{"role": "Support", "tools": [{"name": "refund"}]}]});
+        let now = serde_json::json!({"crew": "refunds", "agents": [{"role": "Support", "tools": [{"name": "refund_order"}]}]});
+        assert_eq!(
+            first_difference(&then, &now, "").as_deref(),
+            Some(r#"agents[0].tools[0].name: "refund" then, "refund_order" now"#)
+        );
+        assert_eq!(first_difference(&then, &then, ""), None);
+        let more = serde_json::json!({"crew": "refunds", "agents": [{"role": "Support", "tools": [{"name": "refund"}]}, {"role": "Auditor", "tools": []}]});
+        assert_eq!(
+            first_difference(&then, &more, "").as_deref(),
+            Some("agents: 1 then, 2 now")
+        );
+    }
+
+    #[test]
+    fn a_fingerprint_does_not_depend_on_key_order() {
+        let a: Value =
+            serde_json::from_str(r#"{"b": 1, "a": {"y": 2, "x": 3}}"#).unwrap_or_default();
+        let b: Value =
+            serde_json::from_str(r#"{"a": {"x": 3, "y": 2}, "b": 1}"#).unwrap_or_default();
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        assert_ne!(fingerprint(&a), fingerprint(&serde_json::json!({"b": 2})));
+    }
+
+    #[test]
+    fn an_entry_names_its_kind_in_its_payload() {
+        let entry = Entry::Step {
+            task: 1,
+            context: "notes".into(),
+        };
+        let payload = serde_json::to_value(&entry).unwrap_or_default();
+        assert_eq!(payload["kind"], "step");
+        assert_eq!(entry.kind(), "step");
+    }
+}

@@ -1,0 +1,184 @@
+//! A call a resumed kickoff finds in doubt: its intent was committed (the
+//! tool was about to start, in a process now gone) and its result never
+//! was. The tool may or may not have acted. SPEC §13 decides, in order:
+//!
+//! 1. wait until the call cannot still be running anywhere (its intent's
+//!    time, plus the tool's timeout, plus one lease);
+//! 2. a tool that may run again (read-only, or idempotent and not
+//!    destructive) runs again with the same idempotency key, once the
+//!    crew's current guards let it (a rule added since the crash stops it);
+//! 3. a tool with a reconciler is asked whether the effect happened: if it
+//!    did, its result stands for the call; if it did not, the call runs
+//!    again as a new attempt (a new key, its intent committed first);
+//! 4. otherwise, or when the reconciler cannot tell, nothing runs and the
+//!    kickoff ends in doubt ([`CrewError::InDoubt`]), for a person to check.
+//!
+//! The PRE chain is not run again: it ran, and let the call through (a
+//! person who approved it is not asked twice). The POST chain runs on the
+//! result, as after any call.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use hooks_core::runtime::{TOOL_CALL_POINTS, ToolOutput};
+use hooks_core::{RawToolResult, ToolCallHookContext, ToolInfo};
+use serde_json::Value;
+
+use super::execute::execute;
+use super::report::Report;
+use super::{context, observe};
+use crate::error::CrewError;
+use crate::llm::ToolCallRequest;
+use crate::run::context::RunContext;
+use crate::run::journal::{Intent, JournalAt};
+use crate::tool::{Reconciled, Tool};
+
+/// Settles the call `call` of `turn`, found in doubt with `intent`, and
+/// gives the observation the model gets (committed as the call's result).
+pub(super) async fn in_doubt(
+    cx: &RunContext,
+    at: &JournalAt,
+    turn: usize,
+    call: &ToolCallRequest,
+    intent: Intent,
+) -> Result<String, CrewError> {
+    let place = at.place(turn, &call.id);
+    let in_doubt = |why: String| {
+        at.journal.report_in_doubt(place, &intent.tool, "in_doubt");
+        Err(CrewError::InDoubt {
+            kickoff: Arc::from(at.journal.kickoff_id()),
+            tool: intent.tool.clone(),
+            call_id: call.id.clone(),
+            key: intent.key.as_str().to_owned(),
+            why: why.into_boxed_str(),
+        })
+    };
+    let Some(tool) = cx.agent().find_tool(&intent.tool).cloned() else {
+        return in_doubt(format!(
+            "the agent no longer has the tool `{}`, so nothing can tell whether its call acted",
+            intent.tool
+        ));
+    };
+    // Until then, the process that began the call could still be running it.
+    let timeout = tool.timeout().unwrap_or(cx.settings().tool_timeout);
+    let settled_by = at.journal.in_doubt_after(&intent, timeout);
+    if let Ok(wait) = settled_by.duration_since(SystemTime::now()) {
+        tokio::time::sleep(wait).await;
+        at.go_on()?;
+    }
+    let mut ctx = context(cx, turn, call, intent.input.clone());
+    ctx.tool = Some(Arc::clone(&tool) as Arc<dyn ToolInfo>);
+    if tool.may_run_again() {
+        if let Some(refused) = refused_now(cx, &ctx) {
+            at.journal.report_in_doubt(place, &intent.tool, "refused");
+            let message = format!(
+                "Tool execution blocked: `{}` was interrupted before its result was recorded, \
+                 and running it again is now refused: {refused}",
+                intent.tool
+            );
+            return settle(cx, at, turn, call, ctx, ToolOutput::text(message)).await;
+        }
+        at.journal.report_in_doubt(place, &intent.tool, "ran_again");
+        ctx.extensions.insert(intent.key.clone());
+        return run_again(cx, at, turn, call, &tool, ctx).await;
+    }
+    match tool.reconciled(&intent.key, &intent.input).await {
+        Some(Ok(Reconciled::Happened { result })) => {
+            at.journal
+                .report_in_doubt(place, &intent.tool, "reconciled_happened");
+            let output = match result {
+                Some(result) => {
+                    let mut output = ToolOutput::text(render(&result));
+                    output.raw = RawToolResult::from_json(result);
+                    output
+                }
+                None => ToolOutput::text(format!(
+                    "The call of `{}` had already taken effect before the run was interrupted.",
+                    intent.tool
+                )),
+            };
+            settle(cx, at, turn, call, ctx, output).await
+        }
+        Some(Ok(Reconciled::DidNotHappen)) => {
+            at.journal
+                .report_in_doubt(place, &intent.tool, "reconciled_did_not_happen");
+            let attempt = intent.attempt.saturating_add(1);
+            ctx.extensions.insert(at.journal.key(place, attempt));
+            at.journal
+                .record_intent(place, &intent.tool, &intent.input, attempt)
+                .await?;
+            run_again(cx, at, turn, call, &tool, ctx).await
+        }
+        Some(Err(error)) => in_doubt(error.to_string()),
+        None => in_doubt(format!(
+            "`{}` is neither read-only nor idempotent and has no reconciler, so running it again \
+             could repeat its effect",
+            intent.tool
+        )),
+    }
+}
+
+/// Why the crew's rules refuse the call now, if they do (a `forbid` added
+/// since the call began); no person is asked again.
+fn refused_now(cx: &RunContext, ctx: &ToolCallHookContext) -> Option<String> {
+    cx.settings()
+        .extensions
+        .iter()
+        .find_map(|extension| extension.refuses_again(ctx))
+}
+
+/// Runs the tool again (its key already in `ctx`), then the POST chain.
+async fn run_again(
+    cx: &RunContext,
+    at: &JournalAt,
+    turn: usize,
+    call: &ToolCallRequest,
+    tool: &Tool,
+    ctx: ToolCallHookContext,
+) -> Result<String, CrewError> {
+    let report = Report::begin(cx, &call.name, &ctx.tool_input);
+    let (output, ran) = execute(cx, report, tool, &ctx).await;
+    let name = ctx.tool_name().to_owned();
+    let observation = settle(cx, at, turn, call, ctx, output).await?;
+    // A failed call ended with its `ToolUsageError`.
+    if cx.listening() && ran.failed.is_none() {
+        let input = ran.input.unwrap_or(Value::Null);
+        report.finished(&name, input, observation.clone(), false, ran.ran_for);
+    }
+    Ok(observation)
+}
+
+/// The POST chain on `output`, the observation made as for any call, and
+/// committed as the call's result.
+async fn settle(
+    cx: &RunContext,
+    at: &JournalAt,
+    turn: usize,
+    call: &ToolCallRequest,
+    mut ctx: ToolCallHookContext,
+    output: ToolOutput,
+) -> Result<String, CrewError> {
+    let report = cx
+        .dispatcher()
+        .begin_call(&TOOL_CALL_POINTS)
+        .finish_tool_call_async(&mut ctx, output)
+        .await
+        .map_err(|abort| CrewError::Aborted {
+            tool: ctx.tool_name().to_owned(),
+            agent: cx.role().to_owned(),
+            abort,
+        })?;
+    let observation = observe::observation(cx, report).observation;
+    at.journal
+        .record_result(at.place(turn, &call.id), &observation)
+        .await?;
+    Ok(observation)
+}
+
+/// A reconciler's result as the model reads it.
+fn render(result: &Value) -> String {
+    match result {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}

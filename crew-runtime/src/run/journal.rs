@@ -1,0 +1,194 @@
+//! The seam through which a durable kickoff's journal takes part in a run
+//! (SPEC §13): what the run asks of it before each step (was this step
+//! recorded? then its record stands for it: no hook, no model, no tool runs
+//! again) and what it hands it after each step (commit this before going
+//! on). The run names no store: the `durable` integration implements
+//! [`KickoffJournal`] over the store's journal, and a kickoff without one
+//! runs as it always did.
+//!
+//! A place in the run is a task (its position, from 0), a turn of that task
+//! (from 1) and a tool call's id within the turn (ids made unique before
+//! any call runs, so they are the same when a turn is replayed).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::SystemTime;
+
+use std::sync::Arc;
+
+use hooks_core::{ChatMessage, CrewOutput, Inputs, ModelResponse, TaskOutput, TokenUsage};
+use serde_json::{Map, Value};
+
+use crate::error::CrewError;
+use crate::tool::IdempotencyKey;
+
+/// A journal write under way: `Err` when the kickoff must stop before its
+/// next step (its lease is lost, its store cannot be written).
+pub(crate) type JournalFuture<'a, T> =
+    Pin<Box<dyn Future<Output = Result<T, CrewError>> + Send + 'a>>;
+
+/// A model's answer as recorded: what `POST_MODEL_CALL` left of it, the
+/// conversation as it then stood when model-call hooks could have changed
+/// it (otherwise rebuilt by appending), and the tokens it took.
+#[derive(Debug, Clone)]
+pub(crate) struct RecordedAnswer {
+    pub(crate) response: ModelResponse,
+    pub(crate) messages: Option<Vec<ChatMessage>>,
+    pub(crate) usage: Option<TokenUsage>,
+}
+
+/// What the journal holds of one tool call.
+#[allow(
+    dead_code,
+    reason = "made by the integration compiled in, if any (`durable`)"
+)]
+#[derive(Debug, Clone)]
+pub(crate) enum RecordedCall {
+    /// Nothing: the call runs as any call does.
+    Unrecorded,
+    /// Its intent (the tool was about to start, on `input`, with `key`)
+    /// and no result: the tool may or may not have acted.
+    InDoubt(Intent),
+    /// Its observation, as the model got it: the call is over.
+    Finished(String),
+}
+
+/// A recorded intent to run a tool.
+#[allow(
+    dead_code,
+    reason = "made by the integration compiled in, if any (`durable`)"
+)]
+#[derive(Debug, Clone)]
+pub(crate) struct Intent {
+    /// The tool, as the call named it after the PRE chain.
+    pub(crate) tool: String,
+    /// The arguments the PRE chain left (what the tool was given).
+    pub(crate) input: Map<String, Value>,
+    /// The call's idempotency key.
+    pub(crate) key: IdempotencyKey,
+    /// Which attempt the key is of (0 first).
+    pub(crate) attempt: u32,
+    /// When the intent was committed, on the database's clock.
+    pub(crate) at: SystemTime,
+}
+
+/// A place in the run: a task, a turn, a call.
+#[allow(
+    dead_code,
+    reason = "made by the integration compiled in, if any (`durable`)"
+)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Place<'a> {
+    pub(crate) task: usize,
+    pub(crate) turn: usize,
+    pub(crate) call: &'a str,
+}
+
+/// A durable kickoff's journal, as the run sees it. The `recorded_*`
+/// methods read what a resumed kickoff replays (nothing, for a fresh one);
+/// the `record_*` methods commit a step before the run goes on, and fail
+/// when the kickoff must stop.
+pub(crate) trait KickoffJournal: Send + Sync {
+    /// The inputs the kickoff began its tasks with (after
+    /// `EXECUTION_START` and `INPUT`), if it got that far before.
+    fn recorded_inputs(&self) -> Option<Inputs>;
+    /// Commits the inputs the tasks begin with.
+    fn record_inputs<'a>(&'a self, inputs: &'a Inputs) -> JournalFuture<'a, ()>;
+
+    /// The context text `PRE_STEP` left for task `task`, if recorded.
+    fn recorded_step(&self, task: usize) -> Option<String>;
+    /// Commits what `PRE_STEP` left for task `task`.
+    fn record_step<'a>(&'a self, task: usize, context: &'a str) -> JournalFuture<'a, ()>;
+
+    /// The model's answer in `turn` of `task`, if recorded.
+    fn recorded_answer(&self, task: usize, turn: usize) -> Option<RecordedAnswer>;
+    /// Commits the model's answer in `turn` of `task`, before any of its
+    /// calls runs.
+    fn record_answer<'a>(
+        &'a self,
+        task: usize,
+        turn: usize,
+        answer: &'a RecordedAnswer,
+    ) -> JournalFuture<'a, ()>;
+
+    /// What the journal holds of the call at `place`.
+    fn recorded_call(&self, place: Place<'_>) -> RecordedCall;
+    /// The idempotency key of the call at `place`, at `attempt` (0 first):
+    /// the same in every process that runs the kickoff.
+    fn key(&self, place: Place<'_>, attempt: u32) -> IdempotencyKey;
+    /// Commits the intent to run `tool` on `input` at `place` (attempt
+    /// `attempt`). The tool starts only once this returned `Ok`.
+    fn record_intent<'a>(
+        &'a self,
+        place: Place<'a>,
+        tool: &'a str,
+        input: &'a Map<String, Value>,
+        attempt: u32,
+    ) -> JournalFuture<'a, ()>;
+    /// Commits the observation the model gets for the call at `place`.
+    fn record_result<'a>(&'a self, place: Place<'a>, observation: &'a str)
+    -> JournalFuture<'a, ()>;
+    /// How long after its intent a call with no result counts as in doubt
+    /// (the tool's timeout plus one lease), added to the intent's time.
+    fn in_doubt_after(&self, intent: &Intent, tool_timeout: std::time::Duration) -> SystemTime;
+    /// Reports a call found in doubt, and what became of it.
+    fn report_in_doubt(&self, place: Place<'_>, tool: &str, outcome: &str);
+
+    /// The output of task `task`, if it finished before, with the tokens
+    /// the kickoff had used by then.
+    fn recorded_task(&self, task: usize) -> Option<(TaskOutput, TokenUsage)>;
+    /// Commits the output of task `task` (after `POST_STEP`) and the
+    /// tokens the kickoff used so far.
+    fn record_task<'a>(
+        &'a self,
+        task: usize,
+        output: &'a TaskOutput,
+        used: TokenUsage,
+    ) -> JournalFuture<'a, ()>;
+
+    /// Ends the kickoff with its result (completed, failed, in doubt), once
+    /// `EXECUTION_END` ran.
+    fn finish<'a>(&'a self, result: &'a Result<CrewOutput, CrewError>) -> JournalFuture<'a, ()>;
+
+    /// Why the kickoff must stop before its next step, if it must (its
+    /// lease was lost while it worked).
+    fn stopped(&self) -> Option<CrewError>;
+
+    /// The kickoff's id, as its events and the error of a call in doubt
+    /// name it.
+    fn kickoff_id(&self) -> String;
+}
+
+/// A kickoff's journal, from where one task of it runs.
+#[derive(Clone)]
+pub(crate) struct JournalAt {
+    pub(crate) journal: Arc<dyn KickoffJournal>,
+    /// The task's position (from 0).
+    pub(crate) task: usize,
+}
+
+impl JournalAt {
+    pub(crate) fn new(journal: &Arc<dyn KickoffJournal>, task: usize) -> JournalAt {
+        JournalAt {
+            journal: Arc::clone(journal),
+            task,
+        }
+    }
+
+    /// The place of the call `call` in `turn` of this task.
+    pub(crate) fn place<'a>(&self, turn: usize, call: &'a str) -> Place<'a> {
+        Place {
+            task: self.task,
+            turn,
+            call,
+        }
+    }
+
+    /// `Err` when the kickoff must stop before its next step.
+    pub(crate) fn go_on(&self) -> Result<(), CrewError> {
+        match self.journal.stopped() {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+}

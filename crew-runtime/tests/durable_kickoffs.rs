@@ -1,0 +1,733 @@
+//! Durable kickoffs in the runtime (SPEC §13): a kickoff journaled step by
+//! step, interrupted (its future dropped while a tool runs, as a crashed
+//! process leaves it) and resumed from its journal, on a real SQLite file
+//! and a real PostgreSQL server. Every scenario runs on both.
+//!
+//! Leases are short (300 ms) and tools' timeouts small, so a call in doubt
+//! is judged within a second; every wait is bounded.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crew_runtime::durable::{Durable, DurableError, Resumer};
+use crew_runtime::prelude::*;
+use crew_runtime::store::Store;
+use crew_runtime::store::journal::{JournalKey, KickoffId, KickoffStatus};
+use crew_runtime::{
+    CurrentCall, EXECUTION_END, EXECUTION_START, ExecutionEndContext, ExecutionStartContext, INPUT,
+    InputContext, Reconciled,
+};
+use serde_json::json;
+use tokio::sync::Notify;
+
+/// The lease every crew here holds its kickoffs with.
+const LEASE: Duration = Duration::from_millis(300);
+/// How long any wait here lasts at most.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+async fn store(kind: &str) -> Option<(Store, Keep)> {
+    match kind {
+        "sqlite" => {
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let url = format!("sqlite://{}", dir.path().join("store.db").display());
+            let store = Store::connect(&url).await.expect("SQLite opens");
+            Some((store, Keep(Some(dir))))
+        }
+        _ => {
+            let url = support::postgres_database().await?;
+            let store = Store::connect(&url).await.expect("PostgreSQL opens");
+            Some((store, Keep(None)))
+        }
+    }
+}
+
+/// What a store's test keeps alive: its directory, on SQLite.
+struct Keep(#[allow(dead_code)] Option<tempfile::TempDir>);
+
+/// Runs `scenario` on SQLite and on PostgreSQL, as two tests.
+macro_rules! on_both_stores {
+    ($($scenario:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    let (store, keep) = super::store("sqlite").await.expect("SQLite is always there");
+                    super::$scenario(store, keep).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    let Some((store, keep)) = super::store("postgres").await else { return };
+                    super::$scenario(store, keep).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_stores!(
+    a_durable_kickoff_runs_to_its_end_and_its_journal_is_purged,
+    a_resumed_kickoff_asks_no_model_and_runs_no_finished_call_again,
+    execution_start_and_input_run_once_and_execution_end_once_across_a_resume,
+    an_idempotent_call_in_doubt_runs_again_with_the_same_key,
+    a_call_in_doubt_that_may_not_run_again_ends_the_kickoff_in_doubt,
+    a_reconciled_effect_that_happened_is_not_run_again,
+    a_reconciled_effect_that_did_not_happen_runs_as_a_new_attempt,
+    a_crew_that_changed_since_is_refused_with_the_difference_named,
+    a_cancelled_kickoff_stops_before_its_next_tool,
+    a_started_kickoff_is_taken_up_by_a_resumer_of_its_crew_only,
+    a_kickoff_held_elsewhere_or_ended_is_not_resumed,
+);
+
+/// A tool's calls: how many, and the idempotency keys they got.
+#[derive(Clone, Default)]
+struct Calls {
+    count: Arc<AtomicUsize>,
+    keys: Arc<Mutex<Vec<String>>>,
+}
+
+impl Calls {
+    fn ran(&self) -> usize {
+        self.count.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    fn count(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    fn keys(&self) -> Vec<String> {
+        self.keys
+            .lock()
+            .map(|keys| keys.clone())
+            .unwrap_or_default()
+    }
+
+    fn keep_key(&self) {
+        let key = CurrentCall::get()
+            .and_then(|call| call.idempotency_key().map(|key| key.as_str().to_owned()))
+            .unwrap_or_default();
+        if let Ok(mut keys) = self.keys.lock() {
+            keys.push(key);
+        }
+    }
+}
+
+/// A tool that records its calls, and on its first call waits until
+/// `release` is notified (forever, unless the test notifies), after saying
+/// it started on `started`; its timeout is 400 ms.
+fn stalling_tool(name: &str, calls: &Calls, started: &Arc<Notify>, release: &Arc<Notify>) -> Tool {
+    let (calls, started, release) = (calls.clone(), Arc::clone(started), Arc::clone(release));
+    Tool::dynamic(
+        name,
+        "Does the thing",
+        json!({"type": "object"}),
+        move |args| {
+            let (calls, started, release) =
+                (calls.clone(), Arc::clone(&started), Arc::clone(&release));
+            async move {
+                calls.keep_key();
+                if calls.ran() == 1 {
+                    started.notify_one();
+                    release.notified().await;
+                }
+                Ok::<_, String>(json!(format!(
+                    "done: {}",
+                    args["order"].as_str().unwrap_or("?")
+                )))
+            }
+        },
+    )
+    // A call in doubt is judged once its timeout and a lease have passed.
+    .with_timeout(Duration::from_millis(400))
+}
+
+/// A quick tool that counts its calls.
+fn counting_tool(name: &str, calls: &Calls) -> Tool {
+    let calls = calls.clone();
+    Tool::dynamic(name, "Looks it up", json!({"type": "object"}), move |_| {
+        calls.keep_key();
+        calls.ran();
+        Ok::<_, String>(json!("found"))
+    })
+    .with_timeout(Duration::from_secs(5))
+}
+
+/// A support crew named `name` with `tools`, its model `llm`, durable on
+/// `store`, its hooks on `registry`.
+fn support_crew(
+    name: &str,
+    store: &Store,
+    key: &JournalKey,
+    llm: &Arc<ScriptedLlm>,
+    tools: Vec<Tool>,
+    registry: &Arc<HookRegistry>,
+) -> Result<Crew, BuildError> {
+    let support = Agent::builder("Support")
+        .llm(Arc::clone(llm) as Arc<dyn Llm>)
+        .tools(tools)
+        .build();
+    Crew::builder()
+        .name(name)
+        .agent(support.clone())
+        .task(
+            Task::builder("Settle order {order}")
+                .agent(&support)
+                .build(),
+        )
+        .global_registry(Arc::clone(registry))
+        .durable(
+            Durable::new(store.clone())
+                .journal_key(key.clone())
+                .lease(LEASE),
+        )
+        .build()
+}
+
+/// The script: look the order up, act on it, answer.
+fn script(tool: &str) -> Arc<ScriptedLlm> {
+    Arc::new(
+        ScriptedLlm::new()
+            .call("lookup", json!({"order": "A-1"}))
+            .call(tool, json!({"order": "A-1"}))
+            .answer("settled"),
+    )
+}
+
+/// A kickoff of `crew` in a task of its own, once `started` says its
+/// stalling tool runs.
+async fn running_until_the_tool_starts(
+    crew: &Crew,
+    started: &Arc<Notify>,
+) -> tokio::task::JoinHandle<Result<CrewOutput, CrewError>> {
+    let running = tokio::spawn({
+        let crew = crew.clone();
+        async move { crew.kickoff([("order", "A-1")]).await }
+    });
+    tokio::time::timeout(PATIENCE, started.notified())
+        .await
+        .expect("the tool starts");
+    running
+}
+
+/// Starts a kickoff of `crew` in a task of its own, waits until `started`
+/// says its stalling tool runs, then drops the kickoff there (as a process
+/// gone in the middle of a tool leaves it). Its id.
+async fn interrupted_while_the_tool_runs(
+    crew: &Crew,
+    store: &Store,
+    started: &Arc<Notify>,
+) -> KickoffId {
+    let running = running_until_the_tool_starts(crew, started).await;
+    running.abort();
+    let _ = running.await;
+    let kickoffs = store.kickoffs().await.expect("lists");
+    assert_eq!(kickoffs.len(), 1, "{kickoffs:?}");
+    kickoffs[0].id
+}
+
+/// Resumes `id` once it can be claimed (its lease given up or run out).
+async fn resume(crew: &Crew, id: &KickoffId) -> Result<CrewOutput, CrewError> {
+    let started = std::time::Instant::now();
+    loop {
+        match crew.resume(id).await {
+            Err(error) if not_resumable_yet(&error) && started.elapsed() < PATIENCE => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+fn durable_error(error: &CrewError) -> Option<&DurableError> {
+    match error {
+        CrewError::Integration(error) => error.downcast_ref::<DurableError>(),
+        _ => None,
+    }
+}
+
+fn not_resumable_yet(error: &CrewError) -> bool {
+    matches!(durable_error(error), Some(DurableError::NotResumable { status, .. }) if status.starts_with("running"))
+}
+
+async fn status(store: &Store, id: &KickoffId) -> KickoffStatus {
+    store.kickoff(id).await.expect("reads").status
+}
+
+async fn a_durable_kickoff_runs_to_its_end_and_its_journal_is_purged(store: Store, _keep: Keep) {
+    let key = JournalKey::generate().expect("a key");
+    let lookups = Calls::default();
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("lookup", json!({"order": "A-1"}))
+            .answer("settled"),
+    );
+    let registry = Arc::new(HookRegistry::new());
+    let crew = support_crew(
+        "refunds",
+        &store,
+        &key,
+        &llm,
+        vec![counting_tool("lookup", &lookups)],
+        &registry,
+    )
+    .expect("builds");
+    let output = crew.kickoff([("order", "A-1")]).await.expect("runs");
+    assert_eq!(output.raw, "settled");
+    assert_eq!(lookups.count(), 1);
+    // The tool got a key, derived from the kickoff's id.
+    assert_eq!(lookups.keys()[0].len(), 64);
+    let kickoffs = store.kickoffs().await.expect("lists");
+    assert_eq!(kickoffs.len(), 1);
+    assert_eq!(kickoffs[0].status, KickoffStatus::Completed);
+    assert!(kickoffs[0].purged_at.is_some(), "purged at once by default");
+    // Its steps were journaled: start, inputs, step, two answers, intent,
+    // result, the task, the end.
+    assert_eq!(kickoffs[0].step, 9, "{kickoffs:?}");
+}
+
+async fn a_resumed_kickoff_asks_no_model_and_runs_no_finished_call_again(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, refunds) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let llm = script("check");
+    let registry = Arc::new(HookRegistry::new());
+    let tools = || {
+        vec![
+            counting_tool("lookup", &lookups),
+            stalling_tool("check", &refunds, &started, &release).idempotent(),
+        ]
+    };
+    let crew = support_crew("refunds", &store, &key, &llm, tools(), &registry).expect("builds");
+    let id = interrupted_while_the_tool_runs(&crew, &store, &started).await;
+    assert_eq!(
+        llm.requests().len(),
+        2,
+        "two answers before the interruption"
+    );
+
+    let output = resume(&crew, &id).await.expect("resumes");
+    assert_eq!(output.raw, "settled");
+    // The model was asked once more (after the call in doubt), not three
+    // times: its two recorded answers were replayed.
+    assert_eq!(llm.requests().len(), 3);
+    assert_eq!(lookups.count(), 1, "a finished call is not run again");
+    assert_eq!(status(&store, &id).await, KickoffStatus::Completed);
+    assert_eq!(llm.requests()[2].observations(), ["done: A-1"]);
+    // The model's last request is the very conversation an uninterrupted
+    // run sends it.
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let quick = Calls::default();
+    quick.ran(); // Its first call, the one that stalls, is behind it.
+    let uninterrupted = script("check");
+    let tools = vec![
+        counting_tool("lookup", &Calls::default()),
+        stalling_tool("check", &quick, &started, &release).idempotent(),
+    ];
+    support_crew("refunds", &store, &key, &uninterrupted, tools, &registry)
+        .expect("builds")
+        .kickoff([("order", "A-1")])
+        .await
+        .expect("runs");
+    assert_eq!(
+        llm.requests()[2].messages,
+        uninterrupted.requests()[2].messages
+    );
+}
+
+async fn execution_start_and_input_run_once_and_execution_end_once_across_a_resume(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, checks) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let llm = script("check");
+    let registry = Arc::new(HookRegistry::new());
+    let points = Arc::new(Mutex::new(Vec::<&'static str>::new()));
+    let seen = Arc::clone(&points);
+    registry
+        .register_hook(EXECUTION_START, move |_: &mut ExecutionStartContext| {
+            seen.lock().map(|mut seen| seen.push("start")).ok();
+        })
+        .expect("registers");
+    let seen = Arc::clone(&points);
+    registry
+        .register_hook(INPUT, move |_: &mut InputContext| {
+            seen.lock().map(|mut seen| seen.push("input")).ok();
+        })
+        .expect("registers");
+    let seen = Arc::clone(&points);
+    registry
+        .register_hook(EXECUTION_END, move |_: &mut ExecutionEndContext| {
+            seen.lock().map(|mut seen| seen.push("end")).ok();
+        })
+        .expect("registers");
+    let tools = vec![
+        counting_tool("lookup", &lookups),
+        stalling_tool("check", &checks, &started, &release).idempotent(),
+    ];
+    let crew = support_crew("refunds", &store, &key, &llm, tools, &registry).expect("builds");
+    let id = interrupted_while_the_tool_runs(&crew, &store, &started).await;
+    assert_eq!(
+        *points.lock().expect("not poisoned"),
+        ["start", "input"],
+        "dropping is not ending"
+    );
+    resume(&crew, &id).await.expect("resumes");
+    assert_eq!(
+        *points.lock().expect("not poisoned"),
+        ["start", "input", "end"]
+    );
+}
+
+async fn an_idempotent_call_in_doubt_runs_again_with_the_same_key(store: Store, _keep: Keep) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, checks) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let llm = script("check");
+    let registry = Arc::new(HookRegistry::new());
+    let tools = vec![
+        counting_tool("lookup", &lookups),
+        stalling_tool("check", &checks, &started, &release).idempotent(),
+    ];
+    let crew = support_crew("refunds", &store, &key, &llm, tools, &registry).expect("builds");
+    let id = interrupted_while_the_tool_runs(&crew, &store, &started).await;
+    resume(&crew, &id).await.expect("resumes");
+    assert_eq!(checks.count(), 2, "run again");
+    let keys = checks.keys();
+    assert_eq!(keys[0], keys[1], "with the same key");
+    assert_ne!(keys[0], lookups.keys()[0], "a key per call");
+}
+
+async fn a_call_in_doubt_that_may_not_run_again_ends_the_kickoff_in_doubt(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, refunds) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let llm = script("refund");
+    let registry = Arc::new(HookRegistry::new());
+    let tools = vec![
+        counting_tool("lookup", &lookups),
+        stalling_tool("refund", &refunds, &started, &release)
+            .with_timeout(Duration::from_millis(400)),
+    ];
+    let crew = support_crew("refunds", &store, &key, &llm, tools, &registry).expect("builds");
+    let id = interrupted_while_the_tool_runs(&crew, &store, &started).await;
+    let error = resume(&crew, &id).await.expect_err("in doubt");
+    match &error {
+        CrewError::InDoubt {
+            kickoff, tool, key, ..
+        } => {
+            assert_eq!(&**kickoff, id.to_string());
+            assert_eq!(tool, "refund");
+            assert_eq!(key, &refunds.keys()[0], "the key the tool got");
+        }
+        other => panic!("not in doubt: {other}"),
+    }
+    assert!(error.to_string().contains("check by hand"), "{error}");
+    assert_eq!(refunds.count(), 1, "never run again blind");
+    assert_eq!(status(&store, &id).await, KickoffStatus::InDoubt);
+    assert_eq!(llm.requests().len(), 2, "the model was not asked again");
+}
+
+async fn a_reconciled_effect_that_happened_is_not_run_again(store: Store, _keep: Keep) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, refunds) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let llm = script("refund");
+    let registry = Arc::new(HookRegistry::new());
+    let asked = Calls::default();
+    let asked_too = asked.clone();
+    let refund = stalling_tool("refund", &refunds, &started, &release)
+        .with_timeout(Duration::from_millis(400))
+        .reconcile(move |key, args| {
+            let asked = asked_too.clone();
+            async move {
+                asked.ran();
+                assert_eq!(args["order"], "A-1");
+                Ok::<_, String>(Reconciled::Happened {
+                    result: Some(json!(format!(
+                        "refunded earlier under {}",
+                        &key.as_str()[..8]
+                    ))),
+                })
+            }
+        });
+    let tools = vec![counting_tool("lookup", &lookups), refund];
+    let crew = support_crew("refunds", &store, &key, &llm, tools, &registry).expect("builds");
+    let id = interrupted_while_the_tool_runs(&crew, &store, &started).await;
+    let output = resume(&crew, &id).await.expect("resumes");
+    assert_eq!(output.raw, "settled");
+    assert_eq!(asked.count(), 1);
+    assert_eq!(refunds.count(), 1, "not run again");
+    let told = llm.requests()[2]
+        .observations()
+        .last()
+        .map(|text| text.to_string());
+    assert_eq!(
+        told,
+        Some(format!(
+            "refunded earlier under {}",
+            &refunds.keys()[0][..8]
+        ))
+    );
+}
+
+async fn a_reconciled_effect_that_did_not_happen_runs_as_a_new_attempt(store: Store, _keep: Keep) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, refunds) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let llm = script("refund");
+    let registry = Arc::new(HookRegistry::new());
+    let refund = stalling_tool("refund", &refunds, &started, &release)
+        .with_timeout(Duration::from_millis(400))
+        .reconcile(|_, _| async { Ok::<_, String>(Reconciled::DidNotHappen) });
+    let tools = vec![counting_tool("lookup", &lookups), refund];
+    let crew = support_crew("refunds", &store, &key, &llm, tools, &registry).expect("builds");
+    let id = interrupted_while_the_tool_runs(&crew, &store, &started).await;
+    resume(&crew, &id).await.expect("resumes");
+    assert_eq!(refunds.count(), 2, "run again");
+    let keys = refunds.keys();
+    assert_ne!(keys[0], keys[1], "as a new attempt, with a new key");
+}
+
+async fn a_crew_that_changed_since_is_refused_with_the_difference_named(store: Store, _keep: Keep) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, checks) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let registry = Arc::new(HookRegistry::new());
+    let tools = vec![
+        counting_tool("lookup", &lookups),
+        stalling_tool("check", &checks, &started, &release).idempotent(),
+    ];
+    let before =
+        support_crew("refunds", &store, &key, &script("check"), tools, &registry).expect("builds");
+    let id = interrupted_while_the_tool_runs(&before, &store, &started).await;
+    // The next version renamed a tool.
+    let tools = vec![
+        counting_tool("lookup_order", &lookups),
+        stalling_tool("check", &checks, &started, &release).idempotent(),
+    ];
+    let after =
+        support_crew("refunds", &store, &key, &script("check"), tools, &registry).expect("builds");
+    let error = resume(&after, &id).await.expect_err("refused");
+    match durable_error(&error) {
+        Some(DurableError::FingerprintChanged { difference, .. }) => assert_eq!(
+            difference,
+            r#"agents[0].tools[0].name: "lookup" then, "lookup_order" now"#
+        ),
+        other => panic!("{other:?}: {error}"),
+    }
+    // Left for a process of the version that started it, which resumes it.
+    assert_eq!(status(&store, &id).await, KickoffStatus::Running);
+    let resumed = Resumer::new(store.clone())
+        .crew(&after)
+        .resume_claimable()
+        .await
+        .expect("looks");
+    assert!(resumed.is_empty(), "a resumer of another shape leaves it");
+    resume(&before, &id)
+        .await
+        .expect("the first version resumes it");
+    assert_eq!(status(&store, &id).await, KickoffStatus::Completed);
+}
+
+async fn a_cancelled_kickoff_stops_before_its_next_tool(store: Store, _keep: Keep) {
+    let key = JournalKey::generate().expect("a key");
+    let (checks, refunds) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("check", json!({"order": "A-1"}))
+            .call("refund", json!({"order": "A-1"}))
+            .answer("settled"),
+    );
+    let registry = Arc::new(HookRegistry::new());
+    let tools = vec![
+        stalling_tool("check", &checks, &started, &release)
+            .idempotent()
+            .with_timeout(PATIENCE),
+        counting_tool("refund", &refunds),
+    ];
+    let crew = support_crew("refunds", &store, &key, &llm, tools, &registry).expect("builds");
+    let running = running_until_the_tool_starts(&crew, &started).await;
+    let id = store.kickoffs().await.expect("lists")[0].id;
+    assert_eq!(
+        crew.cancel(&id).await.expect("cancels"),
+        KickoffStatus::Cancelled
+    );
+    release.notify_one();
+    let error = tokio::time::timeout(PATIENCE, running)
+        .await
+        .expect("stops")
+        .expect("does not panic")
+        .expect_err("stopped");
+    assert!(
+        matches!(durable_error(&error), Some(DurableError::LeaseLost(_))),
+        "{error}"
+    );
+    assert_eq!(refunds.count(), 0, "no tool after the cancel");
+    assert_eq!(status(&store, &id).await, KickoffStatus::Cancelled);
+    assert_eq!(llm.requests().len(), 1);
+}
+
+async fn a_started_kickoff_is_taken_up_by_a_resumer_of_its_crew_only(store: Store, _keep: Keep) {
+    let key = JournalKey::generate().expect("a key");
+    let registry = Arc::new(HookRegistry::new());
+    let lookups = Calls::default();
+    let answer = || Arc::new(ScriptedLlm::new().answer("settled"));
+    let refunds = support_crew(
+        "refunds",
+        &store,
+        &key,
+        &answer(),
+        vec![counting_tool("lookup", &lookups)],
+        &registry,
+    )
+    .expect("builds");
+    let research = support_crew(
+        "research",
+        &store,
+        &key,
+        &answer(),
+        vec![counting_tool("lookup", &lookups)],
+        &registry,
+    )
+    .expect("builds");
+    let first = refunds.start([("order", "A-1")]).await.expect("starts");
+    let second = research.start([("order", "B-2")]).await.expect("starts");
+    assert_eq!(status(&store, &first).await, KickoffStatus::Running);
+
+    let resumed = Resumer::new(store.clone())
+        .crew(&refunds)
+        .resume_claimable()
+        .await
+        .expect("looks");
+    assert_eq!(resumed.len(), 1);
+    assert_eq!(resumed[0].kickoff, first);
+    assert_eq!(
+        resumed[0].result.as_ref().map(|output| output.raw.as_str()),
+        Ok("settled")
+    );
+    assert_eq!(status(&store, &first).await, KickoffStatus::Completed);
+    assert_eq!(
+        status(&store, &second).await,
+        KickoffStatus::Running,
+        "another crew's"
+    );
+    // Nothing more to do.
+    let again = Resumer::new(store.clone())
+        .crew(&refunds)
+        .resume_claimable()
+        .await
+        .expect("looks");
+    assert!(again.is_empty());
+}
+
+async fn a_kickoff_held_elsewhere_or_ended_is_not_resumed(store: Store, _keep: Keep) {
+    let key = JournalKey::generate().expect("a key");
+    let (checks, lookups) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("check", json!({"order": "A-1"}))
+            .answer("settled"),
+    );
+    let registry = Arc::new(HookRegistry::new());
+    let tools = vec![
+        stalling_tool("check", &checks, &started, &release)
+            .idempotent()
+            .with_timeout(PATIENCE),
+        counting_tool("lookup", &lookups),
+    ];
+    let crew = support_crew("refunds", &store, &key, &llm, tools, &registry).expect("builds");
+    let running = running_until_the_tool_starts(&crew, &started).await;
+    let id = store.kickoffs().await.expect("lists")[0].id;
+    // Held (and renewed) by the running kickoff, past several leases.
+    tokio::time::sleep(LEASE * 3).await;
+    let error = crew.resume(&id).await.expect_err("held");
+    assert!(not_resumable_yet(&error), "{error}");
+    release.notify_one();
+    let output = tokio::time::timeout(PATIENCE, running)
+        .await
+        .expect("ends")
+        .expect("does not panic")
+        .expect("completes");
+    assert_eq!(output.raw, "settled");
+    let error = crew.resume(&id).await.expect_err("ended");
+    assert!(
+        matches!(durable_error(&error), Some(DurableError::NotResumable { status, .. }) if status == "completed"),
+        "{error}"
+    );
+    let unknown = KickoffId::generate().expect("an id");
+    let error = crew.resume(&unknown).await.expect_err("unknown");
+    assert!(error.to_string().contains("no durable kickoff"), "{error}");
+}
+
+#[tokio::test]
+async fn a_durable_crew_refuses_a_tool_that_may_not_run_again_without_a_timeout() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let url = format!("sqlite://{}", dir.path().join("store.db").display());
+    let store = Store::connect(&url).await.expect("SQLite opens");
+    let refund = Tool::dynamic("refund", "Refunds", json!({"type": "object"}), |_| {
+        Ok::<_, String>(json!("refunded"))
+    });
+    let llm = Arc::new(ScriptedLlm::new().answer("ok"));
+    let registry = Arc::new(HookRegistry::new());
+    let key = JournalKey::generate().expect("a key");
+    let error = support_crew(
+        "refunds",
+        &store,
+        &key,
+        &llm,
+        vec![refund.clone()],
+        &registry,
+    )
+    .expect_err("refused");
+    assert!(error.to_string().contains("`refund`"), "{error}");
+    assert!(error.to_string().contains("timeout"), "{error}");
+    // Idempotent, or with a timeout, it builds.
+    assert!(
+        support_crew(
+            "refunds",
+            &store,
+            &key,
+            &llm,
+            vec![refund.clone().idempotent()],
+            &registry
+        )
+        .is_ok()
+    );
+    assert!(
+        support_crew(
+            "refunds",
+            &store,
+            &key,
+            &llm,
+            vec![refund.with_timeout(Duration::from_secs(1))],
+            &registry
+        )
+        .is_ok()
+    );
+    // Without a journal key, nothing builds.
+    let support = Agent::builder("Support").llm(llm as Arc<dyn Llm>).build();
+    let keyless = Crew::builder()
+        .agent(support.clone())
+        .task(Task::builder("Settle").agent(&support).build())
+        .global_registry(registry)
+        .durable(store)
+        .build()
+        .expect_err("refused");
+    assert!(keyless.to_string().contains("journal key"), "{keyless}");
+}
