@@ -524,6 +524,7 @@ impl Crew {
         durable: &DurableCrew,
         lease: Lease,
     ) -> Result<CrewOutput, CrewError> {
+        crate::crash_point::reached("after_claim");
         let run = match DurableRun::open(durable, self, lease).await {
             Ok(run) => run,
             Err(Refused { run, error, end }) => {
@@ -1294,12 +1295,16 @@ impl DurableRun {
             DurableError::Journal(format!("a journal entry could not be written: {error}"))
                 .into_crew("the kickoff's journal failed")
         })?;
+        crate::crash_point::reached_at("before_append", entry.kind());
         match self
             .journal
             .append(&self.lease, entry.kind(), &payload)
             .await
         {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                crate::crash_point::reached_at("after_append", entry.kind());
+                Ok(())
+            }
             Err(error) => {
                 let failed = journal_failed(&error);
                 self.stop(failed.clone());
@@ -1326,6 +1331,7 @@ impl DurableRun {
             tracing::warn!(target: "crew_runtime::durable", kickoff = %self.lease.kickoff, %error, "the kickoff's end could not be journaled");
             return;
         }
+        crate::crash_point::reached("before_finish");
         if let Err(error) = self.journal.finish(&self.lease, status).await {
             tracing::warn!(target: "crew_runtime::durable", kickoff = %self.lease.kickoff, %error, "the kickoff's end could not be recorded");
             return;
@@ -1730,6 +1736,26 @@ mod tests {
             serde_json::from_str(r#"{"a": {"x": 3, "y": 2}, "b": 1}"#).unwrap_or_default();
         assert_eq!(fingerprint(&a), fingerprint(&b));
         assert_ne!(fingerprint(&a), fingerprint(&serde_json::json!({"b": 2})));
+    }
+
+    #[test]
+    fn every_kind_of_entry_has_a_crash_point_before_and_after_its_append() {
+        let kinds = [
+            "start", "inputs", "step", "answer", "intent", "result", "task", "end",
+        ];
+        for kind in kinds {
+            for stage in ["before_append", "after_append"] {
+                let point = format!("{stage}:{kind}");
+                assert!(
+                    crate::crash_point::POINTS.contains(&point.as_str()),
+                    "{point} is not a crash point"
+                );
+            }
+        }
+        let entry = Entry::End {
+            status: "completed".into(),
+        };
+        assert!(kinds.contains(&entry.kind()));
     }
 
     #[test]

@@ -148,12 +148,16 @@ pub mod anthropic;
 #[cfg(all(feature = "audit", any(feature = "sqlite", feature = "postgres")))]
 pub mod audit;
 mod check;
+// Test-only (feature `crash-points`): the points where a crash test kills
+// the process. Without the feature, every point compiles to nothing.
 #[cfg(all(
     any(feature = "audit", feature = "inbox"),
     any(feature = "sqlite", feature = "postgres")
 ))]
 mod command_line;
 pub mod console;
+#[doc(hidden)]
+pub mod crash_point;
 mod crew;
 mod direct;
 /// Durable kickoffs (feature `durable`): a crew's run that survives its
