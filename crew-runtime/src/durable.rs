@@ -539,6 +539,19 @@ impl Crew {
                 return Err(error);
             }
         };
+        if let Some((status, ended)) = run.recorded.end.clone() {
+            // It ran to its end (its `EXECUTION_END` too) before its process
+            // went: it is only marked so, and gives the result it had.
+            run.end(status, None).await;
+            return match ended {
+                Some(ended) => ended.into_result(&run.lease.kickoff),
+                None => Err(DurableError::NotResumable {
+                    kickoff: run.lease.kickoff.to_string(),
+                    status: status.to_string(),
+                }
+                .into_crew("the kickoff had ended")),
+            };
+        }
         let crew = self.for_user_or_none(run.start.user.as_deref());
         let inputs = run.start.inputs.clone().into_inputs();
         tracing::info!(
@@ -841,8 +854,87 @@ enum Entry {
         output: SavedOutput,
         usage: SavedUsage,
     },
-    /// The kickoff's end.
-    End { status: String },
+    /// The kickoff's end, and how it ended: a process killed after this
+    /// entry and before the kickoff was marked finished leaves it to a
+    /// resumer, which marks it so and gives this result.
+    End {
+        status: String,
+        #[serde(default)]
+        ended: Option<Ended>,
+    },
+}
+
+/// How a kickoff ended, as its end entry keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "as", rename_all = "snake_case", deny_unknown_fields)]
+enum Ended {
+    /// It completed with this output.
+    Output {
+        raw: String,
+        tasks: Vec<SavedOutput>,
+        usage: SavedUsage,
+    },
+    /// A call was left in doubt.
+    InDoubt {
+        tool: String,
+        call_id: String,
+        key: String,
+        why: String,
+    },
+    /// It failed, with this message.
+    Failed { error: String },
+}
+
+impl Ended {
+    fn of(result: &Result<CrewOutput, CrewError>) -> Ended {
+        match result {
+            Ok(output) => Ended::Output {
+                raw: output.raw.clone(),
+                tasks: output.tasks_output.iter().map(SavedOutput::of).collect(),
+                usage: SavedUsage::of(output.token_usage),
+            },
+            Err(CrewError::InDoubt {
+                tool,
+                call_id,
+                key,
+                why,
+                ..
+            }) => Ended::InDoubt {
+                tool: tool.clone(),
+                call_id: call_id.clone(),
+                key: key.clone(),
+                why: why.to_string(),
+            },
+            Err(error) => Ended::Failed {
+                error: error.to_string(),
+            },
+        }
+    }
+
+    /// The result the kickoff `kickoff` ended with.
+    fn into_result(self, kickoff: &KickoffId) -> Result<CrewOutput, CrewError> {
+        match self {
+            Ended::Output { raw, tasks, usage } => Ok(CrewOutput {
+                raw,
+                tasks_output: tasks.into_iter().map(SavedOutput::into_output).collect(),
+                token_usage: usage.usage(),
+            }),
+            Ended::InDoubt {
+                tool,
+                call_id,
+                key,
+                why,
+            } => Err(CrewError::InDoubt {
+                kickoff: Arc::from(kickoff.to_string()),
+                tool,
+                call_id,
+                key,
+                why: why.into_boxed_str(),
+            }),
+            Ended::Failed { error } => Err(DurableError::Journal(error)
+                .into_crew("the kickoff had ended failed before it was marked so")),
+        }
+    }
 }
 
 impl Entry {
@@ -1122,6 +1214,8 @@ struct Recorded {
     answers: HashMap<(usize, usize), RecordedAnswer>,
     calls: HashMap<(usize, usize, String), RecordedCall>,
     tasks: HashMap<usize, (TaskOutput, TokenUsage)>,
+    /// The end entry, when the kickoff ended and was not marked so.
+    end: Option<(KickoffStatus, Option<Ended>)>,
 }
 
 /// A claimed kickoff that cannot run here, and whether it ends (a journal
@@ -1516,11 +1610,11 @@ fn read_entries(
                     .tasks
                     .insert(task, (output.into_output(), usage.usage()));
             }
-            Entry::End { status } => {
-                return Err(corrupt(
-                    seq,
-                    format!("the kickoff already ended ({status}) but is not marked so"),
-                ));
+            Entry::End { status, ended } => {
+                let status = status.parse::<KickoffStatus>().map_err(|_| {
+                    corrupt(seq, format!("its end has the unknown status {status:?}"))
+                })?;
+                recorded.end = Some((status, ended));
             }
         }
     }
@@ -1684,6 +1778,7 @@ impl KickoffJournal for DurableRun {
             };
             let entry = Entry::End {
                 status: status.to_string(),
+                ended: Some(Ended::of(result)),
             };
             self.end(status, Some(entry)).await;
             Ok(())
@@ -1754,8 +1849,79 @@ mod tests {
         }
         let entry = Entry::End {
             status: "completed".into(),
+            ended: None,
         };
         assert!(kinds.contains(&entry.kind()));
+    }
+
+    /// A journal entry as the store gives it back.
+    fn stored(seq: u64, entry: &Entry) -> JournalEntry {
+        JournalEntry {
+            seq,
+            kind: entry.kind().to_owned(),
+            payload: serde_json::to_vec(entry).unwrap_or_default(),
+            written_at: SystemTime::now(),
+        }
+    }
+
+    fn started() -> Entry {
+        Entry::Start {
+            crew: serde_json::json!({"crew": "refunds"}),
+            inputs: SavedInputs(Default::default()),
+            user: None,
+        }
+    }
+
+    #[test]
+    fn a_journal_that_ended_unmarked_gives_the_result_it_ended_with() {
+        // A process killed after the end entry and before the kickoff was
+        // marked finished: its resumer finishes it with what it ended with.
+        let kickoff = KickoffId::generate().expect("an id");
+        let output = CrewOutput {
+            raw: "settled".into(),
+            tasks_output: vec![TaskOutput {
+                description: "Settle".into(),
+                expected_output: String::new(),
+                agent: "Support".into(),
+                raw: "settled".into(),
+                iteration_limit_reached: false,
+            }],
+            token_usage: TokenUsage::new(3, 2, 5),
+        };
+        let end = Entry::End {
+            status: "completed".into(),
+            ended: Some(Ended::of(&Ok(output.clone()))),
+        };
+        let (_, recorded) =
+            read_entries(&kickoff, vec![stored(1, &started()), stored(2, &end)]).expect("reads");
+        let (status, ended) = recorded
+            .end
+            .expect("its end is read, not refused as corrupt");
+        assert_eq!(status, KickoffStatus::Completed);
+        let result = ended.expect("with its result").into_result(&kickoff);
+        assert_eq!(result.ok(), Some(output));
+
+        let in_doubt = Err(CrewError::InDoubt {
+            kickoff: Arc::from(kickoff.to_string()),
+            tool: "refund".into(),
+            call_id: "call_2".into(),
+            key: "k".into(),
+            why: "check by hand".into(),
+        });
+        let end = Entry::End {
+            status: "in_doubt".into(),
+            ended: Some(Ended::of(&in_doubt)),
+        };
+        let (_, recorded) =
+            read_entries(&kickoff, vec![stored(1, &started()), stored(2, &end)]).expect("reads");
+        let (status, ended) = recorded.end.expect("its end");
+        assert_eq!(status, KickoffStatus::InDoubt);
+        match ended.expect("with its result").into_result(&kickoff) {
+            Err(CrewError::InDoubt { tool, call_id, .. }) => {
+                assert_eq!((tool.as_str(), call_id.as_str()), ("refund", "call_2"));
+            }
+            other => panic!("not in doubt: {other:?}"),
+        }
     }
 
     #[test]
