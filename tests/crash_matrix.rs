@@ -1,0 +1,586 @@
+//! The crash matrix of durable kickoffs (SPEC §13, "Proved by crashing
+//! it"): the `durable_refunds` example runs as child processes, each killed
+//! with SIGKILL at one named crash point, on a real SQLite file and a real
+//! PostgreSQL; then other processes resume the kickoff (on PostgreSQL, two
+//! resumers racing). For every point: the kickoff completes or ends in
+//! doubt, never both and never neither; no refund's idempotency key is in
+//! the ledger twice; a completed kickoff's output is an uninterrupted
+//! run's; the approval is asked once, and not lost.
+//!
+//! The children are the example program next to this test's executable
+//! (`target/debug/examples/durable_refunds`): `cargo test --workspace`
+//! builds it, with the crash points, since this package turns them on in
+//! crew-runtime and one build unifies the features. Run alone, build it
+//! first (see [`example`]). Every child is killed after 60 s, and the test
+//! then fails.
+
+#[path = "../crew-runtime/tests/support/mod.rs"]
+mod support;
+
+use std::collections::HashSet;
+use std::io::Read as _;
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crew_runtime::crash_point::POINTS;
+use crew_runtime::store::Store;
+use crew_runtime::store::journal::{JournalKey, KickoffId, KickoffStatus};
+use serde_json::Value;
+
+/// How long one child process may run.
+const CHILD_LIMIT: Duration = Duration::from_secs(60);
+/// The lease the children hold kickoffs with, in ms.
+const LEASE_MS: &str = "300";
+/// How many scenarios run at once.
+const AT_ONCE: usize = 4;
+
+/// The example program, built next to this test's executable.
+fn example() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's executable");
+    // target/<profile>/deps/crash_matrix-<hash> → target/<profile>
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test runs from target/<profile>/deps");
+    let program = profile.join("examples").join("durable_refunds");
+    assert!(
+        program.is_file(),
+        "{} is missing: build the examples first \
+         (`cargo build -p crew-examples --example durable_refunds --features crash-points`, \
+         or run this test through `cargo test --workspace`, which builds them)",
+        program.display()
+    );
+    program
+}
+
+/// How a child ended, and what it said.
+#[derive(Debug)]
+struct Ran {
+    what: String,
+    stdout: String,
+    stderr: String,
+    /// Killed by SIGKILL at a crash point.
+    killed: bool,
+    /// Killed by us, past [`CHILD_LIMIT`].
+    timed_out: bool,
+    code: Option<i32>,
+}
+
+impl Ran {
+    fn lines(&self) -> impl Iterator<Item = &str> {
+        self.stdout.lines()
+    }
+}
+
+/// A child running, its output read as it comes.
+struct Running {
+    what: String,
+    child: Child,
+    stdout: std::thread::JoinHandle<String>,
+    stderr: std::thread::JoinHandle<String>,
+}
+
+fn spawn(program: &Path, args: &[String]) -> Running {
+    let mut child = Command::new(program)
+        .args(args)
+        .env_remove("CREW_CRASH_AT")
+        .env_remove("CREW_JOURNAL_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("{} does not start: {error}", program.display()));
+    let read = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().expect("piped")));
+    let stderr = read(Box::new(child.stderr.take().expect("piped")));
+    Running {
+        what: args.join(" "),
+        child,
+        stdout,
+        stderr,
+    }
+}
+
+impl Running {
+    /// Waits for the child, killing it after [`CHILD_LIMIT`] (then
+    /// `timed_out`, which fails the scenario).
+    fn wait(mut self) -> Result<Ran, String> {
+        let began = Instant::now();
+        let mut timed_out = false;
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if began.elapsed() < CHILD_LIMIT => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Ok(None) => {
+                    timed_out = true;
+                    let _ = self.child.kill();
+                }
+                Err(error) => return Err(format!("waiting for `{}`: {error}", self.what)),
+            }
+        };
+        Ok(Ran {
+            what: self.what,
+            stdout: self.stdout.join().unwrap_or_default(),
+            stderr: self.stderr.join().unwrap_or_default(),
+            killed: !timed_out && status.signal() == Some(SIGKILL),
+            timed_out,
+            code: status.code(),
+        })
+    }
+}
+
+/// SIGKILL's number (9 on every unix this runs on).
+const SIGKILL: i32 = 9;
+
+/// One store of a scenario.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Sqlite,
+    Postgres,
+}
+
+/// What one scenario left, for the checks.
+#[derive(Debug)]
+struct Scenario {
+    point: Option<&'static str>,
+    runs: Vec<Ran>,
+    /// The kickoff, if any was made.
+    kickoff: Option<KickoffId>,
+    /// Whether the start process said its id.
+    id_given: bool,
+    status: Option<KickoffStatus>,
+    /// The refunds' idempotency keys in the ledger, in order.
+    refunds: Vec<String>,
+    /// The questions asked about the kickoff: (status, approver).
+    questions: Vec<(String, Option<String>)>,
+}
+
+impl Scenario {
+    fn transcript(&self) -> String {
+        let mut text = String::new();
+        for ran in &self.runs {
+            text.push_str(&format!(
+                "--- `{}`: killed at its point {}, past the limit {}, code {:?}\n{}{}",
+                ran.what, ran.killed, ran.timed_out, ran.code, ran.stdout, ran.stderr
+            ));
+        }
+        text
+    }
+
+    /// The lines `completed <id>` / `in_doubt <id>` / `failed <id>…` of
+    /// every process.
+    fn endings(&self) -> Vec<String> {
+        self.runs
+            .iter()
+            .flat_map(Ran::lines)
+            .filter(|line| {
+                line.starts_with("completed ")
+                    || line.starts_with("in_doubt ")
+                    || line.starts_with("failed ")
+            })
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn output(&self) -> Option<String> {
+        self.runs
+            .iter()
+            .flat_map(Ran::lines)
+            .find_map(|line| line.strip_prefix("output "))
+            .and_then(|rest| rest.split_once(' '))
+            .map(|(_, output)| output.to_owned())
+    }
+}
+
+/// Runs one scenario on a fresh store `url`: start (armed at `point`),
+/// an approver waiting for the question, a resume (armed at `point`),
+/// then a resume with no point (two at once on PostgreSQL).
+fn scenario(
+    runtime: &tokio::runtime::Runtime,
+    program: &Path,
+    kind: Kind,
+    url: &str,
+    dir: &Path,
+    point: Option<&'static str>,
+) -> Result<Scenario, String> {
+    let key = JournalKey::generate()
+        .map_err(|error| error.to_string())?
+        .to_base64();
+    let ledger = dir.join("ledger.jsonl");
+    let common = |command: &str, armed: bool| {
+        let mut args: Vec<String> = [
+            "--store",
+            url,
+            "--ledger",
+            &ledger.display().to_string(),
+            "--lease-ms",
+            LEASE_MS,
+            "--journal-key",
+            &key,
+            command,
+        ]
+        .iter()
+        .map(|arg| arg.to_string())
+        .collect();
+        if let (true, Some(point)) = (armed, point) {
+            args.extend(["--kill-at".to_owned(), point.to_owned()]);
+        }
+        args
+    };
+    let mut runs = Vec::new();
+    let start = spawn(program, &common("start", true)).wait()?;
+    let given = start
+        .lines()
+        .find_map(|line| line.strip_prefix("kickoff "))
+        .map(str::to_owned);
+    if !start.killed && start.code != Some(0) {
+        return Err(format!("start failed:\n{}{}", start.stdout, start.stderr));
+    }
+    runs.push(start);
+    let store = runtime
+        .block_on(Store::connect(url))
+        .map_err(|error| format!("the test opens the store: {error}"))?;
+    let kickoff = match &given {
+        Some(id) => Some(id.parse::<KickoffId>().map_err(|error| error.to_string())?),
+        None => {
+            let kickoffs = runtime
+                .block_on(store.kickoffs())
+                .map_err(|error| error.to_string())?;
+            if kickoffs.len() > 1 {
+                return Err(format!("one start made {} kickoffs", kickoffs.len()));
+            }
+            kickoffs.first().map(|kickoff| kickoff.id)
+        }
+    };
+    // A person answering each question of the kickoff as it comes, until
+    // it ends (asked once, if all is well: checked below).
+    let approver = kickoff.map(|id| {
+        let mut args = common("approve", false);
+        args.extend([id.to_string(), "--wait-ms".to_owned(), "50000".to_owned()]);
+        let program = program.to_owned();
+        std::thread::spawn(move || {
+            let mut runs = Vec::new();
+            // Exit 3: the kickoff ended, nothing left to answer.
+            for _ in 0..4 {
+                let ran = spawn(&program, &args).wait()?;
+                let ended = ran.code == Some(3) || ran.timed_out;
+                runs.push(ran);
+                if ended {
+                    break;
+                }
+            }
+            Ok::<_, String>(runs)
+        })
+    });
+    runs.push(spawn(program, &common("resume", true)).wait()?);
+    let last: Vec<Running> = match kind {
+        Kind::Sqlite => vec![spawn(program, &common("resume", false))],
+        // Two replicas whose resumers race.
+        Kind::Postgres => vec![
+            spawn(program, &common("resume", false)),
+            spawn(program, &common("resume", false)),
+        ],
+    };
+    for running in last {
+        runs.push(running.wait()?);
+    }
+    if let Some(approver) = approver {
+        let approved = approver
+            .join()
+            .map_err(|_| "the approver's thread panicked".to_owned())??;
+        runs.extend(approved);
+    }
+    let status = match kickoff {
+        Some(id) => Some(
+            runtime
+                .block_on(store.kickoff(&id))
+                .map_err(|error| error.to_string())?
+                .status,
+        ),
+        None => None,
+    };
+    let refunds = match std::fs::read_to_string(&ledger) {
+        Ok(text) => text
+            .lines()
+            .map(|line| {
+                let entry: Value = serde_json::from_str(line)
+                    .map_err(|error| format!("a ledger line {line:?}: {error}"))?;
+                assert_eq!(entry["tool"], "refund");
+                Ok(entry["idempotency_key"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned())
+            })
+            .collect::<Result<Vec<_>, String>>()?,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(error) => return Err(format!("reading the ledger: {error}")),
+    };
+    let questions = match kickoff {
+        Some(id) => {
+            let id = id.to_string();
+            let mut all = runtime
+                .block_on(store.history(10_000))
+                .map_err(|error| error.to_string())?;
+            all.extend(
+                runtime
+                    .block_on(store.pending())
+                    .map_err(|error| error.to_string())?,
+            );
+            all.into_iter()
+                .filter(|question| question.kickoff_id.as_deref() == Some(id.as_str()))
+                .map(|question| {
+                    (
+                        question.status.to_string(),
+                        question.answer.map(|answer| answer.approver),
+                    )
+                })
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    runtime.block_on(async move { drop(store) });
+    Ok(Scenario {
+        point,
+        runs,
+        kickoff,
+        id_given: given.is_some(),
+        status,
+        refunds,
+        questions,
+    })
+}
+
+/// What is wrong with `scenario`, checked against the uninterrupted run's
+/// output `expected`; empty when nothing is.
+fn problems(scenario: &Scenario, expected: Option<&str>) -> Vec<String> {
+    let mut wrong = problems_of(scenario, expected);
+    if !wrong.is_empty() {
+        wrong.insert(0, format!("at {}:", scenario.point.unwrap_or("(none)")));
+    }
+    wrong
+}
+
+fn problems_of(scenario: &Scenario, expected: Option<&str>) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for ran in scenario.runs.iter().filter(|ran| ran.timed_out) {
+        wrong.push(format!(
+            "`{}` ran for more than {} s",
+            ran.what,
+            CHILD_LIMIT.as_secs()
+        ));
+    }
+    if scenario.point.is_some() && !scenario.runs.iter().any(|ran| ran.killed) {
+        wrong.push("the point was never reached: no process was killed".to_owned());
+    }
+    let Some(kickoff) = scenario.kickoff else {
+        wrong.push("no kickoff was made".to_owned());
+        return wrong;
+    };
+    let endings = scenario.endings();
+    let mut keys = HashSet::new();
+    for key in &scenario.refunds {
+        if !keys.insert(key) {
+            wrong.push(format!("the refund's key {key} is in the ledger twice"));
+        }
+    }
+    if !scenario.id_given && scenario.point == Some("before_append:start") {
+        // Killed before its start was committed: the kickoff never began
+        // (its caller got no id); it ends failed, with no effect.
+        if endings.len() != 1 || !endings[0].starts_with(&format!("failed {kickoff}")) {
+            wrong.push(format!("a kickoff that never began ended as {endings:?}"));
+        }
+        if scenario.status != Some(KickoffStatus::Failed) {
+            wrong.push(format!("its status is {:?}, not failed", scenario.status));
+        }
+        if !scenario.refunds.is_empty() || !scenario.questions.is_empty() {
+            wrong.push("a kickoff that never began refunded or asked".to_owned());
+        }
+        return wrong;
+    }
+    let finished: Vec<&String> = endings
+        .iter()
+        .filter(|line| line.starts_with("completed ") || line.starts_with("in_doubt "))
+        .collect();
+    if finished.len() != 1 || endings.len() != 1 {
+        wrong.push(format!(
+            "{} processes finished it ({endings:?}): exactly one must, completed or in doubt",
+            endings.len()
+        ));
+        return wrong;
+    }
+    let completed = finished[0] == &format!("completed {kickoff}");
+    let in_doubt = finished[0] == &format!("in_doubt {kickoff}");
+    if !completed && !in_doubt {
+        wrong.push(format!("it ended as {:?}", finished[0]));
+    }
+    let status = scenario.status;
+    if completed && status != Some(KickoffStatus::Completed) {
+        wrong.push(format!("it completed, but the store says {status:?}"));
+    }
+    if in_doubt && status != Some(KickoffStatus::InDoubt) {
+        wrong.push(format!("it ended in doubt, but the store says {status:?}"));
+    }
+    if completed {
+        if scenario.refunds.len() != 1 {
+            wrong.push(format!(
+                "it completed with {} refunds in the ledger, not one",
+                scenario.refunds.len()
+            ));
+        }
+        if scenario.output().as_deref() != expected {
+            wrong.push(format!(
+                "its output {:?} is not the uninterrupted run's {expected:?}",
+                scenario.output()
+            ));
+        }
+    }
+    if scenario.refunds.len() > 1 {
+        wrong.push(format!("{} refunds in the ledger", scenario.refunds.len()));
+    }
+    if scenario.questions.len() != 1 {
+        wrong.push(format!(
+            "the store holds {} questions of the kickoff ({:?}): the approval must be asked once",
+            scenario.questions.len(),
+            scenario.questions
+        ));
+    } else if completed && scenario.questions[0].1.as_deref() != Some("ops") {
+        wrong.push(format!(
+            "it completed, but its question was {:?}",
+            scenario.questions[0]
+        ));
+    }
+    wrong
+}
+
+/// The example must have been built with the crash points.
+fn check_built_with_points(program: &Path) {
+    let ran = spawn(
+        program,
+        &[
+            "start".to_owned(),
+            "--kill-at".to_owned(),
+            "tool_running".to_owned(),
+        ],
+    )
+    .wait()
+    .expect("runs");
+    assert!(
+        !ran.stderr.contains("without crash points"),
+        "{} was built without crash points: build it with \
+         `--features crash-points` (or through `cargo test --workspace`): {}",
+        program.display(),
+        ran.stderr
+    );
+    let listed = spawn(program, &["points".to_owned()]).wait().expect("runs");
+    let listed: Vec<&str> = listed.stdout.lines().collect();
+    assert_eq!(listed, POINTS, "the example lists the crate's points");
+}
+
+/// Runs every point on fresh stores of `kind`, [`AT_ONCE`] at a time, and
+/// fails with every problem found.
+fn matrix(kind: Kind) {
+    let program = example();
+    check_built_with_points(&program);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let fresh = |runtime: &tokio::runtime::Runtime| -> Option<(String, tempfile::TempDir)> {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let url = match kind {
+            Kind::Sqlite => format!("sqlite://{}", dir.path().join("store.db").display()),
+            Kind::Postgres => runtime.block_on(support::postgres_database())?,
+        };
+        Some((url, dir))
+    };
+    let Some((url, dir)) = fresh(&runtime) else {
+        return;
+    };
+    let baseline = scenario(&runtime, &program, kind, &url, dir.path(), None)
+        .unwrap_or_else(|error| panic!("the uninterrupted run: {error}"));
+    let expected = baseline.output();
+    assert_eq!(
+        baseline.status,
+        Some(KickoffStatus::Completed),
+        "the uninterrupted run did not complete:\n{}",
+        baseline.transcript()
+    );
+    assert!(
+        expected
+            .as_deref()
+            .is_some_and(|output| output.contains("refunded 42 EUR on A-1042")),
+        "the uninterrupted run's output: {expected:?}"
+    );
+    // Its other problems (an approval asked twice) are reported with the
+    // points', so that one run shows them all.
+    let found = problems(&baseline, expected.as_deref());
+    let failures = Mutex::new(Vec::<String>::new());
+    if !found.is_empty()
+        && let Ok(mut failures) = failures.lock()
+    {
+        failures.push(format!(
+            "the uninterrupted run: {}\n{}",
+            found.join("\n  "),
+            baseline.transcript()
+        ));
+    }
+    let next = Mutex::new(POINTS.iter());
+    std::thread::scope(|scope| {
+        for _ in 0..AT_ONCE {
+            scope.spawn(|| {
+                loop {
+                    let Some(point) = next.lock().map(|mut next| next.next()).ok().flatten() else {
+                        return;
+                    };
+                    let Some((url, dir)) = fresh(&runtime) else {
+                        return;
+                    };
+                    let result = scenario(&runtime, &program, kind, &url, dir.path(), Some(point));
+                    let report = match result {
+                        Ok(done) => {
+                            let found = problems(&done, expected.as_deref());
+                            (!found.is_empty())
+                                .then(|| format!("{}\n{}", found.join("\n  "), done.transcript()))
+                        }
+                        Err(error) => Some(format!("at {point}: {error}")),
+                    };
+                    if let Some(report) = report
+                        && let Ok(mut failures) = failures.lock()
+                    {
+                        failures.push(report);
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap_or_default();
+    assert!(
+        failures.is_empty(),
+        "{} failures (of {} crash points and the uninterrupted run) on {kind:?}:\n\n{}",
+        failures.len(),
+        POINTS.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn every_crash_point_on_sqlite_leaves_the_kickoff_completed_or_in_doubt_with_one_refund() {
+    matrix(Kind::Sqlite);
+}
+
+#[test]
+fn every_crash_point_on_postgresql_with_racing_resumers_leaves_one_ending_and_one_refund() {
+    matrix(Kind::Postgres);
+}
