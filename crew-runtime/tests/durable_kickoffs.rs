@@ -13,12 +13,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crew_runtime::durable::{Durable, DurableError, Resumer};
+use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;
 use crew_runtime::store::Store;
 use crew_runtime::store::journal::{JournalKey, KickoffId, KickoffStatus};
+use crew_runtime::store::{Answer, Decision, StoreApprovals};
 use crew_runtime::{
     CurrentCall, EXECUTION_END, EXECUTION_START, ExecutionEndContext, ExecutionStartContext, INPUT,
-    InputContext, Reconciled,
+    InputContext, Reconciled, ToolAnnotations,
 };
 use serde_json::json;
 use tokio::sync::Notify;
@@ -83,6 +85,8 @@ on_both_stores!(
     a_cancelled_kickoff_stops_before_its_next_tool,
     a_started_kickoff_is_taken_up_by_a_resumer_of_its_crew_only,
     a_kickoff_held_elsewhere_or_ended_is_not_resumed,
+    a_durable_kickoffs_question_outlives_its_process_and_its_answer_reaches_the_resumed_run,
+    an_answer_taken_before_the_process_went_is_used_again_not_asked_again,
 );
 
 /// A tool's calls: how many, and the idempotency keys they got.
@@ -730,4 +734,188 @@ async fn a_durable_crew_refuses_a_tool_that_may_not_run_again_without_a_timeout(
         .build()
         .expect_err("refused");
     assert!(keyless.to_string().contains("journal key"), "{keyless}");
+}
+
+/// A durable crew whose `refund` (destructive, timeout 1 s) needs an
+/// approval asked through `store` (a lease of 1 s, after which a question
+/// of a gone process would be abandoned), then passes `after_gate`.
+fn gated_crew(
+    store: &Store,
+    key: &JournalKey,
+    llm: &Arc<ScriptedLlm>,
+    refunds: &Calls,
+    after_gate: Option<(Arc<Notify>, Arc<Notify>)>,
+) -> Crew {
+    let calls = refunds.clone();
+    let refund = Tool::dynamic(
+        "refund",
+        "Refunds an order",
+        json!({"type": "object"}),
+        move |_| {
+            calls.keep_key();
+            calls.ran();
+            Ok::<_, String>(json!("refunded"))
+        },
+    )
+    .with_annotations(ToolAnnotations::new().destructive(true))
+    .with_timeout(Duration::from_secs(1));
+    let support = Agent::builder("Support")
+        .llm(Arc::clone(llm) as Arc<dyn Llm>)
+        .tool(refund)
+        .build();
+    let mut builder = Crew::builder()
+        .name("refunds")
+        .agent(support.clone())
+        .task(
+            Task::builder("Settle order {order}")
+                .agent(&support)
+                .build(),
+        )
+        .global_registry(Arc::new(HookRegistry::new()))
+        .human_input(Arc::new(
+            StoreApprovals::new(store.clone()).lease(Duration::from_secs(1)),
+        ))
+        .human_input_timeout(PATIENCE)
+        .async_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("approval-gate"),
+            ApprovalGate::for_capabilities([Capability::Destructive]).pre_hook(),
+        );
+    if let Some((started, release)) = after_gate {
+        let first = Arc::new(AtomicUsize::new(0));
+        builder = builder.async_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("after-the-gate"),
+            crew_runtime::async_hook(move |_: &mut ToolCallHookContext| {
+                let (started, release, first) = (
+                    Arc::clone(&started),
+                    Arc::clone(&release),
+                    Arc::clone(&first),
+                );
+                Box::pin(async move {
+                    if first.fetch_add(1, Ordering::SeqCst) == 0 {
+                        started.notify_one();
+                        release.notified().await;
+                    }
+                })
+            }),
+        );
+    }
+    builder
+        .durable(
+            Durable::new(store.clone())
+                .journal_key(key.clone())
+                .lease(LEASE),
+        )
+        .build()
+        .expect("builds")
+        .for_user("customer-7")
+}
+
+/// The questions pending, once there are `count`.
+async fn pending(store: &Store, count: usize) -> Vec<crew_runtime::store::Question> {
+    let started = std::time::Instant::now();
+    loop {
+        let pending = store.pending().await.expect("lists");
+        if pending.len() == count {
+            return pending;
+        }
+        assert!(
+            started.elapsed() < PATIENCE,
+            "{} pending, expected {count}",
+            pending.len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn a_durable_kickoffs_question_outlives_its_process_and_its_answer_reaches_the_resumed_run(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let refunds = Calls::default();
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("refund", json!({"order": "A-1"}))
+            .answer("settled"),
+    );
+    let crew = gated_crew(&store, &key, &llm, &refunds, None);
+    let running = tokio::spawn({
+        let crew = crew.clone();
+        async move { crew.kickoff([("order", "A-1")]).await }
+    });
+    let question = pending(&store, 1).await.remove(0);
+    // The process goes while the question waits.
+    running.abort();
+    let _ = running.await;
+    // Past the approvals' lease: a process's own question would be
+    // abandoned by now; the kickoff's stays open.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let still = pending(&store, 1).await.remove(0);
+    assert_eq!(still.id, question.id);
+    store
+        .decide(&question.id, Answer::new("ops", Decision::Approve))
+        .await
+        .expect("ops may approve");
+    let id = store.kickoffs().await.expect("lists")[0].id;
+    let output = tokio::time::timeout(PATIENCE, resume(&crew, &id))
+        .await
+        .expect("the answer is used, not asked for again")
+        .expect("completes");
+    assert_eq!(output.raw, "settled");
+    assert_eq!(refunds.count(), 1);
+    let asked = store.history(10).await.expect("reads");
+    assert_eq!(asked.len(), 1, "one question for the call: {asked:?}");
+    assert_eq!(asked[0].id, question.id);
+}
+
+async fn an_answer_taken_before_the_process_went_is_used_again_not_asked_again(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let refunds = Calls::default();
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("refund", json!({"order": "A-1"}))
+            .answer("settled"),
+    );
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let crew = gated_crew(
+        &store,
+        &key,
+        &llm,
+        &refunds,
+        Some((Arc::clone(&started), release)),
+    );
+    let running = tokio::spawn({
+        let crew = crew.clone();
+        async move { crew.kickoff([("order", "A-1")]).await }
+    });
+    let question = pending(&store, 1).await.remove(0);
+    store
+        .decide(&question.id, Answer::new("ops", Decision::Approve))
+        .await
+        .expect("ops may approve");
+    // The answer was taken; the process goes in the hook after the gate,
+    // before the call's intent is journaled.
+    tokio::time::timeout(PATIENCE, started.notified())
+        .await
+        .expect("the call passes the gate");
+    running.abort();
+    let _ = running.await;
+    let id = store.kickoffs().await.expect("lists")[0].id;
+    let output = tokio::time::timeout(PATIENCE, resume(&crew, &id))
+        .await
+        .expect("the answer is used, not asked for again")
+        .expect("completes");
+    assert_eq!(output.raw, "settled");
+    assert_eq!(refunds.count(), 1);
+    assert!(store.pending().await.expect("lists").is_empty());
+    assert_eq!(
+        store.history(10).await.expect("reads").len(),
+        1,
+        "asked once"
+    );
 }
