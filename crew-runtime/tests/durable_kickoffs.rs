@@ -12,7 +12,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crew_runtime::durable::{Durable, DurableError, Resumer};
+use crew_runtime::audit::{self, AuditTrail};
+use crew_runtime::durable::{
+    CrewKickoffResumedEvent, Durable, DurableError, InDoubtOutcome, Resumer, ToolCallInDoubtEvent,
+};
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;
 use crew_runtime::store::Store;
@@ -87,6 +90,7 @@ on_both_stores!(
     a_kickoff_held_elsewhere_or_ended_is_not_resumed,
     a_durable_kickoffs_question_outlives_its_process_and_its_answer_reaches_the_resumed_run,
     an_answer_taken_before_the_process_went_is_used_again_not_asked_again,
+    a_resume_is_reported_and_the_kickoffs_events_go_on_where_they_stopped,
 );
 
 /// A tool's calls: how many, and the idempotency keys they got.
@@ -427,8 +431,21 @@ async fn a_call_in_doubt_that_may_not_run_again_ends_the_kickoff_in_doubt(
             .with_timeout(Duration::from_millis(400)),
     ];
     let crew = support_crew("refunds", &store, &key, &llm, tools, &registry).expect("builds");
+    let trail = AuditTrail::open(store.clone()).expect("a writer");
+    trail.attach(&crew);
     let id = interrupted_while_the_tool_runs(&crew, &store, &started).await;
     let error = resume(&crew, &id).await.expect_err("in doubt");
+    trail.flush().await.expect("written");
+    let records = audit::tail(&store, "default", 100).await.expect("reads");
+    let kinds: Vec<&str> = records.iter().map(|record| record.kind.as_str()).collect();
+    assert!(kinds.contains(&"kickoff_resumed"), "{kinds:?}");
+    let in_doubt = records
+        .iter()
+        .find(|record| record.kind == "call_in_doubt")
+        .expect("recorded");
+    assert_eq!(in_doubt.data["tool"], "refund");
+    assert_eq!(in_doubt.data["outcome"], "left_in_doubt");
+    assert_eq!(in_doubt.data["idempotency_key"], refunds.keys()[0]);
     match &error {
         CrewError::InDoubt {
             kickoff, tool, key, ..
@@ -470,10 +487,19 @@ async fn a_reconciled_effect_that_happened_is_not_run_again(store: Store, _keep:
         });
     let tools = vec![counting_tool("lookup", &lookups), refund];
     let crew = support_crew("refunds", &store, &key, &llm, tools, &registry).expect("builds");
+    let trail = AuditTrail::open(store.clone()).expect("a writer");
+    trail.attach(&crew);
     let id = interrupted_while_the_tool_runs(&crew, &store, &started).await;
     let output = resume(&crew, &id).await.expect("resumes");
     assert_eq!(output.raw, "settled");
     assert_eq!(asked.count(), 1);
+    trail.flush().await.expect("written");
+    let records = audit::tail(&store, "default", 100).await.expect("reads");
+    let reconciled = records
+        .iter()
+        .find(|record| record.kind == "call_reconciled")
+        .expect("recorded");
+    assert_eq!(reconciled.data["happened"], true);
     assert_eq!(refunds.count(), 1, "not run again");
     let told = llm.requests()[2]
         .observations()
@@ -918,4 +944,84 @@ async fn an_answer_taken_before_the_process_went_is_used_again_not_asked_again(
         1,
         "asked once"
     );
+}
+
+async fn a_resume_is_reported_and_the_kickoffs_events_go_on_where_they_stopped(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, checks) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let llm = script("check");
+    let registry = Arc::new(HookRegistry::new());
+    let tools = vec![
+        counting_tool("lookup", &lookups),
+        stalling_tool("check", &checks, &started, &release).idempotent(),
+    ];
+    let crew = support_crew("refunds", &store, &key, &llm, tools, &registry).expect("builds");
+    let events = Arc::new(Mutex::new(Vec::<Event>::new()));
+    let sink = Arc::clone(&events);
+    crew.events().subscribe(move |event| {
+        if let Ok(mut events) = sink.lock() {
+            events.push(event.clone());
+        }
+    });
+    let id = interrupted_while_the_tool_runs(&crew, &store, &started).await;
+    let before: Vec<Event> = std::mem::take(&mut *events.lock().expect("not poisoned"));
+    resume(&crew, &id).await.expect("resumes");
+    let after: Vec<Event> = std::mem::take(&mut *events.lock().expect("not poisoned"));
+
+    let last_before = before
+        .iter()
+        .filter_map(|event| event.meta().emission_sequence)
+        .max()
+        .expect("numbered events");
+    let first_after = after
+        .iter()
+        .filter_map(|event| event.meta().emission_sequence)
+        .min()
+        .expect("numbered events");
+    assert!(
+        first_after > last_before,
+        "{first_after} after {last_before}"
+    );
+    let integration = |event: &Event| match event {
+        Event::Integration(integration) => Some(integration.clone()),
+        _ => None,
+    };
+    let resumed = after
+        .iter()
+        .filter_map(integration)
+        .find_map(|event| event.downcast_ref::<CrewKickoffResumedEvent>().cloned())
+        .expect("reported");
+    assert_eq!(resumed.kickoff_id, id.to_string());
+    assert_eq!(resumed.crew_name, "refunds");
+    // Start, inputs, step, two answers, lookup's intent and result, and
+    // check's intent.
+    assert_eq!(resumed.step, 8);
+    let in_doubt = after
+        .iter()
+        .filter_map(integration)
+        .find_map(|event| event.downcast_ref::<ToolCallInDoubtEvent>().cloned())
+        .expect("reported");
+    assert_eq!(in_doubt.tool_name, "check");
+    assert_eq!(in_doubt.outcome, InDoubtOutcome::RanAgain);
+    assert_eq!(in_doubt.idempotency_key, checks.keys()[0]);
+    // The kickoff's end names its start, sent by the first process.
+    let kickoff_started = before
+        .iter()
+        .find_map(|event| match event {
+            Event::CrewKickoffStarted(started) => Some(started.meta.event_id),
+            _ => None,
+        })
+        .expect("started");
+    let ended = after
+        .iter()
+        .find_map(|event| match event {
+            Event::CrewKickoffCompleted(completed) => Some(completed.meta.started_event_id),
+            _ => None,
+        })
+        .expect("completed");
+    assert_eq!(ended, Some(kickoff_started));
 }

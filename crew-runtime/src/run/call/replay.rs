@@ -30,7 +30,7 @@ use super::{context, observe};
 use crate::error::CrewError;
 use crate::llm::ToolCallRequest;
 use crate::run::context::RunContext;
-use crate::run::journal::{Intent, JournalAt};
+use crate::run::journal::{Intent, JournalAt, Settled};
 use crate::tool::{Reconciled, Tool};
 
 /// Settles the call `call` of `turn`, found in doubt with `intent`, and
@@ -43,8 +43,18 @@ pub(super) async fn in_doubt(
     intent: Intent,
 ) -> Result<String, CrewError> {
     let place = at.place(turn, &call.id);
+    let report = |settled: Settled| {
+        for event in at
+            .journal
+            .settled_events(place, &intent.tool, &intent.key, settled)
+        {
+            if cx.listening() {
+                cx.emit(event);
+            }
+        }
+    };
     let in_doubt = |why: String| {
-        at.journal.report_in_doubt(place, &intent.tool, "in_doubt");
+        report(Settled::LeftInDoubt);
         Err(CrewError::InDoubt {
             kickoff: Arc::from(at.journal.kickoff_id()),
             tool: intent.tool.clone(),
@@ -70,7 +80,7 @@ pub(super) async fn in_doubt(
     ctx.tool = Some(Arc::clone(&tool) as Arc<dyn ToolInfo>);
     if tool.may_run_again() {
         if let Some(refused) = refused_now(cx, &ctx) {
-            at.journal.report_in_doubt(place, &intent.tool, "refused");
+            report(Settled::Refused);
             let message = format!(
                 "Tool execution blocked: `{}` was interrupted before its result was recorded, \
                  and running it again is now refused: {refused}",
@@ -78,14 +88,13 @@ pub(super) async fn in_doubt(
             );
             return settle(cx, at, turn, call, ctx, ToolOutput::text(message)).await;
         }
-        at.journal.report_in_doubt(place, &intent.tool, "ran_again");
+        report(Settled::RanAgain);
         ctx.extensions.insert(intent.key.clone());
         return run_again(cx, at, turn, call, &tool, ctx).await;
     }
     match tool.reconciled(&intent.key, &intent.input).await {
         Some(Ok(Reconciled::Happened { result })) => {
-            at.journal
-                .report_in_doubt(place, &intent.tool, "reconciled_happened");
+            report(Settled::Happened);
             let output = match result {
                 Some(result) => {
                     let mut output = ToolOutput::text(render(&result));
@@ -100,8 +109,7 @@ pub(super) async fn in_doubt(
             settle(cx, at, turn, call, ctx, output).await
         }
         Some(Ok(Reconciled::DidNotHappen)) => {
-            at.journal
-                .report_in_doubt(place, &intent.tool, "reconciled_did_not_happen");
+            report(Settled::DidNotHappen);
             let attempt = intent.attempt.saturating_add(1);
             ctx.extensions.insert(at.journal.key(place, attempt));
             at.journal
