@@ -91,6 +91,9 @@ on_both_stores!(
     a_durable_kickoffs_question_outlives_its_process_and_its_answer_reaches_the_resumed_run,
     an_answer_taken_before_the_process_went_is_used_again_not_asked_again,
     a_resume_is_reported_and_the_kickoffs_events_go_on_where_they_stopped,
+    a_process_paused_past_its_lease_writes_nothing_and_starts_no_tool,
+    a_call_in_doubt_that_a_rule_added_since_forbids_is_not_run_again,
+    a_wrong_key_or_an_entry_that_does_not_parse_is_a_clear_error_and_runs_nothing,
 );
 
 /// A tool's calls: how many, and the idempotency keys they got.
@@ -1024,4 +1027,204 @@ async fn a_resume_is_reported_and_the_kickoffs_events_go_on_where_they_stopped(
         })
         .expect("completed");
     assert_eq!(ended, Some(kickoff_started));
+}
+
+async fn a_process_paused_past_its_lease_writes_nothing_and_starts_no_tool(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, refunds, checks) = (Calls::default(), Calls::default(), Calls::default());
+    let llm = script("refund");
+    // `lookup` freezes the whole first process (its only thread) on its
+    // first call until the test lets it go: no renewal can run meanwhile.
+    let (paused_tx, paused_rx) = std::sync::mpsc::channel::<()>();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let go = Arc::new(Mutex::new(Some(go_rx)));
+    let first = Arc::new(AtomicUsize::new(0));
+    let freezing = {
+        let (lookups, first, go) = (lookups.clone(), Arc::clone(&first), Arc::clone(&go));
+        Tool::dynamic(
+            "lookup",
+            "Looks it up",
+            json!({"type": "object"}),
+            move |_| {
+                let (lookups, first, go, paused) = (
+                    lookups.clone(),
+                    Arc::clone(&first),
+                    Arc::clone(&go),
+                    paused_tx.clone(),
+                );
+                async move {
+                    lookups.keep_key();
+                    lookups.ran();
+                    if first.fetch_add(1, Ordering::SeqCst) == 0 {
+                        let _ = paused.send(());
+                        // A process stopped (SIGSTOP): this thread, and with it
+                        // the process's whole runtime, does nothing.
+                        let go = go.lock().ok().and_then(|mut go| go.take());
+                        if let Some(go) = go {
+                            let _ = go.recv();
+                        }
+                    }
+                    Ok::<_, String>(json!("found"))
+                }
+            },
+        )
+        .idempotent()
+        .with_timeout(Duration::from_millis(400))
+    };
+    let registry = Arc::new(HookRegistry::new());
+    let paused_crew = support_crew(
+        "refunds",
+        &store,
+        &key,
+        &llm,
+        vec![freezing, counting_tool("refund", &refunds)],
+        &registry,
+    )
+    .expect("builds");
+    let first_process = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(paused_crew.kickoff([("order", "A-1")]))
+    });
+    paused_rx
+        .recv_timeout(PATIENCE)
+        .expect("the first process pauses");
+    let id = store.kickoffs().await.expect("lists")[0].id;
+    // Another process takes the kickoff over once the lease ran out, and
+    // finishes it.
+    let other = support_crew(
+        "refunds",
+        &store,
+        &key,
+        &script("refund"),
+        vec![
+            counting_tool("lookup", &checks).idempotent(),
+            counting_tool("refund", &refunds),
+        ],
+        &registry,
+    )
+    .expect("builds");
+    let output = resume(&other, &id).await.expect("taken over");
+    assert_eq!(output.raw, "settled");
+    assert_eq!(refunds.count(), 1);
+    // The first process wakes: it finds its lease gone, writes nothing
+    // and starts no tool.
+    go_tx.send(()).expect("the first process waits");
+    let woke = first_process.join().expect("does not panic");
+    let error = woke.expect_err("it stops");
+    assert!(
+        matches!(durable_error(&error), Some(DurableError::LeaseLost(_))),
+        "{error}"
+    );
+    assert_eq!(refunds.count(), 1, "the paused process started no tool");
+    assert_eq!(status(&store, &id).await, KickoffStatus::Completed);
+}
+
+async fn a_call_in_doubt_that_a_rule_added_since_forbids_is_not_run_again(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, checks) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let registry = Arc::new(HookRegistry::new());
+    let tools = || {
+        vec![
+            counting_tool("lookup", &lookups),
+            stalling_tool("check", &checks, &started, &release).idempotent(),
+        ]
+    };
+    let before = support_crew(
+        "refunds",
+        &store,
+        &key,
+        &script("check"),
+        tools(),
+        &registry,
+    )
+    .expect("builds");
+    let id = interrupted_while_the_tool_runs(&before, &store, &started).await;
+    // Deployed after the crash: an emergency rule.
+    let llm = script("check");
+    let support = Agent::builder("Support")
+        .llm(Arc::clone(&llm) as Arc<dyn Llm>)
+        .tools(tools())
+        .build();
+    let policies = crew_runtime::policy::Policies::from_text(
+        r#"permit(principal, action, resource);
+           @id("freeze") @reason("checks are frozen")
+           forbid(principal, action == Action::"check", resource);"#,
+    )
+    .expect("parses");
+    let after = Crew::builder()
+        .name("refunds")
+        .agent(support.clone())
+        .task(
+            Task::builder("Settle order {order}")
+                .agent(&support)
+                .build(),
+        )
+        .global_registry(Arc::clone(&registry))
+        .policies(policies)
+        .durable(
+            Durable::new(store.clone())
+                .journal_key(key.clone())
+                .lease(LEASE),
+        )
+        .build()
+        .expect("builds");
+    let output = resume(&after, &id).await.expect("goes on");
+    assert_eq!(output.raw, "settled");
+    assert_eq!(checks.count(), 1, "not run again");
+    let told = llm.requests()[0].observations().join("\n");
+    assert!(told.contains("checks are frozen"), "{told}");
+}
+
+async fn a_wrong_key_or_an_entry_that_does_not_parse_is_a_clear_error_and_runs_nothing(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let lookups = Calls::default();
+    let registry = Arc::new(HookRegistry::new());
+    let answer = || Arc::new(ScriptedLlm::new().answer("settled"));
+    let tools = || vec![counting_tool("lookup", &lookups)];
+    let crew =
+        support_crew("refunds", &store, &key, &answer(), tools(), &registry).expect("builds");
+    let id = crew.start([("order", "A-1")]).await.expect("starts");
+
+    // Another key does not open it; the kickoff stays for the right one.
+    let other_key = JournalKey::generate().expect("a key");
+    let stranger = answer();
+    let wrong =
+        support_crew("refunds", &store, &other_key, &stranger, tools(), &registry).expect("builds");
+    let error = resume(&wrong, &id).await.expect_err("refused");
+    assert!(error.to_string().contains("another one"), "{error}");
+    assert!(stranger.requests().is_empty(), "nothing ran");
+    assert_eq!(status(&store, &id).await, KickoffStatus::Running);
+
+    // An entry that does not parse: nothing after it can be trusted.
+    let journal = crew_runtime::store::journal::Journal::new(store.clone(), key.clone());
+    let lease = journal
+        .claim_kickoff(&id, "tamperer", LEASE)
+        .await
+        .expect("claims")
+        .expect("claimable");
+    journal
+        .append(&lease, "answer", b"not json")
+        .await
+        .expect("appends");
+    journal.release(&lease).await.expect("releases");
+    let llm = answer();
+    let crew = support_crew("refunds", &store, &key, &llm, tools(), &registry).expect("builds");
+    let error = resume(&crew, &id).await.expect_err("refused");
+    assert!(error.to_string().contains("entry 2"), "{error}");
+    assert!(error.to_string().contains("does not parse"), "{error}");
+    assert!(llm.requests().is_empty(), "nothing ran");
+    assert_eq!(status(&store, &id).await, KickoffStatus::Failed);
 }
