@@ -1228,3 +1228,52 @@ async fn a_wrong_key_or_an_entry_that_does_not_parse_is_a_clear_error_and_runs_n
     assert!(llm.requests().is_empty(), "nothing ran");
     assert_eq!(status(&store, &id).await, KickoffStatus::Failed);
 }
+
+/// SQLite only: its file can be taken away under a running kickoff.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_cannot_be_written_stops_the_kickoff_before_its_next_tool() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("store.db");
+    let store = Store::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .expect("SQLite opens");
+    let key = JournalKey::generate().expect("a key");
+    let (checks, refunds) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("check", json!({"order": "A-1"}))
+            .call("refund", json!({"order": "A-1"}))
+            .answer("settled"),
+    );
+    let registry = Arc::new(HookRegistry::new());
+    let tools = vec![
+        stalling_tool("check", &checks, &started, &release)
+            .idempotent()
+            .with_timeout(PATIENCE),
+        counting_tool("refund", &refunds),
+    ];
+    let crew = support_crew("refunds", &store, &key, &llm, tools, &registry).expect("builds");
+    let running = running_until_the_tool_starts(&crew, &started).await;
+    // The store goes away while the tool runs.
+    for suffix in ["", "-wal", "-shm"] {
+        let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+        let _ = std::fs::remove_file(file);
+    }
+    release.notify_one();
+    let error = tokio::time::timeout(PATIENCE, running)
+        .await
+        .expect("stops")
+        .expect("does not panic")
+        .expect_err("stopped");
+    assert!(
+        matches!(durable_error(&error), Some(DurableError::Journal(_))),
+        "{error}"
+    );
+    assert_eq!(
+        refunds.count(),
+        0,
+        "no tool runs without its intent journaled"
+    );
+    assert_eq!(llm.requests().len(), 1, "nor is the model asked again");
+}
