@@ -554,9 +554,10 @@ impl Crew {
     }
 
     /// Cancels the durable kickoff `id` wherever it stands: its status
-    /// becomes cancelled at once, and a process running it stops before its
-    /// next step (its `EXECUTION_END` hooks do not run). A kickoff that has
-    /// ended stays as it ended. Returns the status it now has.
+    /// becomes cancelled at once, its pending questions are withdrawn, and
+    /// a process running it stops before its next step (its
+    /// `EXECUTION_END` hooks do not run). A kickoff that has ended stays as
+    /// it ended. Returns the status it now has.
     ///
     /// ```no_run
     /// # async fn run(crew: crew_runtime::Crew, id: crew_runtime::store::journal::KickoffId) -> Result<(), crew_runtime::CrewError> {
@@ -573,8 +574,15 @@ impl Crew {
             .cancel_kickoff(id)
             .await
             .map_err(|error| journal_failed(&error))?;
-        if status == KickoffStatus::Cancelled && durable.retention.is_zero() {
-            purge(&durable.journal, id).await;
+        if status == KickoffStatus::Cancelled {
+            // Its questions belong to it: nothing will take their answers.
+            let store = durable.journal.store();
+            if let Err(error) = store.withdraw_kickoff_questions(&id.to_string()).await {
+                tracing::warn!(target: "crew_runtime::durable", kickoff = %id, %error, "withdrawing a cancelled kickoff's questions failed");
+            }
+            if durable.retention.is_zero() {
+                purge(&durable.journal, id).await;
+            }
         }
         Ok(status)
     }

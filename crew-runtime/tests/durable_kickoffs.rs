@@ -94,6 +94,8 @@ on_both_stores!(
     a_process_paused_past_its_lease_writes_nothing_and_starts_no_tool,
     a_call_in_doubt_that_a_rule_added_since_forbids_is_not_run_again,
     a_wrong_key_or_an_entry_that_does_not_parse_is_a_clear_error_and_runs_nothing,
+    a_cancelled_kickoffs_question_is_withdrawn,
+    a_journal_kept_for_a_retention_is_purged_once_it_passed,
 );
 
 /// A tool's calls: how many, and the idempotency keys they got.
@@ -1276,4 +1278,82 @@ async fn a_store_that_cannot_be_written_stops_the_kickoff_before_its_next_tool()
         "no tool runs without its intent journaled"
     );
     assert_eq!(llm.requests().len(), 1, "nor is the model asked again");
+}
+
+async fn a_cancelled_kickoffs_question_is_withdrawn(store: Store, _keep: Keep) {
+    let key = JournalKey::generate().expect("a key");
+    let refunds = Calls::default();
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("refund", json!({"order": "A-1"}))
+            .answer("settled"),
+    );
+    let crew = gated_crew(&store, &key, &llm, &refunds, None);
+    let running = tokio::spawn({
+        let crew = crew.clone();
+        async move { crew.kickoff([("order", "A-1")]).await }
+    });
+    let question = pending(&store, 1).await.remove(0);
+    running.abort();
+    let _ = running.await;
+    let id = store.kickoffs().await.expect("lists")[0].id;
+    assert_eq!(
+        crew.cancel(&id).await.expect("cancels"),
+        KickoffStatus::Cancelled
+    );
+    let closed = store
+        .question(&question.id)
+        .await
+        .expect("reads")
+        .expect("kept");
+    assert_eq!(
+        closed.status,
+        crew_runtime::store::QuestionStatus::Withdrawn
+    );
+    let refused = store
+        .decide(&question.id, Answer::new("ops", Decision::Approve))
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert_eq!(refunds.count(), 0);
+}
+
+async fn a_journal_kept_for_a_retention_is_purged_once_it_passed(store: Store, _keep: Keep) {
+    let key = JournalKey::generate().expect("a key");
+    let lookups = Calls::default();
+    let support = Agent::builder("Support")
+        .llm(Arc::new(ScriptedLlm::new().answer("settled")) as Arc<dyn Llm>)
+        .tool(counting_tool("lookup", &lookups))
+        .build();
+    let crew = Crew::builder()
+        .name("refunds")
+        .agent(support.clone())
+        .task(
+            Task::builder("Settle order {order}")
+                .agent(&support)
+                .build(),
+        )
+        .global_registry(Arc::new(HookRegistry::new()))
+        .durable(
+            Durable::new(store.clone())
+                .journal_key(key.clone())
+                .retention(Duration::from_millis(200)),
+        )
+        .build()
+        .expect("builds");
+    crew.kickoff([("order", "A-1")]).await.expect("runs");
+    let id = store.kickoffs().await.expect("lists")[0].id;
+    assert!(
+        store.kickoff(&id).await.expect("reads").purged_at.is_none(),
+        "kept"
+    );
+    let journal = crew_runtime::store::journal::Journal::new(store.clone(), key.clone());
+    assert!(!journal.entries(&id).await.expect("reads").is_empty());
+    let resumer = Resumer::new(store.clone()).crew(&crew);
+    let started = std::time::Instant::now();
+    while store.kickoff(&id).await.expect("reads").purged_at.is_none() {
+        assert!(started.elapsed() < PATIENCE, "never purged");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        resumer.resume_claimable().await.expect("looks");
+    }
+    assert!(journal.entries(&id).await.expect("reads").is_empty());
 }

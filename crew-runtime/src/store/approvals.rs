@@ -1077,9 +1077,27 @@ impl Store {
     async fn withdraw_owned(&self, owner: &str) -> Result<usize, StoreError> {
         let sql = "UPDATE crew_approvals SET status = 'withdrawn', closed_at = $2 \
                    WHERE owner = $1 AND status = 'pending' RETURNING id";
+        self.withdraw_where(sql, owner).await
+    }
+
+    /// Withdraws every pending question of the kickoff `kickoff` (a
+    /// durable kickoff cancelled: nothing will take their answers),
+    /// recording each; returns how many.
+    pub(crate) async fn withdraw_kickoff_questions(
+        &self,
+        kickoff: &str,
+    ) -> Result<usize, StoreError> {
+        let sql = "UPDATE crew_approvals SET status = 'withdrawn', closed_at = $2 \
+                   WHERE kickoff_id = $1 AND status = 'pending' RETURNING id";
+        self.withdraw_where(sql, kickoff).await
+    }
+
+    /// Runs `sql` (withdrawing the questions matching `$1`, closed at
+    /// `$2`, returning their ids) and records and announces each.
+    async fn withdraw_where(&self, sql: &str, matching: &str) -> Result<usize, StoreError> {
         let ids: Vec<String> = on_pool!(self, |pool| {
             sqlx::query_scalar(sql)
-                .bind(owner)
+                .bind(matching)
                 .bind(now_millis())
                 .fetch_all(pool)
                 .await?
