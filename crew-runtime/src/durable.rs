@@ -1342,6 +1342,9 @@ struct DurableRun {
     replayed: usize,
     /// Why the kickoff must stop before its next step, once it must.
     stopped: Mutex<Option<CrewError>>,
+    /// Entries written with the next one (see [`DurableRun::append`]),
+    /// sealed; the lock makes the kickoff's writes one at a time.
+    deferred: tokio::sync::Mutex<Vec<(&'static str, Vec<u8>)>>,
     /// The lease's renewal, stopped when the run is dropped.
     renewal: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Whether the kickoff ended (or was given up): nothing to release.
@@ -1464,6 +1467,7 @@ impl DurableRun {
             recorded,
             replayed,
             stopped: Mutex::new(None),
+            deferred: tokio::sync::Mutex::new(Vec::new()),
             renewal: Mutex::new(None),
             done: AtomicBool::new(false),
         });
@@ -1483,6 +1487,16 @@ impl DurableRun {
     }
 
     /// Commits `entry`, or says why the kickoff must stop.
+    /// Commits `entry` (with the entries deferred before it), or defers
+    /// it, or says why the kickoff must stop.
+    ///
+    /// What nothing outside the run acts on before a later entry is
+    /// deferred, and committed in the same transaction as that entry: the
+    /// inputs, what `PRE_STEP` left, a model's answer. An answer is so
+    /// committed with its first call's intent, before any of its calls
+    /// starts (SPEC §13); a process gone before then asked the model for
+    /// nothing anyone acted on, and its resumed run asks again. One
+    /// transaction per call's intent and one per its result.
     async fn append(&self, entry: &Entry) -> Result<(), CrewError> {
         if let Some(error) = self.stopped() {
             return Err(error);
@@ -1496,11 +1510,41 @@ impl DurableRun {
             DurableError::Journal(format!("a journal entry could not be written: {error}"))
                 .into_crew("the kickoff's journal failed")
         })?;
-        match self
-            .journal
-            .append(&self.lease, entry.kind(), &payload)
-            .await
-        {
+        // One writer at a time: what is deferred goes first, whichever of a
+        // turn's calls commits first.
+        let mut deferred = self.deferred.lock().await;
+        if matches!(
+            entry,
+            Entry::Inputs { .. } | Entry::Step { .. } | Entry::Answer { .. }
+        ) {
+            deferred.push((entry.kind(), payload));
+            return Ok(());
+        }
+        deferred.push((entry.kind(), payload));
+        self.write(&mut deferred).await
+    }
+
+    /// Commits what is deferred, if anything.
+    async fn commit_deferred(&self) -> Result<(), CrewError> {
+        if let Some(error) = self.stopped() {
+            return Err(error);
+        }
+        let mut deferred = self.deferred.lock().await;
+        if deferred.is_empty() {
+            return Ok(());
+        }
+        self.write(&mut deferred).await
+    }
+
+    /// Commits `entries` in one transaction, and empties them.
+    async fn write(&self, entries: &mut Vec<(&'static str, Vec<u8>)>) -> Result<(), CrewError> {
+        let batch: Vec<(&str, &[u8])> = entries
+            .iter()
+            .map(|(kind, payload)| (*kind, payload.as_slice()))
+            .collect();
+        let written = self.journal.append_all(&self.lease, &batch).await;
+        entries.clear();
+        match written {
             Ok(_) => Ok(()),
             Err(error) => {
                 let failed = journal_failed(&error);
@@ -1942,6 +1986,10 @@ impl KickoffJournal for DurableRun {
             self.end(status, Some(entry)).await;
             Ok(())
         })
+    }
+
+    fn flush(&self) -> JournalFuture<'_, ()> {
+        Box::pin(self.commit_deferred())
     }
 
     fn stopped(&self) -> Option<CrewError> {

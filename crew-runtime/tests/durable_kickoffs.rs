@@ -39,18 +39,27 @@ async fn store(kind: &str) -> Option<(Store, Keep)> {
             let dir = tempfile::tempdir().expect("a temporary directory");
             let url = format!("sqlite://{}", dir.path().join("store.db").display());
             let store = Store::connect(&url).await.expect("SQLite opens");
-            Some((store, Keep(Some(dir))))
+            Some((
+                store,
+                Keep {
+                    url,
+                    _dir: Some(dir),
+                },
+            ))
         }
         _ => {
             let url = support::postgres_database().await?;
             let store = Store::connect(&url).await.expect("PostgreSQL opens");
-            Some((store, Keep(None)))
+            Some((store, Keep { url, _dir: None }))
         }
     }
 }
 
-/// What a store's test keeps alive: its directory, on SQLite.
-struct Keep(#[allow(dead_code)] Option<tempfile::TempDir>);
+/// What a store's test keeps alive (its directory, on SQLite), and its URL.
+struct Keep {
+    url: String,
+    _dir: Option<tempfile::TempDir>,
+}
 
 /// Runs `scenario` on SQLite and on PostgreSQL, as two tests.
 macro_rules! on_both_stores {
@@ -1033,7 +1042,7 @@ async fn a_resume_is_reported_and_the_kickoffs_events_go_on_where_they_stopped(
 
 async fn a_process_paused_past_its_lease_writes_nothing_and_starts_no_tool(
     store: Store,
-    _keep: Keep,
+    keep: Keep,
 ) {
     let key = JournalKey::generate().expect("a key");
     let (lookups, refunds, checks) = (Calls::default(), Calls::default(), Calls::default());
@@ -1077,21 +1086,28 @@ async fn a_process_paused_past_its_lease_writes_nothing_and_starts_no_tool(
         .with_timeout(Duration::from_millis(400))
     };
     let registry = Arc::new(HookRegistry::new());
-    let paused_crew = support_crew(
-        "refunds",
-        &store,
-        &key,
-        &llm,
-        vec![freezing, counting_tool("refund", &refunds)],
-        &registry,
-    )
-    .expect("builds");
-    let first_process = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        runtime.block_on(paused_crew.kickoff([("order", "A-1")]))
+    let first_process = std::thread::spawn({
+        let (key, registry, refunds, url) = (
+            key.clone(),
+            Arc::clone(&registry),
+            refunds.clone(),
+            keep.url.clone(),
+        );
+        move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(async move {
+                // A process of its own: its own connections to the store.
+                let store = Store::connect(&url).await.expect("opens");
+                let tools = vec![freezing, counting_tool("refund", &refunds)];
+                support_crew("refunds", &store, &key, &llm, tools, &registry)
+                    .expect("builds")
+                    .kickoff([("order", "A-1")])
+                    .await
+            })
+        }
     });
     paused_rx
         .recv_timeout(PATIENCE)

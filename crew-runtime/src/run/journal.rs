@@ -17,6 +17,9 @@ use std::time::SystemTime;
 use std::sync::Arc;
 
 use hooks_core::events::EventId;
+use hooks_core::{
+    ApprovedCallOutcome, HumanAnswer, HumanInputError, HumanInputRequest, HumanInputSource,
+};
 use hooks_core::{ChatMessage, CrewOutput, Event, Inputs, ModelResponse, TaskOutput, TokenUsage};
 use serde_json::{Map, Value};
 
@@ -187,6 +190,12 @@ pub(crate) trait KickoffJournal: Send + Sync {
     /// `EXECUTION_END` ran.
     fn finish<'a>(&'a self, result: &'a Result<CrewOutput, CrewError>) -> JournalFuture<'a, ()>;
 
+    /// Commits what the journal deferred (a model's answer, say) now:
+    /// before a person is asked about one of its calls, so that the answer
+    /// is not asked of the model again after a crash, with calls the person
+    /// never saw.
+    fn flush(&self) -> JournalFuture<'_, ()>;
+
     /// Why the kickoff must stop before its next step, if it must (its
     /// lease was lost while it worked).
     fn stopped(&self) -> Option<CrewError>;
@@ -227,5 +236,45 @@ impl JournalAt {
             Some(error) => Err(error),
             None => Ok(()),
         }
+    }
+}
+
+/// A durable kickoff's human-input source: the crew's, with the journal
+/// flushed before each question (see [`KickoffJournal::flush`]). A journal
+/// that cannot be written refuses the question: the call it is about does
+/// not run.
+pub(crate) struct FlushBeforeAsking {
+    pub(crate) inner: Arc<dyn HumanInputSource>,
+    pub(crate) journal: Arc<dyn KickoffJournal>,
+}
+
+impl FlushBeforeAsking {
+    async fn flushed(&self) -> Result<(), HumanInputError> {
+        self.journal.flush().await.map_err(|error| {
+            HumanInputError::SourceFailed(format!(
+                "the kickoff's journal could not be written before asking: {error}"
+            ))
+        })
+    }
+}
+
+#[hooks_core::async_trait]
+impl HumanInputSource for FlushBeforeAsking {
+    async fn ask(&self, request: HumanInputRequest) -> Result<String, HumanInputError> {
+        self.flushed().await?;
+        self.inner.ask(request).await
+    }
+
+    async fn answer(&self, request: HumanInputRequest) -> Result<HumanAnswer, HumanInputError> {
+        self.flushed().await?;
+        self.inner.answer(request).await
+    }
+
+    fn never_blocks(&self) -> bool {
+        self.inner.never_blocks()
+    }
+
+    fn settled(&self, question_id: &str, outcome: &ApprovedCallOutcome) {
+        self.inner.settled(question_id, outcome);
     }
 }
