@@ -23,7 +23,7 @@ use crew_runtime::store::journal::{JournalKey, KickoffId, KickoffStatus};
 use crew_runtime::store::{Answer, Decision, StoreApprovals};
 use crew_runtime::{
     CurrentCall, EXECUTION_END, EXECUTION_START, ExecutionEndContext, ExecutionStartContext, INPUT,
-    InputContext, Reconciled, ToolAnnotations,
+    InputContext, Reconciled, ScriptedInput, ToolAnnotations,
 };
 use serde_json::json;
 use tokio::sync::Notify;
@@ -104,6 +104,8 @@ on_both_stores!(
     a_call_in_doubt_that_a_rule_added_since_forbids_is_not_run_again,
     a_wrong_key_or_an_entry_that_does_not_parse_is_a_clear_error_and_runs_nothing,
     a_cancelled_kickoffs_question_is_withdrawn,
+    a_person_who_says_the_effect_happened_settles_the_call_in_doubt,
+    a_person_who_says_the_effect_did_not_happen_runs_it_again_as_a_new_attempt,
     a_journal_kept_for_a_retention_is_purged_once_it_passed,
 );
 
@@ -190,12 +192,29 @@ fn support_crew(
     tools: Vec<Tool>,
     registry: &Arc<HookRegistry>,
 ) -> Result<Crew, BuildError> {
+    // Nobody to ask: a call in doubt that only a person could settle
+    // stays in doubt.
+    let nobody = Arc::new(ScriptedInput::new(Vec::<String>::new()));
+    asking_crew(name, store, key, llm, tools, registry, nobody)
+}
+
+/// [`support_crew`], asking `person` what became of a call in doubt.
+fn asking_crew(
+    name: &str,
+    store: &Store,
+    key: &JournalKey,
+    llm: &Arc<ScriptedLlm>,
+    tools: Vec<Tool>,
+    registry: &Arc<HookRegistry>,
+    person: Arc<ScriptedInput>,
+) -> Result<Crew, BuildError> {
     let support = Agent::builder("Support")
         .llm(Arc::clone(llm) as Arc<dyn Llm>)
         .tools(tools)
         .build();
     Crew::builder()
         .name(name)
+        .human_input(person)
         .agent(support.clone())
         .task(
             Task::builder("Settle order {order}")
@@ -1372,4 +1391,71 @@ async fn a_journal_kept_for_a_retention_is_purged_once_it_passed(store: Store, _
         resumer.resume_claimable().await.expect("looks");
     }
     assert!(journal.entries(&id).await.expect("reads").is_empty());
+}
+
+async fn a_person_who_says_the_effect_happened_settles_the_call_in_doubt(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, refunds) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let llm = script("refund");
+    let registry = Arc::new(HookRegistry::new());
+    let tools = vec![
+        counting_tool("lookup", &lookups),
+        stalling_tool("refund", &refunds, &started, &release),
+    ];
+    let person = Arc::new(ScriptedInput::new([
+        "Happened: refund R-17, issued by hand",
+    ]));
+    let crew = asking_crew(
+        "refunds",
+        &store,
+        &key,
+        &llm,
+        tools,
+        &registry,
+        Arc::clone(&person),
+    )
+    .expect("builds");
+    let id = interrupted_while_the_tool_runs(&crew, &store, &started).await;
+    let output = resume(&crew, &id).await.expect("settled by a person");
+    assert_eq!(output.raw, "settled");
+    assert_eq!(refunds.count(), 1, "not run again");
+    let asked = person.requests();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0].prompt.contains(&refunds.keys()[0]),
+        "{}",
+        asked[0].prompt
+    );
+    assert_eq!(asked[0].tool_name.as_deref(), Some("refund"));
+    assert_eq!(
+        llm.requests()[2].observations(),
+        ["refund R-17, issued by hand"]
+    );
+}
+
+async fn a_person_who_says_the_effect_did_not_happen_runs_it_again_as_a_new_attempt(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, refunds) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let llm = script("refund");
+    let registry = Arc::new(HookRegistry::new());
+    let tools = vec![
+        counting_tool("lookup", &lookups),
+        stalling_tool("refund", &refunds, &started, &release),
+    ];
+    let person = Arc::new(ScriptedInput::new(["did not happen"]));
+    let crew =
+        asking_crew("refunds", &store, &key, &llm, tools, &registry, person).expect("builds");
+    let id = interrupted_while_the_tool_runs(&crew, &store, &started).await;
+    resume(&crew, &id).await.expect("runs again");
+    assert_eq!(refunds.count(), 2);
+    let keys = refunds.keys();
+    assert_ne!(keys[0], keys[1], "a new attempt, a new key");
 }
