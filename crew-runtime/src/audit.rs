@@ -897,8 +897,39 @@ fn integration_record(event: &IntegrationEvent) -> Option<(&'static str, Value)>
                    "policies": e.policies, "reason": e.reason}),
         ));
     }
+    #[cfg(feature = "durable")]
+    if let Some(record) = durable_record(event) {
+        return Some(record);
+    }
     let _ = event;
     None
+}
+
+/// What a durable kickoff's event records: `kickoff_resumed`,
+/// `call_in_doubt`, `call_reconciled`.
+#[cfg(feature = "durable")]
+fn durable_record(event: &IntegrationEvent) -> Option<(&'static str, Value)> {
+    use crate::durable::{CrewKickoffResumedEvent, ToolCallInDoubtEvent, ToolCallReconciledEvent};
+    if let Some(e) = event.downcast_ref::<CrewKickoffResumedEvent>() {
+        return Some((
+            "kickoff_resumed",
+            json!({"kickoff": e.kickoff_id, "step": e.step, "owner": e.owner, "epoch": e.epoch}),
+        ));
+    }
+    if let Some(e) = event.downcast_ref::<ToolCallInDoubtEvent>() {
+        return Some((
+            "call_in_doubt",
+            json!({"kickoff": e.kickoff_id, "tool": e.tool_name, "call_id": e.call_id,
+                   "idempotency_key": e.idempotency_key, "outcome": e.outcome.as_str()}),
+        ));
+    }
+    event.downcast_ref::<ToolCallReconciledEvent>().map(|e| {
+        (
+            "call_reconciled",
+            json!({"kickoff": e.kickoff_id, "tool": e.tool_name, "call_id": e.call_id,
+                   "idempotency_key": e.idempotency_key, "happened": e.happened}),
+        )
+    })
 }
 
 fn usage(usage: &hooks_core::TokenUsage) -> Value {

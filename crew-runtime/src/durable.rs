@@ -67,8 +67,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
+use hooks_core::events::{EventId, EventSequence, IntegrationEvent};
 use hooks_core::{
-    ChatMessage, CrewOutput, Inputs, ModelResponse, Role, TaskOutput, TokenUsage, ToolCallRequest,
+    ChatMessage, CrewOutput, Event, Inputs, ModelResponse, Role, TaskOutput, TokenUsage,
+    ToolCallRequest,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -78,7 +80,7 @@ use crate::crew::{Crew, CrewBuilder};
 use crate::error::{BuildError, CrewError, IntegrationError};
 use crate::extension::{BuildScope, CrewExtension};
 use crate::run::journal::{
-    Intent, JournalFuture, KickoffJournal, Place, RecordedAnswer, RecordedCall,
+    Intent, JournalFuture, KickoffJournal, Place, RecordedAnswer, RecordedCall, Settled,
 };
 use crate::store::Store;
 use crate::store::journal::{
@@ -566,9 +568,10 @@ impl Crew {
     }
 
     /// Cancels the durable kickoff `id` wherever it stands: its status
-    /// becomes cancelled at once, and a process running it stops before its
-    /// next step (its `EXECUTION_END` hooks do not run). A kickoff that has
-    /// ended stays as it ended. Returns the status it now has.
+    /// becomes cancelled at once, its pending questions are withdrawn, and
+    /// a process running it stops before its next step (its
+    /// `EXECUTION_END` hooks do not run). A kickoff that has ended stays as
+    /// it ended. Returns the status it now has.
     ///
     /// ```no_run
     /// # async fn run(crew: crew_runtime::Crew, id: crew_runtime::store::journal::KickoffId) -> Result<(), crew_runtime::CrewError> {
@@ -585,8 +588,15 @@ impl Crew {
             .cancel_kickoff(id)
             .await
             .map_err(|error| journal_failed(&error))?;
-        if status == KickoffStatus::Cancelled && durable.retention.is_zero() {
-            purge(&durable.journal, id).await;
+        if status == KickoffStatus::Cancelled {
+            // Its questions belong to it: nothing will take their answers.
+            let store = durable.journal.store();
+            if let Err(error) = store.withdraw_kickoff_questions(&id.to_string()).await {
+                tracing::warn!(target: "crew_runtime::durable", kickoff = %id, %error, "withdrawing a cancelled kickoff's questions failed");
+            }
+            if durable.retention.is_zero() {
+                purge(&durable.journal, id).await;
+            }
         }
         Ok(status)
     }
@@ -805,12 +815,174 @@ impl Resumer {
 }
 
 // ---------------------------------------------------------------------
+// The events of durable kickoffs.
+
+/// A durable kickoff resumed from its journal, in this process (SPEC §13).
+/// Sent on the crew's bus as an [`Event::Integration`] of kind
+/// `CrewKickoffResumed`, before anything of the resumed run; the audit
+/// trail records it as `kickoff_resumed`.
+///
+/// ```
+/// use crew_runtime::Event;
+/// use crew_runtime::durable::CrewKickoffResumedEvent;
+///
+/// # fn read(event: &Event) {
+/// if let Event::Integration(integration) = event
+///     && let Some(resumed) = integration.downcast_ref::<CrewKickoffResumedEvent>()
+/// {
+///     println!("{} resumed by {} after step {}", resumed.kickoff_id, resumed.owner, resumed.step);
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CrewKickoffResumedEvent {
+    /// The crew's name.
+    pub crew_name: String,
+    /// The kickoff's id.
+    pub kickoff_id: String,
+    /// How many journal entries it resumes after (the steps replayed).
+    pub step: u64,
+    /// The process that resumed it (its owner name).
+    pub owner: String,
+    /// The claim's epoch.
+    pub epoch: i64,
+}
+
+impl From<CrewKickoffResumedEvent> for Event {
+    /// As an [`Event::Integration`] of kind `CrewKickoffResumed`.
+    fn from(event: CrewKickoffResumedEvent) -> Event {
+        Event::Integration(IntegrationEvent::new("CrewKickoffResumed", event))
+    }
+}
+
+/// What became of a tool call found in doubt ([`ToolCallInDoubtEvent`]).
+///
+/// ```
+/// use crew_runtime::durable::InDoubtOutcome;
+/// assert_eq!(InDoubtOutcome::RanAgain.as_str(), "ran_again");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InDoubtOutcome {
+    /// The tool may run again (read-only, or idempotent) and did, with the
+    /// same idempotency key.
+    RanAgain,
+    /// The tool may run again, but the crew's rules refuse the call now.
+    Refused,
+    /// Its reconciler says the effect happened: that result stands.
+    Happened,
+    /// Its reconciler says the effect did not happen: it ran again as a
+    /// new attempt, with a new key.
+    DidNotHappen,
+    /// Nothing could tell: the kickoff ended in doubt.
+    LeftInDoubt,
+}
+
+impl InDoubtOutcome {
+    /// Its name in records: `ran_again`, `refused`, `happened`,
+    /// `did_not_happen`, `left_in_doubt`.
+    ///
+    /// ```
+    /// use crew_runtime::durable::InDoubtOutcome;
+    /// assert_eq!(InDoubtOutcome::LeftInDoubt.as_str(), "left_in_doubt");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InDoubtOutcome::RanAgain => "ran_again",
+            InDoubtOutcome::Refused => "refused",
+            InDoubtOutcome::Happened => "happened",
+            InDoubtOutcome::DidNotHappen => "did_not_happen",
+            InDoubtOutcome::LeftInDoubt => "left_in_doubt",
+        }
+    }
+}
+
+/// A resumed kickoff found a tool call in doubt: its intent was journaled
+/// and its result was not (SPEC §13). Sent as an [`Event::Integration`] of
+/// kind `ToolCallInDoubt`; the audit trail records `call_in_doubt`.
+///
+/// ```
+/// use crew_runtime::Event;
+/// use crew_runtime::durable::{InDoubtOutcome, ToolCallInDoubtEvent};
+///
+/// # fn read(event: &Event) {
+/// if let Event::Integration(integration) = event
+///     && let Some(call) = integration.downcast_ref::<ToolCallInDoubtEvent>()
+///     && call.outcome == InDoubtOutcome::LeftInDoubt
+/// {
+///     eprintln!("check {} by hand (key {})", call.tool_name, call.idempotency_key);
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolCallInDoubtEvent {
+    /// The kickoff's id.
+    pub kickoff_id: String,
+    /// The tool.
+    pub tool_name: String,
+    /// The call's id.
+    pub call_id: String,
+    /// The call's idempotency key (as the tool got it).
+    pub idempotency_key: String,
+    /// What became of it.
+    pub outcome: InDoubtOutcome,
+}
+
+impl From<ToolCallInDoubtEvent> for Event {
+    /// As an [`Event::Integration`] of kind `ToolCallInDoubt`.
+    fn from(event: ToolCallInDoubtEvent) -> Event {
+        Event::Integration(IntegrationEvent::new("ToolCallInDoubt", event))
+    }
+}
+
+/// A tool's reconciler said whether the effect of a call in doubt
+/// happened (SPEC §13). Sent as an [`Event::Integration`] of kind
+/// `ToolCallReconciled`, after its [`ToolCallInDoubtEvent`]; the audit
+/// trail records `call_reconciled`.
+///
+/// ```
+/// use crew_runtime::Event;
+/// use crew_runtime::durable::ToolCallReconciledEvent;
+///
+/// # fn read(event: &Event) {
+/// if let Event::Integration(integration) = event
+///     && let Some(call) = integration.downcast_ref::<ToolCallReconciledEvent>()
+/// {
+///     println!("{}: happened = {}", call.tool_name, call.happened);
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolCallReconciledEvent {
+    /// The kickoff's id.
+    pub kickoff_id: String,
+    /// The tool.
+    pub tool_name: String,
+    /// The call's id.
+    pub call_id: String,
+    /// The call's idempotency key (of the attempt in doubt).
+    pub idempotency_key: String,
+    /// Whether the effect had happened.
+    pub happened: bool,
+}
+
+impl From<ToolCallReconciledEvent> for Event {
+    /// As an [`Event::Integration`] of kind `ToolCallReconciled`.
+    fn from(event: ToolCallReconciledEvent) -> Event {
+        Event::Integration(IntegrationEvent::new("ToolCallReconciled", event))
+    }
+}
+
+// ---------------------------------------------------------------------
 // The journal's entries.
 
 /// One journal entry, as its payload holds it (JSON, then sealed). The
 /// `kind` the store keeps in clear is the variant's name.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 enum Entry {
     /// The kickoff as started: the crew's shape, the inputs given, who it
     /// runs for.
@@ -819,8 +991,12 @@ enum Entry {
         inputs: SavedInputs,
         user: Option<String>,
     },
-    /// The inputs the tasks begin with (after `EXECUTION_START`, `INPUT`).
-    Inputs { inputs: SavedInputs },
+    /// The inputs the tasks begin with (after `EXECUTION_START`, `INPUT`),
+    /// and the id of the kickoff's start event.
+    Inputs {
+        inputs: SavedInputs,
+        started: String,
+    },
     /// What `PRE_STEP` left for a task.
     Step { task: usize, context: String },
     /// A model's answer in a turn of a task.
@@ -935,6 +1111,16 @@ impl Ended {
                 .into_crew("the kickoff had ended failed before it was marked so")),
         }
     }
+}
+
+/// An entry as sealed: the entry, and the number of the kickoff's last
+/// event when it was written (a resumed kickoff's events go on from the
+/// last one's).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Sealed {
+    events: u64,
+    #[serde(flatten)]
+    entry: Entry,
 }
 
 impl Entry {
@@ -1209,7 +1395,9 @@ fn first_difference(then: &Value, now: &Value, path: &str) -> Option<String> {
 /// What the journal holds, opened, by place.
 #[derive(Default)]
 struct Recorded {
-    inputs: Option<Inputs>,
+    inputs: Option<(Inputs, EventId)>,
+    /// The number of the last event sent before.
+    events: u64,
     steps: HashMap<usize, String>,
     answers: HashMap<(usize, usize), RecordedAnswer>,
     calls: HashMap<(usize, usize, String), RecordedCall>,
@@ -1238,6 +1426,8 @@ struct Started {
 /// must stop.
 struct DurableRun {
     journal: Journal,
+    /// The crew's name, as its events give it.
+    crew: String,
     lease: Lease,
     lease_for: Duration,
     retention: Duration,
@@ -1247,6 +1437,9 @@ struct DurableRun {
     replayed: usize,
     /// Why the kickoff must stop before its next step, once it must.
     stopped: Mutex<Option<CrewError>>,
+    /// Entries written with the next one (see [`DurableRun::append`]),
+    /// sealed; the lock makes the kickoff's writes one at a time.
+    deferred: tokio::sync::Mutex<Vec<(&'static str, Vec<u8>)>>,
     /// The lease's renewal, stopped when the run is dropped.
     renewal: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Whether the kickoff ended (or was given up): nothing to release.
@@ -1353,8 +1546,15 @@ impl DurableRun {
         recorded: Recorded,
         replayed: usize,
     ) -> Arc<DurableRun> {
+        let crew = start
+            .shape
+            .get("crew")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         let run = Arc::new(DurableRun {
             journal: durable.journal.clone(),
+            crew,
             lease,
             lease_for: durable.lease,
             retention: durable.retention,
@@ -1362,6 +1562,7 @@ impl DurableRun {
             recorded,
             replayed,
             stopped: Mutex::new(None),
+            deferred: tokio::sync::Mutex::new(Vec::new()),
             renewal: Mutex::new(None),
             done: AtomicBool::new(false),
         });
@@ -1381,24 +1582,73 @@ impl DurableRun {
     }
 
     /// Commits `entry`, or says why the kickoff must stop.
+    /// Commits `entry` (with the entries deferred before it), or defers
+    /// it, or says why the kickoff must stop.
+    ///
+    /// What nothing outside the run acts on before a later entry is
+    /// deferred, and committed in the same transaction as that entry: the
+    /// inputs, what `PRE_STEP` left, a model's answer. An answer is so
+    /// committed with its first call's intent, before any of its calls
+    /// starts (SPEC §13); a process gone before then asked the model for
+    /// nothing anyone acted on, and its resumed run asks again. One
+    /// transaction per call's intent and one per its result.
     async fn append(&self, entry: &Entry) -> Result<(), CrewError> {
         if let Some(error) = self.stopped() {
             return Err(error);
         }
-        let payload = serde_json::to_vec(entry).map_err(|error| {
+        let events = EventSequence::current().map_or(0, |sequence| sequence.last());
+        let sealed = Sealed {
+            events,
+            entry: entry.clone(),
+        };
+        let payload = serde_json::to_vec(&sealed).map_err(|error| {
             DurableError::Journal(format!("a journal entry could not be written: {error}"))
                 .into_crew("the kickoff's journal failed")
         })?;
-        crate::crash_point::reached_at("before_append", entry.kind());
-        match self
-            .journal
-            .append(&self.lease, entry.kind(), &payload)
-            .await
-        {
-            Ok(_) => {
-                crate::crash_point::reached_at("after_append", entry.kind());
-                Ok(())
+        // One writer at a time: what is deferred goes first, whichever of a
+        // turn's calls commits first.
+        let mut deferred = self.deferred.lock().await;
+        if matches!(
+            entry,
+            Entry::Inputs { .. } | Entry::Step { .. } | Entry::Answer { .. }
+        ) {
+            deferred.push((entry.kind(), payload));
+            return Ok(());
+        }
+        deferred.push((entry.kind(), payload));
+        self.write(&mut deferred).await
+    }
+
+    /// Commits what is deferred, if anything.
+    async fn commit_deferred(&self) -> Result<(), CrewError> {
+        if let Some(error) = self.stopped() {
+            return Err(error);
+        }
+        let mut deferred = self.deferred.lock().await;
+        if deferred.is_empty() {
+            return Ok(());
+        }
+        self.write(&mut deferred).await
+    }
+
+    /// Commits `entries` in one transaction, and empties them.
+    async fn write(&self, entries: &mut Vec<(&'static str, Vec<u8>)>) -> Result<(), CrewError> {
+        let batch: Vec<(&str, &[u8])> = entries
+            .iter()
+            .map(|(kind, payload)| (*kind, payload.as_slice()))
+            .collect();
+        for (kind, _) in &batch {
+            crate::crash_point::reached_at("before_append", kind);
+        }
+        let written = self.journal.append_all(&self.lease, &batch).await;
+        if written.is_ok() {
+            for (kind, _) in &batch {
+                crate::crash_point::reached_at("after_append", kind);
             }
+        }
+        entries.clear();
+        match written {
+            Ok(_) => Ok(()),
             Err(error) => {
                 let failed = journal_failed(&error);
                 self.stop(failed.clone());
@@ -1520,8 +1770,12 @@ fn read_entries(
     let mut recorded = Recorded::default();
     for entry in entries {
         let seq = entry.seq;
-        let parsed: Entry = serde_json::from_slice(&entry.payload)
+        let Sealed {
+            events,
+            entry: parsed,
+        } = serde_json::from_slice(&entry.payload)
             .map_err(|error| corrupt(seq, format!("it does not parse: {error}")))?;
+        recorded.events = recorded.events.max(events);
         if parsed.kind() != entry.kind {
             return Err(corrupt(
                 seq,
@@ -1536,7 +1790,12 @@ fn read_entries(
                     user,
                 });
             }
-            Entry::Inputs { inputs } => recorded.inputs = Some(inputs.into_inputs()),
+            Entry::Inputs { inputs, started } => {
+                let started = started
+                    .parse::<EventId>()
+                    .map_err(|_| corrupt(seq, format!("{started:?} is not an event id")))?;
+                recorded.inputs = Some((inputs.into_inputs(), started));
+            }
             Entry::Step { task, context } => {
                 recorded.steps.insert(task, context);
             }
@@ -1636,14 +1895,31 @@ fn derive_key(
 }
 
 impl KickoffJournal for DurableRun {
-    fn recorded_inputs(&self) -> Option<Inputs> {
+    fn recorded_inputs(&self) -> Option<(Inputs, EventId)> {
         self.recorded.inputs.clone()
     }
 
-    fn record_inputs<'a>(&'a self, inputs: &'a Inputs) -> JournalFuture<'a, ()> {
+    fn record_inputs<'a>(&'a self, inputs: &'a Inputs, started: EventId) -> JournalFuture<'a, ()> {
         Box::pin(self.append_owned(Entry::Inputs {
             inputs: SavedInputs::of(inputs),
+            started: started.to_string(),
         }))
+    }
+
+    fn events_before(&self) -> u64 {
+        self.recorded.events
+    }
+
+    fn resumed_event(&self) -> Option<Event> {
+        (self.replayed > 0).then(|| {
+            Event::from(CrewKickoffResumedEvent {
+                crew_name: self.crew.clone(),
+                kickoff_id: self.lease.kickoff.to_string(),
+                step: u64::try_from(self.replayed).unwrap_or(u64::MAX),
+                owner: self.lease.owner.clone(),
+                epoch: self.lease.epoch,
+            })
+        })
     }
 
     fn recorded_step(&self, task: usize) -> Option<String> {
@@ -1739,7 +2015,20 @@ impl KickoffJournal for DurableRun {
         intent.at + tool_timeout + self.lease_for
     }
 
-    fn report_in_doubt(&self, place: Place<'_>, tool: &str, outcome: &str) {
+    fn settled_events(
+        &self,
+        place: Place<'_>,
+        tool: &str,
+        key: &IdempotencyKey,
+        settled: Settled,
+    ) -> Vec<Event> {
+        let outcome = match settled {
+            Settled::RanAgain => InDoubtOutcome::RanAgain,
+            Settled::Refused => InDoubtOutcome::Refused,
+            Settled::Happened => InDoubtOutcome::Happened,
+            Settled::DidNotHappen => InDoubtOutcome::DidNotHappen,
+            Settled::LeftInDoubt => InDoubtOutcome::LeftInDoubt,
+        };
         tracing::warn!(
             target: "crew_runtime::durable",
             kickoff = %self.lease.kickoff,
@@ -1747,9 +2036,28 @@ impl KickoffJournal for DurableRun {
             turn = place.turn,
             call = place.call,
             tool,
-            outcome,
+            outcome = outcome.as_str(),
             "a tool call of a resumed kickoff was in doubt"
         );
+        let in_doubt = ToolCallInDoubtEvent {
+            kickoff_id: self.lease.kickoff.to_string(),
+            tool_name: tool.to_owned(),
+            call_id: place.call.to_owned(),
+            idempotency_key: key.as_str().to_owned(),
+            outcome,
+        };
+        let mut events = Vec::with_capacity(2);
+        if let Settled::Happened | Settled::DidNotHappen = settled {
+            events.push(Event::from(ToolCallReconciledEvent {
+                kickoff_id: in_doubt.kickoff_id.clone(),
+                tool_name: in_doubt.tool_name.clone(),
+                call_id: in_doubt.call_id.clone(),
+                idempotency_key: in_doubt.idempotency_key.clone(),
+                happened: settled == Settled::Happened,
+            }));
+        }
+        events.insert(0, Event::from(in_doubt));
+        events
     }
 
     fn recorded_task(&self, task: usize) -> Option<(TaskOutput, TokenUsage)> {
@@ -1783,6 +2091,10 @@ impl KickoffJournal for DurableRun {
             self.end(status, Some(entry)).await;
             Ok(())
         })
+    }
+
+    fn flush(&self) -> JournalFuture<'_, ()> {
+        Box::pin(self.commit_deferred())
     }
 
     fn stopped(&self) -> Option<CrewError> {
@@ -1859,7 +2171,11 @@ mod tests {
         JournalEntry {
             seq,
             kind: entry.kind().to_owned(),
-            payload: serde_json::to_vec(entry).unwrap_or_default(),
+            payload: serde_json::to_vec(&Sealed {
+                events: 0,
+                entry: entry.clone(),
+            })
+            .unwrap_or_default(),
             written_at: SystemTime::now(),
         }
     }

@@ -12,13 +12,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crew_runtime::durable::{Durable, DurableError, Resumer};
+use crew_runtime::audit::{self, AuditTrail};
+use crew_runtime::durable::{
+    CrewKickoffResumedEvent, Durable, DurableError, InDoubtOutcome, Resumer, ToolCallInDoubtEvent,
+};
+use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;
 use crew_runtime::store::Store;
 use crew_runtime::store::journal::{JournalKey, KickoffId, KickoffStatus};
+use crew_runtime::store::{Answer, Decision, StoreApprovals};
 use crew_runtime::{
     CurrentCall, EXECUTION_END, EXECUTION_START, ExecutionEndContext, ExecutionStartContext, INPUT,
-    InputContext, Reconciled,
+    InputContext, Reconciled, ScriptedInput, ToolAnnotations,
 };
 use serde_json::json;
 use tokio::sync::Notify;
@@ -34,18 +39,27 @@ async fn store(kind: &str) -> Option<(Store, Keep)> {
             let dir = tempfile::tempdir().expect("a temporary directory");
             let url = format!("sqlite://{}", dir.path().join("store.db").display());
             let store = Store::connect(&url).await.expect("SQLite opens");
-            Some((store, Keep(Some(dir))))
+            Some((
+                store,
+                Keep {
+                    url,
+                    _dir: Some(dir),
+                },
+            ))
         }
         _ => {
             let url = support::postgres_database().await?;
             let store = Store::connect(&url).await.expect("PostgreSQL opens");
-            Some((store, Keep(None)))
+            Some((store, Keep { url, _dir: None }))
         }
     }
 }
 
-/// What a store's test keeps alive: its directory, on SQLite.
-struct Keep(#[allow(dead_code)] Option<tempfile::TempDir>);
+/// What a store's test keeps alive (its directory, on SQLite), and its URL.
+struct Keep {
+    url: String,
+    _dir: Option<tempfile::TempDir>,
+}
 
 /// Runs `scenario` on SQLite and on PostgreSQL, as two tests.
 macro_rules! on_both_stores {
@@ -83,6 +97,16 @@ on_both_stores!(
     a_cancelled_kickoff_stops_before_its_next_tool,
     a_started_kickoff_is_taken_up_by_a_resumer_of_its_crew_only,
     a_kickoff_held_elsewhere_or_ended_is_not_resumed,
+    a_durable_kickoffs_question_outlives_its_process_and_its_answer_reaches_the_resumed_run,
+    an_answer_taken_before_the_process_went_is_used_again_not_asked_again,
+    a_resume_is_reported_and_the_kickoffs_events_go_on_where_they_stopped,
+    a_process_paused_past_its_lease_writes_nothing_and_starts_no_tool,
+    a_call_in_doubt_that_a_rule_added_since_forbids_is_not_run_again,
+    a_wrong_key_or_an_entry_that_does_not_parse_is_a_clear_error_and_runs_nothing,
+    a_cancelled_kickoffs_question_is_withdrawn,
+    a_person_who_says_the_effect_happened_settles_the_call_in_doubt,
+    a_person_who_says_the_effect_did_not_happen_runs_it_again_as_a_new_attempt,
+    a_journal_kept_for_a_retention_is_purged_once_it_passed,
 );
 
 /// A tool's calls: how many, and the idempotency keys they got.
@@ -168,12 +192,29 @@ fn support_crew(
     tools: Vec<Tool>,
     registry: &Arc<HookRegistry>,
 ) -> Result<Crew, BuildError> {
+    // Nobody to ask: a call in doubt that only a person could settle
+    // stays in doubt.
+    let nobody = Arc::new(ScriptedInput::new(Vec::<String>::new()));
+    asking_crew(name, store, key, llm, tools, registry, nobody)
+}
+
+/// [`support_crew`], asking `person` what became of a call in doubt.
+fn asking_crew(
+    name: &str,
+    store: &Store,
+    key: &JournalKey,
+    llm: &Arc<ScriptedLlm>,
+    tools: Vec<Tool>,
+    registry: &Arc<HookRegistry>,
+    person: Arc<ScriptedInput>,
+) -> Result<Crew, BuildError> {
     let support = Agent::builder("Support")
         .llm(Arc::clone(llm) as Arc<dyn Llm>)
         .tools(tools)
         .build();
     Crew::builder()
         .name(name)
+        .human_input(person)
         .agent(support.clone())
         .task(
             Task::builder("Settle order {order}")
@@ -423,8 +464,21 @@ async fn a_call_in_doubt_that_may_not_run_again_ends_the_kickoff_in_doubt(
             .with_timeout(Duration::from_millis(400)),
     ];
     let crew = support_crew("refunds", &store, &key, &llm, tools, &registry).expect("builds");
+    let trail = AuditTrail::open(store.clone()).expect("a writer");
+    trail.attach(&crew);
     let id = interrupted_while_the_tool_runs(&crew, &store, &started).await;
     let error = resume(&crew, &id).await.expect_err("in doubt");
+    trail.flush().await.expect("written");
+    let records = audit::tail(&store, "default", 100).await.expect("reads");
+    let kinds: Vec<&str> = records.iter().map(|record| record.kind.as_str()).collect();
+    assert!(kinds.contains(&"kickoff_resumed"), "{kinds:?}");
+    let in_doubt = records
+        .iter()
+        .find(|record| record.kind == "call_in_doubt")
+        .expect("recorded");
+    assert_eq!(in_doubt.data["tool"], "refund");
+    assert_eq!(in_doubt.data["outcome"], "left_in_doubt");
+    assert_eq!(in_doubt.data["idempotency_key"], refunds.keys()[0]);
     match &error {
         CrewError::InDoubt {
             kickoff, tool, key, ..
@@ -466,10 +520,19 @@ async fn a_reconciled_effect_that_happened_is_not_run_again(store: Store, _keep:
         });
     let tools = vec![counting_tool("lookup", &lookups), refund];
     let crew = support_crew("refunds", &store, &key, &llm, tools, &registry).expect("builds");
+    let trail = AuditTrail::open(store.clone()).expect("a writer");
+    trail.attach(&crew);
     let id = interrupted_while_the_tool_runs(&crew, &store, &started).await;
     let output = resume(&crew, &id).await.expect("resumes");
     assert_eq!(output.raw, "settled");
     assert_eq!(asked.count(), 1);
+    trail.flush().await.expect("written");
+    let records = audit::tail(&store, "default", 100).await.expect("reads");
+    let reconciled = records
+        .iter()
+        .find(|record| record.kind == "call_reconciled")
+        .expect("recorded");
+    assert_eq!(reconciled.data["happened"], true);
     assert_eq!(refunds.count(), 1, "not run again");
     let told = llm.requests()[2]
         .observations()
@@ -730,4 +793,669 @@ async fn a_durable_crew_refuses_a_tool_that_may_not_run_again_without_a_timeout(
         .build()
         .expect_err("refused");
     assert!(keyless.to_string().contains("journal key"), "{keyless}");
+}
+
+/// A durable crew whose `refund` (destructive, timeout 1 s) needs an
+/// approval asked through `store` (a lease of 1 s, after which a question
+/// of a gone process would be abandoned), then passes `after_gate`.
+fn gated_crew(
+    store: &Store,
+    key: &JournalKey,
+    llm: &Arc<ScriptedLlm>,
+    refunds: &Calls,
+    after_gate: Option<(Arc<Notify>, Arc<Notify>)>,
+) -> Crew {
+    let calls = refunds.clone();
+    let refund = Tool::dynamic(
+        "refund",
+        "Refunds an order",
+        json!({"type": "object"}),
+        move |_| {
+            calls.keep_key();
+            calls.ran();
+            Ok::<_, String>(json!("refunded"))
+        },
+    )
+    .with_annotations(ToolAnnotations::new().destructive(true))
+    .with_timeout(Duration::from_secs(1));
+    let support = Agent::builder("Support")
+        .llm(Arc::clone(llm) as Arc<dyn Llm>)
+        .tool(refund)
+        .build();
+    let mut builder = Crew::builder()
+        .name("refunds")
+        .agent(support.clone())
+        .task(
+            Task::builder("Settle order {order}")
+                .agent(&support)
+                .build(),
+        )
+        .global_registry(Arc::new(HookRegistry::new()))
+        .human_input(Arc::new(
+            StoreApprovals::new(store.clone()).lease(Duration::from_secs(1)),
+        ))
+        .human_input_timeout(PATIENCE)
+        .async_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("approval-gate"),
+            ApprovalGate::for_capabilities([Capability::Destructive]).pre_hook(),
+        );
+    if let Some((started, release)) = after_gate {
+        let first = Arc::new(AtomicUsize::new(0));
+        builder = builder.async_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("after-the-gate"),
+            crew_runtime::async_hook(move |_: &mut ToolCallHookContext| {
+                let (started, release, first) = (
+                    Arc::clone(&started),
+                    Arc::clone(&release),
+                    Arc::clone(&first),
+                );
+                Box::pin(async move {
+                    if first.fetch_add(1, Ordering::SeqCst) == 0 {
+                        started.notify_one();
+                        release.notified().await;
+                    }
+                })
+            }),
+        );
+    }
+    builder
+        .durable(
+            Durable::new(store.clone())
+                .journal_key(key.clone())
+                .lease(LEASE),
+        )
+        .build()
+        .expect("builds")
+        .for_user("customer-7")
+}
+
+/// The questions pending, once there are `count`.
+async fn pending(store: &Store, count: usize) -> Vec<crew_runtime::store::Question> {
+    let started = std::time::Instant::now();
+    loop {
+        let pending = store.pending().await.expect("lists");
+        if pending.len() == count {
+            return pending;
+        }
+        assert!(
+            started.elapsed() < PATIENCE,
+            "{} pending, expected {count}",
+            pending.len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn a_durable_kickoffs_question_outlives_its_process_and_its_answer_reaches_the_resumed_run(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let refunds = Calls::default();
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("refund", json!({"order": "A-1"}))
+            .answer("settled"),
+    );
+    let crew = gated_crew(&store, &key, &llm, &refunds, None);
+    let running = tokio::spawn({
+        let crew = crew.clone();
+        async move { crew.kickoff([("order", "A-1")]).await }
+    });
+    let question = pending(&store, 1).await.remove(0);
+    // The process goes while the question waits.
+    running.abort();
+    let _ = running.await;
+    // Past the approvals' lease: a process's own question would be
+    // abandoned by now; the kickoff's stays open.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let still = pending(&store, 1).await.remove(0);
+    assert_eq!(still.id, question.id);
+    store
+        .decide(&question.id, Answer::new("ops", Decision::Approve))
+        .await
+        .expect("ops may approve");
+    let id = store.kickoffs().await.expect("lists")[0].id;
+    let output = tokio::time::timeout(PATIENCE, resume(&crew, &id))
+        .await
+        .expect("the answer is used, not asked for again")
+        .expect("completes");
+    assert_eq!(output.raw, "settled");
+    assert_eq!(refunds.count(), 1);
+    let asked = store.history(10).await.expect("reads");
+    assert_eq!(asked.len(), 1, "one question for the call: {asked:?}");
+    assert_eq!(asked[0].id, question.id);
+}
+
+async fn an_answer_taken_before_the_process_went_is_used_again_not_asked_again(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let refunds = Calls::default();
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("refund", json!({"order": "A-1"}))
+            .answer("settled"),
+    );
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let crew = gated_crew(
+        &store,
+        &key,
+        &llm,
+        &refunds,
+        Some((Arc::clone(&started), release)),
+    );
+    let running = tokio::spawn({
+        let crew = crew.clone();
+        async move { crew.kickoff([("order", "A-1")]).await }
+    });
+    let question = pending(&store, 1).await.remove(0);
+    store
+        .decide(&question.id, Answer::new("ops", Decision::Approve))
+        .await
+        .expect("ops may approve");
+    // The answer was taken; the process goes in the hook after the gate,
+    // before the call's intent is journaled.
+    tokio::time::timeout(PATIENCE, started.notified())
+        .await
+        .expect("the call passes the gate");
+    running.abort();
+    let _ = running.await;
+    let id = store.kickoffs().await.expect("lists")[0].id;
+    let output = tokio::time::timeout(PATIENCE, resume(&crew, &id))
+        .await
+        .expect("the answer is used, not asked for again")
+        .expect("completes");
+    assert_eq!(output.raw, "settled");
+    assert_eq!(refunds.count(), 1);
+    assert!(store.pending().await.expect("lists").is_empty());
+    assert_eq!(
+        store.history(10).await.expect("reads").len(),
+        1,
+        "asked once"
+    );
+}
+
+async fn a_resume_is_reported_and_the_kickoffs_events_go_on_where_they_stopped(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, checks) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let llm = script("check");
+    let registry = Arc::new(HookRegistry::new());
+    let tools = vec![
+        counting_tool("lookup", &lookups),
+        stalling_tool("check", &checks, &started, &release).idempotent(),
+    ];
+    let crew = support_crew("refunds", &store, &key, &llm, tools, &registry).expect("builds");
+    let events = Arc::new(Mutex::new(Vec::<Event>::new()));
+    let sink = Arc::clone(&events);
+    crew.events().subscribe(move |event| {
+        if let Ok(mut events) = sink.lock() {
+            events.push(event.clone());
+        }
+    });
+    let id = interrupted_while_the_tool_runs(&crew, &store, &started).await;
+    let before: Vec<Event> = std::mem::take(&mut *events.lock().expect("not poisoned"));
+    resume(&crew, &id).await.expect("resumes");
+    let after: Vec<Event> = std::mem::take(&mut *events.lock().expect("not poisoned"));
+
+    let last_before = before
+        .iter()
+        .filter_map(|event| event.meta().emission_sequence)
+        .max()
+        .expect("numbered events");
+    let first_after = after
+        .iter()
+        .filter_map(|event| event.meta().emission_sequence)
+        .min()
+        .expect("numbered events");
+    assert!(
+        first_after > last_before,
+        "{first_after} after {last_before}"
+    );
+    let integration = |event: &Event| match event {
+        Event::Integration(integration) => Some(integration.clone()),
+        _ => None,
+    };
+    let resumed = after
+        .iter()
+        .filter_map(integration)
+        .find_map(|event| event.downcast_ref::<CrewKickoffResumedEvent>().cloned())
+        .expect("reported");
+    assert_eq!(resumed.kickoff_id, id.to_string());
+    assert_eq!(resumed.crew_name, "refunds");
+    // Start, inputs, step, two answers, lookup's intent and result, and
+    // check's intent.
+    assert_eq!(resumed.step, 8);
+    let in_doubt = after
+        .iter()
+        .filter_map(integration)
+        .find_map(|event| event.downcast_ref::<ToolCallInDoubtEvent>().cloned())
+        .expect("reported");
+    assert_eq!(in_doubt.tool_name, "check");
+    assert_eq!(in_doubt.outcome, InDoubtOutcome::RanAgain);
+    assert_eq!(in_doubt.idempotency_key, checks.keys()[0]);
+    // The kickoff's end names its start, sent by the first process.
+    let kickoff_started = before
+        .iter()
+        .find_map(|event| match event {
+            Event::CrewKickoffStarted(started) => Some(started.meta.event_id),
+            _ => None,
+        })
+        .expect("started");
+    let ended = after
+        .iter()
+        .find_map(|event| match event {
+            Event::CrewKickoffCompleted(completed) => Some(completed.meta.started_event_id),
+            _ => None,
+        })
+        .expect("completed");
+    assert_eq!(ended, Some(kickoff_started));
+}
+
+async fn a_process_paused_past_its_lease_writes_nothing_and_starts_no_tool(
+    store: Store,
+    keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, refunds, checks) = (Calls::default(), Calls::default(), Calls::default());
+    let llm = script("refund");
+    // `lookup` freezes the whole first process (its only thread) on its
+    // first call until the test lets it go: no renewal can run meanwhile.
+    let (paused_tx, paused_rx) = std::sync::mpsc::channel::<()>();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let go = Arc::new(Mutex::new(Some(go_rx)));
+    let first = Arc::new(AtomicUsize::new(0));
+    let freezing = {
+        let (lookups, first, go) = (lookups.clone(), Arc::clone(&first), Arc::clone(&go));
+        Tool::dynamic(
+            "lookup",
+            "Looks it up",
+            json!({"type": "object"}),
+            move |_| {
+                let (lookups, first, go, paused) = (
+                    lookups.clone(),
+                    Arc::clone(&first),
+                    Arc::clone(&go),
+                    paused_tx.clone(),
+                );
+                async move {
+                    lookups.keep_key();
+                    lookups.ran();
+                    if first.fetch_add(1, Ordering::SeqCst) == 0 {
+                        let _ = paused.send(());
+                        // A process stopped (SIGSTOP): this thread, and with it
+                        // the process's whole runtime, does nothing.
+                        let go = go.lock().ok().and_then(|mut go| go.take());
+                        if let Some(go) = go {
+                            let _ = go.recv();
+                        }
+                    }
+                    Ok::<_, String>(json!("found"))
+                }
+            },
+        )
+        .idempotent()
+        .with_timeout(Duration::from_millis(400))
+    };
+    let registry = Arc::new(HookRegistry::new());
+    let first_process = std::thread::spawn({
+        let (key, registry, refunds, url) = (
+            key.clone(),
+            Arc::clone(&registry),
+            refunds.clone(),
+            keep.url.clone(),
+        );
+        move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(async move {
+                // A process of its own: its own connections to the store.
+                let store = Store::connect(&url).await.expect("opens");
+                let tools = vec![freezing, counting_tool("refund", &refunds)];
+                support_crew("refunds", &store, &key, &llm, tools, &registry)
+                    .expect("builds")
+                    .kickoff([("order", "A-1")])
+                    .await
+            })
+        }
+    });
+    paused_rx
+        .recv_timeout(PATIENCE)
+        .expect("the first process pauses");
+    let id = store.kickoffs().await.expect("lists")[0].id;
+    // Another process takes the kickoff over once the lease ran out, and
+    // finishes it.
+    let other = support_crew(
+        "refunds",
+        &store,
+        &key,
+        &script("refund"),
+        vec![
+            counting_tool("lookup", &checks).idempotent(),
+            counting_tool("refund", &refunds),
+        ],
+        &registry,
+    )
+    .expect("builds");
+    let output = resume(&other, &id).await.expect("taken over");
+    assert_eq!(output.raw, "settled");
+    assert_eq!(refunds.count(), 1);
+    // The first process wakes: it finds its lease gone, writes nothing
+    // and starts no tool.
+    go_tx.send(()).expect("the first process waits");
+    let woke = first_process.join().expect("does not panic");
+    let error = woke.expect_err("it stops");
+    assert!(
+        matches!(durable_error(&error), Some(DurableError::LeaseLost(_))),
+        "{error}"
+    );
+    assert_eq!(refunds.count(), 1, "the paused process started no tool");
+    assert_eq!(status(&store, &id).await, KickoffStatus::Completed);
+}
+
+async fn a_call_in_doubt_that_a_rule_added_since_forbids_is_not_run_again(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, checks) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let registry = Arc::new(HookRegistry::new());
+    let tools = || {
+        vec![
+            counting_tool("lookup", &lookups),
+            stalling_tool("check", &checks, &started, &release).idempotent(),
+        ]
+    };
+    let before = support_crew(
+        "refunds",
+        &store,
+        &key,
+        &script("check"),
+        tools(),
+        &registry,
+    )
+    .expect("builds");
+    let id = interrupted_while_the_tool_runs(&before, &store, &started).await;
+    // Deployed after the crash: an emergency rule.
+    let llm = script("check");
+    let support = Agent::builder("Support")
+        .llm(Arc::clone(&llm) as Arc<dyn Llm>)
+        .tools(tools())
+        .build();
+    let policies = crew_runtime::policy::Policies::from_text(
+        r#"permit(principal, action, resource);
+           @id("freeze") @reason("checks are frozen")
+           forbid(principal, action == Action::"check", resource);"#,
+    )
+    .expect("parses");
+    let after = Crew::builder()
+        .name("refunds")
+        .agent(support.clone())
+        .task(
+            Task::builder("Settle order {order}")
+                .agent(&support)
+                .build(),
+        )
+        .global_registry(Arc::clone(&registry))
+        .policies(policies)
+        .durable(
+            Durable::new(store.clone())
+                .journal_key(key.clone())
+                .lease(LEASE),
+        )
+        .build()
+        .expect("builds");
+    let output = resume(&after, &id).await.expect("goes on");
+    assert_eq!(output.raw, "settled");
+    assert_eq!(checks.count(), 1, "not run again");
+    let told = llm.requests()[0].observations().join("\n");
+    assert!(told.contains("checks are frozen"), "{told}");
+}
+
+async fn a_wrong_key_or_an_entry_that_does_not_parse_is_a_clear_error_and_runs_nothing(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let lookups = Calls::default();
+    let registry = Arc::new(HookRegistry::new());
+    let answer = || Arc::new(ScriptedLlm::new().answer("settled"));
+    let tools = || vec![counting_tool("lookup", &lookups)];
+    let crew =
+        support_crew("refunds", &store, &key, &answer(), tools(), &registry).expect("builds");
+    let id = crew.start([("order", "A-1")]).await.expect("starts");
+
+    // Another key does not open it; the kickoff stays for the right one.
+    let other_key = JournalKey::generate().expect("a key");
+    let stranger = answer();
+    let wrong =
+        support_crew("refunds", &store, &other_key, &stranger, tools(), &registry).expect("builds");
+    let error = resume(&wrong, &id).await.expect_err("refused");
+    assert!(error.to_string().contains("another one"), "{error}");
+    assert!(stranger.requests().is_empty(), "nothing ran");
+    assert_eq!(status(&store, &id).await, KickoffStatus::Running);
+
+    // An entry that does not parse: nothing after it can be trusted.
+    let journal = crew_runtime::store::journal::Journal::new(store.clone(), key.clone());
+    let lease = journal
+        .claim_kickoff(&id, "tamperer", LEASE)
+        .await
+        .expect("claims")
+        .expect("claimable");
+    journal
+        .append(&lease, "answer", b"not json")
+        .await
+        .expect("appends");
+    journal.release(&lease).await.expect("releases");
+    let llm = answer();
+    let crew = support_crew("refunds", &store, &key, &llm, tools(), &registry).expect("builds");
+    let error = resume(&crew, &id).await.expect_err("refused");
+    assert!(error.to_string().contains("entry 2"), "{error}");
+    assert!(error.to_string().contains("does not parse"), "{error}");
+    assert!(llm.requests().is_empty(), "nothing ran");
+    assert_eq!(status(&store, &id).await, KickoffStatus::Failed);
+}
+
+/// SQLite only: its file can be taken away under a running kickoff.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_cannot_be_written_stops_the_kickoff_before_its_next_tool() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("store.db");
+    let store = Store::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .expect("SQLite opens");
+    let key = JournalKey::generate().expect("a key");
+    let (checks, refunds) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("check", json!({"order": "A-1"}))
+            .call("refund", json!({"order": "A-1"}))
+            .answer("settled"),
+    );
+    let registry = Arc::new(HookRegistry::new());
+    let tools = vec![
+        stalling_tool("check", &checks, &started, &release)
+            .idempotent()
+            .with_timeout(PATIENCE),
+        counting_tool("refund", &refunds),
+    ];
+    let crew = support_crew("refunds", &store, &key, &llm, tools, &registry).expect("builds");
+    let running = running_until_the_tool_starts(&crew, &started).await;
+    // The store goes away while the tool runs.
+    for suffix in ["", "-wal", "-shm"] {
+        let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+        let _ = std::fs::remove_file(file);
+    }
+    release.notify_one();
+    let error = tokio::time::timeout(PATIENCE, running)
+        .await
+        .expect("stops")
+        .expect("does not panic")
+        .expect_err("stopped");
+    assert!(
+        matches!(durable_error(&error), Some(DurableError::Journal(_))),
+        "{error}"
+    );
+    assert_eq!(
+        refunds.count(),
+        0,
+        "no tool runs without its intent journaled"
+    );
+    assert_eq!(llm.requests().len(), 1, "nor is the model asked again");
+}
+
+async fn a_cancelled_kickoffs_question_is_withdrawn(store: Store, _keep: Keep) {
+    let key = JournalKey::generate().expect("a key");
+    let refunds = Calls::default();
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("refund", json!({"order": "A-1"}))
+            .answer("settled"),
+    );
+    let crew = gated_crew(&store, &key, &llm, &refunds, None);
+    let running = tokio::spawn({
+        let crew = crew.clone();
+        async move { crew.kickoff([("order", "A-1")]).await }
+    });
+    let question = pending(&store, 1).await.remove(0);
+    running.abort();
+    let _ = running.await;
+    let id = store.kickoffs().await.expect("lists")[0].id;
+    assert_eq!(
+        crew.cancel(&id).await.expect("cancels"),
+        KickoffStatus::Cancelled
+    );
+    let closed = store
+        .question(&question.id)
+        .await
+        .expect("reads")
+        .expect("kept");
+    assert_eq!(
+        closed.status,
+        crew_runtime::store::QuestionStatus::Withdrawn
+    );
+    let refused = store
+        .decide(&question.id, Answer::new("ops", Decision::Approve))
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert_eq!(refunds.count(), 0);
+}
+
+async fn a_journal_kept_for_a_retention_is_purged_once_it_passed(store: Store, _keep: Keep) {
+    let key = JournalKey::generate().expect("a key");
+    let lookups = Calls::default();
+    let support = Agent::builder("Support")
+        .llm(Arc::new(ScriptedLlm::new().answer("settled")) as Arc<dyn Llm>)
+        .tool(counting_tool("lookup", &lookups))
+        .build();
+    let crew = Crew::builder()
+        .name("refunds")
+        .agent(support.clone())
+        .task(
+            Task::builder("Settle order {order}")
+                .agent(&support)
+                .build(),
+        )
+        .global_registry(Arc::new(HookRegistry::new()))
+        .durable(
+            Durable::new(store.clone())
+                .journal_key(key.clone())
+                .retention(Duration::from_millis(200)),
+        )
+        .build()
+        .expect("builds");
+    crew.kickoff([("order", "A-1")]).await.expect("runs");
+    let id = store.kickoffs().await.expect("lists")[0].id;
+    assert!(
+        store.kickoff(&id).await.expect("reads").purged_at.is_none(),
+        "kept"
+    );
+    let journal = crew_runtime::store::journal::Journal::new(store.clone(), key.clone());
+    assert!(!journal.entries(&id).await.expect("reads").is_empty());
+    let resumer = Resumer::new(store.clone()).crew(&crew);
+    let started = std::time::Instant::now();
+    while store.kickoff(&id).await.expect("reads").purged_at.is_none() {
+        assert!(started.elapsed() < PATIENCE, "never purged");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        resumer.resume_claimable().await.expect("looks");
+    }
+    assert!(journal.entries(&id).await.expect("reads").is_empty());
+}
+
+async fn a_person_who_says_the_effect_happened_settles_the_call_in_doubt(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, refunds) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let llm = script("refund");
+    let registry = Arc::new(HookRegistry::new());
+    let tools = vec![
+        counting_tool("lookup", &lookups),
+        stalling_tool("refund", &refunds, &started, &release),
+    ];
+    let person = Arc::new(ScriptedInput::new([
+        "Happened: refund R-17, issued by hand",
+    ]));
+    let crew = asking_crew(
+        "refunds",
+        &store,
+        &key,
+        &llm,
+        tools,
+        &registry,
+        Arc::clone(&person),
+    )
+    .expect("builds");
+    let id = interrupted_while_the_tool_runs(&crew, &store, &started).await;
+    let output = resume(&crew, &id).await.expect("settled by a person");
+    assert_eq!(output.raw, "settled");
+    assert_eq!(refunds.count(), 1, "not run again");
+    let asked = person.requests();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0].prompt.contains(&refunds.keys()[0]),
+        "{}",
+        asked[0].prompt
+    );
+    assert_eq!(asked[0].tool_name.as_deref(), Some("refund"));
+    assert_eq!(
+        llm.requests()[2].observations(),
+        ["refund R-17, issued by hand"]
+    );
+}
+
+async fn a_person_who_says_the_effect_did_not_happen_runs_it_again_as_a_new_attempt(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, refunds) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let llm = script("refund");
+    let registry = Arc::new(HookRegistry::new());
+    let tools = vec![
+        counting_tool("lookup", &lookups),
+        stalling_tool("refund", &refunds, &started, &release),
+    ];
+    let person = Arc::new(ScriptedInput::new(["did not happen"]));
+    let crew =
+        asking_crew("refunds", &store, &key, &llm, tools, &registry, person).expect("builds");
+    let id = interrupted_while_the_tool_runs(&crew, &store, &started).await;
+    resume(&crew, &id).await.expect("runs again");
+    assert_eq!(refunds.count(), 2);
+    let keys = refunds.keys();
+    assert_ne!(keys[0], keys[1], "a new attempt, a new key");
 }

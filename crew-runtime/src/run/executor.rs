@@ -87,10 +87,15 @@ pub(crate) async fn kickoff(
         crew.name = %plan.settings.name,
         gen_ai.operation.name = "invoke_workflow",
     );
+    // A resumed kickoff's events go on numbering where it stopped.
+    let sequence = match &journal {
+        Some(journal) => EventSequence::starting_after(journal.events_before()),
+        None => EventSequence::new(),
+    };
     let work = kickoff_unredacted(plan, crew, inputs, parent, journal).instrument(span);
     let work = RedactionScope::instrument(redaction.redactor(), work);
     // The output was cleaned where the kickoff reported it.
-    EventSequence::instrument(Arc::new(EventSequence::new()), work)
+    EventSequence::instrument(Arc::new(sequence), work)
         .await
         .map_err(|error| error.redacted(redaction))
 }
@@ -104,13 +109,17 @@ async fn kickoff_unredacted(
     parent: Option<EventId>,
     journal: Option<Arc<dyn KickoffJournal>>,
 ) -> Result<CrewOutput, CrewError> {
-    // The kickoff's start, which its tasks' events name: handed out now.
+    let journal = journal.as_ref();
+    let recorded = journal.and_then(|journal| journal.recorded_inputs());
+    // The kickoff's start, which its tasks' events name: handed out now,
+    // or, for a resumed kickoff, as it was.
     let kickoff = KickoffEvents {
-        started: EventId::new(),
+        started: recorded
+            .as_ref()
+            .map_or_else(EventId::new, |(_, started)| *started),
         parent,
     };
     let dispatcher = plan.hooks.dispatcher();
-    let journal = journal.as_ref();
     let mut cancelled = EndIfCancelled {
         plan: Arc::clone(plan),
         crew_info: crew_info.clone(),
@@ -119,10 +128,15 @@ async fn kickoff_unredacted(
         kickoff,
         sequence: EventSequence::current(),
     };
-    let begun = match journal.and_then(|journal| journal.recorded_inputs()) {
+    let begun = match recorded {
         // A resumed kickoff passed its start in an earlier process.
-        Some(inputs) => {
+        Some((inputs, _)) => {
             cancelled.started = true;
+            if let Some(event) = journal.and_then(|journal| journal.resumed_event())
+                && plan.hooks.listening()
+            {
+                plan.hooks.emit(event);
+            }
             Ok(inputs)
         }
         None => {
@@ -144,7 +158,10 @@ async fn kickoff_unredacted(
                     // it is.
                     cancelled.started = true;
                     match journal {
-                        Some(journal) => journal.record_inputs(&inputs).await.map(|()| inputs),
+                        Some(journal) => journal
+                            .record_inputs(&inputs, kickoff.started)
+                            .await
+                            .map(|()| inputs),
                         None => Ok(inputs),
                     }
                 }

@@ -16,7 +16,11 @@ use std::time::SystemTime;
 
 use std::sync::Arc;
 
-use hooks_core::{ChatMessage, CrewOutput, Inputs, ModelResponse, TaskOutput, TokenUsage};
+use hooks_core::events::EventId;
+use hooks_core::{
+    ApprovedCallOutcome, HumanAnswer, HumanInputError, HumanInputRequest, HumanInputSource,
+};
+use hooks_core::{ChatMessage, CrewOutput, Event, Inputs, ModelResponse, TaskOutput, TokenUsage};
 use serde_json::{Map, Value};
 
 use crate::error::CrewError;
@@ -72,6 +76,26 @@ pub(crate) struct Intent {
     pub(crate) at: SystemTime,
 }
 
+/// What became of a call found in doubt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(
+    dead_code,
+    reason = "read by the integration compiled in, if any (`durable`)"
+)]
+pub(crate) enum Settled {
+    /// It may run again, and did, with the same key.
+    RanAgain,
+    /// It may run again, but the crew's rules refuse it now.
+    Refused,
+    /// Its reconciler says the effect happened: its result stands.
+    Happened,
+    /// Its reconciler says the effect did not happen: it ran again as a
+    /// new attempt.
+    DidNotHappen,
+    /// Nothing could tell: the kickoff ends in doubt.
+    LeftInDoubt,
+}
+
 /// A place in the run: a task, a turn, a call.
 #[allow(
     dead_code,
@@ -90,10 +114,19 @@ pub(crate) struct Place<'a> {
 /// when the kickoff must stop.
 pub(crate) trait KickoffJournal: Send + Sync {
     /// The inputs the kickoff began its tasks with (after
-    /// `EXECUTION_START` and `INPUT`), if it got that far before.
-    fn recorded_inputs(&self) -> Option<Inputs>;
-    /// Commits the inputs the tasks begin with.
-    fn record_inputs<'a>(&'a self, inputs: &'a Inputs) -> JournalFuture<'a, ()>;
+    /// `EXECUTION_START` and `INPUT`), and the id of its
+    /// `CrewKickoffStarted` (which its later events name), if it got that
+    /// far before.
+    fn recorded_inputs(&self) -> Option<(Inputs, EventId)>;
+    /// Commits the inputs the tasks begin with, and the kickoff's start
+    /// event's id.
+    fn record_inputs<'a>(&'a self, inputs: &'a Inputs, started: EventId) -> JournalFuture<'a, ()>;
+    /// The number of the last event the kickoff sent before this process
+    /// took it up (0 for a fresh kickoff): its events go on from there.
+    fn events_before(&self) -> u64;
+    /// What a resumed kickoff reports as it resumes (nothing for a fresh
+    /// one).
+    fn resumed_event(&self) -> Option<Event>;
 
     /// The context text `PRE_STEP` left for task `task`, if recorded.
     fn recorded_step(&self, task: usize) -> Option<String>;
@@ -131,8 +164,15 @@ pub(crate) trait KickoffJournal: Send + Sync {
     /// How long after its intent a call with no result counts as in doubt
     /// (the tool's timeout plus one lease), added to the intent's time.
     fn in_doubt_after(&self, intent: &Intent, tool_timeout: std::time::Duration) -> SystemTime;
-    /// Reports a call found in doubt, and what became of it.
-    fn report_in_doubt(&self, place: Place<'_>, tool: &str, outcome: &str);
+    /// What reports a call found in doubt (`key` its key, `tool` its
+    /// tool), and what became of it.
+    fn settled_events(
+        &self,
+        place: Place<'_>,
+        tool: &str,
+        key: &IdempotencyKey,
+        settled: Settled,
+    ) -> Vec<Event>;
 
     /// The output of task `task`, if it finished before, with the tokens
     /// the kickoff had used by then.
@@ -149,6 +189,12 @@ pub(crate) trait KickoffJournal: Send + Sync {
     /// Ends the kickoff with its result (completed, failed, in doubt), once
     /// `EXECUTION_END` ran.
     fn finish<'a>(&'a self, result: &'a Result<CrewOutput, CrewError>) -> JournalFuture<'a, ()>;
+
+    /// Commits what the journal deferred (a model's answer, say) now:
+    /// before a person is asked about one of its calls, so that the answer
+    /// is not asked of the model again after a crash, with calls the person
+    /// never saw.
+    fn flush(&self) -> JournalFuture<'_, ()>;
 
     /// Why the kickoff must stop before its next step, if it must (its
     /// lease was lost while it worked).
@@ -190,5 +236,45 @@ impl JournalAt {
             Some(error) => Err(error),
             None => Ok(()),
         }
+    }
+}
+
+/// A durable kickoff's human-input source: the crew's, with the journal
+/// flushed before each question (see [`KickoffJournal::flush`]). A journal
+/// that cannot be written refuses the question: the call it is about does
+/// not run.
+pub(crate) struct FlushBeforeAsking {
+    pub(crate) inner: Arc<dyn HumanInputSource>,
+    pub(crate) journal: Arc<dyn KickoffJournal>,
+}
+
+impl FlushBeforeAsking {
+    async fn flushed(&self) -> Result<(), HumanInputError> {
+        self.journal.flush().await.map_err(|error| {
+            HumanInputError::SourceFailed(format!(
+                "the kickoff's journal could not be written before asking: {error}"
+            ))
+        })
+    }
+}
+
+#[hooks_core::async_trait]
+impl HumanInputSource for FlushBeforeAsking {
+    async fn ask(&self, request: HumanInputRequest) -> Result<String, HumanInputError> {
+        self.flushed().await?;
+        self.inner.ask(request).await
+    }
+
+    async fn answer(&self, request: HumanInputRequest) -> Result<HumanAnswer, HumanInputError> {
+        self.flushed().await?;
+        self.inner.answer(request).await
+    }
+
+    fn never_blocks(&self) -> bool {
+        self.inner.never_blocks()
+    }
+
+    fn settled(&self, question_id: &str, outcome: &ApprovedCallOutcome) {
+        self.inner.settled(question_id, outcome);
     }
 }

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use sqlx::Row;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::{Store, StoreError, new_id, now_millis, on_pool, time_of};
+use super::{Store, StoreError, millis, new_id, now_millis, on_pool, time_of};
 
 /// The largest edit of a call's arguments accepted, as JSON text: 256 KiB.
 ///
@@ -924,10 +924,7 @@ impl Store {
         audit_trail: Option<&str>,
     ) -> Result<(), StoreError> {
         let now = now_millis();
-        let arguments = request
-            .tool_input
-            .as_ref()
-            .map_or_else(|| "{}".to_owned(), Value::to_string);
+        let arguments = arguments_text(request);
         let schema = request.tool_schema.as_ref().map(Value::to_string);
         let capabilities = capabilities_text(
             request
@@ -938,11 +935,7 @@ impl Store {
                    agent, task, crew, kickoff_id, requester, prompt, created_at, deadline, owner, \
                    lease_until, audit_trail, status, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, \
                    $9, $10, $11, $12, $13, $14, $15, $16, $17, 'pending', $18)";
-        let mut prompt = request.prompt.clone();
-        if !request.default_message.is_empty() {
-            prompt.push('\n');
-            prompt.push_str(&request.default_message);
-        }
+        let prompt = prompt_text(request);
         // A question written to a removed file would wait unseen.
         self.file_still_there()?;
         on_pool!(self, |pool| {
@@ -968,6 +961,78 @@ impl Store {
                 .execute(pool)
                 .await?;
         });
+        Ok(())
+    }
+
+    /// Whether `kickoff` is a durable kickoff of this store (SPEC §13): its
+    /// questions belong to it, not to the process that asked.
+    async fn is_durable_kickoff(&self, kickoff: &str) -> Result<bool, StoreError> {
+        let sql = "SELECT COUNT(*) FROM crew_kickoffs WHERE id = $1";
+        let count: i64 = on_pool!(self, |pool| {
+            sqlx::query_scalar(sql)
+                .bind(kickoff)
+                .fetch_one(pool)
+                .await?
+        });
+        Ok(count > 0)
+    }
+
+    /// The question the durable kickoff `kickoff` asked before about the
+    /// very call of `request` (its call id, tool, arguments and question
+    /// text: the same gate about the same call), if one still stands
+    /// (pending, approved or denied): the latest.
+    async fn question_of_call(
+        &self,
+        kickoff: &str,
+        request: &HumanInputRequest,
+    ) -> Result<Option<Question>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM crew_approvals WHERE kickoff_id = $1 AND call_id = $2 \
+             AND tool = $3 AND arguments = $4 AND prompt = $5 \
+             AND status IN ('pending', 'approved', 'denied') ORDER BY created_at DESC, id LIMIT 1"
+        );
+        let arguments = arguments_text(request);
+        let prompt = prompt_text(request);
+        on_pool!(self, |pool| {
+            let row = sqlx::query(&sql)
+                .bind(kickoff)
+                .bind(request.call_id.as_deref())
+                .bind(request.tool_name.as_deref().unwrap_or_default())
+                .bind(&arguments)
+                .bind(&prompt)
+                .fetch_optional(pool)
+                .await?;
+            match row {
+                Some(row) => read_question!(&row).map(Some),
+                None => Ok(None),
+            }
+        })
+    }
+
+    /// Takes over a durable kickoff's pending question for `owner` (the
+    /// process that resumed the kickoff).
+    async fn adopt_question(&self, id: &str, owner: &str) -> Result<(), StoreError> {
+        let sql = "UPDATE crew_approvals SET owner = $2 WHERE id = $1 AND status = 'pending'";
+        on_pool!(self, |pool| {
+            sqlx::query(sql).bind(id).bind(owner).execute(pool).await?;
+        });
+        Ok(())
+    }
+
+    /// Marks a durable kickoff's answer taken, if it was not yet: a resumed
+    /// run uses it for the same call (the first process may have gone
+    /// before taking it, or after).
+    async fn retake_answer(&self, id: &str) -> Result<(), StoreError> {
+        let sql = "UPDATE crew_approvals SET taken_at = COALESCE(taken_at, $2) WHERE id = $1 \
+                   AND status IN ('approved', 'denied')";
+        on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(id)
+                .bind(now_millis())
+                .execute(pool)
+                .await?;
+        });
+        self.announce(id).await;
         Ok(())
     }
 
@@ -1012,9 +1077,27 @@ impl Store {
     async fn withdraw_owned(&self, owner: &str) -> Result<usize, StoreError> {
         let sql = "UPDATE crew_approvals SET status = 'withdrawn', closed_at = $2 \
                    WHERE owner = $1 AND status = 'pending' RETURNING id";
+        self.withdraw_where(sql, owner).await
+    }
+
+    /// Withdraws every pending question of the kickoff `kickoff` (a
+    /// durable kickoff cancelled: nothing will take their answers),
+    /// recording each; returns how many.
+    pub(crate) async fn withdraw_kickoff_questions(
+        &self,
+        kickoff: &str,
+    ) -> Result<usize, StoreError> {
+        let sql = "UPDATE crew_approvals SET status = 'withdrawn', closed_at = $2 \
+                   WHERE kickoff_id = $1 AND status = 'pending' RETURNING id";
+        self.withdraw_where(sql, kickoff).await
+    }
+
+    /// Runs `sql` (withdrawing the questions matching `$1`, closed at
+    /// `$2`, returning their ids) and records and announces each.
+    async fn withdraw_where(&self, sql: &str, matching: &str) -> Result<usize, StoreError> {
         let ids: Vec<String> = on_pool!(self, |pool| {
             sqlx::query_scalar(sql)
-                .bind(owner)
+                .bind(matching)
                 .bind(now_millis())
                 .fetch_all(pool)
                 .await?
@@ -1369,23 +1452,64 @@ impl StoreApprovals {
             .timeout
             .unwrap_or(hooks_core::DEFAULT_HUMAN_INPUT_TIMEOUT);
         let now = now_millis();
-        let deadline = now.saturating_add(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX));
-        let id = new_id();
+        let mut deadline =
+            now.saturating_add(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX));
         // Listen before asking: an answer cannot slip in between.
         let mut changes = self.store.changes();
+        // A durable kickoff's question belongs to the kickoff, not to this
+        // process (SPEC §13): it lives until its deadline, whichever process
+        // runs the kickoff then, and a resumed run asking again about the
+        // very same call takes up the question it asked before, and its
+        // answer, instead of asking anew.
+        let durable = match request.kickoff_id.as_deref() {
+            Some(kickoff) => self
+                .store
+                .is_durable_kickoff(kickoff)
+                .await
+                .map_err(failed)?,
+            None => false,
+        };
+        let earlier = match (durable, request.kickoff_id.as_deref()) {
+            (true, Some(kickoff)) => self
+                .store
+                .question_of_call(kickoff, &request)
+                .await
+                .map_err(failed)?,
+            _ => None,
+        };
+        if let Some(question) = &earlier {
+            if let Some(answer) = answered(question) {
+                // Answered before the kickoff's last process went: the
+                // answer stands for the call, asked no second time.
+                self.store
+                    .retake_answer(&question.id)
+                    .await
+                    .map_err(failed)?;
+                return answer;
+            }
+            deadline = millis(question.deadline);
+            self.store
+                .adopt_question(&question.id, &self.owner)
+                .await
+                .map_err(failed)?;
+        }
+        let lease_until = if durable {
+            deadline
+        } else {
+            now + self.lease_ms()
+        };
+        let adopted = earlier.is_some();
+        let id = earlier.map_or_else(new_id, |question| question.id);
         // The row is written by a task of its own, which a dropped wait
         // cannot cut short; the guard withdraws the question once that
         // write has settled. A wait dropped while the insert is in flight
         // (its row may already be listed) so withdraws it, instead of
         // leaving it to its lease.
-        let inserting = tokio::spawn({
+        let inserting = (!adopted).then(|| {
             let store = self.store.clone();
             let (id, owner, request) = (id.clone(), self.owner.clone(), request.clone());
-            let (lease_until, trail) = (
-                now + self.lease_ms(),
-                self.audit_trail_name().map(str::to_owned),
-            );
-            async move {
+            let trail = self.audit_trail_name().map(str::to_owned);
+            tokio::spawn(async move {
                 store
                     .insert_question(
                         &id,
@@ -1396,17 +1520,20 @@ impl StoreApprovals {
                         trail.as_deref(),
                     )
                     .await
-            }
+            })
         });
         let mut open = OpenQuestion {
             store: self.store.clone(),
             id: id.clone(),
             deadline,
             answered: false,
-            inserting: Some(inserting),
+            kept: durable,
+            inserting,
         };
         open.asked().await?;
-        self.audit_asked(&id, &request, deadline);
+        if !adopted {
+            self.audit_asked(&id, &request, deadline);
+        }
         self.store.announce(&id).await;
         let renew_every = self.lease / 3;
         let mut renewed = tokio::time::Instant::now();
@@ -1447,7 +1574,9 @@ impl StoreApprovals {
                 self.audit_answered(&question);
                 return answer;
             }
-            if renewed.elapsed() >= renew_every {
+            // A durable kickoff's question needs no renewal: it is held
+            // until its deadline.
+            if !durable && renewed.elapsed() >= renew_every {
                 let until = now_millis() + self.lease_ms();
                 if let Err(error) = self.store.renew_lease(&id, &self.owner, until).await {
                     tracing::warn!(question = %id, %error, "renewing an approval's lease failed");
@@ -1514,6 +1643,25 @@ fn answered(question: &Question) -> Option<Result<HumanAnswer, HumanInputError>>
     }
 }
 
+/// A question's arguments as stored: the tool's input as JSON text.
+fn arguments_text(request: &HumanInputRequest) -> String {
+    request
+        .tool_input
+        .as_ref()
+        .map_or_else(|| "{}".to_owned(), Value::to_string)
+}
+
+/// A question's text as stored: the prompt, and the default message under
+/// it.
+fn prompt_text(request: &HumanInputRequest) -> String {
+    let mut prompt = request.prompt.clone();
+    if !request.default_message.is_empty() {
+        prompt.push('\n');
+        prompt.push_str(&request.default_message);
+    }
+    prompt
+}
+
 /// A question being waited for: withdrawn (or marked expired) when the wait
 /// ends without an answer, however it ends.
 struct OpenQuestion {
@@ -1521,6 +1669,10 @@ struct OpenQuestion {
     id: String,
     deadline: i64,
     answered: bool,
+    /// A durable kickoff's question, which outlives the wait: never
+    /// withdrawn when the wait is dropped (the kickoff's next process takes
+    /// it up).
+    kept: bool,
     /// The write of the question's row, until it has settled.
     inserting: Option<tokio::task::JoinHandle<Result<(), StoreError>>>,
 }
@@ -1546,7 +1698,7 @@ impl OpenQuestion {
 
 impl Drop for OpenQuestion {
     fn drop(&mut self) {
-        if self.answered {
+        if self.answered || self.kept {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {

@@ -818,14 +818,44 @@ impl Journal {
         kind: &str,
         payload: &[u8],
     ) -> Result<u64, JournalError> {
-        if kind.is_empty() || kind.len() > MAX_KIND_BYTES {
+        self.append_all(lease, &[(kind, payload)]).await
+    }
+
+    /// Appends `entries` to the journal of the kickoff `lease` holds, in
+    /// order, in one transaction: all of them or none, as
+    /// [`Journal::append`] one. The sequence number of the last. What a
+    /// writer uses to commit a step it deferred with the step that must not
+    /// start before it (a model's answer with its first call's intent).
+    ///
+    /// ```no_run
+    /// # async fn run(journal: crew_runtime::store::journal::Journal, lease: crew_runtime::store::journal::Lease) -> Result<(), crew_runtime::store::journal::JournalError> {
+    /// let last = journal
+    ///     .append_all(&lease, &[("answer", b"..."), ("intent", br#"{"tool":"pay"}"#)])
+    ///     .await?;
+    /// # let _ = last;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn append_all(
+        &self,
+        lease: &Lease,
+        entries: &[(&str, &[u8])],
+    ) -> Result<u64, JournalError> {
+        if entries.is_empty() {
+            return Err(JournalError::Invalid("no journal entry to append".into()));
+        }
+        if let Some((kind, _)) = entries
+            .iter()
+            .find(|(kind, _)| kind.is_empty() || kind.len() > MAX_KIND_BYTES)
+        {
             return Err(JournalError::Invalid(format!(
                 "a journal entry's kind is 1 to {MAX_KIND_BYTES} bytes, not {}",
                 kind.len()
             )));
         }
+        let count = i64::try_from(entries.len()).unwrap_or(i64::MAX);
         let advance = self.sql(
-            "UPDATE crew_kickoffs SET step = step + 1, updated_at = {now} WHERE {held} RETURNING step",
+            "UPDATE crew_kickoffs SET step = step + $4, updated_at = {now} WHERE {held} RETURNING step",
         );
         let insert = self.sql(
             "INSERT INTO crew_journal (kickoff_id, seq, kind, payload, at) VALUES ($1, $2, $3, $4, {now})",
@@ -838,6 +868,7 @@ impl Journal {
                 .bind(&id)
                 .bind(&lease.owner)
                 .bind(lease.epoch)
+                .bind(count)
                 .fetch_optional(&mut *transaction)
                 .await?;
             match step {
@@ -845,24 +876,27 @@ impl Journal {
                     transaction.rollback().await?;
                     None
                 }
-                Some(step) => {
-                    let seq = u64::try_from(step).map_err(|_| JournalError::Corrupt {
+                Some(last) => {
+                    let last = u64::try_from(last).map_err(|_| JournalError::Corrupt {
                         kickoff: lease.kickoff,
                         seq: 0,
-                        why: format!("its step is {step}"),
+                        why: format!("its step is {last}"),
                     })?;
-                    let sealed = self
-                        .key
-                        .seal(&entry_binding(&lease.kickoff, seq, kind), payload)?;
-                    sqlx::query(&insert)
-                        .bind(&id)
-                        .bind(step)
-                        .bind(kind)
-                        .bind(sealed)
-                        .execute(&mut *transaction)
-                        .await?;
+                    let first = last + 1 - entries.len() as u64;
+                    for (seq, (kind, payload)) in (first..).zip(entries) {
+                        let sealed = self
+                            .key
+                            .seal(&entry_binding(&lease.kickoff, seq, kind), payload)?;
+                        sqlx::query(&insert)
+                            .bind(&id)
+                            .bind(i64::try_from(seq).unwrap_or(i64::MAX))
+                            .bind(*kind)
+                            .bind(sealed)
+                            .execute(&mut *transaction)
+                            .await?;
+                    }
                     transaction.commit().await?;
-                    Some(seq)
+                    Some(last)
                 }
             }
         });

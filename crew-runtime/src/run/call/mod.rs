@@ -65,7 +65,7 @@ use crate::error::CrewError;
 use crate::llm::ToolCallRequest;
 use crate::run::InCrew;
 use crate::run::context::RunContext;
-use crate::run::journal::{JournalAt, Place, RecordedCall};
+use crate::run::journal::{FlushBeforeAsking, JournalAt, Place, RecordedCall};
 use crate::tool::Tool;
 
 mod execute;
@@ -254,7 +254,14 @@ fn context(
         .with_agent(Arc::clone(&cx.agent_info))
         .with_task(Arc::clone(&cx.task_info))
         .in_crew(&cx.crew_info)
-        .with_human_input(Arc::clone(&settings.human_input))
+        .with_human_input(match &cx.journal {
+            // A durable kickoff commits what it deferred before it asks.
+            Some(at) => Arc::new(FlushBeforeAsking {
+                inner: Arc::clone(&settings.human_input),
+                journal: Arc::clone(&at.journal),
+            }),
+            None => Arc::clone(&settings.human_input),
+        })
         .with_human_input_timeout(settings.human_input_timeout)
         .with_block_reasons_shown(settings.tell_model_why_blocked);
     for extension in &settings.extensions {

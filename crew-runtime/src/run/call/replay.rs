@@ -10,8 +10,11 @@
 //! 3. a tool with a reconciler is asked whether the effect happened: if it
 //!    did, its result stands for the call; if it did not, the call runs
 //!    again as a new attempt (a new key, its intent committed first);
-//! 4. otherwise, or when the reconciler cannot tell, nothing runs and the
-//!    kickoff ends in doubt ([`CrewError::InDoubt`]), for a person to check.
+//! 4. otherwise, or when the reconciler cannot tell, the crew's human-input
+//!    source is asked what happened: "happened" (with the call's result, if
+//!    given) stands for the call, "did not happen" runs it again as a new
+//!    attempt, and "stop", anything unclear or no answer ends the kickoff
+//!    in doubt ([`CrewError::InDoubt`]) with nothing run.
 //!
 //! The PRE chain is not run again: it ran, and let the call through (a
 //! person who approved it is not asked twice). The POST chain runs on the
@@ -30,7 +33,7 @@ use super::{context, observe};
 use crate::error::CrewError;
 use crate::llm::ToolCallRequest;
 use crate::run::context::RunContext;
-use crate::run::journal::{Intent, JournalAt};
+use crate::run::journal::{Intent, JournalAt, Settled};
 use crate::tool::{Reconciled, Tool};
 
 /// Settles the call `call` of `turn`, found in doubt with `intent`, and
@@ -43,8 +46,18 @@ pub(super) async fn in_doubt(
     intent: Intent,
 ) -> Result<String, CrewError> {
     let place = at.place(turn, &call.id);
+    let report = |settled: Settled| {
+        for event in at
+            .journal
+            .settled_events(place, &intent.tool, &intent.key, settled)
+        {
+            if cx.listening() {
+                cx.emit(event);
+            }
+        }
+    };
     let in_doubt = |why: String| {
-        at.journal.report_in_doubt(place, &intent.tool, "in_doubt");
+        report(Settled::LeftInDoubt);
         Err(CrewError::InDoubt {
             kickoff: Arc::from(at.journal.kickoff_id()),
             tool: intent.tool.clone(),
@@ -70,7 +83,7 @@ pub(super) async fn in_doubt(
     ctx.tool = Some(Arc::clone(&tool) as Arc<dyn ToolInfo>);
     if tool.may_run_again() {
         if let Some(refused) = refused_now(cx, &ctx) {
-            at.journal.report_in_doubt(place, &intent.tool, "refused");
+            report(Settled::Refused);
             let message = format!(
                 "Tool execution blocked: `{}` was interrupted before its result was recorded, \
                  and running it again is now refused: {refused}",
@@ -78,14 +91,13 @@ pub(super) async fn in_doubt(
             );
             return settle(cx, at, turn, call, ctx, ToolOutput::text(message)).await;
         }
-        at.journal.report_in_doubt(place, &intent.tool, "ran_again");
+        report(Settled::RanAgain);
         ctx.extensions.insert(intent.key.clone());
         return run_again(cx, at, turn, call, &tool, ctx).await;
     }
     match tool.reconciled(&intent.key, &intent.input).await {
         Some(Ok(Reconciled::Happened { result })) => {
-            at.journal
-                .report_in_doubt(place, &intent.tool, "reconciled_happened");
+            report(Settled::Happened);
             let output = match result {
                 Some(result) => {
                     let mut output = ToolOutput::text(render(&result));
@@ -100,8 +112,7 @@ pub(super) async fn in_doubt(
             settle(cx, at, turn, call, ctx, output).await
         }
         Some(Ok(Reconciled::DidNotHappen)) => {
-            at.journal
-                .report_in_doubt(place, &intent.tool, "reconciled_did_not_happen");
+            report(Settled::DidNotHappen);
             let attempt = intent.attempt.saturating_add(1);
             ctx.extensions.insert(at.journal.key(place, attempt));
             at.journal
@@ -109,12 +120,84 @@ pub(super) async fn in_doubt(
                 .await?;
             run_again(cx, at, turn, call, &tool, ctx).await
         }
-        Some(Err(error)) => in_doubt(error.to_string()),
-        None => in_doubt(format!(
-            "`{}` is neither read-only nor idempotent and has no reconciler, so running it again \
-             could repeat its effect",
-            intent.tool
-        )),
+        reconciled => {
+            let why = match reconciled {
+                Some(Err(error)) => error.to_string(),
+                _ => format!(
+                    "`{}` is neither read-only nor idempotent and has no reconciler, so running \
+                     it again could repeat its effect",
+                    intent.tool
+                ),
+            };
+            // Never run again blind: a person says what happened.
+            let question = format!(
+                "A call of `{}` was interrupted before its result was recorded ({why}). Check its \
+                 effect (idempotency key {}): did it happen?",
+                intent.tool,
+                intent.key.as_str()
+            );
+            let answer = ctx
+                .request_human_input(&question, "happened [its result] / did not happen / stop")
+                .await;
+            match answer.as_deref().map(PersonSays::read) {
+                Ok(PersonSays::Happened(result)) => {
+                    report(Settled::Happened);
+                    let result = result.unwrap_or_else(|| {
+                        format!(
+                            "The call of `{}` had already taken effect before the run was \
+                             interrupted (a person checked).",
+                            intent.tool
+                        )
+                    });
+                    settle(cx, at, turn, call, ctx, ToolOutput::text(result)).await
+                }
+                Ok(PersonSays::DidNotHappen) => {
+                    report(Settled::DidNotHappen);
+                    let attempt = intent.attempt.saturating_add(1);
+                    ctx.extensions.insert(at.journal.key(place, attempt));
+                    at.journal
+                        .record_intent(place, &intent.tool, &intent.input, attempt)
+                        .await?;
+                    run_again(cx, at, turn, call, &tool, ctx).await
+                }
+                Ok(PersonSays::Stop) => in_doubt(format!("{why}; a person said to stop")),
+                Err(error) => in_doubt(format!("{why}; nobody said what happened ({error})")),
+            }
+        }
+    }
+}
+
+/// What a person said of a call in doubt.
+#[derive(Debug, PartialEq, Eq)]
+enum PersonSays {
+    /// "happened", with the call's result if they gave one.
+    Happened(Option<String>),
+    /// "did not happen": it runs again.
+    DidNotHappen,
+    /// "stop", or anything unclear: nothing runs.
+    Stop,
+}
+
+impl PersonSays {
+    fn read(answer: &str) -> PersonSays {
+        let answer = answer.trim();
+        let lower = answer.to_lowercase();
+        for negative in ["did not happen", "didn't happen", "not happened"] {
+            if lower.starts_with(negative) {
+                return PersonSays::DidNotHappen;
+            }
+        }
+        match lower.strip_prefix("happened") {
+            Some(_) => {
+                let rest = answer
+                    .get("happened".len()..)
+                    .unwrap_or_default()
+                    .trim_start_matches([':', '-', ' ', '\t'])
+                    .trim();
+                PersonSays::Happened((!rest.is_empty()).then(|| rest.to_owned()))
+            }
+            None => PersonSays::Stop,
+        }
     }
 }
 
@@ -180,5 +263,27 @@ fn render(result: &Value) -> String {
     match result {
         Value::String(text) => text.clone(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PersonSays;
+
+    #[test]
+    fn a_persons_word_on_a_call_in_doubt_is_read_strictly() {
+        assert_eq!(PersonSays::read("happened"), PersonSays::Happened(None));
+        assert_eq!(
+            PersonSays::read("Happened: refund R-17 issued"),
+            PersonSays::Happened(Some("refund R-17 issued".into()))
+        );
+        assert_eq!(
+            PersonSays::read(" did not happen "),
+            PersonSays::DidNotHappen
+        );
+        assert_eq!(PersonSays::read("Didn't happen"), PersonSays::DidNotHappen);
+        for unclear in ["stop", "yes", "", "maybe happened", "no"] {
+            assert_eq!(PersonSays::read(unclear), PersonSays::Stop, "{unclear:?}");
+        }
     }
 }
