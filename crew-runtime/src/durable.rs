@@ -1421,6 +1421,14 @@ struct Started {
     user: Option<String>,
 }
 
+/// A kickoff's writer: what is deferred to the next write, and how many
+/// entries the journal holds (this process holds the lease: it alone
+/// appends).
+struct Writer {
+    deferred: Vec<(&'static str, Vec<u8>)>,
+    written: u64,
+}
+
 /// A durable kickoff this process holds: its lease (renewed in the
 /// background), what its journal held when it was claimed, and whether it
 /// must stop.
@@ -1437,9 +1445,8 @@ struct DurableRun {
     replayed: usize,
     /// Why the kickoff must stop before its next step, once it must.
     stopped: Mutex<Option<CrewError>>,
-    /// Entries written with the next one (see [`DurableRun::append`]),
-    /// sealed; the lock makes the kickoff's writes one at a time.
-    deferred: tokio::sync::Mutex<Vec<(&'static str, Vec<u8>)>>,
+    /// The kickoff's writes, one at a time (see [`DurableRun::append`]).
+    writer: tokio::sync::Mutex<Writer>,
     /// The lease's renewal, stopped when the run is dropped.
     renewal: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Whether the kickoff ended (or was given up): nothing to release.
@@ -1562,7 +1569,10 @@ impl DurableRun {
             recorded,
             replayed,
             stopped: Mutex::new(None),
-            deferred: tokio::sync::Mutex::new(Vec::new()),
+            writer: tokio::sync::Mutex::new(Writer {
+                deferred: Vec::new(),
+                written: u64::try_from(replayed).unwrap_or(u64::MAX),
+            }),
             renewal: Mutex::new(None),
             done: AtomicBool::new(false),
         });
@@ -1607,16 +1617,15 @@ impl DurableRun {
         })?;
         // One writer at a time: what is deferred goes first, whichever of a
         // turn's calls commits first.
-        let mut deferred = self.deferred.lock().await;
+        let mut writer = self.writer.lock().await;
+        writer.deferred.push((entry.kind(), payload));
         if matches!(
             entry,
             Entry::Inputs { .. } | Entry::Step { .. } | Entry::Answer { .. }
         ) {
-            deferred.push((entry.kind(), payload));
             return Ok(());
         }
-        deferred.push((entry.kind(), payload));
-        self.write(&mut deferred).await
+        self.write(&mut writer).await
     }
 
     /// Commits what is deferred, if anything.
@@ -1624,31 +1633,39 @@ impl DurableRun {
         if let Some(error) = self.stopped() {
             return Err(error);
         }
-        let mut deferred = self.deferred.lock().await;
-        if deferred.is_empty() {
+        let mut writer = self.writer.lock().await;
+        if writer.deferred.is_empty() {
             return Ok(());
         }
-        self.write(&mut deferred).await
+        self.write(&mut writer).await
     }
 
-    /// Commits `entries` in one transaction, and empties them.
-    async fn write(&self, entries: &mut Vec<(&'static str, Vec<u8>)>) -> Result<(), CrewError> {
-        let batch: Vec<(&str, &[u8])> = entries
+    /// Commits what `writer` holds in one transaction (one round trip to
+    /// the store), and empties it.
+    async fn write(&self, writer: &mut Writer) -> Result<(), CrewError> {
+        let batch: Vec<(&str, &[u8])> = writer
+            .deferred
             .iter()
             .map(|(kind, payload)| (*kind, payload.as_slice()))
             .collect();
         for (kind, _) in &batch {
             crate::crash_point::reached_at("before_append", kind);
         }
-        let written = self.journal.append_all(&self.lease, &batch).await;
+        let written = self
+            .journal
+            .append_after(&self.lease, writer.written, &batch)
+            .await;
         if written.is_ok() {
             for (kind, _) in &batch {
                 crate::crash_point::reached_at("after_append", kind);
             }
         }
-        entries.clear();
+        writer.deferred.clear();
         match written {
-            Ok(_) => Ok(()),
+            Ok(last) => {
+                writer.written = last;
+                Ok(())
+            }
             Err(error) => {
                 let failed = journal_failed(&error);
                 self.stop(failed.clone());

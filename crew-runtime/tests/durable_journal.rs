@@ -92,6 +92,10 @@ on_both_stores!(
     a_finished_kickoff_takes_no_more_entries,
     the_fingerprint_and_summary_are_as_started,
     every_stored_payload_is_sealed_with_a_nonce_of_its_own,
+    entries_appended_after_a_count_land_together_in_order,
+    entries_appended_after_a_wrong_count_are_refused_and_nothing_is_written,
+    entries_appended_after_a_count_with_a_lost_lease_are_refused_and_nothing_is_written,
+    entries_appended_together_land_in_order,
 );
 
 fn journal_on(store: &Store) -> Journal {
@@ -886,4 +890,136 @@ fn a_journal_key_never_shows_and_a_malformed_one_is_refused() {
     }
     let again = JournalKey::from_base64(&key.to_base64()).expect("read back");
     assert_eq!(again.to_base64(), key.to_base64());
+}
+
+async fn entries_appended_after_a_count_land_together_in_order(store: Store, _keep: Keep) {
+    let journal = journal_on(&store);
+    let lease = running(&journal, LONG).await;
+    assert_eq!(
+        journal
+            .append(&lease, "start", b"s")
+            .await
+            .expect("appended"),
+        1
+    );
+    let last = journal
+        .append_after(&lease, 1, &[("answer", b"a"), ("intent", b"i")])
+        .await
+        .expect("appended");
+    assert_eq!(last, 3);
+    assert_eq!(
+        journal
+            .append_after(&lease, 3, &[("result", b"r")])
+            .await
+            .expect("appended"),
+        4
+    );
+    let entries = journal.entries(&lease.kickoff).await.expect("read back");
+    let read: Vec<(u64, &str, &[u8])> = entries
+        .iter()
+        .map(|entry| (entry.seq, entry.kind.as_str(), entry.payload.as_slice()))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            (1, "start", &b"s"[..]),
+            (2, "answer", &b"a"[..]),
+            (3, "intent", &b"i"[..]),
+            (4, "result", &b"r"[..]),
+        ]
+    );
+    assert_eq!(store.kickoff(&lease.kickoff).await.expect("reads").step, 4);
+}
+
+async fn entries_appended_after_a_wrong_count_are_refused_and_nothing_is_written(
+    store: Store,
+    _keep: Keep,
+) {
+    let journal = journal_on(&store);
+    let lease = running(&journal, LONG).await;
+    journal
+        .append(&lease, "start", b"s")
+        .await
+        .expect("appended");
+    for wrong in [0, 2, 7] {
+        match journal
+            .append_after(&lease, wrong, &[("answer", b"a")])
+            .await
+        {
+            Err(JournalError::Corrupt { why, .. }) => {
+                assert!(why.contains("holds 1 entries"), "{why}");
+            }
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        journal
+            .entries(&lease.kickoff)
+            .await
+            .expect("read back")
+            .len(),
+        1
+    );
+    // The store goes on taking writes (no transaction was left open).
+    assert_eq!(
+        journal
+            .append_after(&lease, 1, &[("answer", b"a")])
+            .await
+            .expect("appended"),
+        2
+    );
+}
+
+async fn entries_appended_after_a_count_with_a_lost_lease_are_refused_and_nothing_is_written(
+    store: Store,
+    _keep: Keep,
+) {
+    let journal = journal_on(&store);
+    let lease = running(&journal, Duration::ZERO).await;
+    let refused = journal
+        .append_after(&lease, 0, &[("start", b"s"), ("inputs", b"i")])
+        .await;
+    lease_lost(refused);
+    let claimed = journal
+        .claim("worker-b", LONG, 1)
+        .await
+        .expect("claims")
+        .remove(0);
+    let stale = Lease {
+        epoch: claimed.epoch - 1,
+        ..claimed.clone()
+    };
+    lease_lost(journal.append_after(&stale, 0, &[("start", b"s")]).await);
+    assert!(
+        journal
+            .entries(&claimed.kickoff)
+            .await
+            .expect("read back")
+            .is_empty()
+    );
+    assert_eq!(
+        journal
+            .append_after(&claimed, 0, &[("start", b"s")])
+            .await
+            .expect("appended"),
+        1
+    );
+}
+
+async fn entries_appended_together_land_in_order(store: Store, _keep: Keep) {
+    let journal = journal_on(&store);
+    let lease = running(&journal, LONG).await;
+    let last = journal
+        .append_all(&lease, &[("start", b"s"), ("inputs", b"i"), ("step", b"p")])
+        .await
+        .expect("appended");
+    assert_eq!(last, 3);
+    let kinds: Vec<String> = journal
+        .entries(&lease.kickoff)
+        .await
+        .expect("read back")
+        .into_iter()
+        .map(|entry| entry.kind)
+        .collect();
+    assert_eq!(kinds, ["start", "inputs", "step"]);
 }

@@ -909,6 +909,164 @@ impl Journal {
         }
     }
 
+    /// Appends `entries` after entry `after`, for a writer that counts its
+    /// kickoff's entries (it holds the lease: nobody else appends): as
+    /// [`Journal::append_all`], all or none, fenced the same way, and
+    /// conditional on the journal holding exactly `after` entries. One
+    /// round trip to the store: a durable kickoff's append on the path of
+    /// every tool call. The sequence number of the last.
+    ///
+    /// Errors: [`JournalError::LeaseLost`]; [`JournalError::Corrupt`] when
+    /// the journal does not hold `after` entries (the writer's count is
+    /// wrong).
+    ///
+    /// ```no_run
+    /// # async fn run(journal: crew_runtime::store::journal::Journal, lease: crew_runtime::store::journal::Lease) -> Result<(), crew_runtime::store::journal::JournalError> {
+    /// // The kickoff's journal holds its start (entry 1); the next two:
+    /// let last = journal.append_after(&lease, 1, &[("answer", b"..."), ("intent", b"...")]).await?;
+    /// assert_eq!(last, 3);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn append_after(
+        &self,
+        lease: &Lease,
+        after: u64,
+        entries: &[(&str, &[u8])],
+    ) -> Result<u64, JournalError> {
+        if entries.is_empty() {
+            return Err(JournalError::Invalid("no journal entry to append".into()));
+        }
+        if let Some((kind, _)) = entries
+            .iter()
+            .find(|(kind, _)| kind.is_empty() || kind.len() > MAX_KIND_BYTES)
+        {
+            return Err(JournalError::Invalid(format!(
+                "a journal entry's kind is 1 to {MAX_KIND_BYTES} bytes, not {}",
+                kind.len()
+            )));
+        }
+        let last = after + entries.len() as u64;
+        let mut sealed = Vec::with_capacity(entries.len());
+        for (seq, (kind, payload)) in (after + 1..).zip(entries) {
+            sealed.push(
+                self.key
+                    .seal(&entry_binding(&lease.kickoff, seq, kind), payload)?,
+            );
+        }
+        let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let id = lease.kickoff.to_string();
+        // $1 id, $2 owner, $3 epoch (the lease), $4 the new step, $5 the
+        // step expected; then seq, kind, payload for each entry.
+        let placeholders = |i: usize| (6 + 3 * i, 7 + 3 * i, 8 + 3 * i);
+        let advance =
+            "UPDATE crew_kickoffs SET step = $4, updated_at = {now} WHERE {held} AND step = $5";
+        let written = match &self.store.inner.pool {
+            #[cfg(feature = "sqlite")]
+            super::Pool::Sqlite(pool) => {
+                // One round trip: the statements run together on the
+                // connection's worker; each insert writes only if the
+                // statement before it changed one row (so none, unless
+                // the lease held and the count was right).
+                let mut sql = String::from("BEGIN IMMEDIATE;\n");
+                sql.push_str(&self.sql(advance));
+                sql.push_str(";\n");
+                for i in 0..entries.len() {
+                    let (seq, kind, payload) = placeholders(i);
+                    sql.push_str(&self.sql(&format!(
+                        "INSERT INTO crew_journal (kickoff_id, seq, kind, payload, at) \
+                         SELECT $1, ${seq}, ${kind}, ${payload}, {{now}} WHERE changes() = 1;\n"
+                    )));
+                }
+                // Whether the last insert wrote (so every one did).
+                sql.push_str("SELECT changes();\nCOMMIT;");
+                let mut connection = pool.acquire().await?;
+                let mut query = sqlx::query(&sql)
+                    .bind(&id)
+                    .bind(&lease.owner)
+                    .bind(lease.epoch)
+                    .bind(as_i64(last))
+                    .bind(as_i64(after));
+                for ((seq, (kind, _)), sealed) in (after + 1..).zip(entries).zip(&sealed) {
+                    query = query.bind(as_i64(seq)).bind(*kind).bind(sealed.as_slice());
+                }
+                match query.fetch_all(&mut *connection).await {
+                    Ok(rows) => {
+                        let wrote: i64 = match rows.first() {
+                            Some(row) => row.try_get(0)?,
+                            None => 0,
+                        };
+                        if wrote == 1 {
+                            1 + entries.len() as u64
+                        } else {
+                            0
+                        }
+                    }
+                    Err(error) => {
+                        // Never leave the connection inside the transaction.
+                        let _ = sqlx::query("ROLLBACK").execute(&mut *connection).await;
+                        return Err(error.into());
+                    }
+                }
+            }
+            #[cfg(feature = "postgres")]
+            super::Pool::Postgres(pool) => {
+                let mut sql = format!("WITH held AS ({} RETURNING id) ", self.sql(advance));
+                sql.push_str("INSERT INTO crew_journal (kickoff_id, seq, kind, payload, at) ");
+                for i in 0..entries.len() {
+                    let (seq, kind, payload) = placeholders(i);
+                    if i > 0 {
+                        sql.push_str(" UNION ALL ");
+                    }
+                    sql.push_str(&self.sql(&format!(
+                        "SELECT id, ${seq}::BIGINT, ${kind}::TEXT, ${payload}::BYTEA, {{now}} FROM held"
+                    )));
+                }
+                let mut query = sqlx::query(&sql)
+                    .bind(&id)
+                    .bind(&lease.owner)
+                    .bind(lease.epoch)
+                    .bind(as_i64(last))
+                    .bind(as_i64(after));
+                for ((seq, (kind, _)), sealed) in (after + 1..).zip(entries).zip(&sealed) {
+                    query = query.bind(as_i64(seq)).bind(*kind).bind(sealed.as_slice());
+                }
+                query.execute(pool).await?.rows_affected() + 1
+            }
+        };
+        // The advance and every insert, or nothing.
+        if written == 1 + entries.len() as u64 {
+            self.store.file_still_there()?;
+            return Ok(last);
+        }
+        if self.held_now(lease).await? {
+            let step = self.store.kickoff(&lease.kickoff).await?.step;
+            return Err(JournalError::Corrupt {
+                kickoff: lease.kickoff,
+                seq: after + 1,
+                why: format!(
+                    "the journal holds {step} entries, not the {after} its writer counted"
+                ),
+            });
+        }
+        Err(self.lease_lost(lease).await)
+    }
+
+    /// Whether `lease` is held now (on the database's clock).
+    async fn held_now(&self, lease: &Lease) -> Result<bool, JournalError> {
+        let sql = self.sql("SELECT COUNT(*) FROM crew_kickoffs WHERE {held}");
+        let id = lease.kickoff.to_string();
+        let count: i64 = super::on_pool!(self.store, |pool| {
+            sqlx::query_scalar(&sql)
+                .bind(&id)
+                .bind(&lease.owner)
+                .bind(lease.epoch)
+                .fetch_one(pool)
+                .await?
+        });
+        Ok(count > 0)
+    }
+
     /// Extends the lease to `lease` from now (on the database's clock),
     /// if it is still held; otherwise [`JournalError::LeaseLost`].
     ///
