@@ -195,6 +195,38 @@ impl Scenario {
             .collect()
     }
 
+    /// One line: the point, which processes it killed, how it ended.
+    fn summary(&self) -> String {
+        let killed: Vec<&str> = self
+            .runs
+            .iter()
+            .filter(|ran| ran.killed)
+            .filter_map(|ran| {
+                ran.what
+                    .split(' ')
+                    .find(|word| ["start", "resume"].contains(word))
+            })
+            .collect();
+        let endings: Vec<&str> = self
+            .endings()
+            .iter()
+            .map(|line| {
+                if line.starts_with("completed") {
+                    "completed"
+                } else if line.starts_with("in_doubt") {
+                    "in_doubt"
+                } else {
+                    "failed"
+                }
+            })
+            .collect();
+        format!(
+            "{:<22} killed in {killed:?}, ended {endings:?}, {} refund(s)",
+            self.point.unwrap_or("(uninterrupted)"),
+            self.refunds.len()
+        )
+    }
+
     fn output(&self) -> Option<String> {
         self.runs
             .iter()
@@ -540,6 +572,7 @@ fn matrix(kind: Kind) {
         ));
     }
     let next = Mutex::new(POINTS.iter());
+    let summary = Mutex::new(vec![baseline.summary()]);
     std::thread::scope(|scope| {
         for _ in 0..AT_ONCE {
             scope.spawn(|| {
@@ -551,6 +584,11 @@ fn matrix(kind: Kind) {
                         return;
                     };
                     let result = scenario(&runtime, &program, kind, &url, dir.path(), Some(point));
+                    if let Ok(done) = &result
+                        && let Ok(mut summary) = summary.lock()
+                    {
+                        summary.push(done.summary());
+                    }
                     let report = match result {
                         Ok(done) => {
                             let found = problems(&done, expected.as_deref());
@@ -568,6 +606,10 @@ fn matrix(kind: Kind) {
             });
         }
     });
+    let mut summary = summary.into_inner().unwrap_or_default();
+    summary.sort();
+    // Shown with `--nocapture`: how each point ended.
+    println!("{kind:?}:\n{}", summary.join("\n"));
     let failures = failures.into_inner().unwrap_or_default();
     assert!(
         failures.is_empty(),
