@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
 use crew_runtime::crash_point;
-use crew_runtime::durable::{Durable, Resumer};
+use crew_runtime::durable::{Durable, DurableError, Resumer};
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::llm::{Llm, LlmError, LlmRequest, ModelTurn};
 use crew_runtime::prelude::*;
@@ -447,8 +447,20 @@ async fn resume(store: &Store, crew: &Crew, lease: Duration) -> Result<ExitCode,
 }
 
 /// One line for how a kickoff ended, and its output on the next when it
-/// completed.
+/// completed. A kickoff this process lost (its lease ran out while it was
+/// slow, and another process holds it now) did not end: `lost <id>`.
 fn report(id: &KickoffId, result: &Result<CrewOutput, CrewError>) {
+    let lost = match result {
+        Err(CrewError::Integration(error)) => matches!(
+            error.downcast_ref::<DurableError>(),
+            Some(DurableError::LeaseLost(_) | DurableError::NotResumable { .. })
+        ),
+        _ => false,
+    };
+    if lost && let Err(error) = result {
+        println!("lost {id}: {error}");
+        return;
+    }
     match result {
         Ok(output) => {
             println!("completed {id}");
