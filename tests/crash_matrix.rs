@@ -150,10 +150,24 @@ enum Kind {
     Postgres,
 }
 
+/// Which processes of a scenario have its point armed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Armed {
+    /// The start and the first resume: each dies at the point's first
+    /// occurrence in it (a point also reached before the approval, such
+    /// as the lookup's intent, dies there).
+    StartAndResume,
+    /// Only the first resume, after the approval: a point's first
+    /// occurrence past the question (the refund's intent, once the answer
+    /// was taken).
+    ResumeOnly,
+}
+
 /// What one scenario left, for the checks.
 #[derive(Debug)]
 struct Scenario {
     point: Option<&'static str>,
+    armed: Armed,
     runs: Vec<Ran>,
     /// The kickoff, if any was made.
     kickoff: Option<KickoffId>,
@@ -195,6 +209,15 @@ impl Scenario {
             .collect()
     }
 
+    /// The point, and where it was armed.
+    fn label(&self) -> String {
+        match (self.point, self.armed) {
+            (None, _) => "(uninterrupted)".to_owned(),
+            (Some(point), Armed::StartAndResume) => point.to_owned(),
+            (Some(point), Armed::ResumeOnly) => format!("{point} (resume only)"),
+        }
+    }
+
     /// One line: the point, which processes it killed, how it ended.
     fn summary(&self) -> String {
         let killed: Vec<&str> = self
@@ -221,8 +244,8 @@ impl Scenario {
             })
             .collect();
         format!(
-            "{:<22} killed in {killed:?}, ended {endings:?}, {} refund(s)",
-            self.point.unwrap_or("(uninterrupted)"),
+            "{:<36} killed in {killed:?}, ended {endings:?}, {} refund(s)",
+            self.label(),
             self.refunds.len()
         )
     }
@@ -237,9 +260,10 @@ impl Scenario {
     }
 }
 
-/// Runs one scenario on a fresh store `url`: start (armed at `point`),
-/// an approver waiting for the question, a resume (armed at `point`),
-/// then a resume with no point (two at once on PostgreSQL).
+/// Runs one scenario on a fresh store `url`: start (armed at `point`
+/// unless `armed` says resume only), an approver answering each question
+/// as it comes, a resume (armed at `point`), then a resume with no point
+/// (two at once on PostgreSQL).
 fn scenario(
     runtime: &tokio::runtime::Runtime,
     program: &Path,
@@ -247,6 +271,7 @@ fn scenario(
     url: &str,
     dir: &Path,
     point: Option<&'static str>,
+    armed: Armed,
 ) -> Result<Scenario, String> {
     let key = JournalKey::generate()
         .map_err(|error| error.to_string())?
@@ -273,7 +298,7 @@ fn scenario(
         args
     };
     let mut runs = Vec::new();
-    let start = spawn(program, &common("start", true)).wait()?;
+    let start = spawn(program, &common("start", armed == Armed::StartAndResume)).wait()?;
     let given = start
         .lines()
         .find_map(|line| line.strip_prefix("kickoff "))
@@ -387,6 +412,7 @@ fn scenario(
     runtime.block_on(async move { drop(store) });
     Ok(Scenario {
         point,
+        armed,
         runs,
         kickoff,
         id_given: given.is_some(),
@@ -401,7 +427,7 @@ fn scenario(
 fn problems(scenario: &Scenario, expected: Option<&str>) -> Vec<String> {
     let mut wrong = problems_of(scenario, expected);
     if !wrong.is_empty() {
-        wrong.insert(0, format!("at {}:", scenario.point.unwrap_or("(none)")));
+        wrong.insert(0, format!("at {}:", scenario.label()));
     }
     wrong
 }
@@ -415,7 +441,12 @@ fn problems_of(scenario: &Scenario, expected: Option<&str>) -> Vec<String> {
             CHILD_LIMIT.as_secs()
         ));
     }
-    if scenario.point.is_some() && !scenario.runs.iter().any(|ran| ran.killed) {
+    // Every point is reached once armed from the start (points of the
+    // start alone are not reached by a resume).
+    if scenario.point.is_some()
+        && scenario.armed == Armed::StartAndResume
+        && !scenario.runs.iter().any(|ran| ran.killed)
+    {
         wrong.push("the point was never reached: no process was killed".to_owned());
     }
     let Some(kickoff) = scenario.kickoff else {
@@ -543,8 +574,16 @@ fn matrix(kind: Kind) {
     let Some((url, dir)) = fresh(&runtime) else {
         return;
     };
-    let baseline = scenario(&runtime, &program, kind, &url, dir.path(), None)
-        .unwrap_or_else(|error| panic!("the uninterrupted run: {error}"));
+    let baseline = scenario(
+        &runtime,
+        &program,
+        kind,
+        &url,
+        dir.path(),
+        None,
+        Armed::StartAndResume,
+    )
+    .unwrap_or_else(|error| panic!("the uninterrupted run: {error}"));
     let expected = baseline.output();
     assert_eq!(
         baseline.status,
@@ -571,19 +610,33 @@ fn matrix(kind: Kind) {
             baseline.transcript()
         ));
     }
-    let next = Mutex::new(POINTS.iter());
+    let work: Vec<(&'static str, Armed)> = POINTS
+        .iter()
+        .flat_map(|point| [(*point, Armed::StartAndResume), (*point, Armed::ResumeOnly)])
+        .collect();
+    let next = Mutex::new(work.into_iter());
     let summary = Mutex::new(vec![baseline.summary()]);
     std::thread::scope(|scope| {
         for _ in 0..AT_ONCE {
             scope.spawn(|| {
                 loop {
-                    let Some(point) = next.lock().map(|mut next| next.next()).ok().flatten() else {
+                    let Some((point, armed)) =
+                        next.lock().map(|mut next| next.next()).ok().flatten()
+                    else {
                         return;
                     };
                     let Some((url, dir)) = fresh(&runtime) else {
                         return;
                     };
-                    let result = scenario(&runtime, &program, kind, &url, dir.path(), Some(point));
+                    let result = scenario(
+                        &runtime,
+                        &program,
+                        kind,
+                        &url,
+                        dir.path(),
+                        Some(point),
+                        armed,
+                    );
                     if let Ok(done) = &result
                         && let Ok(mut summary) = summary.lock()
                     {
@@ -595,7 +648,7 @@ fn matrix(kind: Kind) {
                             (!found.is_empty())
                                 .then(|| format!("{}\n{}", found.join("\n  "), done.transcript()))
                         }
-                        Err(error) => Some(format!("at {point}: {error}")),
+                        Err(error) => Some(format!("at {point} ({armed:?}): {error}")),
                     };
                     if let Some(report) = report
                         && let Ok(mut failures) = failures.lock()
@@ -613,7 +666,8 @@ fn matrix(kind: Kind) {
     let failures = failures.into_inner().unwrap_or_default();
     assert!(
         failures.is_empty(),
-        "{} failures (of {} crash points and the uninterrupted run) on {kind:?}:\n\n{}",
+        "{} failures (of {} crash points, each armed from the start and in the resume only, \
+         and the uninterrupted run) on {kind:?}:\n\n{}",
         failures.len(),
         POINTS.len(),
         failures.join("\n\n")
