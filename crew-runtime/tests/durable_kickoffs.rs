@@ -104,6 +104,7 @@ on_both_stores!(
     a_call_in_doubt_that_a_rule_added_since_forbids_is_not_run_again,
     a_wrong_key_or_an_entry_that_does_not_parse_is_a_clear_error_and_runs_nothing,
     a_cancelled_kickoffs_question_is_withdrawn,
+    the_calls_of_one_turn_run_at_once_and_each_is_resumed_from_its_own_record,
     a_person_who_says_the_effect_happened_settles_the_call_in_doubt,
     a_person_who_says_the_effect_did_not_happen_runs_it_again_as_a_new_attempt,
     a_journal_kept_for_a_retention_is_purged_once_it_passed,
@@ -1458,4 +1459,71 @@ async fn a_person_who_says_the_effect_did_not_happen_runs_it_again_as_a_new_atte
     assert_eq!(refunds.count(), 2);
     let keys = refunds.keys();
     assert_ne!(keys[0], keys[1], "a new attempt, a new key");
+}
+
+async fn the_calls_of_one_turn_run_at_once_and_each_is_resumed_from_its_own_record(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let (lookups, checks) = (Calls::default(), Calls::default());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let call = |id: &str, name: &str| crew_runtime::ToolCallRequest {
+        id: id.into(),
+        name: name.into(),
+        arguments: r#"{"order": "A-1"}"#.into(),
+    };
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .turn(crew_runtime::llm::ModelTurn::ToolCalls {
+                content: String::new(),
+                calls: vec![
+                    call("c1", "lookup"),
+                    call("c2", "lookup"),
+                    call("c3", "check"),
+                    call("c4", "lookup"),
+                ],
+            })
+            .answer("settled"),
+    );
+    let registry = Arc::new(HookRegistry::new());
+    let tools = vec![
+        counting_tool("lookup", &lookups),
+        stalling_tool("check", &checks, &started, &release).idempotent(),
+    ];
+    let crew = support_crew("refunds", &store, &key, &llm, tools, &registry).expect("builds");
+    let running = running_until_the_tool_starts(&crew, &started).await;
+    // The quick calls of the turn finish, and their results are committed,
+    // while `check` stalls: the start, the inputs, the step and the answer,
+    // four intents, three results.
+    let id = store.kickoffs().await.expect("lists")[0].id;
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while store.kickoff(&id).await.expect("reads").step < 11 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the quick calls are journaled"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    running.abort();
+    let _ = running.await;
+    let output = resume(&crew, &id).await.expect("resumes");
+    assert_eq!(output.raw, "settled");
+    assert_eq!(
+        lookups.count(),
+        3,
+        "each finished call is replayed, not run"
+    );
+    assert_eq!(checks.count(), 2, "the call in doubt runs again");
+    let keys = lookups.keys();
+    assert_eq!(keys.len(), 3);
+    assert!(
+        keys[0] != keys[1] && keys[1] != keys[2] && keys[0] != keys[2],
+        "a key per call"
+    );
+    // The model heard of the four calls, in call order.
+    assert_eq!(
+        llm.requests()[1].observations(),
+        ["found", "found", "done: A-1", "found"]
+    );
 }
