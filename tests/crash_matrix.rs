@@ -683,3 +683,21 @@ fn every_crash_point_on_sqlite_leaves_the_kickoff_completed_or_in_doubt_with_one
 fn every_crash_point_on_postgresql_with_racing_resumers_leaves_one_ending_and_one_refund() {
     matrix(Kind::Postgres);
 }
+
+#[test]
+fn every_crash_point_the_example_reaches_is_a_listed_point() {
+    let source = include_str!("../examples/durable_refunds.rs");
+    let call = "crash_point::reached(\"";
+    let named: Vec<&str> = source
+        .match_indices(call)
+        .filter_map(|(at, _)| source[at + call.len()..].split('"').next())
+        .collect();
+    assert_eq!(
+        named,
+        ["tool_running", "after_effect", "question_pending"],
+        "the example's call sites"
+    );
+    for name in named {
+        assert!(POINTS.contains(&name), "`{name}` is not in POINTS");
+    }
+}
