@@ -4,7 +4,9 @@
 //! takes 200 µs (a spin, so the sleep's granularity does not blur it), one
 //! call per turn, with no hook. Durable (its journal committed before each
 //! step acts: the model's answer and the call's intent before the tool, its
-//! observation after) against the same crew not durable, alternating, on
+//! observation after: two transactions per call), with a tool that may run
+//! again and with any other, against the same crew not durable,
+//! alternating, on
 //! SQLite (a temporary file, WAL, `synchronous=NORMAL`) and on PostgreSQL
 //! (a throw-away cluster started here, or `CREW_PG_URL`; skipped with a
 //! message where PostgreSQL is missing). The median time per call of each,
@@ -33,9 +35,10 @@ fn fail(what: &str, error: impl std::fmt::Display) -> ! {
     std::process::exit(1)
 }
 
-/// The tool: 200 µs of work, then a short answer.
-fn tool() -> Tool {
-    Tool::dynamic(
+/// The tool: 200 µs of work, then a short answer; `idempotent` (may run
+/// again) or not (with a timeout). The journal costs the same for both.
+fn tool(idempotent: bool) -> Tool {
+    let tool = Tool::dynamic(
         "work",
         "Works for 200 µs",
         json!({"type": "object"}),
@@ -46,11 +49,15 @@ fn tool() -> Tool {
             }
             Ok::<_, String>(json!("done"))
         },
-    )
-    .idempotent()
+    );
+    if idempotent {
+        tool.idempotent()
+    } else {
+        tool.with_timeout(Duration::from_secs(5))
+    }
 }
 
-fn crew(durable: Option<(&Store, &JournalKey)>) -> Crew {
+fn crew(durable: Option<(&Store, &JournalKey)>, idempotent: bool) -> Crew {
     let mut script = ScriptedLlm::new().without_recording();
     for _ in 0..CALLS {
         script = script.call("work", json!({}));
@@ -58,7 +65,7 @@ fn crew(durable: Option<(&Store, &JournalKey)>) -> Crew {
     let llm = Arc::new(script.answer("finished"));
     let agent = Agent::builder("Worker")
         .llm(llm as Arc<dyn Llm>)
-        .tool(tool())
+        .tool(tool(idempotent))
         .max_iter(CALLS + 1)
         .build();
     let mut builder = Crew::builder()
@@ -76,8 +83,8 @@ fn crew(durable: Option<(&Store, &JournalKey)>) -> Crew {
 }
 
 /// The time per call of one kickoff.
-async fn per_call(durable: Option<(&Store, &JournalKey)>) -> Duration {
-    let crew = crew(durable);
+async fn per_call(durable: Option<(&Store, &JournalKey)>, idempotent: bool) -> Duration {
+    let crew = crew(durable, idempotent);
     let started = Instant::now();
     if let Err(error) = crew.kickoff(()).await {
         fail("the kickoff failed", error);
@@ -99,24 +106,26 @@ async fn report(backend: &str, url: &str) {
         Ok(key) => key,
         Err(error) => fail("no key", error),
     };
-    let (mut off, mut on) = (Vec::new(), Vec::new());
-    // One of each first, unmeasured: the store's first writes, the
-    // tool's placement record.
-    per_call(None).await;
-    per_call(Some((&store, &key))).await;
-    for _ in 0..RUNS {
-        off.push(per_call(None).await);
-        on.push(per_call(Some((&store, &key))).await);
+    for (idempotent, tool) in [(true, "tool may run again"), (false, "any other tool")] {
+        let (mut off, mut on) = (Vec::new(), Vec::new());
+        // One of each first, unmeasured: the store's first writes, the
+        // tool's placement record.
+        per_call(None, idempotent).await;
+        per_call(Some((&store, &key)), idempotent).await;
+        for _ in 0..RUNS {
+            off.push(per_call(None, idempotent).await);
+            on.push(per_call(Some((&store, &key)), idempotent).await);
+        }
+        let (off, on) = (median(off), median(on));
+        let ratio = on.as_secs_f64() / off.as_secs_f64();
+        println!(
+            "{backend:<10} {tool:<18} per call: not durable {:>7.1} µs, durable {:>7.1} µs, \
+             ratio {ratio:.2} x, the journal adds {:>7.1} µs",
+            off.as_secs_f64() * 1e6,
+            on.as_secs_f64() * 1e6,
+            (on.as_secs_f64() - off.as_secs_f64()) * 1e6,
+        );
     }
-    let (off, on) = (median(off), median(on));
-    let ratio = on.as_secs_f64() / off.as_secs_f64();
-    println!(
-        "{backend:<10} per call: not durable {:>8.1} µs, durable {:>8.1} µs, ratio {ratio:.2} x, \
-         the journal adds {:>8.1} µs",
-        off.as_secs_f64() * 1e6,
-        on.as_secs_f64() * 1e6,
-        (on.as_secs_f64() - off.as_secs_f64()) * 1e6,
-    );
 }
 
 fn main() {

@@ -1,7 +1,9 @@
 //! What the durable kickoffs' journal costs (SPEC §5, §13).
 //!
 //! On each store: the time per append (one committed, sealed, fenced
-//! entry of 256 bytes, 1,000 in a row on one kickoff), and the time per
+//! entry of 256 bytes, 1,000 in a row on one kickoff; with `append`, which
+//! reads the step in its transaction, and with `append_after`, one round
+//! trip for a writer that counts its entries), and the time per
 //! claim of a resumer taking 1,000 expired kickoffs, one claim at a time
 //! and in claims of 100. SQLite in a temporary file; PostgreSQL in a
 //! throw-away cluster started here (`CREW_PG_URL` names another server
@@ -80,6 +82,25 @@ async fn report(backend: &str, url: &str) {
         fail("finishing failed", error);
     }
 
+    // A writer that counts its entries: one round trip per append.
+    let lease = journal
+        .create_kickoff("bench", "fingerprint", "writer", LEASE)
+        .await
+        .unwrap_or_else(|error| fail("starting a kickoff failed", error));
+    let started = Instant::now();
+    for after in 0..APPENDS as u64 {
+        if let Err(error) = journal
+            .append_after(&lease, after, &[("tool_intent", &payload)])
+            .await
+        {
+            fail("appending failed", error);
+        }
+    }
+    let counted = started.elapsed();
+    if let Err(error) = journal.finish(&lease, KickoffStatus::Completed).await {
+        fail("finishing failed", error);
+    }
+
     expired(&journal).await;
     let (one_by_one, one_time) = claim_all(&journal, 1).await;
     expired(&journal).await;
@@ -91,8 +112,9 @@ async fn report(backend: &str, url: &str) {
         );
     }
     println!(
-        "{backend:<10} append (256 B, committed): {} each ({APPENDS}); claim of {KICKOFFS} expired kickoffs: {} per claim one at a time, {} per kickoff in claims of 100",
+        "{backend:<10} append (256 B, committed): {} each ({APPENDS}), {} each after a count; claim of {KICKOFFS} expired kickoffs: {} per claim one at a time, {} per kickoff in claims of 100",
         per(appends, APPENDS),
+        per(counted, APPENDS),
         per(one_time, KICKOFFS),
         per(batch_time, KICKOFFS),
     );

@@ -1596,12 +1596,15 @@ impl DurableRun {
     /// it, or says why the kickoff must stop.
     ///
     /// What nothing outside the run acts on before a later entry is
-    /// deferred, and committed in the same transaction as that entry: the
-    /// inputs, what `PRE_STEP` left, a model's answer. An answer is so
-    /// committed with its first call's intent, before any of its calls
-    /// starts (SPEC §13); a process gone before then asked the model for
-    /// nothing anyone acted on, and its resumed run asks again. One
-    /// transaction per call's intent and one per its result.
+    /// deferred, and committed in the same transaction as that entry: what
+    /// `PRE_STEP` left, a model's answer. An answer is so committed with
+    /// its first call's intent, before any of its calls starts (SPEC §13);
+    /// a process gone before then asked the model for nothing anyone acted
+    /// on, and its resumed run asks again (and runs `PRE_STEP` again, a
+    /// step it never recorded). The inputs are committed at once
+    /// (`EXECUTION_START` and `INPUT` run once per kickoff), and so is each
+    /// result (the model acts on it). One transaction per call's intent and
+    /// one per its result.
     async fn append(&self, entry: &Entry) -> Result<(), CrewError> {
         if let Some(error) = self.stopped() {
             return Err(error);
@@ -1619,10 +1622,7 @@ impl DurableRun {
         // turn's calls commits first.
         let mut writer = self.writer.lock().await;
         writer.deferred.push((entry.kind(), payload));
-        if matches!(
-            entry,
-            Entry::Inputs { .. } | Entry::Step { .. } | Entry::Answer { .. }
-        ) {
+        if matches!(entry, Entry::Step { .. } | Entry::Answer { .. }) {
             return Ok(());
         }
         self.write(&mut writer).await

@@ -651,6 +651,10 @@ async fn connect_sqlite(url: &str, shown: &str) -> Result<(Pool, Option<SqliteFi
         .unwrap_or_else(|_| options.get_filename().to_owned());
     let pool = SqlitePoolOptions::new()
         .max_connections(4)
+        // A connection to a local file does not go stale: no ping before
+        // each use (a round trip to the connection's worker, as long as
+        // the statement itself on a durable kickoff's path).
+        .test_before_acquire(false)
         .connect_with(options)
         .await
         .map_err(unreachable(shown))?;
