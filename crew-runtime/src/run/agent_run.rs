@@ -304,7 +304,11 @@ impl AgentRun {
         let crew_agent = self.agent();
         let dispatcher = self.dispatcher();
         let redaction = self.redaction();
-        let used_before = *self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+        // Only a durable kickoff records the tokens each answer took.
+        let used_before = self
+            .journal
+            .is_some()
+            .then(|| *self.usage.lock().unwrap_or_else(PoisonError::into_inner));
         {
             let mut hooks = dispatcher.begin_call(&MODEL_CALL_POINTS);
             let mut call = LlmCallHookContext::new(messages)
@@ -361,7 +365,7 @@ impl AgentRun {
                 let recorded = RecordedAnswer {
                     response,
                     messages: hooked.then(|| call.messages.clone()),
-                    usage: Some(used_since(used_before, used_after)),
+                    usage: used_before.map(|before| used_since(before, used_after)),
                 };
                 at.journal.record_answer(at.task, turn, &recorded).await?;
                 return Ok((recorded.response, call.messages));

@@ -32,7 +32,7 @@ pub(super) struct Ran {
     pub(super) input: Option<Value>,
     /// Why the kickoff must stop after this call (its journal could not
     /// take the call's intent, so the tool did not run).
-    pub(super) stopped: Option<crate::error::CrewError>,
+    pub(super) stopped: Option<Box<crate::error::CrewError>>,
 }
 
 /// Why a tool call produced no result of its own.

@@ -130,9 +130,13 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
         .run_tool_call_async_keeping(&mut ctx, |ctx| match tool {
             Some(tool) => match &cx.journal {
                 None => Either::Left(Either::Left(execute(cx, report, tool, ctx))),
+                // Boxed: the journal's layer does not grow every call's
+                // future (moved on each poll) for the kickoffs without one.
                 Some(at) => {
                     let place = at.place(turn, &call.id);
-                    Either::Left(Either::Right(journaled(cx, at, place, report, tool, ctx)))
+                    Either::Left(Either::Right(Box::pin(journaled(
+                        cx, at, place, report, tool, ctx,
+                    ))))
                 }
             },
             None => {
@@ -154,7 +158,7 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
     // The journal could not take the call's intent: the tool did not run,
     // and the kickoff stops here.
     if let Some(error) = stopped {
-        return Err(error);
+        return Err(*error);
     }
 
     match result.map(|report| observe::observation(cx, report)) {
@@ -230,7 +234,7 @@ fn journaled<'a>(
                 ));
                 let ran = Ran {
                     failed: Some(Failure::Error),
-                    stopped: Some(error),
+                    stopped: Some(Box::new(error)),
                     ..Ran::default()
                 };
                 (output, ran)
