@@ -160,8 +160,6 @@ pub mod console;
 pub mod crash_point;
 mod crew;
 mod direct;
-/// Durable kickoffs (feature `durable`): a crew's run that survives its
-/// process and resumes on any replica, its approved effects at most once.
 #[cfg(all(feature = "durable", any(feature = "sqlite", feature = "postgres")))]
 pub mod durable;
 mod error;

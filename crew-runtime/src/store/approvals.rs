@@ -1083,6 +1083,10 @@ impl Store {
     /// Withdraws every pending question of the kickoff `kickoff` (a
     /// durable kickoff cancelled: nothing will take their answers),
     /// recording each; returns how many.
+    #[cfg_attr(
+        not(feature = "durable"),
+        allow(dead_code, reason = "used by durable kickoffs only")
+    )]
     pub(crate) async fn withdraw_kickoff_questions(
         &self,
         kickoff: &str,
