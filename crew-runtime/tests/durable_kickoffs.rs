@@ -3,8 +3,9 @@
 //! process leaves it) and resumed from its journal, on a real SQLite file
 //! and a real PostgreSQL server. Every scenario runs on both.
 //!
-//! Leases are short (300 ms) and tools' timeouts small, so a call in doubt
-//! is judged within a second; every wait is bounded.
+//! Leases are short (1 s, renewed every third of it: long enough for a
+//! loaded machine to renew them in time) and tools' timeouts small, so a
+//! call in doubt is judged within two seconds; every wait is bounded.
 
 mod support;
 
@@ -29,7 +30,7 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 /// The lease every crew here holds its kickoffs with.
-const LEASE: Duration = Duration::from_millis(300);
+const LEASE: Duration = Duration::from_secs(1);
 /// How long any wait here lasts at most.
 const PATIENCE: Duration = Duration::from_secs(30);
 
