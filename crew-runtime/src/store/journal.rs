@@ -841,18 +841,7 @@ impl Journal {
         lease: &Lease,
         entries: &[(&str, &[u8])],
     ) -> Result<u64, JournalError> {
-        if entries.is_empty() {
-            return Err(JournalError::Invalid("no journal entry to append".into()));
-        }
-        if let Some((kind, _)) = entries
-            .iter()
-            .find(|(kind, _)| kind.is_empty() || kind.len() > MAX_KIND_BYTES)
-        {
-            return Err(JournalError::Invalid(format!(
-                "a journal entry's kind is 1 to {MAX_KIND_BYTES} bytes, not {}",
-                kind.len()
-            )));
-        }
+        check_entries(entries)?;
         let count = i64::try_from(entries.len()).unwrap_or(i64::MAX);
         let advance = self.sql(
             "UPDATE crew_kickoffs SET step = step + $4, updated_at = {now} WHERE {held} RETURNING step",
@@ -934,18 +923,7 @@ impl Journal {
         after: u64,
         entries: &[(&str, &[u8])],
     ) -> Result<u64, JournalError> {
-        if entries.is_empty() {
-            return Err(JournalError::Invalid("no journal entry to append".into()));
-        }
-        if let Some((kind, _)) = entries
-            .iter()
-            .find(|(kind, _)| kind.is_empty() || kind.len() > MAX_KIND_BYTES)
-        {
-            return Err(JournalError::Invalid(format!(
-                "a journal entry's kind is 1 to {MAX_KIND_BYTES} bytes, not {}",
-                kind.len()
-            )));
-        }
+        check_entries(entries)?;
         let last = after + entries.len() as u64;
         let mut sealed = Vec::with_capacity(entries.len());
         for (seq, (kind, payload)) in (after + 1..).zip(entries) {
@@ -1464,6 +1442,23 @@ impl Journal {
             });
         }
         Ok(entries)
+    }
+}
+
+/// Entries to append: at least one, each kind 1 to `MAX_KIND_BYTES` bytes.
+fn check_entries(entries: &[(&str, &[u8])]) -> Result<(), JournalError> {
+    if entries.is_empty() {
+        return Err(JournalError::Invalid("no journal entry to append".into()));
+    }
+    match entries
+        .iter()
+        .find(|(kind, _)| kind.is_empty() || kind.len() > MAX_KIND_BYTES)
+    {
+        Some((kind, _)) => Err(JournalError::Invalid(format!(
+            "a journal entry's kind is 1 to {MAX_KIND_BYTES} bytes, not {}",
+            kind.len()
+        ))),
+        None => Ok(()),
     }
 }
 

@@ -113,12 +113,7 @@ pub(super) async fn in_doubt(
         }
         Some(Ok(Reconciled::DidNotHappen)) => {
             report(Settled::DidNotHappen);
-            let attempt = intent.attempt.saturating_add(1);
-            ctx.extensions.insert(at.journal.key(place, attempt));
-            at.journal
-                .record_intent(place, &intent.tool, &intent.input, attempt)
-                .await?;
-            run_again(cx, at, turn, call, &tool, ctx).await
+            run_as_new_attempt(cx, at, turn, call, &tool, &intent, ctx).await
         }
         reconciled => {
             let why = match reconciled {
@@ -153,12 +148,7 @@ pub(super) async fn in_doubt(
                 }
                 Ok(PersonSays::DidNotHappen) => {
                     report(Settled::DidNotHappen);
-                    let attempt = intent.attempt.saturating_add(1);
-                    ctx.extensions.insert(at.journal.key(place, attempt));
-                    at.journal
-                        .record_intent(place, &intent.tool, &intent.input, attempt)
-                        .await?;
-                    run_again(cx, at, turn, call, &tool, ctx).await
+                    run_as_new_attempt(cx, at, turn, call, &tool, &intent, ctx).await
                 }
                 Ok(PersonSays::Stop) => in_doubt(format!("{why}; a person said to stop")),
                 Err(error) => in_doubt(format!("{why}; nobody said what happened ({error})")),
@@ -208,6 +198,26 @@ fn refused_now(cx: &RunContext, ctx: &ToolCallHookContext) -> Option<String> {
         .extensions
         .iter()
         .find_map(|extension| extension.refuses_again(ctx))
+}
+
+/// Runs a call whose effect did not happen as a new attempt: a new key,
+/// its intent committed first, then the tool and the POST chain.
+async fn run_as_new_attempt(
+    cx: &RunContext,
+    at: &JournalAt,
+    turn: usize,
+    call: &ToolCallRequest,
+    tool: &Tool,
+    intent: &Intent,
+    mut ctx: ToolCallHookContext,
+) -> Result<String, CrewError> {
+    let place = at.place(turn, &call.id);
+    let attempt = intent.attempt.saturating_add(1);
+    ctx.extensions.insert(at.journal.key(place, attempt));
+    at.journal
+        .record_intent(place, &intent.tool, &intent.input, attempt)
+        .await?;
+    run_again(cx, at, turn, call, tool, ctx).await
 }
 
 /// Runs the tool again (its key already in `ctx`), then the POST chain.
