@@ -7,6 +7,8 @@
 //! written, on the database's clock): nothing here waits for time to pass.
 //! Every loop is bounded.
 
+#[path = "support/stores.rs"]
+mod stores;
 mod support;
 
 use std::collections::BTreeMap;
@@ -21,60 +23,7 @@ use crew_runtime::store::journal::{
 /// A lease that outlives any test.
 const LONG: Duration = Duration::from_secs(600);
 
-/// A store of the backend `kind` (`"sqlite"` or `"postgres"`) and its URL,
-/// with what keeps it alive, or `None` (after a loud message) when
-/// PostgreSQL is missing on this machine.
-async fn store(kind: &str) -> Option<(Store, Keep)> {
-    match kind {
-        "sqlite" => {
-            let dir = tempfile::tempdir().expect("a temporary directory");
-            let url = format!("sqlite://{}", dir.path().join("store.db").display());
-            let store = Store::connect(&url).await.expect("SQLite opens");
-            Some((
-                store,
-                Keep {
-                    url,
-                    _dir: Some(dir),
-                },
-            ))
-        }
-        _ => {
-            let url = support::postgres_database().await?;
-            let store = Store::connect(&url).await.expect("PostgreSQL opens");
-            Some((store, Keep { url, _dir: None }))
-        }
-    }
-}
-
-/// What a store's test keeps alive: its URL, and its directory on SQLite.
-struct Keep {
-    url: String,
-    _dir: Option<tempfile::TempDir>,
-}
-
-/// Runs `scenario` on SQLite and on PostgreSQL, as two tests.
-macro_rules! on_both_stores {
-    ($($scenario:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    let (store, keep) = super::store("sqlite").await.expect("SQLite is always there");
-                    super::$scenario(store, keep).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    let Some((store, keep)) = super::store("postgres").await else { return };
-                    super::$scenario(store, keep).await;
-                }
-            )*
-        }
-    };
-}
+use stores::{Keep, on_both_stores, store};
 
 on_both_stores!(
     entries_read_back_in_order_with_contiguous_sequence_numbers,
@@ -828,7 +777,7 @@ async fn the_payload_is_not_readable_in_the_sqlite_file() {
     }
     drop(journal);
     drop(store);
-    let dir = keep._dir.as_ref().expect("a directory");
+    let dir = keep.dir.as_ref().expect("a directory");
     let mut bytes = Vec::new();
     for entry in std::fs::read_dir(dir.path()).expect("listed") {
         bytes.extend(std::fs::read(entry.expect("an entry").path()).expect("read"));

@@ -7,6 +7,8 @@
 //! loaded machine to renew them in time) and tools' timeouts small, so a
 //! call in doubt is judged within two seconds; every wait is bounded.
 
+#[path = "support/stores.rs"]
+mod stores;
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -34,57 +36,7 @@ const LEASE: Duration = Duration::from_secs(1);
 /// How long any wait here lasts at most.
 const PATIENCE: Duration = Duration::from_secs(30);
 
-async fn store(kind: &str) -> Option<(Store, Keep)> {
-    match kind {
-        "sqlite" => {
-            let dir = tempfile::tempdir().expect("a temporary directory");
-            let url = format!("sqlite://{}", dir.path().join("store.db").display());
-            let store = Store::connect(&url).await.expect("SQLite opens");
-            Some((
-                store,
-                Keep {
-                    url,
-                    _dir: Some(dir),
-                },
-            ))
-        }
-        _ => {
-            let url = support::postgres_database().await?;
-            let store = Store::connect(&url).await.expect("PostgreSQL opens");
-            Some((store, Keep { url, _dir: None }))
-        }
-    }
-}
-
-/// What a store's test keeps alive (its directory, on SQLite), and its URL.
-struct Keep {
-    url: String,
-    _dir: Option<tempfile::TempDir>,
-}
-
-/// Runs `scenario` on SQLite and on PostgreSQL, as two tests.
-macro_rules! on_both_stores {
-    ($($scenario:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    let (store, keep) = super::store("sqlite").await.expect("SQLite is always there");
-                    super::$scenario(store, keep).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    let Some((store, keep)) = super::store("postgres").await else { return };
-                    super::$scenario(store, keep).await;
-                }
-            )*
-        }
-    };
-}
+use stores::{Keep, on_both_stores};
 
 on_both_stores!(
     a_durable_kickoff_runs_to_its_end_and_its_journal_is_purged,
