@@ -227,27 +227,24 @@ impl AgentRun {
         let redaction = self.redaction();
         for turn in 1..=agent.max_iter() {
             self.turn.store(turn, std::sync::atomic::Ordering::Relaxed);
-            let response = match &self.journal {
+            let recorded = match &self.journal {
                 Some(at) => {
                     at.go_on()?;
-                    match at.journal.recorded_answer(at.task, turn) {
-                        // A turn a resumed kickoff took before: its answer
-                        // as then, no hook and no model asked again.
-                        Some(recorded) => {
-                            if let Some(usage) = recorded.usage {
-                                *self.usage.lock().unwrap_or_else(PoisonError::into_inner) += usage;
-                            }
-                            if let Some(kept) = recorded.messages {
-                                messages = kept;
-                            }
-                            recorded.response
-                        }
-                        None => {
-                            let (response, kept) = self.model_turn(messages, turn, started).await?;
-                            messages = kept;
-                            response
-                        }
+                    at.journal.recorded_answer(at.task, turn)
+                }
+                None => None,
+            };
+            let response = match recorded {
+                // A turn a resumed kickoff took before: its answer as then,
+                // no hook and no model asked again.
+                Some(recorded) => {
+                    if let Some(usage) = recorded.usage {
+                        *self.usage.lock().unwrap_or_else(PoisonError::into_inner) += usage;
                     }
+                    if let Some(kept) = recorded.messages {
+                        messages = kept;
+                    }
+                    recorded.response
                 }
                 None => {
                     let (response, kept) = self.model_turn(messages, turn, started).await?;
