@@ -2028,8 +2028,23 @@ impl KickoffJournal for DurableRun {
         }))
     }
 
-    fn in_doubt_after(&self, intent: &Intent, tool_timeout: Duration) -> SystemTime {
-        intent.at + tool_timeout + self.lease_for
+    fn in_doubt_in<'a>(
+        &'a self,
+        intent: &'a Intent,
+        tool_timeout: Duration,
+    ) -> JournalFuture<'a, Duration> {
+        Box::pin(async move {
+            // Both times on the database's clock (SPEC §13): a process whose
+            // own clock is off neither judges a call too early nor waits
+            // too long.
+            let now = self
+                .journal
+                .database_now()
+                .await
+                .map_err(|error| journal_failed(&error))?;
+            let settled_by = intent.at + tool_timeout + self.lease_for;
+            Ok(settled_by.duration_since(now).unwrap_or(Duration::ZERO))
+        })
     }
 
     fn settled_events(

@@ -161,9 +161,15 @@ pub(crate) trait KickoffJournal: Send + Sync {
     /// Commits the observation the model gets for the call at `place`.
     fn record_result<'a>(&'a self, place: Place<'a>, observation: &'a str)
     -> JournalFuture<'a, ()>;
-    /// How long after its intent a call with no result counts as in doubt
-    /// (the tool's timeout plus one lease), added to the intent's time.
-    fn in_doubt_after(&self, intent: &Intent, tool_timeout: std::time::Duration) -> SystemTime;
+    /// How long from now, on the database's clock, until a call with no
+    /// result counts as in doubt: its intent's time plus the tool's timeout
+    /// plus one lease (before then, its first owner may still be running
+    /// it). Zero once that has passed.
+    fn in_doubt_in<'a>(
+        &'a self,
+        intent: &'a Intent,
+        tool_timeout: std::time::Duration,
+    ) -> JournalFuture<'a, std::time::Duration>;
     /// What reports a call found in doubt (`key` its key, `tool` its
     /// tool), and what became of it.
     fn settled_events(

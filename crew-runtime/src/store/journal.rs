@@ -1030,6 +1030,24 @@ impl Journal {
         Err(self.lease_lost(lease).await)
     }
 
+    /// The database's clock now: what a journal entry's time
+    /// ([`JournalEntry::written_at`]) is compared with.
+    ///
+    /// ```no_run
+    /// # async fn run(journal: crew_runtime::store::journal::Journal) -> Result<(), crew_runtime::store::journal::JournalError> {
+    /// let now = journal.database_now().await?;
+    /// # let _ = now;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn database_now(&self) -> Result<SystemTime, JournalError> {
+        let sql = self.sql("SELECT {now}");
+        let now: i64 = super::on_pool!(self.store, |pool| {
+            sqlx::query_scalar(&sql).fetch_one(pool).await?
+        });
+        Ok(time_of(now))
+    }
+
     /// Whether `lease` is held now (on the database's clock).
     async fn held_now(&self, lease: &Lease) -> Result<bool, JournalError> {
         let sql = self.sql("SELECT COUNT(*) FROM crew_kickoffs WHERE {held}");

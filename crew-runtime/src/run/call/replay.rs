@@ -21,7 +21,6 @@
 //! result, as after any call.
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use hooks_core::runtime::{TOOL_CALL_POINTS, ToolOutput};
 use hooks_core::{RawToolResult, ToolCallHookContext, ToolInfo};
@@ -74,8 +73,8 @@ pub(super) async fn in_doubt(
     };
     // Until then, the process that began the call could still be running it.
     let timeout = tool.timeout().unwrap_or(cx.settings().tool_timeout);
-    let settled_by = at.journal.in_doubt_after(&intent, timeout);
-    if let Ok(wait) = settled_by.duration_since(SystemTime::now()) {
+    let wait = at.journal.in_doubt_in(&intent, timeout).await?;
+    if !wait.is_zero() {
         tokio::time::sleep(wait).await;
         at.go_on()?;
     }
