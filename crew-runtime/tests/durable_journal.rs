@@ -45,6 +45,7 @@ on_both_stores!(
     entries_appended_after_a_wrong_count_are_refused_and_nothing_is_written,
     entries_appended_after_a_count_with_a_lost_lease_are_refused_and_nothing_is_written,
     entries_appended_together_land_in_order,
+    the_database_clock_is_the_one_entries_are_stamped_with,
 );
 
 fn journal_on(store: &Store) -> Journal {
@@ -971,4 +972,21 @@ async fn entries_appended_together_land_in_order(store: Store, _keep: Keep) {
         .map(|entry| entry.kind)
         .collect();
     assert_eq!(kinds, ["start", "inputs", "step"]);
+}
+
+/// What a call in doubt is judged against (SPEC §13: the database's clock,
+/// never a process's): the store's now, at or after an entry's time.
+async fn the_database_clock_is_the_one_entries_are_stamped_with(store: Store, _keep: Keep) {
+    let journal = journal_on(&store);
+    let lease = running(&journal, LONG).await;
+    journal
+        .append(&lease, "intent", b"i")
+        .await
+        .expect("appended");
+    let written = journal.entries(&lease.kickoff).await.expect("read back")[0].written_at;
+    let now = journal.database_now().await.expect("the store's clock");
+    let since = now
+        .duration_since(written)
+        .expect("now is not before the entry");
+    assert!(since < Duration::from_secs(60), "{since:?}");
 }
