@@ -52,6 +52,17 @@ fn journal_on(store: &Store) -> Journal {
     Journal::new(store.clone(), JournalKey::from_bytes([7; 32]))
 }
 
+/// The kinds of the entries of `lease`'s kickoff, in order.
+async fn kinds(journal: &Journal, lease: &Lease) -> Vec<String> {
+    journal
+        .entries(&lease.kickoff)
+        .await
+        .expect("read back")
+        .into_iter()
+        .map(|entry| entry.kind)
+        .collect()
+}
+
 async fn running(journal: &Journal, lease: Duration) -> Lease {
     journal
         .create_kickoff("research", "fingerprint-1", "worker-a", lease)
@@ -791,6 +802,86 @@ async fn the_payload_is_not_readable_in_the_sqlite_file() {
     assert!(!has(b"PLAINTEXT-MARKER"));
 }
 
+/// On SQLite an append takes the file's write lock at once or waits for it
+/// off the caller's thread: here, on a runtime of one thread, another
+/// connection holds the lock, the append waits, this task goes on running
+/// beside it, and the append lands once the lock is let go.
+#[tokio::test(flavor = "current_thread")]
+async fn an_sqlite_append_behind_another_writer_waits_off_the_callers_thread() {
+    let (store, keep) = store("sqlite").await.expect("SQLite is always there");
+    let journal = journal_on(&store);
+    let lease = running(&journal, LONG).await;
+    assert_eq!(
+        journal
+            .append(&lease, "start", b"s")
+            .await
+            .expect("appended"),
+        1
+    );
+    let other = sqlx::SqlitePool::connect(&keep.url)
+        .await
+        .expect("raw SQLite");
+    let mut holder = other.acquire().await.expect("a connection");
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut *holder)
+        .await
+        .expect("the write lock");
+    let appending = tokio::spawn({
+        let journal = journal.clone();
+        let lease = lease.clone();
+        async move { journal.append_after(&lease, 1, &[("intent", b"i")]).await }
+    });
+    // Had the append blocked the runtime's only thread, this sleep would
+    // end only after it, and the lock would still be held.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!appending.is_finished(), "the append waits for the lock");
+    sqlx::query("COMMIT")
+        .execute(&mut *holder)
+        .await
+        .expect("lets go");
+    let last = appending.await.expect("no panic").expect("appended");
+    assert_eq!(last, 2);
+    assert_eq!(kinds(&journal, &lease).await, ["start", "intent"]);
+}
+
+/// The journal's appends never checkpoint SQLite's write-ahead log on
+/// commit (it would `fsync` on the caller's thread); the store has it
+/// checkpointed beside them, so the log is reused instead of growing with
+/// every entry ever written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sqlite_log_is_reused_as_appends_go_on() {
+    const APPENDS: u64 = 1100;
+    let (store, keep) = store("sqlite").await.expect("SQLite is always there");
+    let journal = journal_on(&store);
+    let lease = running(&journal, LONG).await;
+    for after in 0..APPENDS {
+        journal
+            .append_after(&lease, after, &[("result", &[7; 200])])
+            .await
+            .expect("appended");
+    }
+    // The last checkpoint asked for ends; the next append then writes the
+    // log from its start again.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    journal
+        .append_after(&lease, APPENDS, &[("result", b"r")])
+        .await
+        .expect("appended");
+    let raw = sqlx::SqlitePool::connect(&keep.url)
+        .await
+        .expect("raw SQLite");
+    // (busy, frames in the log, frames checkpointed): each append wrote at
+    // least one frame (a page) to the log.
+    let (_, frames, _): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)")
+        .fetch_one(&raw)
+        .await
+        .expect("the log's state");
+    assert!(
+        frames < i64::try_from(APPENDS).expect("small"),
+        "the log holds {frames} frames after {APPENDS} appends: it was never checkpointed"
+    );
+}
+
 #[test]
 fn a_malformed_kickoff_id_is_a_clear_error() {
     for text in [
@@ -964,14 +1055,7 @@ async fn entries_appended_together_land_in_order(store: Store, _keep: Keep) {
         .await
         .expect("appended");
     assert_eq!(last, 3);
-    let kinds: Vec<String> = journal
-        .entries(&lease.kickoff)
-        .await
-        .expect("read back")
-        .into_iter()
-        .map(|entry| entry.kind)
-        .collect();
-    assert_eq!(kinds, ["start", "inputs", "step"]);
+    assert_eq!(kinds(&journal, &lease).await, ["start", "inputs", "step"]);
 }
 
 /// What a call in doubt is judged against (SPEC §13: the database's clock,

@@ -941,8 +941,34 @@ impl Journal {
             "UPDATE crew_kickoffs SET step = $4, updated_at = {now} WHERE {held} AND step = $5";
         let written = match &self.store.inner.pool {
             #[cfg(feature = "sqlite")]
+            super::Pool::Sqlite(_) if self.store.inner.journal_writer.is_some() => {
+                let to_sqlite = |sql: String| sql.replace('$', "?");
+                let append = super::sqlite_journal::Append {
+                    advance: to_sqlite(self.sql(advance)),
+                    insert: to_sqlite(self.sql(
+                        "INSERT INTO crew_journal (kickoff_id, seq, kind, payload, at) VALUES ($1, $2, $3, $4, {now})",
+                    )),
+                    id: id.clone(),
+                    owner: lease.owner.clone(),
+                    epoch: lease.epoch,
+                    last: as_i64(last),
+                    after: as_i64(after),
+                    entries: (after + 1..)
+                        .zip(entries)
+                        .zip(sealed)
+                        .map(|((seq, (kind, _)), sealed)| (as_i64(seq), (*kind).to_owned(), sealed))
+                        .collect(),
+                };
+                let writer = self.store.inner.journal_writer.as_ref();
+                match writer {
+                    Some(writer) if writer.append(append).await? => 1 + entries.len() as u64,
+                    _ => 0,
+                }
+            }
+            #[cfg(feature = "sqlite")]
             super::Pool::Sqlite(pool) => {
-                // One round trip: the statements run together on the
+                // An SQLite database in memory (no file for a connection of
+                // the journal's own). One round trip: the statements run together on the
                 // connection's worker; each insert writes only if the
                 // statement before it changed one row (so none, unless
                 // the lease held and the count was right).

@@ -50,6 +50,8 @@ pub(crate) mod audit;
 mod identity;
 #[cfg(feature = "durable")]
 pub mod journal;
+#[cfg(all(feature = "sqlite", feature = "durable"))]
+pub(crate) mod sqlite_journal;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -343,6 +345,10 @@ struct StoreInner {
     /// The SQLite file the pool opened (none for PostgreSQL or an
     /// in-memory database).
     file: Option<SqliteFile>,
+    /// The connection a durable kickoff's journal appends through, on a
+    /// writable SQLite file.
+    #[cfg(all(feature = "sqlite", feature = "durable"))]
+    journal_writer: Option<sqlite_journal::JournalWriter>,
 }
 
 /// An SQLite file as it was when the store opened it. A file removed (or
@@ -467,7 +473,7 @@ impl Store {
             }
         };
         migrate(&pool).await?;
-        Ok(Store::on(pool, url, shown, file))
+        Ok(Store::on(pool, url, shown, file, true))
     }
 
     /// Opens the store at `url` to read it, and changes nothing: an SQLite
@@ -528,11 +534,19 @@ impl Store {
             }
         };
         check_schema(&pool, &shown).await?;
-        Ok(Store::on(pool, url, shown, file))
+        Ok(Store::on(pool, url, shown, file, false))
     }
 
-    /// A store on `pool`, its watcher of changes started.
-    fn on(pool: Pool, url: &str, shown: String, file: Option<SqliteFile>) -> Store {
+    /// A store on `pool`, its watcher of changes started; `writable`
+    /// unless opened to read.
+    fn on(pool: Pool, url: &str, shown: String, file: Option<SqliteFile>, writable: bool) -> Store {
+        #[cfg(all(feature = "sqlite", feature = "durable"))]
+        let journal_writer = file
+            .as_ref()
+            .filter(|_| writable)
+            .map(|file| sqlite_journal::JournalWriter::new(file.path.clone()));
+        #[cfg(not(all(feature = "sqlite", feature = "durable")))]
+        let _ = writable;
         let (changes, _) = broadcast::channel(1024);
         let watcher = tokio::spawn(watch_changes(pool.clone(), url.to_owned(), changes.clone()));
         Store {
@@ -542,6 +556,8 @@ impl Store {
                 changes,
                 _watcher: watcher.abort_handle(),
                 file,
+                #[cfg(all(feature = "sqlite", feature = "durable"))]
+                journal_writer,
             }),
         }
     }
