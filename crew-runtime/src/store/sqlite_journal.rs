@@ -17,8 +17,8 @@
 //! blocking pool, with the store's usual busy timeout, and never on the
 //! caller's thread. The connection never checkpoints the log on commit (a
 //! checkpoint `fsync`s and can take milliseconds): every
-//! [`CHECKPOINT_EVERY`] appends it checkpoints the log on the blocking
-//! pool.
+//! [`CHECKPOINT_EVERY`] appends the log is checkpointed on the blocking
+//! pool, mostly beside the appends.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -46,6 +46,8 @@ pub(crate) struct JournalWriter {
 
 struct Writer {
     connection: Mutex<Connection>,
+    /// Checkpoints the log beside the appends.
+    checkpointer: Mutex<Connection>,
     since_checkpoint: AtomicU32,
 }
 
@@ -137,22 +139,26 @@ impl Writer {
             connection.busy_timeout(Duration::ZERO)?;
             Ok(connection)
         };
-        let connection = open().map_err(|error| StoreError::Unreachable {
+        let unreachable = |error: rusqlite::Error| StoreError::Unreachable {
             url: format!("sqlite://{}", path.display()),
             reason: error.to_string(),
-        })?;
+        };
         Ok(Writer {
-            connection: Mutex::new(connection),
+            connection: Mutex::new(open().map_err(unreachable)?),
+            checkpointer: Mutex::new(open().map_err(unreachable)?),
             since_checkpoint: AtomicU32::new(0),
         })
     }
 
     /// Counts an append, and every [`CHECKPOINT_EVERY`] of them
-    /// checkpoints the log on the blocking pool, holding the connection:
-    /// the next append, after it, then writes the log from its start again
-    /// (a checkpoint elsewhere, with appends going on beside it, would
-    /// never let the log restart, and it would grow without end). Appends
-    /// that come meanwhile wait for it on the blocking pool.
+    /// checkpoints the log on the blocking pool, in two passes. The first,
+    /// on a connection of its own, copies the bulk of the log into the
+    /// database beside the appends. The second, holding the appends'
+    /// connection (appends that come meanwhile wait for it on the blocking
+    /// pool), copies the little written during the first: the next append
+    /// then writes the log from its start again. A log checkpointed only
+    /// beside the appends would never restart while they go on, and would
+    /// grow without end.
     fn written(self: &Arc<Self>) {
         if self.since_checkpoint.fetch_add(1, Ordering::Relaxed) + 1 < CHECKPOINT_EVERY {
             return;
@@ -160,18 +166,18 @@ impl Writer {
         self.since_checkpoint.store(0, Ordering::Relaxed);
         let writer = Arc::clone(self);
         tokio::task::spawn_blocking(move || {
-            let connection = writer
-                .connection
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            // Passive: copies what no reader still needs and waits for
-            // nobody. A failure only leaves the log longer until the next.
-            if let Err(error) =
-                connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
-            {
-                tracing::debug!(target: "crew_runtime::store", %error, "a passive checkpoint of the journal's log failed");
+            for connection in [&writer.checkpointer, &writer.connection] {
+                checkpoint(&connection.lock().unwrap_or_else(PoisonError::into_inner));
             }
         });
+    }
+}
+
+/// A passive checkpoint: copies what no reader still needs and waits for
+/// nobody. A failure only leaves the log longer until the next.
+fn checkpoint(connection: &Connection) {
+    if let Err(error) = connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+        tracing::debug!(target: "crew_runtime::store", %error, "a passive checkpoint of the journal's log failed");
     }
 }
 
