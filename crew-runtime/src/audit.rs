@@ -905,11 +905,20 @@ fn integration_record(event: &IntegrationEvent) -> Option<(&'static str, Value)>
     None
 }
 
-/// What a durable kickoff's event records: `kickoff_resumed`,
-/// `call_in_doubt`, `call_reconciled`.
+/// What a durable kickoff's event records: `kickoff_parked`,
+/// `kickoff_resumed`, `call_in_doubt`, `call_reconciled`.
 #[cfg(feature = "durable")]
 fn durable_record(event: &IntegrationEvent) -> Option<(&'static str, Value)> {
-    use crate::durable::{CrewKickoffResumedEvent, ToolCallInDoubtEvent, ToolCallReconciledEvent};
+    use crate::durable::{
+        CrewKickoffParkedEvent, CrewKickoffResumedEvent, ToolCallInDoubtEvent,
+        ToolCallReconciledEvent,
+    };
+    if let Some(e) = event.downcast_ref::<CrewKickoffParkedEvent>() {
+        return Some((
+            "kickoff_parked",
+            json!({"kickoff": e.kickoff_id, "owner": e.owner, "ready": e.ready}),
+        ));
+    }
     if let Some(e) = event.downcast_ref::<CrewKickoffResumedEvent>() {
         return Some((
             "kickoff_resumed",

@@ -63,7 +63,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -94,6 +94,12 @@ const INTEGRATION: &str = "durable";
 const DEFAULT_LEASE: Duration = Duration::from_secs(15);
 /// The shortest lease taken: renewals come every third of it.
 const SHORTEST_LEASE: Duration = Duration::from_millis(300);
+/// How long a question of a kickoff that parks stays open unless set
+/// ([`Durable::approval_deadline`]).
+const DEFAULT_APPROVAL_DEADLINE: Duration = Duration::from_secs(24 * 3600);
+/// How soon a kickoff due to park looks again for its question in the
+/// store, when it was not there yet.
+const PARK_RECHECK: Duration = Duration::from_millis(25);
 
 /// What makes a crew durable: the store its kickoffs are journaled in, the
 /// key that seals the journal, and how long a process holds a kickoff
@@ -123,6 +129,8 @@ pub struct Durable {
     lease: Duration,
     owner: Arc<str>,
     retention: Duration,
+    park_after: Option<Duration>,
+    approval_deadline: Duration,
 }
 
 impl fmt::Debug for Durable {
@@ -133,6 +141,8 @@ impl fmt::Debug for Durable {
             .field("lease", &self.lease)
             .field("owner", &self.owner)
             .field("retention", &self.retention)
+            .field("park_after", &self.park_after)
+            .field("approval_deadline", &self.approval_deadline)
             .finish()
     }
 }
@@ -160,6 +170,8 @@ impl Durable {
             lease: DEFAULT_LEASE,
             owner: Arc::from(format!("process-{}", crate::store::new_id())),
             retention: Duration::ZERO,
+            park_after: None,
+            approval_deadline: DEFAULT_APPROVAL_DEADLINE,
         }
     }
 
@@ -223,6 +235,50 @@ impl Durable {
     /// ```
     pub fn retention(mut self, retention: Duration) -> Durable {
         self.retention = retention;
+        self
+    }
+
+    /// Parks a kickoff that waits for a person longer than `after` (zero:
+    /// as soon as a person is asked), or than the crew's human-input
+    /// timeout, whichever comes first: its question stays open until its
+    /// deadline ([`approval_deadline`](Self::approval_deadline)), no
+    /// process holds it, and [`Crew::kickoff`] returns
+    /// [`CrewError::Parked`]. Once the question is answered, or its
+    /// deadline passes (which denies the call), the kickoff is ready, and
+    /// a [`Resumer`] in any process runs it on. Without it, a kickoff
+    /// waits for its answer in its process, as any other.
+    ///
+    /// Parking needs the questions kept in the store: the crew's human
+    /// input is [`StoreApprovals`](crate::store::StoreApprovals) on the
+    /// same store.
+    ///
+    /// ```no_run
+    /// # fn run(durable: crew_runtime::durable::Durable) {
+    /// // Requests return at once; the refund goes on when ops answers.
+    /// let durable = durable.park_after(std::time::Duration::ZERO);
+    /// # let _ = durable;
+    /// # }
+    /// ```
+    pub fn park_after(mut self, after: Duration) -> Durable {
+        self.park_after = Some(after);
+        self
+    }
+
+    /// How long a question of a kickoff that parks stays open (24 hours
+    /// unless set): once it passed, the question is closed and the call it
+    /// asked about is denied, whether the kickoff waits in a process or is
+    /// parked. Only for a crew that parks ([`park_after`](Self::park_after)).
+    ///
+    /// ```no_run
+    /// # fn run(durable: crew_runtime::durable::Durable) {
+    /// let durable = durable
+    ///     .park_after(std::time::Duration::from_secs(60))
+    ///     .approval_deadline(std::time::Duration::from_secs(3 * 24 * 3600));
+    /// # let _ = durable;
+    /// # }
+    /// ```
+    pub fn approval_deadline(mut self, deadline: Duration) -> Durable {
+        self.approval_deadline = deadline;
         self
     }
 
@@ -389,6 +445,8 @@ impl CrewBuilder {
                 lease: durable.lease,
                 owner: Arc::clone(&durable.owner),
                 retention: durable.retention,
+                park_after: durable.park_after,
+                approval_deadline: durable.approval_deadline,
             };
             scope.with_state(|given: &mut Given| given.0 = Some(crew));
             Ok(())
@@ -415,6 +473,8 @@ struct DurableCrew {
     lease: Duration,
     owner: Arc<str>,
     retention: Duration,
+    park_after: Option<Duration>,
+    approval_deadline: Duration,
 }
 
 impl CrewExtension for DurableCrew {
@@ -732,7 +792,9 @@ impl Resumer {
 
     /// One look: claims its crews' claimable kickoffs (up to the batch
     /// each), runs them to their ends at once, and says how each ended.
-    /// Also purges the journals past their retention. Empty when there was
+    /// First closes the questions whose deadline passed, and makes ready
+    /// the parked kickoffs whose question was answered or closed so; also
+    /// purges the journals past their retention. Empty when there was
     /// nothing to do.
     ///
     /// Errors: a crew that is not durable; the store cannot be read.
@@ -744,6 +806,7 @@ impl Resumer {
     /// # }
     /// ```
     pub async fn resume_claimable(&self) -> Result<Vec<Resumed>, CrewError> {
+        self.wake_answered().await;
         let mut runs = Vec::new();
         for (crew, fingerprint) in &self.crews {
             let durable = crew.durable()?;
@@ -775,7 +838,8 @@ impl Resumer {
         Ok(futures_util::future::join_all(runs).await)
     }
 
-    /// Looks for claimable kickoffs until dropped (every
+    /// Looks for claimable kickoffs until dropped (at once when the store
+    /// tells of a change, such as an answer; else every
     /// [`every`](Self::every) when there was nothing to do), running each
     /// it claims; a failing store is reported and looked at again. Run it
     /// as a task of its own; dropping the task gives up the kickoffs it
@@ -789,6 +853,9 @@ impl Resumer {
     /// # }
     /// ```
     pub async fn run(&self) {
+        // Told of answers: from this process, other processes on
+        // PostgreSQL (`NOTIFY`), or a change of an SQLite file.
+        let mut changes = self.store.changes();
         loop {
             match self.resume_claimable().await {
                 Ok(resumed) if !resumed.is_empty() => {
@@ -809,7 +876,35 @@ impl Resumer {
                     tracing::warn!(target: "crew_runtime::durable", %error, "looking for kickoffs to resume failed");
                 }
             }
-            tokio::time::sleep(self.every).await;
+            let changed = async {
+                // Behind (lagged): look again all the same.
+                if let Err(tokio::sync::broadcast::error::RecvError::Closed) = changes.recv().await
+                {
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::select! {
+                () = tokio::time::sleep(self.every) => {}
+                () = changed => {}
+            }
+        }
+    }
+
+    /// Closes the questions past their deadline, and makes ready the
+    /// parked kickoffs a question of which was answered or closed so. A
+    /// failure is logged: the next look tries again.
+    async fn wake_answered(&self) {
+        if let Err(error) = self.store.close_lapsed().await {
+            tracing::warn!(target: "crew_runtime::durable", %error, "closing lapsed questions failed");
+        }
+        match self.store.wake_kickoffs(None).await {
+            Ok(woken) if !woken.is_empty() => {
+                tracing::debug!(target: "crew_runtime::durable", woken = woken.len(), "parked kickoffs made ready");
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(target: "crew_runtime::durable", %error, "waking answered kickoffs failed");
+            }
         }
     }
 }
@@ -853,6 +948,44 @@ impl From<CrewKickoffResumedEvent> for Event {
     /// As an [`Event::Integration`] of kind `CrewKickoffResumed`.
     fn from(event: CrewKickoffResumedEvent) -> Event {
         Event::Integration(IntegrationEvent::new("CrewKickoffResumed", event))
+    }
+}
+
+/// A durable kickoff parked (SPEC §13): it waited for a person longer
+/// than its crew parks after, and no process holds it now. Sent on the
+/// crew's bus as an [`Event::Integration`] of kind `CrewKickoffParked`;
+/// the audit trail records it as `kickoff_parked`.
+///
+/// ```
+/// use crew_runtime::Event;
+/// use crew_runtime::durable::CrewKickoffParkedEvent;
+///
+/// # fn read(event: &Event) {
+/// if let Event::Integration(integration) = event
+///     && let Some(parked) = integration.downcast_ref::<CrewKickoffParkedEvent>()
+/// {
+///     println!("{} parked by {}", parked.kickoff_id, parked.owner);
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CrewKickoffParkedEvent {
+    /// The crew's name.
+    pub crew_name: String,
+    /// The kickoff's id.
+    pub kickoff_id: String,
+    /// The process that parked it (its owner name).
+    pub owner: String,
+    /// Whether an answer was already there: the kickoff is ready, not
+    /// parked, and a resumer takes it up at once.
+    pub ready: bool,
+}
+
+impl From<CrewKickoffParkedEvent> for Event {
+    /// As an [`Event::Integration`] of kind `CrewKickoffParked`.
+    fn from(event: CrewKickoffParkedEvent) -> Event {
+        Event::Integration(IntegrationEvent::new("CrewKickoffParked", event))
     }
 }
 
@@ -1451,6 +1584,13 @@ struct DurableRun {
     renewal: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Whether the kickoff ended (or was given up): nothing to release.
     done: AtomicBool,
+    /// When to park (`None`: never), and how long its questions stay open.
+    park_after: Option<Duration>,
+    approval_deadline: Duration,
+    /// How many people are being asked now.
+    asking: AtomicUsize,
+    /// When the kickoff parks, while someone is asked.
+    park_at: tokio::sync::watch::Sender<Option<tokio::time::Instant>>,
 }
 
 impl DurableRun {
@@ -1575,20 +1715,105 @@ impl DurableRun {
             }),
             renewal: Mutex::new(None),
             done: AtomicBool::new(false),
+            park_after: durable.park_after,
+            approval_deadline: durable.approval_deadline,
+            asking: AtomicUsize::new(0),
+            park_at: tokio::sync::watch::Sender::new(None),
         });
         let renewal = tokio::spawn(renew(Arc::downgrade(&run)));
         *run.renewal.lock().unwrap_or_else(PoisonError::into_inner) = Some(renewal);
         run
     }
 
-    /// Runs the kickoff to its end (or until it must stop), journaled.
+    /// Runs the kickoff to its end (or until it must stop, or parks),
+    /// journaled.
     async fn run(self: Arc<Self>, crew: &Crew, inputs: Inputs) -> Result<CrewOutput, CrewError> {
         let guard = GiveUp(Arc::clone(&self));
-        let result = crew
-            .kickoff_with(inputs, Some(Arc::clone(&self) as Arc<dyn KickoffJournal>))
-            .await;
+        let kickoff = crew.kickoff_with(inputs, Some(Arc::clone(&self) as Arc<dyn KickoffJournal>));
+        let result = tokio::select! {
+            result = kickoff => result,
+            // Dropped here, whatever it was doing: only a person was
+            // awaited, and their question stays open.
+            () = self.time_to_park() => Err(self.park(crew).await),
+        };
         drop(guard);
         result
+    }
+
+    /// Ready once someone was asked for as long as the kickoff waits
+    /// before it parks, and the question is kept in the store (pending
+    /// there: the kickoff's next process takes its answer); never, for a
+    /// kickoff that does not park.
+    async fn time_to_park(&self) {
+        let mut park_at = self.park_at.subscribe();
+        loop {
+            let at = *park_at.borrow_and_update();
+            match at {
+                Some(at) => {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(at) => {
+                            if self.question_kept().await {
+                                return;
+                            }
+                            // Not written yet, or answered already: look
+                            // again shortly, unless the asking ends.
+                            let again = tokio::time::Instant::now() + PARK_RECHECK;
+                            self.park_at.send_if_modified(|at| {
+                                let asking = at.is_some();
+                                if asking {
+                                    *at = Some(again);
+                                }
+                                asking
+                            });
+                        }
+                        changed = park_at.changed() => if changed.is_err() {
+                            return std::future::pending().await;
+                        },
+                    }
+                }
+                None => {
+                    if park_at.changed().await.is_err() {
+                        return std::future::pending().await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether a question of the kickoff is pending in the store.
+    async fn question_kept(&self) -> bool {
+        let kickoff = self.lease.kickoff.to_string();
+        match self.journal.store().kickoff_waits(&kickoff).await {
+            Ok(waits) => waits,
+            Err(error) => {
+                tracing::warn!(target: "crew_runtime::durable", %kickoff, %error, "looking for a kickoff's pending question failed: not parked");
+                false
+            }
+        }
+    }
+
+    /// Parks the kickoff (its run was dropped): no process holds it until
+    /// its question is answered or expires. [`CrewError::Parked`], or why
+    /// it could not be parked (another process holds it now).
+    async fn park(&self, crew: &Crew) -> CrewError {
+        if self.done.swap(true, Ordering::AcqRel) {
+            return self
+                .stopped()
+                .unwrap_or_else(|| parked(&self.lease.kickoff));
+        }
+        self.stop_renewal();
+        let status = match self.journal.park(&self.lease).await {
+            Ok(status) => status,
+            Err(error) => return journal_failed(&error),
+        };
+        tracing::info!(target: "crew_runtime::durable", kickoff = %self.lease.kickoff, %status, "a durable kickoff parked");
+        crew.dispatcher().emit(Event::from(CrewKickoffParkedEvent {
+            crew_name: self.crew.clone(),
+            kickoff_id: self.lease.kickoff.to_string(),
+            owner: self.lease.owner.clone(),
+            ready: status == KickoffStatus::Ready,
+        }));
+        parked(&self.lease.kickoff)
     }
 
     /// Commits `entry`, or says why the kickoff must stop.
@@ -1722,6 +1947,13 @@ impl DurableRun {
         {
             renewal.abort();
         }
+    }
+}
+
+/// The error of a kickoff that parked.
+fn parked(kickoff: &KickoffId) -> CrewError {
+    CrewError::Parked {
+        kickoff_id: Arc::from(kickoff.to_string()),
     }
 }
 
@@ -2134,6 +2366,27 @@ impl KickoffJournal for DurableRun {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    fn human_input_timeout(&self, configured: Duration) -> Duration {
+        if self.park_after.is_some() {
+            self.approval_deadline
+        } else {
+            configured
+        }
+    }
+
+    fn asking(&self, asked: bool, within: Duration) {
+        let Some(after) = self.park_after else { return };
+        if asked {
+            if self.asking.fetch_add(1, Ordering::AcqRel) == 0 {
+                // Too far to be a time: never.
+                let at = tokio::time::Instant::now().checked_add(after.min(within));
+                self.park_at.send_replace(at);
+            }
+        } else if self.asking.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.park_at.send_replace(None);
+        }
     }
 
     fn kickoff_id(&self) -> String {

@@ -518,6 +518,20 @@ pub enum CrewError {
         /// Why it could not be settled.
         why: Box<str>,
     },
+    /// A durable kickoff waited for a person longer than its crew parks
+    /// after (`Durable::park_after`), and was parked (SPEC §13): its
+    /// question stays open, no process holds it, and once the question is
+    /// answered (or its deadline passes) a resumer in any process takes it
+    /// up and runs it on. Nothing failed: the kickoff's end is reported by
+    /// the run that finishes it.
+    #[error(
+        "kickoff {kickoff_id} is parked: it waits for a person's answer, held by no process; \
+         a resumer takes it up once the question is answered (or its deadline passes)"
+    )]
+    Parked {
+        /// The kickoff's id.
+        kickoff_id: Arc<str>,
+    },
 }
 
 impl CrewError {
@@ -653,7 +667,8 @@ impl CrewError {
             | CrewError::NoMessages { .. }
             | CrewError::InvalidAgent { .. }
             | CrewError::KickoffTooDeep { .. }
-            | CrewError::RuntimeUnavailable(_)) => other,
+            | CrewError::RuntimeUnavailable(_)
+            | CrewError::Parked { .. }) => other,
             // What the program configured the integration with (its
             // policy text and tool names, say), no text of a run.
             other @ CrewError::Integration(_) => other,

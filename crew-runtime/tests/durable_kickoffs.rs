@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use crew_runtime::audit::{self, AuditTrail};
 use crew_runtime::durable::{
-    CrewKickoffResumedEvent, Durable, DurableError, InDoubtOutcome, Resumer, ToolCallInDoubtEvent,
+    CrewKickoffParkedEvent, CrewKickoffResumedEvent, Durable, DurableError, InDoubtOutcome,
+    Resumer, ToolCallInDoubtEvent,
 };
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::prelude::*;
@@ -61,6 +62,10 @@ on_both_stores!(
     a_person_who_says_the_effect_happened_settles_the_call_in_doubt,
     a_person_who_says_the_effect_did_not_happen_runs_it_again_as_a_new_attempt,
     a_journal_kept_for_a_retention_is_purged_once_it_passed,
+    a_kickoff_parked_at_once_holds_no_process_and_runs_on_once_answered,
+    a_crew_that_parks_parks_at_its_human_input_timeout_instead_of_denying,
+    a_deadline_passing_while_parked_denies_the_call_and_the_run_goes_on,
+    a_background_resumer_wakes_on_the_answer_to_a_parked_kickoff,
 );
 
 /// A tool's calls: how many, and the idempotency keys they got.
@@ -759,6 +764,22 @@ fn gated_crew(
     refunds: &Calls,
     after_gate: Option<(Arc<Notify>, Arc<Notify>)>,
 ) -> Crew {
+    gated_crew_with(store, key, llm, refunds, after_gate, PATIENCE, |durable| {
+        durable
+    })
+}
+
+/// [`gated_crew`] with a human-input timeout of `timeout`, made durable
+/// as `durable` says (parking, say).
+fn gated_crew_with(
+    store: &Store,
+    key: &JournalKey,
+    llm: &Arc<ScriptedLlm>,
+    refunds: &Calls,
+    after_gate: Option<(Arc<Notify>, Arc<Notify>)>,
+    timeout: Duration,
+    durable: impl FnOnce(Durable) -> Durable,
+) -> Crew {
     let calls = refunds.clone();
     let refund = Tool::dynamic(
         "refund",
@@ -788,7 +809,7 @@ fn gated_crew(
         .human_input(Arc::new(
             StoreApprovals::new(store.clone()).lease(Duration::from_secs(1)),
         ))
-        .human_input_timeout(PATIENCE)
+        .human_input_timeout(timeout)
         .async_hook_with(
             PRE_TOOL_CALL,
             HookOptions::new().name("approval-gate"),
@@ -815,11 +836,11 @@ fn gated_crew(
         );
     }
     builder
-        .durable(
+        .durable(durable(
             Durable::new(store.clone())
                 .journal_key(key.clone())
                 .lease(LEASE),
-        )
+        ))
         .build()
         .expect("builds")
         .for_user("customer-7")
@@ -1479,4 +1500,201 @@ async fn the_calls_of_one_turn_run_at_once_and_each_is_resumed_from_its_own_reco
         llm.requests()[1].observations(),
         ["found", "found", "done: A-1", "found"]
     );
+}
+
+/// A refund's script: one refund, then the answer.
+fn one_refund() -> Arc<ScriptedLlm> {
+    Arc::new(
+        ScriptedLlm::new()
+            .call("refund", json!({"order": "A-1"}))
+            .answer("settled"),
+    )
+}
+
+/// [`gated_crew_with`] making one refund, with a human-input timeout of
+/// `timeout`, parking as `durable` says; and its refunds.
+fn parking_crew(
+    store: &Store,
+    timeout: Duration,
+    durable: impl FnOnce(Durable) -> Durable,
+) -> (Crew, Calls) {
+    let key = JournalKey::generate().expect("a key");
+    let refunds = Calls::default();
+    let crew = gated_crew_with(store, &key, &one_refund(), &refunds, None, timeout, durable);
+    (crew, refunds)
+}
+
+/// The id of a kickoff of `crew` that parked, and the events it sent.
+async fn parked_kickoff(crew: &Crew) -> (KickoffId, Vec<Event>) {
+    let events = Arc::new(Mutex::new(Vec::<Event>::new()));
+    let sink = Arc::clone(&events);
+    crew.events().subscribe(move |event| {
+        if let Ok(mut events) = sink.lock() {
+            events.push(event.clone());
+        }
+    });
+    let parked = tokio::time::timeout(PATIENCE, crew.kickoff([("order", "A-1")]))
+        .await
+        .expect("the kickoff returns once parked");
+    let id = match parked {
+        Err(CrewError::Parked { kickoff_id }) => {
+            kickoff_id.parse::<KickoffId>().expect("a kickoff id")
+        }
+        other => panic!("expected Parked, got {other:?}"),
+    };
+    let events = std::mem::take(&mut *events.lock().expect("not poisoned"));
+    (id, events)
+}
+
+/// SPEC §13 "Parking": a kickoff that parks at once returns
+/// `CrewError::Parked`, its question stays open, no resumer takes it up
+/// while it waits, and once the question is answered it is ready, taken
+/// up once, and its refund runs once with the answer asked once.
+async fn a_kickoff_parked_at_once_holds_no_process_and_runs_on_once_answered(
+    store: Store,
+    _keep: Keep,
+) {
+    let (crew, refunds) = parking_crew(&store, PATIENCE, |d| d.park_after(Duration::ZERO));
+    let (id, events) = parked_kickoff(&crew).await;
+    let summary = store.kickoff(&id).await.expect("reads");
+    assert_eq!(summary.status, KickoffStatus::Parked);
+    let parked = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Integration(integration) => integration
+                .downcast_ref::<CrewKickoffParkedEvent>()
+                .cloned(),
+            _ => None,
+        })
+        .next()
+        .expect("reported");
+    assert_eq!(parked.kickoff_id, id.to_string());
+    assert!(!parked.ready);
+    let question = pending(&store, 1).await.remove(0);
+    assert_eq!(
+        question.kickoff_id.as_deref(),
+        Some(id.to_string().as_str())
+    );
+    // Past its lease, a parked kickoff is not taken up: it waits for the
+    // person, held by nobody.
+    tokio::time::sleep(LEASE + Duration::from_millis(200)).await;
+    let resumer = Resumer::new(store.clone()).crew(&crew);
+    assert!(resumer.resume_claimable().await.expect("looks").is_empty());
+    assert_eq!(refunds.count(), 0);
+    store
+        .decide(&question.id, Answer::new("ops", Decision::Approve))
+        .await
+        .expect("ops may approve");
+    assert_eq!(
+        store.kickoff(&id).await.expect("reads").status,
+        KickoffStatus::Ready
+    );
+    let resumed = resumer.resume_claimable().await.expect("looks");
+    assert_eq!(resumed.len(), 1);
+    assert_eq!(resumed[0].kickoff, id);
+    let output = resumed[0].result.as_ref().expect("completes");
+    assert_eq!(output.raw, "settled");
+    assert_eq!(refunds.count(), 1);
+    assert_eq!(
+        store.kickoff(&id).await.expect("reads").status,
+        KickoffStatus::Completed
+    );
+    let asked = store.history(10).await.expect("reads");
+    assert_eq!(asked.len(), 1, "one question for the call: {asked:?}");
+    assert!(resumer.resume_claimable().await.expect("looks").is_empty());
+}
+
+/// SPEC §13 "Parking": for a crew that parks, the human-input timeout
+/// parks the kickoff instead of denying the call, and the question stays
+/// open past it.
+async fn a_crew_that_parks_parks_at_its_human_input_timeout_instead_of_denying(
+    store: Store,
+    _keep: Keep,
+) {
+    let timeout = Duration::from_millis(300);
+    let (crew, refunds) =
+        parking_crew(&store, timeout, |d| d.park_after(Duration::from_secs(3600)));
+    let (id, _) = parked_kickoff(&crew).await;
+    assert_eq!(
+        store.kickoff(&id).await.expect("reads").status,
+        KickoffStatus::Parked
+    );
+    tokio::time::sleep(timeout * 2).await;
+    let question = pending(&store, 1).await.remove(0);
+    store
+        .decide(&question.id, Answer::new("ops", Decision::Approve))
+        .await
+        .expect("still open: its deadline is the approval deadline, not the timeout");
+    let resumed = Resumer::new(store.clone())
+        .crew(&crew)
+        .resume_claimable()
+        .await
+        .expect("looks");
+    assert_eq!(resumed.len(), 1);
+    assert_eq!(
+        resumed[0].result.as_ref().expect("completes").raw,
+        "settled"
+    );
+    assert_eq!(refunds.count(), 1);
+}
+
+/// SPEC §13 "Parking": a question whose deadline passes while its
+/// kickoff is parked is closed; the call is denied (an answer after the
+/// deadline is refused), the kickoff is made ready, and its run goes on
+/// without the refund.
+async fn a_deadline_passing_while_parked_denies_the_call_and_the_run_goes_on(
+    store: Store,
+    _keep: Keep,
+) {
+    let deadline = Duration::from_millis(800);
+    let (crew, refunds) = parking_crew(&store, PATIENCE, |d| {
+        d.park_after(Duration::ZERO).approval_deadline(deadline)
+    });
+    let (id, _) = parked_kickoff(&crew).await;
+    let question = pending(&store, 1).await.remove(0);
+    tokio::time::sleep(deadline + Duration::from_millis(300)).await;
+    let late = store
+        .decide(&question.id, Answer::new("ops", Decision::Approve))
+        .await;
+    assert!(
+        matches!(late, Err(crew_runtime::store::DecisionError::Expired)),
+        "{late:?}"
+    );
+    let resumed = Resumer::new(store.clone())
+        .crew(&crew)
+        .resume_claimable()
+        .await
+        .expect("looks");
+    assert_eq!(resumed.len(), 1, "the expired question made it ready");
+    assert_eq!(resumed[0].kickoff, id);
+    assert_eq!(
+        resumed[0].result.as_ref().expect("completes").raw,
+        "settled"
+    );
+    assert_eq!(refunds.count(), 0, "the call was denied");
+    let asked = store.history(10).await.expect("reads");
+    assert_eq!(asked.len(), 1, "not asked again: {asked:?}");
+}
+
+/// SPEC §13 "Parking": a resumer running in the background, looking only
+/// once an hour, is woken by the answer and takes the parked kickoff up.
+async fn a_background_resumer_wakes_on_the_answer_to_a_parked_kickoff(store: Store, _keep: Keep) {
+    let (crew, refunds) = parking_crew(&store, PATIENCE, |d| d.park_after(Duration::ZERO));
+    let (id, _) = parked_kickoff(&crew).await;
+    let resumer = Resumer::new(store.clone())
+        .crew(&crew)
+        .every(Duration::from_secs(3600));
+    let background = tokio::spawn(async move { resumer.run().await });
+    let question = pending(&store, 1).await.remove(0);
+    store
+        .decide(&question.id, Answer::new("ops", Decision::Approve))
+        .await
+        .expect("ops may approve");
+    let started = std::time::Instant::now();
+    while store.kickoff(&id).await.expect("reads").status != KickoffStatus::Completed {
+        assert!(started.elapsed() < PATIENCE, "not taken up");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    background.abort();
+    assert_eq!(refunds.count(), 1);
 }

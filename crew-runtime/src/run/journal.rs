@@ -12,7 +12,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use std::sync::Arc;
 
@@ -209,6 +209,21 @@ pub(crate) trait KickoffJournal: Send + Sync {
     /// The kickoff's id, as its events and the error of a call in doubt
     /// name it.
     fn kickoff_id(&self) -> String;
+
+    /// How long a question of this kickoff stays open, for a crew whose
+    /// own human-input timeout is `configured`: a kickoff that parks keeps
+    /// its question until the question's deadline instead.
+    fn human_input_timeout(&self, configured: Duration) -> Duration {
+        configured
+    }
+
+    /// A person is asked about a call (`true`), or no longer (`false`): a
+    /// kickoff that parks does so once someone was asked for longer than
+    /// it parks after, or than `within` (the crew's human-input timeout),
+    /// whichever comes first.
+    fn asking(&self, asked: bool, within: Duration) {
+        let _ = (asked, within);
+    }
 }
 
 /// A kickoff's journal, from where one task of it runs.
@@ -246,12 +261,15 @@ impl JournalAt {
 }
 
 /// A durable kickoff's human-input source: the crew's, with the journal
-/// flushed before each question (see [`KickoffJournal::flush`]). A journal
-/// that cannot be written refuses the question: the call it is about does
-/// not run.
+/// flushed before each question (see [`KickoffJournal::flush`]), and the
+/// journal told while a person is asked (a kickoff may park meanwhile). A
+/// journal that cannot be written refuses the question: the call it is
+/// about does not run.
 pub(crate) struct FlushBeforeAsking {
     pub(crate) inner: Arc<dyn HumanInputSource>,
     pub(crate) journal: Arc<dyn KickoffJournal>,
+    /// The crew's human-input timeout.
+    pub(crate) within: Duration,
 }
 
 impl FlushBeforeAsking {
@@ -262,17 +280,34 @@ impl FlushBeforeAsking {
             ))
         })
     }
+
+    /// Tells the journal a person is asked, until dropped.
+    fn asking(&self) -> Asking<'_> {
+        self.journal.asking(true, self.within);
+        Asking(self)
+    }
+}
+
+/// A person asked, for as long as it lives (a wait dropped too ends it).
+struct Asking<'a>(&'a FlushBeforeAsking);
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        self.0.journal.asking(false, self.0.within);
+    }
 }
 
 #[hooks_core::async_trait]
 impl HumanInputSource for FlushBeforeAsking {
     async fn ask(&self, request: HumanInputRequest) -> Result<String, HumanInputError> {
         self.flushed().await?;
+        let _asking = self.asking();
         self.inner.ask(request).await
     }
 
     async fn answer(&self, request: HumanInputRequest) -> Result<HumanAnswer, HumanInputError> {
         self.flushed().await?;
+        let _asking = self.asking();
         self.inner.answer(request).await
     }
 

@@ -779,6 +779,13 @@ impl Store {
                 .rows_affected()
         });
         if updated == 1 {
+            if let Some(kickoff) = &question.kickoff_id {
+                // A durable kickoff parked on this question becomes ready
+                // (a resumer's sweep does it too, should this fail).
+                if let Err(error) = self.wake_kickoffs(Some(kickoff)).await {
+                    tracing::warn!(question = %id, %kickoff, %error, "waking the kickoff of an answered question failed");
+                }
+            }
             self.announce(id).await;
             return self
                 .question(id)
@@ -833,7 +840,7 @@ impl Store {
     /// they approved nothing); announces them and records each on the
     /// audit trail its process named. Whichever process closes a question
     /// records it: the one that asked may be gone.
-    async fn close_lapsed(&self) -> Result<(), StoreError> {
+    pub(crate) async fn close_lapsed(&self) -> Result<(), StoreError> {
         let now = now_millis();
         let mut closed = Vec::new();
         let lapsed = [
@@ -967,9 +974,15 @@ impl Store {
     /// Whether `kickoff` is a durable kickoff of this store (SPEC §13): its
     /// questions belong to it, not to the process that asked.
     async fn is_durable_kickoff(&self, kickoff: &str) -> Result<bool, StoreError> {
-        let sql = "SELECT COUNT(*) FROM crew_kickoffs WHERE id = $1";
+        self.any_of_kickoff("SELECT COUNT(*) FROM crew_kickoffs WHERE id = $1", kickoff)
+            .await
+    }
+
+    /// Whether `count` (a `SELECT COUNT(*)` of `$1`) counts any row for
+    /// `kickoff`.
+    async fn any_of_kickoff(&self, count: &str, kickoff: &str) -> Result<bool, StoreError> {
         let count: i64 = on_pool!(self, |pool| {
-            sqlx::query_scalar(sql)
+            sqlx::query_scalar(count)
                 .bind(kickoff)
                 .fetch_one(pool)
                 .await?
@@ -980,7 +993,8 @@ impl Store {
     /// The question the durable kickoff `kickoff` asked before about the
     /// very call of `request` (its call id, tool, arguments and question
     /// text: the same gate about the same call), if one still stands
-    /// (pending, approved or denied): the latest.
+    /// (pending, approved, denied, or expired: its deadline passed, which
+    /// denied the call, maybe while the kickoff was parked): the latest.
     async fn question_of_call(
         &self,
         kickoff: &str,
@@ -989,7 +1003,8 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM crew_approvals WHERE kickoff_id = $1 AND call_id = $2 \
              AND tool = $3 AND arguments = $4 AND prompt = $5 \
-             AND status IN ('pending', 'approved', 'denied') ORDER BY created_at DESC, id LIMIT 1"
+             AND status IN ('pending', 'approved', 'denied', 'expired') \
+             ORDER BY created_at DESC, id LIMIT 1"
         );
         let arguments = arguments_text(request);
         let prompt = prompt_text(request);
@@ -1021,10 +1036,11 @@ impl Store {
 
     /// Marks a durable kickoff's answer taken, if it was not yet: a resumed
     /// run uses it for the same call (the first process may have gone
-    /// before taking it, or after).
+    /// before taking it, or after). An expired question is so taken too:
+    /// its call was denied, and the kickoff is not woken for it again.
     async fn retake_answer(&self, id: &str) -> Result<(), StoreError> {
         let sql = "UPDATE crew_approvals SET taken_at = COALESCE(taken_at, $2) WHERE id = $1 \
-                   AND status IN ('approved', 'denied')";
+                   AND status IN ('approved', 'denied', 'expired')";
         on_pool!(self, |pool| {
             sqlx::query(sql)
                 .bind(id)
@@ -1034,6 +1050,38 @@ impl Store {
         });
         self.announce(id).await;
         Ok(())
+    }
+
+    /// Whether kickoff `kickoff` has a question pending in the store.
+    pub(crate) async fn kickoff_waits(&self, kickoff: &str) -> Result<bool, StoreError> {
+        self.any_of_kickoff(
+            "SELECT COUNT(*) FROM crew_approvals WHERE kickoff_id = $1 AND status = 'pending'",
+            kickoff,
+        )
+        .await
+    }
+
+    /// Wakes the parked durable kickoffs (`only` that one, or all) one of
+    /// whose questions was answered or expired and not yet taken: each
+    /// becomes ready, for a resumer to claim. (A running one that parks
+    /// later is made ready by its parking, which looks for the same.) The
+    /// kickoffs woken.
+    pub(crate) async fn wake_kickoffs(
+        &self,
+        only: Option<&str>,
+    ) -> Result<Vec<String>, StoreError> {
+        let sql = "UPDATE crew_kickoffs SET status = 'ready', updated_at = $1 \
+                   WHERE status = 'parked' AND ($2 IS NULL OR id = $2) \
+                   AND EXISTS (SELECT 1 FROM crew_approvals a WHERE a.kickoff_id = crew_kickoffs.id \
+                   AND a.status IN ('approved', 'denied', 'expired') AND a.taken_at IS NULL) \
+                   RETURNING id";
+        Ok(on_pool!(self, |pool| {
+            sqlx::query_scalar(sql)
+                .bind(now_millis())
+                .bind(only)
+                .fetch_all(pool)
+                .await?
+        }))
     }
 
     /// Extends the lease of a pending question held by `owner`.

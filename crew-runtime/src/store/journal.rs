@@ -1122,7 +1122,8 @@ impl Journal {
 
     /// Parks the kickoff (it waits for a person, held by no process): its
     /// status is then parked, or ready at once if an answer arrived while
-    /// it ran ([`Store::set_ready`]). Returns that status.
+    /// it ran ([`Store::set_ready`]) or one of its questions holds an
+    /// answer not yet taken. Returns that status.
     /// [`JournalError::LeaseLost`] if the lease was no longer held.
     ///
     /// ```no_run
@@ -1135,8 +1136,14 @@ impl Journal {
     /// # }
     /// ```
     pub async fn park(&self, lease: &Lease) -> Result<KickoffStatus, JournalError> {
+        // Ready at once when one of its questions was answered (or
+        // expired) and its answer not yet taken, or an answer marked it
+        // so while it ran.
         let sql = self.sql(
-            "UPDATE crew_kickoffs SET status = CASE WHEN wake = 1 THEN 'ready' ELSE 'parked' END, \
+            "UPDATE crew_kickoffs SET status = CASE WHEN wake = 1 OR EXISTS \
+             (SELECT 1 FROM crew_approvals a WHERE a.kickoff_id = crew_kickoffs.id \
+             AND a.status IN ('approved', 'denied', 'expired') AND a.taken_at IS NULL) \
+             THEN 'ready' ELSE 'parked' END, \
              wake = 0, lease_until = {now}, updated_at = {now} WHERE {held} RETURNING status",
         );
         let status = self.held_update(lease, &sql, None, None).await?;

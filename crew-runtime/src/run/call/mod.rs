@@ -263,10 +263,14 @@ fn context(
             Some(at) => Arc::new(FlushBeforeAsking {
                 inner: Arc::clone(&settings.human_input),
                 journal: Arc::clone(&at.journal),
+                within: settings.human_input_timeout,
             }),
             None => Arc::clone(&settings.human_input),
         })
-        .with_human_input_timeout(settings.human_input_timeout)
+        .with_human_input_timeout(match &cx.journal {
+            Some(at) => at.journal.human_input_timeout(settings.human_input_timeout),
+            None => settings.human_input_timeout,
+        })
         .with_block_reasons_shown(settings.tell_model_why_blocked);
     for extension in &settings.extensions {
         extension.enter_tool_call(&mut ctx);
