@@ -21,6 +21,13 @@
 //! kickoff of the crew is left to run, and says how each one it finished
 //! ended (`completed <id>` or `in_doubt <id>`).
 //!
+//! With `--park-after-ms N`, a kickoff whose refund waited N ms for a
+//! person parks: `start` prints `parked <id>` and exits, no process holds
+//! the kickoff, and `resume --wait-ms M` (a resumer woken by answers,
+//! until M ms pass with nothing to do) takes it up once it is approved.
+//! `start --count K` starts K kickoffs at once, each running until it
+//! parks.
+//!
 //! The journal is sealed with the key of `--journal-key` or of
 //! `CREW_JOURNAL_KEY` (base64, 32 bytes; every process must use the same),
 //! else with a fixed development key, which is only for trying it out.
@@ -83,6 +90,10 @@ struct Cli {
     /// The journal's key (base64 of 32 bytes); else `CREW_JOURNAL_KEY`.
     #[arg(long, global = true)]
     journal_key: Option<String>,
+    /// Park a kickoff whose refund waited this long for a person, in ms
+    /// (0: at once): no process holds it until the refund is answered.
+    #[arg(long, global = true)]
+    park_after_ms: Option<u64>,
     #[command(subcommand)]
     command: Command,
 }
@@ -94,6 +105,10 @@ enum Command {
         /// Kill this process at the named crash point (test builds only).
         #[arg(long)]
         kill_at: Option<String>,
+        /// How many kickoffs to start (more than one: with
+        /// `--park-after-ms`, each runs until it parks).
+        #[arg(long, default_value_t = 1)]
+        count: usize,
     },
     /// Approves the pending refund of a kickoff, as `ops`.
     Approve {
@@ -108,6 +123,11 @@ enum Command {
         /// Kill this process at the named crash point (test builds only).
         #[arg(long)]
         kill_at: Option<String>,
+        /// Keep resuming, woken by answers, until this many ms pass with
+        /// nothing to do (parked kickoffs wait for their answers); else
+        /// stop once no kickoff is running or ready.
+        #[arg(long)]
+        wait_ms: Option<u64>,
     },
     /// Lists the named crash points.
     Points,
@@ -134,25 +154,34 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn Error>> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Start { kill_at } => {
+        Command::Start { kill_at, count } => {
             arm(kill_at.as_deref())?;
             let store = Store::connect(&store_url(cli.store.as_deref())?).await?;
             let ledger = ledger_path(cli.ledger)?;
             let key = journal_key(cli.journal_key.as_deref())?;
-            let crew = refunds_crew(&store, key, lease, ledger)?;
-            start(&store, &crew).await
+            let park_after = cli.park_after_ms.map(Duration::from_millis);
+            let crew = refunds_crew(&store, key, lease, park_after, ledger)?;
+            match park_after {
+                Some(_) => start_parking(&crew, count).await,
+                None if count == 1 => start(&store, &crew).await,
+                None => Err("more than one kickoff at once needs --park-after-ms".into()),
+            }
         }
         Command::Approve { kickoff, wait_ms } => {
             let store = Store::connect(&store_url(cli.store.as_deref())?).await?;
             approve(&store, &kickoff, Duration::from_millis(wait_ms)).await
         }
-        Command::Resume { kill_at } => {
+        Command::Resume { kill_at, wait_ms } => {
             arm(kill_at.as_deref())?;
             let store = Store::connect(&store_url(cli.store.as_deref())?).await?;
             let ledger = ledger_path(cli.ledger)?;
             let key = journal_key(cli.journal_key.as_deref())?;
-            let crew = refunds_crew(&store, key, lease, ledger)?;
-            resume(&store, &crew, lease).await
+            let park_after = cli.park_after_ms.map(Duration::from_millis);
+            let crew = refunds_crew(&store, key, lease, park_after, ledger)?;
+            match wait_ms {
+                Some(wait) => resume_waiting(&store, &crew, Duration::from_millis(wait)).await,
+                None => resume(&store, &crew, lease).await,
+            }
         }
     }
 }
@@ -198,6 +227,7 @@ fn refunds_crew(
     store: &Store,
     key: JournalKey,
     lease: Duration,
+    park_after: Option<Duration>,
     ledger: PathBuf,
 ) -> Result<Crew, BuildError> {
     let order_schema = json!({
@@ -255,12 +285,16 @@ fn refunds_crew(
             HookOptions::new().name("approval-gate"),
             ApprovalGate::for_capabilities([Capability::Destructive]).pre_hook(),
         )
-        .durable(
-            Durable::new(store.clone())
+        .durable({
+            let durable = Durable::new(store.clone())
                 .journal_key(key)
                 .lease(lease)
-                .owner(format!("durable_refunds-{}", std::process::id())),
-        )
+                .owner(format!("durable_refunds-{}", std::process::id()));
+            match park_after {
+                Some(after) => durable.park_after(after),
+                None => durable,
+            }
+        })
         .build()
 }
 
@@ -368,6 +402,27 @@ async fn start(store: &Store, crew: &Crew) -> Result<ExitCode, Box<dyn Error>> {
     Err(format!("kickoff {id} asked no question in {} s", PATIENCE.as_secs()).into())
 }
 
+/// `start --park-after-ms N`: journals `count` kickoffs and runs each
+/// until it parks (its refund waits for a person, held by no process), at
+/// once; prints `kickoff <id>` and then `parked <id>` for each.
+async fn start_parking(crew: &Crew, count: usize) -> Result<ExitCode, Box<dyn Error>> {
+    let crew = crew.for_user(CUSTOMER);
+    let runs = (0..count).map(|_| {
+        let crew = crew.clone();
+        async move {
+            let id = crew.start([("order", ORDER)]).await?;
+            println!("kickoff {id}");
+            let result = crew.resume(&id).await;
+            report(&id, &result);
+            Ok::<_, CrewError>(())
+        }
+    });
+    for run in futures_util::future::join_all(runs).await {
+        run?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `approve`: approves the kickoff's pending question as `ops`, waiting up
 /// to `wait` for it to be asked; exits 3 if the kickoff ended first.
 async fn approve(store: &Store, kickoff: &str, wait: Duration) -> Result<ExitCode, Box<dyn Error>> {
@@ -446,6 +501,35 @@ async fn resume(store: &Store, crew: &Crew, lease: Duration) -> Result<ExitCode,
     }
 }
 
+/// `resume --wait-ms N`: runs a resumer, woken by the store's changes (an
+/// answer, say), until `wait` passes with nothing to do; says how each
+/// kickoff it took up ended.
+async fn resume_waiting(
+    store: &Store,
+    crew: &Crew,
+    wait: Duration,
+) -> Result<ExitCode, Box<dyn Error>> {
+    let resumer = Resumer::new(store.clone()).crew(crew);
+    let mut changes = store.changes();
+    let mut idle_since = Instant::now();
+    loop {
+        let resumed = resumer.resume_claimable().await?;
+        for kickoff in &resumed {
+            report(&kickoff.kickoff, &kickoff.result);
+        }
+        if !resumed.is_empty() {
+            idle_since = Instant::now();
+            continue;
+        }
+        let Some(left) = wait.checked_sub(idle_since.elapsed()) else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        // Woken by a change, else looking again now and then (a lease
+        // running out is no change).
+        let _ = tokio::time::timeout(left.min(POLL * 10), changes.recv()).await;
+    }
+}
+
 /// One line for how a kickoff ended, and its output on the next when it
 /// completed. A kickoff this process lost (its lease ran out while it was
 /// slow, and another process holds it now) did not end: `lost <id>`.
@@ -466,6 +550,7 @@ fn report(id: &KickoffId, result: &Result<CrewOutput, CrewError>) {
             println!("completed {id}");
             println!("output {id} {}", json!(output.raw));
         }
+        Err(CrewError::Parked { .. }) => println!("parked {id}"),
         Err(CrewError::InDoubt { tool, key, .. }) => {
             println!("in_doubt {id}");
             eprintln!("kickoff {id}: the call of `{tool}` (key {key}) is in doubt: check by hand");
