@@ -66,6 +66,8 @@ on_both_stores!(
     a_crew_that_parks_parks_at_its_human_input_timeout_instead_of_denying,
     a_deadline_passing_while_parked_denies_the_call_and_the_run_goes_on,
     a_background_resumer_wakes_on_the_answer_to_a_parked_kickoff,
+    a_kickoff_parked_for_a_week_finds_its_question_expired_and_the_call_denied,
+    an_answer_at_or_after_the_deadline_is_refused_and_one_just_before_is_taken,
 );
 
 /// A tool's calls: how many, and the idempotency keys they got.
@@ -1660,20 +1662,8 @@ async fn a_deadline_passing_while_parked_denies_the_call_and_the_run_goes_on(
         matches!(late, Err(crew_runtime::store::DecisionError::Expired)),
         "{late:?}"
     );
-    let resumed = Resumer::new(store.clone())
-        .crew(&crew)
-        .resume_claimable()
-        .await
-        .expect("looks");
-    assert_eq!(resumed.len(), 1, "the expired question made it ready");
-    assert_eq!(resumed[0].kickoff, id);
-    assert_eq!(
-        resumed[0].result.as_ref().expect("completes").raw,
-        "settled"
-    );
-    assert_eq!(refunds.count(), 0, "the call was denied");
-    let asked = store.history(10).await.expect("reads");
-    assert_eq!(asked.len(), 1, "not asked again: {asked:?}");
+    let resumer = Resumer::new(store.clone()).crew(&crew);
+    run_on_denied(&resumer, &store, &id, &refunds).await;
 }
 
 /// SPEC §13 "Parking": a resumer running in the background, looking only
@@ -1697,4 +1687,124 @@ async fn a_background_resumer_wakes_on_the_answer_to_a_parked_kickoff(store: Sto
     }
     background.abort();
     assert_eq!(refunds.count(), 1);
+}
+
+/// SPEC §13 "Parking", on the store's clock: a kickoff parked for a week
+/// (past its question's 24-hour deadline) is taken up with its call
+/// denied, and is not asked again.
+async fn a_kickoff_parked_for_a_week_finds_its_question_expired_and_the_call_denied(
+    store: Store,
+    _keep: Keep,
+) {
+    let (crew, refunds) = parking_crew(&store, PATIENCE, |d| d.park_after(Duration::ZERO));
+    let (id, _) = parked_kickoff(&crew).await;
+    let question = pending(&store, 1).await.remove(0);
+    let resumer = Resumer::new(store.clone()).crew(&crew);
+    assert!(resumer.resume_claimable().await.expect("looks").is_empty());
+    store.advance_clock(Duration::from_secs(7 * 24 * 3600));
+    let asked = run_on_denied(&resumer, &store, &id, &refunds).await;
+    assert_eq!(asked.id, question.id);
+    assert_eq!(asked.status, crew_runtime::store::QuestionStatus::Expired);
+}
+
+/// SPEC §13 "Parking", on the store's clock standing still: an answer
+/// given exactly at a parked kickoff's deadline, or one millisecond after,
+/// is refused; one given a millisecond before it is taken, and that
+/// kickoff alone makes its refund.
+async fn an_answer_at_or_after_the_deadline_is_refused_and_one_just_before_is_taken(
+    store: Store,
+    _keep: Keep,
+) {
+    // Three crews alike (each with its model's script of its own).
+    let mut parked = Vec::new();
+    let mut crews = Vec::new();
+    for _ in 0..3 {
+        let (crew, refunds) = parking_crew(&store, PATIENCE, |d| {
+            d.park_after(Duration::ZERO)
+                .approval_deadline(Duration::from_secs(3600))
+        });
+        parked.push(parked_kickoff(&crew).await.0);
+        crews.push((crew, refunds));
+    }
+    let questions = pending(&store, 3).await;
+    let question_of = |id: &KickoffId| {
+        questions
+            .iter()
+            .find(|question| question.kickoff_id.as_deref() == Some(id.to_string().as_str()))
+            .expect("a question per kickoff")
+            .clone()
+    };
+    let millisecond = Duration::from_millis(1);
+    let (at, after, before) = (
+        question_of(&parked[0]),
+        question_of(&parked[1]),
+        question_of(&parked[2]),
+    );
+    let approve = |id: String| {
+        let store = store.clone();
+        async move {
+            store
+                .decide(&id, Answer::new("ops", Decision::Approve))
+                .await
+        }
+    };
+    store.freeze_clock(at.deadline);
+    let refused = approve(at.id.clone()).await;
+    assert!(
+        matches!(refused, Err(crew_runtime::store::DecisionError::Expired)),
+        "exactly at the deadline: {refused:?}"
+    );
+    store.freeze_clock(after.deadline + millisecond);
+    let refused = approve(after.id.clone()).await;
+    assert!(
+        matches!(refused, Err(crew_runtime::store::DecisionError::Expired)),
+        "a millisecond after: {refused:?}"
+    );
+    store.freeze_clock(before.deadline - millisecond);
+    approve(before.id.clone())
+        .await
+        .expect("a millisecond before the deadline");
+    assert_eq!(
+        store.kickoff(&parked[2]).await.expect("reads").status,
+        KickoffStatus::Ready
+    );
+    // The two others' questions are closed (expired): a resumer's sweep
+    // would wake them to run on with their calls denied.
+    for (id, question) in [(&parked[0], &at), (&parked[1], &after)] {
+        assert_eq!(
+            store.kickoff(id).await.expect("reads").status,
+            KickoffStatus::Parked
+        );
+        let closed = store.question(&question.id).await.expect("reads");
+        assert_eq!(
+            closed.map(|question| question.status),
+            Some(crew_runtime::store::QuestionStatus::Expired)
+        );
+    }
+    let (crew, refunds) = &crews[2];
+    let output = crew.resume(&parked[2]).await.expect("completes");
+    assert_eq!(output.raw, "settled");
+    assert_eq!(refunds.count(), 1, "the approved refund");
+}
+
+/// One look of `resumer` takes up kickoff `id`, made ready by its expired
+/// question, and runs it to its end with the refund denied (not run) and
+/// the question not asked again; that question.
+async fn run_on_denied(
+    resumer: &Resumer,
+    store: &Store,
+    id: &KickoffId,
+    refunds: &Calls,
+) -> crew_runtime::store::Question {
+    let resumed = resumer.resume_claimable().await.expect("looks");
+    assert_eq!(resumed.len(), 1, "the expired question made it ready");
+    assert_eq!(&resumed[0].kickoff, id);
+    assert_eq!(
+        resumed[0].result.as_ref().expect("completes").raw,
+        "settled"
+    );
+    assert_eq!(refunds.count(), 0, "the call was denied");
+    let mut asked = store.history(10).await.expect("reads");
+    assert_eq!(asked.len(), 1, "not asked again: {asked:?}");
+    asked.remove(0)
 }

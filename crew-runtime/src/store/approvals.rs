@@ -555,10 +555,7 @@ impl Store {
                    ORDER BY created_at, id";
         type Row = (String, String, String, Option<String>, i64);
         let rows: Vec<Row> = on_pool!(self, |pool| {
-            sqlx::query_as(sql)
-                .bind(now_millis())
-                .fetch_all(pool)
-                .await?
+            sqlx::query_as(sql).bind(self.now()).fetch_all(pool).await?
         });
         Ok(rows
             .into_iter()
@@ -625,7 +622,7 @@ impl Store {
     /// ```
     pub async fn pending(&self) -> Result<Vec<Question>, StoreError> {
         self.close_lapsed().await?;
-        let now = now_millis();
+        let now = self.now();
         let sql = format!(
             "SELECT {COLUMNS} FROM crew_approvals WHERE status = 'pending' AND deadline > $1 \
              AND lease_until > $1 ORDER BY created_at, id"
@@ -760,7 +757,7 @@ impl Store {
             Decision::Deny => QuestionStatus::Denied,
             _ => QuestionStatus::Approved,
         };
-        let now = now_millis();
+        let now = self.now();
         let sql = "UPDATE crew_approvals SET status = $2, approver = $3, decision = $4, \
                    edited_arguments = $5, comment = $6, answered_at = $7 \
                    WHERE id = $1 AND status = 'pending' AND deadline > $7 AND lease_until > $7";
@@ -827,7 +824,7 @@ impl Store {
                 .bind(&answer.approver)
                 .bind(answer.decision.as_str())
                 .bind(error.to_string())
-                .bind(now_millis())
+                .bind(self.now())
                 .execute(pool)
                 .await?;
         });
@@ -841,7 +838,7 @@ impl Store {
     /// audit trail its process named. Whichever process closes a question
     /// records it: the one that asked may be gone.
     pub(crate) async fn close_lapsed(&self) -> Result<(), StoreError> {
-        let now = now_millis();
+        let now = self.now();
         let mut closed = Vec::new();
         let lapsed = [
             ("expired", "status = 'pending' AND deadline <= $1"),
@@ -930,7 +927,7 @@ impl Store {
         lease_until: i64,
         audit_trail: Option<&str>,
     ) -> Result<(), StoreError> {
-        let now = now_millis();
+        let now = self.now();
         let arguments = arguments_text(request);
         let schema = request.tool_schema.as_ref().map(Value::to_string);
         let capabilities = capabilities_text(
@@ -1044,7 +1041,7 @@ impl Store {
         on_pool!(self, |pool| {
             sqlx::query(sql)
                 .bind(id)
-                .bind(now_millis())
+                .bind(self.now())
                 .execute(pool)
                 .await?;
         });
@@ -1053,6 +1050,7 @@ impl Store {
     }
 
     /// Whether kickoff `kickoff` has a question pending in the store.
+    #[cfg(feature = "durable")]
     pub(crate) async fn kickoff_waits(&self, kickoff: &str) -> Result<bool, StoreError> {
         self.any_of_kickoff(
             "SELECT COUNT(*) FROM crew_approvals WHERE kickoff_id = $1 AND status = 'pending'",
@@ -1077,7 +1075,7 @@ impl Store {
                    RETURNING id";
         Ok(on_pool!(self, |pool| {
             sqlx::query_scalar(sql)
-                .bind(now_millis())
+                .bind(self.now())
                 .bind(only)
                 .fetch_all(pool)
                 .await?
@@ -1093,7 +1091,7 @@ impl Store {
                 .bind(id)
                 .bind(owner)
                 .bind(until)
-                .bind(now_millis())
+                .bind(self.now())
                 .execute(pool)
                 .await?;
         });
@@ -1108,7 +1106,7 @@ impl Store {
             sqlx::query(sql)
                 .bind(id)
                 .bind(status.as_str())
-                .bind(now_millis())
+                .bind(self.now())
                 .execute(pool)
                 .await?
                 .rows_affected()
@@ -1150,7 +1148,7 @@ impl Store {
         let ids: Vec<String> = on_pool!(self, |pool| {
             sqlx::query_scalar(sql)
                 .bind(matching)
-                .bind(now_millis())
+                .bind(self.now())
                 .fetch_all(pool)
                 .await?
         });
@@ -1170,7 +1168,7 @@ impl Store {
         let updated = on_pool!(self, |pool| {
             sqlx::query(sql)
                 .bind(id)
-                .bind(now_millis())
+                .bind(self.now())
                 .execute(pool)
                 .await?
                 .rows_affected()
@@ -1198,7 +1196,7 @@ impl Store {
                 .bind(outcome.as_str())
                 .bind(source)
                 .bind(detail.map(|detail| excerpt_of(detail, MAX_OUTCOME_DETAIL_BYTES)))
-                .bind(now_millis())
+                .bind(self.now())
                 .execute(pool)
                 .await?
                 .rows_affected()
@@ -1503,7 +1501,7 @@ impl StoreApprovals {
         let timeout = request
             .timeout
             .unwrap_or(hooks_core::DEFAULT_HUMAN_INPUT_TIMEOUT);
-        let now = now_millis();
+        let now = self.store.now();
         let mut deadline =
             now.saturating_add(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX));
         // Listen before asking: an answer cannot slip in between.
@@ -1629,7 +1627,7 @@ impl StoreApprovals {
             // A durable kickoff's question needs no renewal: it is held
             // until its deadline.
             if !durable && renewed.elapsed() >= renew_every {
-                let until = now_millis() + self.lease_ms();
+                let until = self.store.now() + self.lease_ms();
                 if let Err(error) = self.store.renew_lease(&id, &self.owner, until).await {
                     tracing::warn!(question = %id, %error, "renewing an approval's lease failed");
                 }
@@ -1757,7 +1755,7 @@ impl Drop for OpenQuestion {
             // Nothing can write now; the lease closes it soon.
             return;
         };
-        let status = if now_millis() >= self.deadline {
+        let status = if self.store.now() >= self.deadline {
             QuestionStatus::Expired
         } else {
             QuestionStatus::Withdrawn

@@ -64,7 +64,7 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use sqlx::Row as _;
 use zeroize::Zeroizing;
 
-use super::{Backend, Store, StoreError, millis, time_of};
+use super::{Backend, Store, StoreError, TestClock, millis, time_of};
 
 /// The bytes of a kickoff id: 128 random bits.
 const ID_BYTES: usize = 16;
@@ -685,6 +685,18 @@ fn clock(backend: Backend) -> &'static str {
     }
 }
 
+impl Store {
+    /// The store's clock as SQL: the database's, or as a test left it
+    /// (`Store::advance_clock`, `Store::freeze_clock`).
+    fn clock_sql(&self) -> String {
+        match self.test_clock() {
+            TestClock::Real => clock(self.backend()).to_owned(),
+            TestClock::Ahead(offset) => format!("({} + {offset})", clock(self.backend())),
+            TestClock::At(at) => format!("CAST({at} AS BIGINT)"),
+        }
+    }
+}
+
 /// How a write transaction begins: on SQLite, with the write lock taken at
 /// once (a transaction that read first could not upgrade under a racing
 /// writer without failing).
@@ -747,7 +759,7 @@ impl Journal {
     fn sql(&self, template: &str) -> String {
         template
             .replace("{held}", HELD)
-            .replace("{now}", clock(self.store.backend()))
+            .replace("{now}", &self.store.clock_sql())
     }
 
     /// Starts a durable kickoff of `crew`: status running, held by `owner`
@@ -1660,7 +1672,7 @@ impl Store {
     /// # }
     /// ```
     pub async fn cancel_kickoff(&self, id: &KickoffId) -> Result<KickoffStatus, JournalError> {
-        let now = clock(self.backend());
+        let now = self.clock_sql();
         let sql = format!(
             "UPDATE crew_kickoffs SET status = 'cancelled', lease_until = {now}, \
              finished_at = {now}, updated_at = {now} \
@@ -1685,7 +1697,7 @@ impl Store {
     /// # }
     /// ```
     pub async fn set_ready(&self, id: &KickoffId) -> Result<KickoffStatus, JournalError> {
-        let now = clock(self.backend());
+        let now = self.clock_sql();
         let sql = format!(
             "UPDATE crew_kickoffs SET status = CASE WHEN status = 'parked' THEN 'ready' ELSE status END, \
              wake = CASE WHEN status = 'running' THEN 1 ELSE wake END, \
@@ -1721,7 +1733,7 @@ impl Store {
                 status,
             });
         }
-        let now = clock(self.backend());
+        let now = self.clock_sql();
         let mark = format!(
             "UPDATE crew_kickoffs SET purged_at = COALESCE(purged_at, {now}) WHERE id = $1"
         );
@@ -1757,7 +1769,7 @@ impl Store {
     /// # }
     /// ```
     pub async fn purge_finished_before(&self, before: SystemTime) -> Result<u64, JournalError> {
-        let now = clock(self.backend());
+        let now = self.clock_sql();
         let finished = "finished_at IS NOT NULL AND finished_at < $1";
         let remove = format!(
             "DELETE FROM crew_journal WHERE kickoff_id IN (SELECT id FROM crew_kickoffs WHERE {finished})"

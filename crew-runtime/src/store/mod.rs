@@ -349,6 +349,25 @@ struct StoreInner {
     /// writable SQLite file.
     #[cfg(all(feature = "sqlite", feature = "durable"))]
     journal_writer: Option<sqlite_journal::JournalWriter>,
+    /// How far this store's clock is ahead of the real one, in ms, or the
+    /// time it stands at ([`FROZEN`] set): moved only by tests
+    /// (`Store::advance_clock`, `Store::freeze_clock`).
+    clock: std::sync::atomic::AtomicI64,
+}
+
+/// The bit of [`StoreInner::clock`] that says the clock stands still (at
+/// the time in the other bits).
+const FROZEN: i64 = 1 << 62;
+
+/// A store's clock as a test left it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TestClock {
+    /// The real time.
+    Real,
+    /// The real time and this many ms.
+    Ahead(i64),
+    /// This time (ms since the Unix epoch), standing still.
+    At(i64),
 }
 
 /// An SQLite file as it was when the store opened it. A file removed (or
@@ -424,6 +443,76 @@ impl fmt::Debug for Store {
 impl Store {
     /// An error when the SQLite file was removed or replaced since the
     /// store opened it (always fine on PostgreSQL).
+    /// The store's clock now, in ms since the Unix epoch: what questions'
+    /// deadlines are set from and compared with.
+    pub(crate) fn now(&self) -> i64 {
+        match self.test_clock() {
+            TestClock::Real => now_millis(),
+            TestClock::Ahead(offset) => now_millis().saturating_add(offset),
+            TestClock::At(at) => at,
+        }
+    }
+
+    /// What a test did to the store's clock.
+    pub(crate) fn test_clock(&self) -> TestClock {
+        let clock = self.inner.clock.load(std::sync::atomic::Ordering::Acquire);
+        if clock & FROZEN != 0 {
+            TestClock::At(clock & !FROZEN)
+        } else if clock == 0 {
+            TestClock::Real
+        } else {
+            TestClock::Ahead(clock)
+        }
+    }
+
+    /// Moves this store's clock forward by `by`, for this handle and its
+    /// clones (not for another process's): questions' deadlines, and on a
+    /// durable kickoff's journal the leases and entries' times, are then
+    /// compared with the moved clock. A clock made to stand still
+    /// ([`freeze_clock`](Self::freeze_clock)) stands `by` later. For tests
+    /// only ("parked for a week"), built with the test-only feature
+    /// `test-clock`, which no default or documented feature enables.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) {
+    /// store.advance_clock(std::time::Duration::from_secs(7 * 24 * 3600));
+    /// # }
+    /// ```
+    #[cfg(feature = "test-clock")]
+    pub fn advance_clock(&self, by: Duration) {
+        let by = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
+        let clock = &self.inner.clock;
+        let _ = clock.fetch_update(
+            std::sync::atomic::Ordering::AcqRel,
+            std::sync::atomic::Ordering::Acquire,
+            |clock| {
+                Some(if clock & FROZEN != 0 {
+                    ((clock & !FROZEN).saturating_add(by) & !FROZEN) | FROZEN
+                } else {
+                    clock.saturating_add(by) & !FROZEN
+                })
+            },
+        );
+    }
+
+    /// Makes this store's clock stand at `at` (for this handle and its
+    /// clones) until advanced: "answered exactly at the deadline". For
+    /// tests only, as [`advance_clock`](Self::advance_clock). Leases do
+    /// not run out while it stands.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store, question: crew_runtime::store::Question) {
+    /// store.freeze_clock(question.deadline);
+    /// # }
+    /// ```
+    #[cfg(feature = "test-clock")]
+    pub fn freeze_clock(&self, at: SystemTime) {
+        self.inner.clock.store(
+            (millis(at) & !FROZEN) | FROZEN,
+            std::sync::atomic::Ordering::Release,
+        );
+    }
+
     pub(crate) fn file_still_there(&self) -> Result<(), StoreError> {
         self.inner
             .file
@@ -558,6 +647,7 @@ impl Store {
                 file,
                 #[cfg(all(feature = "sqlite", feature = "durable"))]
                 journal_writer,
+                clock: std::sync::atomic::AtomicI64::new(0),
             }),
         }
     }
