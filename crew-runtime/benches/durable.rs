@@ -15,6 +15,8 @@
 //!
 //! `cargo bench -p crew-runtime --features durable,store --bench durable`
 
+#[path = "shared/stores.rs"]
+mod stores;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -136,19 +138,7 @@ fn main() {
         Ok(runtime) => runtime,
         Err(error) => fail("no runtime", error),
     };
-    runtime.block_on(async {
-        let dir = match tempfile::tempdir() {
-            Ok(dir) => dir,
-            Err(error) => fail("no temporary directory", error),
-        };
-        let url = format!("sqlite://{}", dir.path().join("bench.db").display());
-        report("SQLite", &url).await;
-        match std::env::var("CREW_PG_URL") {
-            Ok(url) => report("PostgreSQL", &url).await,
-            Err(_) => match support::postgres_database().await {
-                Some(url) => report("PostgreSQL", &url).await,
-                None => println!("PostgreSQL: skipped (not installed here)"),
-            },
-        }
-    });
+    runtime.block_on(stores::on_each_store(|backend, url| async move {
+        report(backend, &url).await;
+    }));
 }

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use sqlx::Row;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::{Store, StoreError, millis, new_id, now_millis, on_pool, time_of};
+use super::{Store, StoreError, millis, new_id, on_pool, time_of};
 
 /// The largest edit of a call's arguments accepted, as JSON text: 256 KiB.
 ///
@@ -909,7 +909,7 @@ impl Store {
         let entry = crate::store::audit::Entry {
             at: question
                 .closed_at
-                .map_or_else(now_millis, crate::store::millis),
+                .map_or_else(|| self.now(), crate::store::millis),
             kind: "approval_closed".to_owned(),
             data: closed_record(&question),
         };
