@@ -1728,10 +1728,13 @@ impl DurableRun {
     /// Runs the kickoff to its end (or until it must stop, or parks),
     /// journaled.
     async fn run(self: Arc<Self>, crew: &Crew, inputs: Inputs) -> Result<CrewOutput, CrewError> {
-        let guard = GiveUp(Arc::clone(&self));
         let kickoff = crew.kickoff_with(inputs, Some(Arc::clone(&self) as Arc<dyn KickoffJournal>));
+        tokio::pin!(kickoff);
+        // Declared after the run: dropped before it, while it still says
+        // whether a person is being asked.
+        let guard = GiveUp(Arc::clone(&self), crew.clone());
         let result = tokio::select! {
-            result = kickoff => result,
+            result = &mut kickoff => result,
             // Dropped here, whatever it was doing: only a person was
             // awaited, and their question stays open.
             () = self.time_to_park() => Err(self.park(crew).await),
@@ -1958,8 +1961,10 @@ fn parked(kickoff: &KickoffId) -> CrewError {
 }
 
 /// A kickoff's run dropped before its end gives its lease up (another
-/// process resumes it at once), without `EXECUTION_END`.
-struct GiveUp(Arc<DurableRun>);
+/// process resumes it at once), without `EXECUTION_END`; one that waited
+/// for a person, of a crew that parks, parks instead (a service shutting
+/// down leaves its waiting kickoffs parked, not running).
+struct GiveUp(Arc<DurableRun>, Crew);
 
 impl Drop for GiveUp {
     fn drop(&mut self) {
@@ -1967,9 +1972,17 @@ impl Drop for GiveUp {
             return;
         }
         let run = Arc::clone(&self.0);
+        let crew = self.1.clone();
+        let parks = run.park_after.is_some() && run.asking.load(Ordering::Acquire) > 0;
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
-                runtime.spawn(async move { run.release().await });
+                runtime.spawn(async move {
+                    if parks && run.question_kept().await {
+                        let _ = run.park(&crew).await;
+                    } else {
+                        run.release().await;
+                    }
+                });
             }
             Err(_) => run.stop_renewal(),
         }

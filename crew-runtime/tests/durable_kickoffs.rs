@@ -68,6 +68,7 @@ on_both_stores!(
     a_background_resumer_wakes_on_the_answer_to_a_parked_kickoff,
     a_kickoff_parked_for_a_week_finds_its_question_expired_and_the_call_denied,
     an_answer_at_or_after_the_deadline_is_refused_and_one_just_before_is_taken,
+    a_kickoff_dropped_while_it_waits_for_a_person_parks,
 );
 
 /// A tool's calls: how many, and the idempotency keys they got.
@@ -1807,4 +1808,47 @@ async fn run_on_denied(
     let mut asked = store.history(10).await.expect("reads");
     assert_eq!(asked.len(), 1, "not asked again: {asked:?}");
     asked.remove(0)
+}
+
+/// SPEC §13 "Parking": a kickoff of a crew that parks, dropped while it
+/// waits for a person (its caller gone, a service shutting down), parks
+/// instead of being left running for a resumer to claim (which would only
+/// wait again); no `EXECUTION_END`, and the answer runs it on.
+async fn a_kickoff_dropped_while_it_waits_for_a_person_parks(store: Store, _keep: Keep) {
+    let (crew, refunds) = parking_crew(&store, PATIENCE, |d| {
+        d.park_after(Duration::from_secs(3600))
+    });
+    let running = tokio::spawn({
+        let crew = crew.clone();
+        async move { crew.kickoff([("order", "A-1")]).await }
+    });
+    let question = pending(&store, 1).await.remove(0);
+    let id: KickoffId = question
+        .kickoff_id
+        .as_deref()
+        .expect("the kickoff's question")
+        .parse()
+        .expect("a kickoff id");
+    running.abort();
+    let _ = running.await;
+    let started = std::time::Instant::now();
+    while store.kickoff(&id).await.expect("reads").status != KickoffStatus::Parked {
+        assert!(started.elapsed() < PATIENCE, "not parked");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Past its lease: still parked, not claimable.
+    tokio::time::sleep(LEASE + Duration::from_millis(200)).await;
+    let resumer = Resumer::new(store.clone()).crew(&crew);
+    assert!(resumer.resume_claimable().await.expect("looks").is_empty());
+    store
+        .decide(&question.id, Answer::new("ops", Decision::Approve))
+        .await
+        .expect("ops may approve");
+    let resumed = resumer.resume_claimable().await.expect("looks");
+    assert_eq!(resumed.len(), 1);
+    assert_eq!(
+        resumed[0].result.as_ref().expect("completes").raw,
+        "settled"
+    );
+    assert_eq!(refunds.count(), 1);
 }
