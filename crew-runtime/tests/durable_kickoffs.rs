@@ -1605,6 +1605,18 @@ async fn a_kickoff_parked_at_once_holds_no_process_and_runs_on_once_answered(
     let asked = store.history(10).await.expect("reads");
     assert_eq!(asked.len(), 1, "one question for the call: {asked:?}");
     assert!(resumer.resume_claimable().await.expect("looks").is_empty());
+    // What became of the call, for the inbox: it ran (in the process that
+    // resumed it), recorded once the call settled.
+    let started = std::time::Instant::now();
+    let outcome = loop {
+        let question = store.question(&question.id).await.expect("reads");
+        if let Some(outcome) = question.and_then(|question| question.outcome) {
+            break outcome;
+        }
+        assert!(started.elapsed() < PATIENCE, "no outcome recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(outcome.outcome, "ran");
 }
 
 /// SPEC §13 "Parking": for a crew that parks, the human-input timeout
