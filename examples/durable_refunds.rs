@@ -25,8 +25,8 @@
 //! person parks: `start` prints `parked <id>` and exits, no process holds
 //! the kickoff, and `resume --wait-ms M` (a resumer woken by answers,
 //! until M ms pass with nothing to do) takes it up once it is approved.
-//! `start --count K` starts K kickoffs at once, each running until it
-//! parks.
+//! `start --count K` starts K kickoffs (4 at a time), each running until
+//! it parks.
 //!
 //! The journal is sealed with the key of `--journal-key` or of
 //! `CREW_JOURNAL_KEY` (base64, 32 bytes; every process must use the same),
@@ -402,10 +402,16 @@ async fn start(store: &Store, crew: &Crew) -> Result<ExitCode, Box<dyn Error>> {
     Err(format!("kickoff {id} asked no question in {} s", PATIENCE.as_secs()).into())
 }
 
+/// How many kickoffs `start --count` runs at once: more would only wait
+/// for the store's connections.
+const AT_ONCE: usize = 4;
+
 /// `start --park-after-ms N`: journals `count` kickoffs and runs each
-/// until it parks (its refund waits for a person, held by no process), at
-/// once; prints `kickoff <id>` and then `parked <id>` for each.
+/// until it parks (its refund waits for a person, held by no process),
+/// [`AT_ONCE`] at a time; prints `kickoff <id>` and then `parked <id>` for
+/// each.
 async fn start_parking(crew: &Crew, count: usize) -> Result<ExitCode, Box<dyn Error>> {
+    use futures_util::StreamExt as _;
     let crew = crew.for_user(CUSTOMER);
     let runs = (0..count).map(|_| {
         let crew = crew.clone();
@@ -417,7 +423,8 @@ async fn start_parking(crew: &Crew, count: usize) -> Result<ExitCode, Box<dyn Er
             Ok::<_, CrewError>(())
         }
     });
-    for run in futures_util::future::join_all(runs).await {
+    let mut runs = futures_util::stream::iter(runs).buffer_unordered(AT_ONCE);
+    while let Some(run) = runs.next().await {
         run?;
     }
     Ok(ExitCode::SUCCESS)

@@ -127,11 +127,18 @@ async fn approve_all(store: &Store, expected: usize) {
     }
 }
 
+/// The scenarios run one at a time: each is several processes working
+/// hard on a small machine.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs the scenario on the store `kind`: `count` kickoffs parked by one
 /// process; `resumers` resumer processes waiting (woken by answers); every
 /// question approved at once while no process holds its kickoff; then
 /// each kickoff completed by exactly one resumer, its refund made once.
 fn parked_then_resumed(kind: &str, count: usize, resumers: usize) {
+    let _alone = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let program = example();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

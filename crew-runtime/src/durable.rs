@@ -99,7 +99,7 @@ const SHORTEST_LEASE: Duration = Duration::from_millis(300);
 const DEFAULT_APPROVAL_DEADLINE: Duration = Duration::from_secs(24 * 3600);
 /// How soon a kickoff due to park looks again for its question in the
 /// store, when it was not there yet.
-const PARK_RECHECK: Duration = Duration::from_millis(25);
+const PARK_RECHECK: Duration = Duration::from_millis(100);
 
 /// What makes a crew durable: the store its kickoffs are journaled in, the
 /// key that seals the journal, and how long a process holds a kickoff
