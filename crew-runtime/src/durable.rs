@@ -1733,11 +1733,16 @@ impl DurableRun {
         // Declared after the run: dropped before it, while it still says
         // whether a person is being asked.
         let guard = GiveUp(Arc::clone(&self), crew.clone());
-        let result = tokio::select! {
-            result = &mut kickoff => result,
-            // Dropped here, whatever it was doing: only a person was
-            // awaited, and their question stays open.
-            () = self.time_to_park() => Err(self.park(crew).await),
+        let result = if self.park_after.is_some() {
+            tokio::select! {
+                result = &mut kickoff => result,
+                // Dropped here, whatever it was doing: only a person was
+                // awaited, and their question stays open.
+                () = self.time_to_park() => Err(self.park(crew).await),
+            }
+        } else {
+            // Nothing else to watch: the run alone, polled as it is.
+            kickoff.await
         };
         drop(guard);
         result
