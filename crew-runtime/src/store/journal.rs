@@ -1386,9 +1386,11 @@ impl Journal {
             ),
         });
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let begin = begin(self.store.backend());
+        // One statement, atomic on its own: on SQLite an `UPDATE` takes the
+        // write lock as it starts, and holds it only while it runs (an
+        // explicit transaction would hold it across three round trips);
+        // on PostgreSQL, `FOR UPDATE SKIP LOCKED` in the statement.
         let rows: Vec<(String, i64)> = super::on_pool!(self.store, |pool| {
-            let mut transaction = pool.begin_with(begin).await?;
             let mut query = sqlx::query_as(&sql)
                 .bind(owner)
                 .bind(duration_millis(lease))
@@ -1398,9 +1400,7 @@ impl Journal {
                 Claimable::OfCrew(crew, fingerprint) => query = query.bind(crew).bind(fingerprint),
                 Claimable::Kickoff(id) => query = query.bind(id),
             }
-            let rows = query.fetch_all(&mut *transaction).await?;
-            transaction.commit().await?;
-            rows
+            query.fetch_all(pool).await?
         });
         self.store.file_still_there()?;
         rows.into_iter()
