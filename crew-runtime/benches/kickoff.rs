@@ -40,45 +40,21 @@
 //!
 //! Each shape runs `RUNS` times; the median is printed.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+#[path = "shared/counting.rs"]
+mod counting;
+
 use std::hint::black_box;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use counting::{IN_USE, PEAK};
 use crew_runtime::prelude::*;
 use serde::Deserialize;
 
 const CALLS: u64 = 10_000;
 const RUNS: usize = 7;
 const CREWS: usize = 1_000;
-
-/// The system allocator, counting the bytes in use and their peak.
-struct Counting;
-
-static IN_USE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded to the system allocator unchanged; the
-// counters are plain atomics.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let now = IN_USE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-        PEAK.fetch_max(now, Ordering::Relaxed);
-        // SAFETY: the caller's layout is passed on as is.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        IN_USE.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: `ptr` was allocated by `alloc` above with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
 
 /// How a kickoff is run.
 #[derive(Clone, Copy)]

@@ -21,14 +21,15 @@
 //!
 //! `cargo bench -p crew-runtime --features durable,store --bench parking`
 
+#[path = "shared/counting.rs"]
+mod counting;
 #[path = "shared/stores.rs"]
 mod stores;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crew_runtime::ToolAnnotations;
@@ -39,46 +40,10 @@ use crew_runtime::store::journal::{JournalKey, KickoffStatus};
 use crew_runtime::store::{Answer, Decision, Store, StoreApprovals};
 use tokio::sync::mpsc;
 
+use counting::IN_USE;
+
 const ANSWERS: usize = 40;
 const PARKED: usize = 1000;
-
-/// The system allocator, counting the bytes in use.
-struct Counting;
-
-static IN_USE: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is passed to the system allocator unchanged; the
-// counter only adds and subtracts the sizes it was asked for.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller's contract is passed on unchanged.
-        let pointer = unsafe { System.alloc(layout) };
-        if !pointer.is_null() {
-            IN_USE.fetch_add(layout.size(), Ordering::Relaxed);
-        }
-        pointer
-    }
-
-    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        // SAFETY: the caller's contract is passed on unchanged.
-        unsafe { System.dealloc(pointer, layout) };
-        IN_USE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, size: usize) -> *mut u8 {
-        // SAFETY: the caller's contract is passed on unchanged.
-        let moved = unsafe { System.realloc(pointer, layout, size) };
-        if !moved.is_null() {
-            IN_USE.fetch_sub(layout.size(), Ordering::Relaxed);
-            IN_USE.fetch_add(size, Ordering::Relaxed);
-        }
-        moved
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
 
 fn fail(what: &str, error: impl std::fmt::Display) -> ! {
     eprintln!("{what}: {error}");

@@ -63,6 +63,19 @@ async fn kinds(journal: &Journal, lease: &Lease) -> Vec<String> {
         .collect()
 }
 
+/// A kickoff held for a long lease, its start (entry 1) appended.
+async fn started(journal: &Journal) -> Lease {
+    let lease = running(journal, LONG).await;
+    assert_eq!(
+        journal
+            .append(&lease, "start", b"s")
+            .await
+            .expect("appended"),
+        1
+    );
+    lease
+}
+
 async fn running(journal: &Journal, lease: Duration) -> Lease {
     journal
         .create_kickoff("research", "fingerprint-1", "worker-a", lease)
@@ -810,14 +823,7 @@ async fn the_payload_is_not_readable_in_the_sqlite_file() {
 async fn an_sqlite_append_behind_another_writer_waits_off_the_callers_thread() {
     let (store, keep) = store("sqlite").await.expect("SQLite is always there");
     let journal = journal_on(&store);
-    let lease = running(&journal, LONG).await;
-    assert_eq!(
-        journal
-            .append(&lease, "start", b"s")
-            .await
-            .expect("appended"),
-        1
-    );
+    let lease = started(&journal).await;
     let other = sqlx::SqlitePool::connect(&keep.url)
         .await
         .expect("raw SQLite");
@@ -935,14 +941,7 @@ fn a_journal_key_never_shows_and_a_malformed_one_is_refused() {
 
 async fn entries_appended_after_a_count_land_together_in_order(store: Store, _keep: Keep) {
     let journal = journal_on(&store);
-    let lease = running(&journal, LONG).await;
-    assert_eq!(
-        journal
-            .append(&lease, "start", b"s")
-            .await
-            .expect("appended"),
-        1
-    );
+    let lease = started(&journal).await;
     let last = journal
         .append_after(&lease, 1, &[("answer", b"a"), ("intent", b"i")])
         .await

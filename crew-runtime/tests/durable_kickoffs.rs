@@ -69,6 +69,7 @@ on_both_stores!(
     a_kickoff_parked_for_a_week_finds_its_question_expired_and_the_call_denied,
     an_answer_at_or_after_the_deadline_is_refused_and_one_just_before_is_taken,
     a_kickoff_dropped_while_it_waits_for_a_person_parks,
+    a_parked_kickoff_is_recorded_on_the_audit_trail,
 );
 
 /// A tool's calls: how many, and the idempotency keys they got.
@@ -1863,4 +1864,28 @@ async fn a_kickoff_dropped_while_it_waits_for_a_person_parks(store: Store, _keep
         "settled"
     );
     assert_eq!(refunds.count(), 1);
+}
+
+/// SPEC §13 "Parking": a kickoff that parks is recorded on the audit trail
+/// as `kickoff_parked`, naming the kickoff and the process.
+async fn a_parked_kickoff_is_recorded_on_the_audit_trail(store: Store, _keep: Keep) {
+    let (crew, _refunds) = parking_crew(&store, PATIENCE, |d| d.park_after(Duration::ZERO));
+    let trail = AuditTrail::open(store.clone()).expect("a writer");
+    trail.attach(&crew);
+    let (id, _) = parked_kickoff(&crew).await;
+    trail.flush().await.expect("written");
+    let records = audit::tail(&store, "default", 100).await.expect("reads");
+    let parked = records
+        .iter()
+        .find(|record| record.kind == "kickoff_parked")
+        .expect("recorded");
+    assert_eq!(parked.data["kickoff"], id.to_string());
+    assert_eq!(parked.data["ready"], false);
+    assert!(
+        parked.data["owner"]
+            .as_str()
+            .is_some_and(|owner| !owner.is_empty()),
+        "{:?}",
+        parked.data
+    );
 }
