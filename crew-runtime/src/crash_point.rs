@@ -41,6 +41,8 @@ pub const POINTS: &[&str] = &[
     "after_append:step",
     "before_append:answer",
     "after_append:answer",
+    "before_append:gate",
+    "after_append:gate",
     "before_append:intent",
     "after_append:intent",
     "before_append:result",

@@ -69,7 +69,7 @@ use std::time::{Duration, SystemTime};
 
 use hooks_core::events::{EventId, EventSequence, IntegrationEvent};
 use hooks_core::{
-    ChatMessage, CrewOutput, Event, Inputs, ModelResponse, Role, TaskOutput, TokenUsage,
+    ChainGate, ChatMessage, CrewOutput, Event, Inputs, ModelResponse, Role, TaskOutput, TokenUsage,
     ToolCallRequest,
 };
 use serde::{Deserialize, Serialize};
@@ -1141,6 +1141,17 @@ enum Entry {
         messages: Option<Vec<SavedMessage>>,
         usage: Option<SavedUsage>,
     },
+    /// A hook of a call's PRE chain is about to ask a person about it:
+    /// which hook, where, and the arguments the hooks before it left (a
+    /// resumed call starts its chain there, with those).
+    Gate {
+        task: usize,
+        turn: usize,
+        call: String,
+        position: usize,
+        hook: String,
+        input: Map<String, Value>,
+    },
     /// A tool is about to start.
     Intent {
         task: usize,
@@ -1263,6 +1274,7 @@ impl Entry {
             Entry::Inputs { .. } => "inputs",
             Entry::Step { .. } => "step",
             Entry::Answer { .. } => "answer",
+            Entry::Gate { .. } => "gate",
             Entry::Intent { .. } => "intent",
             Entry::Result { .. } => "result",
             Entry::Task { .. } => "task",
@@ -2097,6 +2109,19 @@ fn read_entries(
                     },
                 );
             }
+            Entry::Gate {
+                task,
+                turn,
+                call,
+                position,
+                hook,
+                input,
+            } => {
+                recorded.calls.insert(
+                    (task, turn, call),
+                    RecordedCall::Gated(ChainGate::new(position, hook, input)),
+                );
+            }
             Entry::Intent {
                 task,
                 turn,
@@ -2246,6 +2271,17 @@ impl KickoffJournal for DurableRun {
             place.call,
             attempt,
         )
+    }
+
+    fn record_gate<'a>(&'a self, place: Place<'a>, gate: &'a ChainGate) -> JournalFuture<'a, ()> {
+        Box::pin(self.append_owned(Entry::Gate {
+            task: place.task,
+            turn: place.turn,
+            call: place.call.to_owned(),
+            position: gate.position,
+            hook: gate.hook.clone(),
+            input: gate.input.clone(),
+        }))
     }
 
     fn record_intent<'a>(
@@ -2451,7 +2487,7 @@ mod tests {
     #[test]
     fn every_kind_of_entry_has_a_crash_point_before_and_after_its_append() {
         let kinds = [
-            "start", "inputs", "step", "answer", "intent", "result", "task", "end",
+            "start", "inputs", "step", "answer", "gate", "intent", "result", "task", "end",
         ];
         for kind in kinds {
             for stage in ["before_append", "after_append"] {

@@ -70,6 +70,7 @@ on_both_stores!(
     an_answer_at_or_after_the_deadline_is_refused_and_one_just_before_is_taken,
     a_kickoff_dropped_while_it_waits_for_a_person_parks,
     a_parked_kickoff_is_recorded_on_the_audit_trail,
+    a_parked_call_resumes_at_its_gate_and_the_hooks_before_it_count_it_once,
 );
 
 /// A tool's calls: how many, and the idempotency keys they got.
@@ -797,28 +798,11 @@ fn gated_crew_with(
     )
     .with_annotations(ToolAnnotations::new().destructive(true))
     .with_timeout(Duration::from_secs(1));
-    let support = Agent::builder("Support")
-        .llm(Arc::clone(llm) as Arc<dyn Llm>)
-        .tool(refund)
-        .build();
-    let mut builder = Crew::builder()
-        .name("refunds")
-        .agent(support.clone())
-        .task(
-            Task::builder("Settle order {order}")
-                .agent(&support)
-                .build(),
-        )
-        .global_registry(Arc::new(HookRegistry::new()))
-        .human_input(Arc::new(
-            StoreApprovals::new(store.clone()).lease(Duration::from_secs(1)),
-        ))
-        .human_input_timeout(timeout)
-        .async_hook_with(
-            PRE_TOOL_CALL,
-            HookOptions::new().name("approval-gate"),
-            ApprovalGate::for_capabilities([Capability::Destructive]).pre_hook(),
-        );
+    let mut builder = refund_builder(store, llm, refund, timeout).async_hook_with(
+        PRE_TOOL_CALL,
+        HookOptions::new().name("approval-gate"),
+        ApprovalGate::for_capabilities([Capability::Destructive]).pre_hook(),
+    );
     if let Some((started, release)) = after_gate {
         let first = Arc::new(AtomicUsize::new(0));
         builder = builder.async_hook_with(
@@ -1888,4 +1872,166 @@ async fn a_parked_kickoff_is_recorded_on_the_audit_trail(store: Store, _keep: Ke
         "{:?}",
         parked.data
     );
+}
+
+/// A crew of one support agent with `refund`, settling one order, asking
+/// through the store with a human-input timeout of `timeout`; no hook yet.
+fn refund_builder(
+    store: &Store,
+    llm: &Arc<ScriptedLlm>,
+    refund: Tool,
+    timeout: Duration,
+) -> crew_runtime::CrewBuilder {
+    let support = Agent::builder("Support")
+        .llm(Arc::clone(llm) as Arc<dyn Llm>)
+        .tool(refund)
+        .build();
+    Crew::builder()
+        .name("refunds")
+        .agent(support.clone())
+        .task(
+            Task::builder("Settle order {order}")
+                .agent(&support)
+                .build(),
+        )
+        .global_registry(Arc::new(HookRegistry::new()))
+        .human_input(Arc::new(
+            StoreApprovals::new(store.clone()).lease(Duration::from_secs(1)),
+        ))
+        .human_input_timeout(timeout)
+}
+
+/// A refund crew whose approval gate has a counting hook before it (which
+/// also stamps the arguments) and one after it; the counts, and the
+/// arguments each refund got.
+struct CountedGate {
+    crew: Crew,
+    before: Arc<AtomicUsize>,
+    after: Arc<AtomicUsize>,
+    refunded_with: Arc<Mutex<Vec<serde_json::Value>>>,
+}
+
+fn counted_gate_crew(store: &Store, durable: impl FnOnce(Durable) -> Durable) -> CountedGate {
+    let (before, after) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let refunded_with = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&refunded_with);
+    let refund = Tool::dynamic(
+        "refund",
+        "Refunds an order",
+        json!({"type": "object"}),
+        move |args| {
+            if let Ok(mut kept) = kept.lock() {
+                kept.push(args);
+            }
+            Ok::<_, String>(json!("refunded"))
+        },
+    )
+    .with_annotations(ToolAnnotations::new().destructive(true))
+    .with_timeout(Duration::from_secs(1));
+    let counted = Arc::clone(&before);
+    let counted_after = Arc::clone(&after);
+    let crew = refund_builder(store, &one_refund(), refund, PATIENCE)
+        .hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("count-before"),
+            move |ctx: &mut ToolCallHookContext| {
+                let count = counted.fetch_add(1, Ordering::SeqCst) + 1;
+                ctx.tool_input.insert("counted".into(), json!(count));
+            },
+        )
+        .async_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("approval-gate"),
+            ApprovalGate::for_capabilities([Capability::Destructive]).pre_hook(),
+        )
+        .hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("count-after"),
+            move |_: &mut ToolCallHookContext| {
+                counted_after.fetch_add(1, Ordering::SeqCst);
+            },
+        )
+        .durable(durable(
+            Durable::new(store.clone())
+                .journal_key(JournalKey::generate().expect("a key"))
+                .lease(LEASE),
+        ))
+        .build()
+        .expect("builds");
+    CountedGate {
+        crew,
+        before,
+        after,
+        refunded_with,
+    }
+}
+
+/// SPEC §13 "Parking": the answer to a parked call is journaled against
+/// the call (the hook that asked, its place, the arguments the hooks
+/// before it left), and the resumed run starts the call's PRE chain at
+/// that hook: a counter before the gate counts the call once, as in a run
+/// that never parked, and the tool gets the arguments the first process's
+/// hooks left.
+async fn a_parked_call_resumes_at_its_gate_and_the_hooks_before_it_count_it_once(
+    store: Store,
+    _keep: Keep,
+) {
+    // A run that never parks: the question answered while it waits.
+    let unparked = counted_gate_crew(&store, |d| d.park_after(Duration::from_secs(3600)));
+    let answering = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let question = pending(&store, 1).await.remove(0);
+            store
+                .decide(&question.id, Answer::new("ops", Decision::Approve))
+                .await
+                .expect("ops may approve");
+        })
+    };
+    let output = tokio::time::timeout(PATIENCE, unparked.crew.kickoff([("order", "A-1")]))
+        .await
+        .expect("ends")
+        .expect("completes");
+    answering.await.expect("answered");
+    assert_eq!(output.raw, "settled");
+    let counts = |gate: &CountedGate| {
+        (
+            gate.before.load(Ordering::SeqCst),
+            gate.after.load(Ordering::SeqCst),
+        )
+    };
+    assert_eq!(counts(&unparked), (1, 1));
+
+    // The same call, parked at once and resumed after the answer.
+    let parked = counted_gate_crew(&store, |d| d.park_after(Duration::ZERO));
+    let (id, _) = parked_kickoff(&parked.crew).await;
+    assert_eq!(counts(&parked), (1, 0), "parked at the gate");
+    let question = pending(&store, 1).await.remove(0);
+    store
+        .decide(&question.id, Answer::new("ops", Decision::Approve))
+        .await
+        .expect("ops may approve");
+    let resumed = Resumer::new(store.clone())
+        .crew(&parked.crew)
+        .resume_claimable()
+        .await
+        .expect("looks");
+    assert_eq!(resumed.len(), 1);
+    assert_eq!(resumed[0].kickoff, id);
+    assert_eq!(
+        resumed[0].result.as_ref().expect("completes").raw,
+        "settled"
+    );
+    assert_eq!(
+        counts(&parked),
+        counts(&unparked),
+        "the hook before the gate counted the call once"
+    );
+    let refunded = parked.refunded_with.lock().expect("not poisoned").clone();
+    assert_eq!(
+        refunded,
+        vec![json!({"order": "A-1", "counted": 1})],
+        "the tool got the arguments the first process's hooks left"
+    );
+    assert_eq!(store.history(10).await.expect("reads").len(), 2);
 }

@@ -159,6 +159,7 @@ pub(crate) fn ask_for_answer(
     request: HumanInputRequest,
     timeout: Duration,
     ledger: Option<(Arc<Ledger>, usize)>,
+    gate: Option<crate::GateFuture>,
 ) -> HumanInputFuture<HumanAnswer> {
     let asked = request.tool_input.clone();
     // What the person is shown: cleaned by the crew's redaction in scope.
@@ -167,6 +168,10 @@ pub(crate) fn ask_for_answer(
     let told = source.clone();
     let answer = crate::human::answering(source, request, timeout);
     HumanInputFuture::new(async move {
+        // The gate kept first: a question it could not keep is not asked.
+        if let Some(gate) = gate {
+            gate.await?;
+        }
         let mut answer = answer.await?;
         if let Some(edit) = answer.edited_input.take() {
             match merge_edit(asked.as_ref(), shown.as_ref(), edit) {

@@ -392,15 +392,52 @@ impl<'a> CallHooks<'a> {
             (None, None) => DispatchOutcome::Proceeded,
             (Some(chain), None) | (None, Some(chain)) => {
                 let hooks = chain.candidates(ctx.call_tool_name(), ctx.call_tool_key());
-                Box::pin(self.run_chain_async::<P, _>(hooks, ctx)).await
+                Box::pin(self.run_chain_async::<P, _>(hooks.enumerate(), ctx)).await
             }
             (Some(global), Some(scoped)) => {
                 let (tool, key) = (ctx.call_tool_name(), ctx.call_tool_key());
                 let hooks: MergeByRank<Candidates<'_, P>, Candidates<'_, P>> =
                     MergeByRank::new(global.candidates(tool, key), scoped.candidates(tool, key));
-                Box::pin(self.run_chain_async::<P, _>(hooks, ctx)).await
+                Box::pin(self.run_chain_async::<P, _>(hooks.enumerate(), ctx)).await
             }
         }
+    }
+
+    /// The PRE chain of a tool call from the hook of `gate` on, on the
+    /// arguments it keeps, when the chain's hook at its place has its name;
+    /// the whole chain on the call's own arguments otherwise (the chain is
+    /// not the one the place was taken in). For a resumed call whose hooks
+    /// before that one ran in an earlier process (see
+    /// [`ToolCallHookContext::resume_chain_at`](crate::ToolCallHookContext::resume_chain_at)).
+    pub(crate) async fn dispatch_pre_from(
+        &self,
+        ctx: &mut crate::ToolCallHookContext,
+        gate: crate::ChainGate,
+    ) -> DispatchOutcome {
+        type P = crate::point::points::PreToolCall;
+        let Some((global, scoped)) = self.chains::<P>() else {
+            return DispatchOutcome::Proceeded;
+        };
+        let (tool, key) = (ctx.call_tool_name(), ctx.call_tool_key());
+        // A resumed call only: gathered, so that the place can be checked
+        // before the walk.
+        let hooks: Vec<&Arc<HookEntry<P>>> = match (global, scoped) {
+            (None, None) => Vec::new(),
+            (Some(chain), None) | (None, Some(chain)) => chain.candidates(tool, key).collect(),
+            (Some(global), Some(scoped)) => {
+                MergeByRank::new(global.candidates(tool, key), scoped.candidates(tool, key))
+                    .collect()
+            }
+        };
+        let first = match hooks.get(gate.position) {
+            Some(entry) if entry.info.name == gate.hook => {
+                ctx.tool_input = gate.input;
+                gate.position
+            }
+            _ => 0,
+        };
+        let walk = hooks.into_iter().enumerate().skip(first);
+        Box::pin(self.run_chain_async::<P, _>(walk, ctx)).await
     }
 
     /// Runs the synchronous hooks of `point`'s chain only, in their order,
@@ -474,14 +511,15 @@ impl<'a> CallHooks<'a> {
         match (global, scoped) {
             (None, None) => DispatchOutcome::Proceeded,
             (Some(chain), None) | (None, Some(chain)) => {
-                let hooks = chain.candidates(tool, key).filter(|e| e.call.is_async());
+                let hooks = chain.candidates(tool, key).enumerate();
+                let hooks = hooks.filter(|(_, e)| e.call.is_async());
                 self.run_chain_async::<P, _>(hooks, ctx).await
             }
             (Some(global), Some(scoped)) => {
                 let hooks: MergeByRank<Candidates<'_, P>, Candidates<'_, P>> =
                     MergeByRank::new(global.candidates(tool, key), scoped.candidates(tool, key));
-                self.run_chain_async::<P, _>(hooks.filter(|e| e.call.is_async()), ctx)
-                    .await
+                let hooks = hooks.enumerate().filter(|(_, e)| e.call.is_async());
+                self.run_chain_async::<P, _>(hooks, ctx).await
             }
         }
     }
@@ -574,18 +612,20 @@ impl<'a> CallHooks<'a> {
         ctx: &mut P::Context,
     ) -> DispatchOutcome
     where
-        I: Iterator<Item = &'c Arc<HookEntry<P>>>,
+        I: Iterator<Item = (usize, &'c Arc<HookEntry<P>>)>,
     {
         let started = self.listening.then(quanta::Instant::now);
         let mut walk = Walk::default();
         let before = <P::Watched as InPlaceWatch<P::Context>>::copy(ctx);
-        for entry in hooks {
+        // Each hook with its place among the chain's candidates for the
+        // call (filtered or not), where a resumed call may start again.
+        for (position, entry) in hooks {
             if entry.call_filtered && !entry.call_matches(ctx) {
                 continue;
             }
             walk.hooks_run += 1;
             let limit = entry.info.timeout.unwrap_or(self.dispatcher.hook_timeout);
-            ctx.running_hook(Arc::as_ptr(entry).addr());
+            ctx.running_hook(Arc::as_ptr(entry).addr(), position, &entry.info.name);
             let (result, asked) = run_one(&entry.call, limit, ctx).await;
             if self.settle(&mut walk, entry, asked, result, ctx) {
                 break;

@@ -24,7 +24,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
 /// How long `request_human_input` waits for an answer unless told
@@ -393,7 +393,123 @@ pub trait HumanInputSource: Send + Sync {
     fn settled(&self, question_id: &str, outcome: &ApprovedCallOutcome) {
         let _ = (question_id, outcome);
     }
+
+    /// Whether this source keeps the place in a tool call's PRE chain
+    /// where a hook asks for an approval (see [`keep_gate`](Self::keep_gate)).
+    /// `false` by default: a source that asks people need not care. A
+    /// runtime that resumes calls in another process (a durable kickoff)
+    /// wraps the crew's source in one that says `true`.
+    ///
+    /// ```
+    /// use hooks_core::{HumanInputSource, ScriptedInput};
+    /// assert!(!ScriptedInput::new(["yes"]).keeps_gates());
+    /// ```
+    fn keeps_gates(&self) -> bool {
+        false
+    }
+
+    /// A hook of a tool call's PRE chain is about to ask for an approval
+    /// of the call: `gate` says which hook, where in the chain, and the
+    /// arguments as the hooks before it left them. A runtime that can
+    /// resume the call elsewhere writes it down here and, resumed, starts
+    /// the call's PRE chain again at that hook
+    /// ([`ToolCallHookContext::resume_chain_at`](crate::ToolCallHookContext::resume_chain_at)),
+    /// so that the hooks before it (a counter, a rate limit) are not run
+    /// twice for one call. The question is asked once the returned future
+    /// is done; an error refuses it, and so blocks the call.
+    ///
+    /// Called only for a source whose [`keeps_gates`](Self::keeps_gates)
+    /// says `true`; not for the second round of an edited call, nor after
+    /// an approver edited the call (a resumed call then runs its whole
+    /// chain again, as an edited call must).
+    ///
+    /// ```
+    /// use std::sync::Mutex;
+    /// use hooks_core::{ChainGate, GateFuture, HumanInputError, HumanInputRequest, HumanInputSource, async_trait};
+    ///
+    /// #[derive(Default)]
+    /// struct Remembers(Mutex<Vec<(usize, String)>>);
+    ///
+    /// #[async_trait]
+    /// impl HumanInputSource for Remembers {
+    ///     async fn ask(&self, _request: HumanInputRequest) -> Result<String, HumanInputError> {
+    ///         Ok("yes".into())
+    ///     }
+    ///     fn keeps_gates(&self) -> bool {
+    ///         true
+    ///     }
+    ///     fn keep_gate(&self, gate: ChainGate) -> GateFuture {
+    ///         if let Ok(mut kept) = self.0.lock() {
+    ///             kept.push((gate.position, gate.hook.clone()));
+    ///         }
+    ///         Box::pin(async { Ok(()) })
+    ///     }
+    /// }
+    /// # let _ = Remembers::default();
+    /// ```
+    fn keep_gate(&self, gate: ChainGate) -> GateFuture {
+        let _ = gate;
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
+
+/// Where a tool call's PRE chain asks a person about it: which hook, in
+/// which place of the chain, and the call's arguments as the hooks before
+/// it left them (see [`HumanInputSource::keep_gate`]). Its `Debug` shows
+/// the arguments' names, never their values (the arguments are not
+/// redacted: a hook may have put a credential in them).
+///
+/// ```
+/// use hooks_core::ChainGate;
+/// use serde_json::{json, Map};
+///
+/// let mut input = Map::new();
+/// input.insert("token".into(), json!("s3cret"));
+/// let gate = ChainGate::new(2, "approve_refunds", input);
+/// assert_eq!((gate.position, gate.hook.as_str()), (2, "approve_refunds"));
+/// assert!(!format!("{gate:?}").contains("s3cret"));
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ChainGate {
+    /// The hook's place among the hooks the call's PRE chain holds for its
+    /// tool (0 first), whatever their filters decided.
+    pub position: usize,
+    /// The hook's name ([`HookInfo::name`](crate::HookInfo::name)).
+    pub hook: String,
+    /// The arguments the hook was given.
+    pub input: Map<String, Value>,
+}
+
+impl ChainGate {
+    /// The gate at `position`, named `hook`, with these arguments.
+    ///
+    /// ```
+    /// let gate = hooks_core::ChainGate::new(0, "approve", Default::default());
+    /// assert!(gate.input.is_empty());
+    /// ```
+    pub fn new(position: usize, hook: impl Into<String>, input: Map<String, Value>) -> Self {
+        ChainGate {
+            position,
+            hook: hook.into(),
+            input,
+        }
+    }
+}
+
+impl std::fmt::Debug for ChainGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChainGate")
+            .field("position", &self.position)
+            .field("hook", &self.hook)
+            .field("input", &self.input.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// What [`HumanInputSource::keep_gate`] returns: done once the gate is
+/// kept; an error refuses the question.
+pub type GateFuture = Pin<Box<dyn Future<Output = Result<(), HumanInputError>> + Send + 'static>>;
 
 /// What became of a call a person answered, as the call's runtime tells
 /// the source that asked ([`HumanInputSource::settled`]).

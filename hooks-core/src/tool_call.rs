@@ -10,6 +10,7 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
+use crate::ChainGate;
 use crate::context::{RawToolResult, ToolCallHookContext, ToolCallStatus};
 use crate::dispatch::{CallHooks, Dispatcher, TOOL_CALL_POINTS};
 use crate::observation::{blocked_message, blocked_message_with_reason};
@@ -127,6 +128,14 @@ trait Walker {
         ctx: &mut P::Context,
     ) -> impl Future<Output = DispatchOutcome>;
 
+    /// Runs the PRE chain on `ctx` from `gate` (see
+    /// [`CallHooks::dispatch_pre_from`]).
+    fn walk_pre_from(
+        &self,
+        ctx: &mut ToolCallHookContext,
+        gate: ChainGate,
+    ) -> impl Future<Output = DispatchOutcome>;
+
     /// The tool is still running: keep the snapshots counted (see
     /// [`CallHooks::hold`]).
     fn hold(&mut self);
@@ -146,6 +155,16 @@ impl Walker for Inline<'_, '_> {
         std::future::ready(self.0.dispatch(point, ctx))
     }
 
+    // A resumed call: its `async` hooks awaited, which the caller drives to
+    // their end on this thread (see `CallHooks::run_tool_call`).
+    fn walk_pre_from(
+        &self,
+        ctx: &mut ToolCallHookContext,
+        gate: ChainGate,
+    ) -> impl Future<Output = DispatchOutcome> {
+        self.0.dispatch_pre_from(ctx, gate)
+    }
+
     fn hold(&mut self) {}
 }
 
@@ -160,6 +179,14 @@ impl Walker for Awaiting<'_, '_> {
         ctx: &mut P::Context,
     ) -> impl Future<Output = DispatchOutcome> {
         self.0.dispatch_async(point, ctx)
+    }
+
+    fn walk_pre_from(
+        &self,
+        ctx: &mut ToolCallHookContext,
+        gate: ChainGate,
+    ) -> impl Future<Output = DispatchOutcome> {
+        self.0.dispatch_pre_from(ctx, gate)
     }
 
     fn hold(&mut self) {
@@ -181,7 +208,12 @@ where
     Fut: Future<Output = (ToolOutput, T)>,
 {
     let mut kept = None;
-    let mut pre = walker.walk(PreToolCall, ctx).await;
+    // A resumed call starts where it asked a person before (see
+    // `ToolCallHookContext::resume_chain_at`).
+    let mut pre = match ctx.take_chain_start() {
+        None => walker.walk(PreToolCall, ctx).await,
+        Some(gate) => walker.walk_pre_from(ctx, gate).await,
+    };
     if !matches!(pre, DispatchOutcome::Aborted(_))
         && let Some(approved) = ctx.approved_edit_to_recheck()
     {

@@ -18,7 +18,8 @@ use std::sync::Arc;
 
 use hooks_core::events::EventId;
 use hooks_core::{
-    ApprovedCallOutcome, HumanAnswer, HumanInputError, HumanInputRequest, HumanInputSource,
+    ApprovedCallOutcome, ChainGate, GateFuture, HumanAnswer, HumanInputError, HumanInputRequest,
+    HumanInputSource,
 };
 use hooks_core::{ChatMessage, CrewOutput, Event, Inputs, ModelResponse, TaskOutput, TokenUsage};
 use serde_json::{Map, Value};
@@ -50,6 +51,10 @@ pub(crate) struct RecordedAnswer {
 pub(crate) enum RecordedCall {
     /// Nothing: the call runs as any call does.
     Unrecorded,
+    /// A hook of its PRE chain asked a person about it, and no tool
+    /// started: resumed, the chain starts again at that hook, with the
+    /// arguments the hooks before it left.
+    Gated(ChainGate),
     /// Its intent (the tool was about to start, on `input`, with `key`)
     /// and no result: the tool may or may not have acted.
     InDoubt(Intent),
@@ -149,6 +154,9 @@ pub(crate) trait KickoffJournal: Send + Sync {
     /// The idempotency key of the call at `place`, at `attempt` (0 first):
     /// the same in every process that runs the kickoff.
     fn key(&self, place: Place<'_>, attempt: u32) -> IdempotencyKey;
+    /// Commits where the call at `place` asks a person about it (see
+    /// [`HumanInputSource::keep_gate`]).
+    fn record_gate<'a>(&'a self, place: Place<'a>, gate: &'a ChainGate) -> JournalFuture<'a, ()>;
     /// Commits the intent to run `tool` on `input` at `place` (attempt
     /// `attempt`). The tool starts only once this returned `Ok`.
     fn record_intent<'a>(
@@ -261,7 +269,8 @@ impl JournalAt {
 }
 
 /// A durable kickoff's human-input source: the crew's, with the journal
-/// flushed before each question (see [`KickoffJournal::flush`]), and the
+/// flushed before each question (see [`KickoffJournal::flush`]), the
+/// place in the PRE chain that asks journaled against the call, and the
 /// journal told while a person is asked (a kickoff may park meanwhile). A
 /// journal that cannot be written refuses the question: the call it is
 /// about does not run.
@@ -270,6 +279,8 @@ pub(crate) struct FlushBeforeAsking {
     pub(crate) journal: Arc<dyn KickoffJournal>,
     /// The crew's human-input timeout.
     pub(crate) within: Duration,
+    /// The call the questions are about: its task, turn and id.
+    pub(crate) call: (usize, usize, String),
 }
 
 impl FlushBeforeAsking {
@@ -317,5 +328,26 @@ impl HumanInputSource for FlushBeforeAsking {
 
     fn settled(&self, question_id: &str, outcome: &ApprovedCallOutcome) {
         self.inner.settled(question_id, outcome);
+    }
+
+    fn keeps_gates(&self) -> bool {
+        true
+    }
+
+    fn keep_gate(&self, gate: ChainGate) -> GateFuture {
+        let journal = Arc::clone(&self.journal);
+        let (task, turn, call) = self.call.clone();
+        Box::pin(async move {
+            let place = Place {
+                task,
+                turn,
+                call: &call,
+            };
+            journal.record_gate(place, &gate).await.map_err(|error| {
+                HumanInputError::SourceFailed(format!(
+                    "the kickoff's journal could not record where the call asks: {error}"
+                ))
+            })
+        })
     }
 }

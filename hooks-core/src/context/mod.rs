@@ -75,12 +75,12 @@ pub trait HookContext: Send + 'static {
     }
 
     /// Told which hook an awaiting walk runs next (an identity valid while
-    /// the call runs), so that a question the hook asks knows who asked.
-    /// Nothing by default.
+    /// the call runs, its place in the chain, its name), so that a
+    /// question the hook asks knows who asked. Nothing by default.
     #[doc(hidden)]
     #[inline]
-    fn running_hook(&mut self, hook: usize) {
-        let _ = hook;
+    fn running_hook(&mut self, hook: usize, position: usize, name: &str) {
+        let _ = (hook, position, name);
     }
 }
 

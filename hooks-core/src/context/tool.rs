@@ -187,6 +187,19 @@ pub struct ToolCallHookContext {
     /// The `async` hook an awaiting walk is running (its entry's address),
     /// so that a question knows which hook asked it.
     running_hook: usize,
+    /// Where the PRE chain asks, for a source that keeps it (a durable
+    /// runtime's); absent otherwise, so that other calls pay nothing.
+    gates: Option<Box<Gates>>,
+}
+
+/// The PRE chain's gates, for a human-input source that keeps them (see
+/// [`HumanInputSource::keep_gate`]).
+#[derive(Default)]
+struct Gates {
+    /// The hook an awaiting walk is running: its place and name.
+    running: Option<(usize, String)>,
+    /// Where the PRE chain starts again, for a resumed call.
+    resume_at: Option<crate::ChainGate>,
 }
 
 impl ToolCallHookContext {
@@ -215,6 +228,7 @@ impl ToolCallHookContext {
             approvals: std::sync::OnceLock::new(),
             recheck: false,
             running_hook: 0,
+            gates: None,
         }
     }
 
@@ -369,8 +383,55 @@ impl ToolCallHookContext {
     /// ```
     #[inline]
     pub fn with_human_input(mut self, source: Arc<dyn HumanInputSource>) -> Self {
+        if source.keeps_gates() {
+            self.gates.get_or_insert_default();
+        }
         self.human_input = Some(source);
         self
+    }
+
+    /// Starts this call's PRE chain at `gate`: at the hook in its place
+    /// (see [`ChainGate::position`](crate::ChainGate::position)), on the
+    /// arguments it keeps, when that hook has its name; from the first
+    /// hook, on the call's own arguments, otherwise. For a runtime that
+    /// resumes a call whose hooks before that one ran in an earlier process
+    /// (kept with [`HumanInputSource::keep_gate`]). Only the PRE chain's
+    /// first round starts there; the POST chain, and the second round of
+    /// an edited call, run whole.
+    ///
+    /// ```
+    /// use hooks_core::{ChainGate, HookOptions, HookRegistry, ToolCallHookContext, PRE_TOOL_CALL};
+    /// use hooks_core::runtime::ToolOutput;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// static COUNTED: AtomicUsize = AtomicUsize::new(0);
+    /// let registry = HookRegistry::new();
+    /// registry.register_hook_with(PRE_TOOL_CALL, HookOptions::new().name("count"), |_: &mut ToolCallHookContext| {
+    ///     COUNTED.fetch_add(1, Ordering::Relaxed);
+    /// })?;
+    /// registry.register_hook_with(PRE_TOOL_CALL, HookOptions::new().name("gate"), |_: &mut ToolCallHookContext| {})?;
+    ///
+    /// let mut ctx = ToolCallHookContext::new("refund", Default::default());
+    /// ctx.resume_chain_at(ChainGate::new(1, "gate", Default::default()));
+    /// registry.run_tool_call(&mut ctx, |_| ToolOutput::text("refunded"))?;
+    /// assert_eq!(COUNTED.load(Ordering::Relaxed), 0);
+    ///
+    /// // Not the chain the place was taken in: the whole chain runs.
+    /// let mut ctx = ToolCallHookContext::new("refund", Default::default());
+    /// ctx.resume_chain_at(ChainGate::new(1, "another_gate", Default::default()));
+    /// registry.run_tool_call(&mut ctx, |_| ToolOutput::text("refunded"))?;
+    /// assert_eq!(COUNTED.load(Ordering::Relaxed), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn resume_chain_at(&mut self, gate: crate::ChainGate) {
+        self.gates.get_or_insert_default().resume_at = Some(gate);
+    }
+
+    /// Where this call's PRE chain starts, once (see
+    /// [`resume_chain_at`](Self::resume_chain_at)).
+    #[inline]
+    pub(crate) fn take_chain_start(&mut self) -> Option<crate::ChainGate> {
+        self.gates.as_mut()?.resume_at.take()
     }
 
     /// Sets how long [`request_human_input`](Self::request_human_input)
@@ -565,7 +626,23 @@ impl ToolCallHookContext {
         // Any other question about an edited call goes to a person, and the
         // approver who edited counts as its requester: nobody approves
         // their own edit twice (a second guard's question included).
-        if let Some(editor) = ledger.editor() {
+        let edited = ledger.editor();
+        // Where the chain asks, for a source that keeps it (a resumed call
+        // starts there): not on the second round, nor after an edit, whose
+        // call must run its whole chain again.
+        let gate = match (&self.gates, &self.human_input) {
+            (Some(gates), Some(source)) if !self.recheck && edited.is_none() => {
+                gates.running.as_ref().map(|(position, hook)| {
+                    source.keep_gate(crate::ChainGate::new(
+                        *position,
+                        hook.clone(),
+                        self.tool_input.clone(),
+                    ))
+                })
+            }
+            _ => None,
+        };
+        if let Some(editor) = edited {
             request.requester = Some(editor);
         }
         crate::approval::ask_for_answer(
@@ -573,6 +650,7 @@ impl ToolCallHookContext {
             request,
             self.human_input_timeout,
             Some((ledger, self.running_hook)),
+            gate,
         )
     }
 
@@ -689,8 +767,11 @@ impl HookContext for ToolCallHookContext {
     }
 
     #[inline]
-    fn running_hook(&mut self, hook: usize) {
+    fn running_hook(&mut self, hook: usize, position: usize, name: &str) {
         self.running_hook = hook;
+        if let Some(gates) = &mut self.gates {
+            gates.running = Some((position, name.to_owned()));
+        }
     }
 }
 

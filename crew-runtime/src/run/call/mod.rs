@@ -99,16 +99,19 @@ pub(crate) async fn run(
 
 /// The layers, top to bottom.
 async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<String, CrewError> {
+    let mut gated = None;
     if let Some(at) = &cx.journal {
         // A call a resumed kickoff made before: its recorded observation,
         // no hook and no tool run again; or, begun and never finished, a
-        // call in doubt.
+        // call in doubt; or one that asked a person, whose chain starts
+        // again where it asked.
         at.go_on()?;
         match at.journal.recorded_call(at.place(turn, &call.id)) {
             RecordedCall::Finished(observation) => return Ok(observation),
             RecordedCall::InDoubt(intent) => {
                 return replay::in_doubt(cx, at, turn, call, intent).await;
             }
+            RecordedCall::Gated(gate) => gated = Some(gate),
             RecordedCall::Unrecorded => {}
         }
     }
@@ -120,6 +123,11 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
     // name.
     let report = Report::begin(cx, &call.name, &input);
     let mut ctx = context(cx, turn, call, input);
+    if let Some(gate) = gated {
+        // The hooks before the one that asked ran in an earlier process:
+        // not again (a counter, a rate limit would count the call twice).
+        ctx.resume_chain_at(gate);
+    }
     let tool = cx.agent().find_tool(ctx.tool_name());
     if let Some(tool) = tool {
         ctx.tool = Some(Arc::clone(tool) as Arc<dyn ToolInfo>);
@@ -264,6 +272,7 @@ fn context(
                 inner: Arc::clone(&settings.human_input),
                 journal: Arc::clone(&at.journal),
                 within: settings.human_input_timeout,
+                call: (at.task, turn, call.id.clone()),
             }),
             None => Arc::clone(&settings.human_input),
         })
