@@ -981,6 +981,10 @@ async fn watch_changes(pool: Pool, url: String, changes: broadcast::Sender<Strin
             let listener = async {
                 let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await?;
                 listener.listen(CHANNEL).await?;
+                // Listening (again): what was announced while nobody
+                // listened (the server restarted, say) is lost, so say
+                // something may have changed.
+                let _ = changes.send(String::new());
                 loop {
                     let notification = listener.recv().await?;
                     let _ = changes.send(notification.payload().to_owned());

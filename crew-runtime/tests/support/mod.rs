@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 #[allow(unused_imports)]
 pub(crate) use browser::{Browser, browser};
 #[allow(unused_imports)]
-pub(crate) use postgres::postgres_database;
+pub(crate) use postgres::{postgres_database, restart_postgres};
 
 /// The environment variable that turns a missing service into a failure.
 pub(crate) const REQUIRE_SERVICES: &str = "CREW_REQUIRE_SERVICES";

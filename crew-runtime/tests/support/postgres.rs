@@ -45,6 +45,10 @@ enum State {
 struct Cluster {
     /// Holds the data directory, the log and the socket.
     dir: PathBuf,
+    /// Where `pg_ctl` is.
+    bin: PathBuf,
+    /// Whom the server runs as, when not this process's user.
+    owner: Option<(u32, u32)>,
     /// The watchdog's standard input. Nothing is ever written to it: the
     /// kernel closes it when this process ends, however it ends, and the
     /// watchdog, reading end of file, stops the server and cleans up.
@@ -91,6 +95,31 @@ pub(crate) async fn postgres_database() -> Option<String> {
         .await
         .unwrap_or_else(|error| panic!("closing the connection to {admin}: {error}"));
     Some(cluster.url(&name))
+}
+
+/// Restarts this test binary's cluster (`pg_ctl restart -m fast`: every
+/// connection is cut, then the server comes back with the same options),
+/// for a test of what outlives a database restart. Blocking: call it off
+/// the runtime's threads. Every other test of the binary sees the restart
+/// too, so a binary that restarts holds one test.
+///
+/// # Panics
+///
+/// When no cluster runs, or the restart fails.
+pub(crate) fn restart_postgres() {
+    let Some(State::Running(cluster)) = CLUSTER.get() else {
+        panic!("no PostgreSQL cluster of this test binary runs");
+    };
+    let mut pg_ctl = command_as(cluster.bin.join("pg_ctl"), &cluster.dir, cluster.owner);
+    pg_ctl
+        .arg("-D")
+        .arg(cluster.dir.join("data"))
+        .arg("-l")
+        .arg(cluster.dir.join("log"))
+        .args(["-m", "fast", "-w", "restart"]);
+    if let Err(error) = run(pg_ctl, "pg_ctl restart") {
+        panic!("restarting the tests' PostgreSQL cluster: {error}");
+    }
 }
 
 /// A database name that says which test made it: `t<n>_<test name>`, cut
@@ -268,6 +297,8 @@ impl Cluster {
 
         Ok(Cluster {
             dir,
+            bin: bin.to_path_buf(),
+            owner,
             _watchdog: lifeline,
         })
     }
