@@ -71,6 +71,7 @@ on_both_stores!(
     a_kickoff_dropped_while_it_waits_for_a_person_parks,
     a_parked_kickoff_is_recorded_on_the_audit_trail,
     a_parked_call_resumes_at_its_gate_and_the_hooks_before_it_count_it_once,
+    a_service_withdrawing_its_open_questions_leaves_a_parked_kickoffs_question_open,
 );
 
 /// A tool's calls: how many, and the idempotency keys they got.
@@ -2034,4 +2035,78 @@ async fn a_parked_call_resumes_at_its_gate_and_the_hooks_before_it_count_it_once
         "the tool got the arguments the first process's hooks left"
     );
     assert_eq!(store.history(10).await.expect("reads").len(), 2);
+}
+
+/// SPEC §13: a durable kickoff's questions belong to it. A service that
+/// withdraws its open questions as it shuts down
+/// (`StoreApprovals::withdraw_open`) leaves a parked kickoff's question
+/// open, and its answer still reaches the resumed run; another question
+/// of the same source, about no durable kickoff, is withdrawn.
+async fn a_service_withdrawing_its_open_questions_leaves_a_parked_kickoffs_question_open(
+    store: Store,
+    _keep: Keep,
+) {
+    use crew_runtime::{HumanInputRequest, HumanInputSource};
+    let approvals = StoreApprovals::new(store.clone()).lease(Duration::from_secs(1));
+    let refunds = Calls::default();
+    let counted = refunds.clone();
+    let refund = Tool::dynamic(
+        "refund",
+        "Refunds an order",
+        json!({"type": "object"}),
+        move |_| {
+            counted.ran();
+            Ok::<_, String>(json!("refunded"))
+        },
+    )
+    .with_annotations(ToolAnnotations::new().destructive(true))
+    .with_timeout(Duration::from_secs(1));
+    let crew = refund_builder(&store, &one_refund(), refund, PATIENCE)
+        .human_input(Arc::new(approvals.clone()))
+        .async_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("approval-gate"),
+            ApprovalGate::for_capabilities([Capability::Destructive]).pre_hook(),
+        )
+        .durable(
+            Durable::new(store.clone())
+                .journal_key(JournalKey::generate().expect("a key"))
+                .lease(LEASE)
+                .park_after(Duration::ZERO),
+        )
+        .build()
+        .expect("builds");
+    let (id, _) = parked_kickoff(&crew).await;
+    // A question of the same source outside any durable kickoff.
+    let asking = {
+        let approvals = approvals.clone();
+        tokio::spawn(async move {
+            approvals
+                .ask(HumanInputRequest::new("Deploy?", "yes/no"))
+                .await
+        })
+    };
+    pending(&store, 2).await;
+    assert_eq!(approvals.withdraw_open().await.expect("withdraws"), 1);
+    let question = pending(&store, 1).await.remove(0);
+    assert_eq!(
+        question.kickoff_id.as_deref(),
+        Some(id.to_string().as_str())
+    );
+    assert!(
+        asking.await.expect("the task").is_err(),
+        "withdrawn: refused"
+    );
+    store
+        .decide(&question.id, Answer::new("ops", Decision::Approve))
+        .await
+        .expect("ops may approve");
+    let resumed = Resumer::new(store.clone())
+        .crew(&crew)
+        .resume_claimable()
+        .await
+        .expect("looks");
+    assert_eq!(resumed.len(), 1);
+    assert!(resumed[0].result.is_ok(), "{:?}", resumed[0].result);
+    assert_eq!(refunds.count(), 1);
 }

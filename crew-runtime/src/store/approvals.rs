@@ -1121,8 +1121,13 @@ impl Store {
     /// Withdraws every pending question held by `owner`, recording each;
     /// returns how many.
     async fn withdraw_owned(&self, owner: &str) -> Result<usize, StoreError> {
+        // A durable kickoff's questions belong to the kickoff, not to the
+        // process (SPEC §13): they stay open for whichever process resumes
+        // it.
         let sql = "UPDATE crew_approvals SET status = 'withdrawn', closed_at = $2 \
-                   WHERE owner = $1 AND status = 'pending' RETURNING id";
+                   WHERE owner = $1 AND status = 'pending' AND (kickoff_id IS NULL \
+                   OR NOT EXISTS (SELECT 1 FROM crew_kickoffs \
+                   WHERE crew_kickoffs.id = crew_approvals.kickoff_id)) RETURNING id";
         self.withdraw_where(sql, owner).await
     }
 
@@ -1463,7 +1468,9 @@ impl StoreApprovals {
     /// shutting down: its kickoffs are dropped, and a question dropped
     /// with them is withdrawn by a task that a stopping runtime may never
     /// run; this does it before the process ends, so no approver answers
-    /// a call nothing waits for.
+    /// a call nothing waits for. The questions of durable kickoffs stay
+    /// open: they belong to their kickoffs, which a resumer takes up with
+    /// their answers (SPEC §13).
     ///
     /// ```no_run
     /// # async fn run(approvals: crew_runtime::store::StoreApprovals) -> Result<(), crew_runtime::store::StoreError> {
