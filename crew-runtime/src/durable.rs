@@ -534,6 +534,35 @@ impl Crew {
         Ok(id)
     }
 
+    /// Starts a durable kickoff on `inputs` held by this process: its
+    /// inputs are journaled and its id known before it runs (a service
+    /// tells its caller), and no resumer takes it up meanwhile, as one
+    /// could between [`Crew::start`] and [`Crew::resume`]. Run it with
+    /// [`HeldKickoff::run`]; dropped unrun, it is given up to a resumer.
+    ///
+    /// Errors: the crew is not durable; the store cannot be written.
+    ///
+    /// ```no_run
+    /// # async fn run(crew: crew_runtime::Crew) -> Result<(), crew_runtime::CrewError> {
+    /// let held = crew.start_held([("order", "A-1042")]).await?;
+    /// println!("kickoff {}", held.id());
+    /// let output = held.run().await?;
+    /// println!("{}", output.raw);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn start_held(&self, inputs: impl Into<Inputs>) -> Result<HeldKickoff, CrewError> {
+        let durable = self.durable()?;
+        let inputs = inputs.into();
+        let run = DurableRun::create(durable, self, &inputs).await?;
+        Ok(HeldKickoff {
+            crew: self.clone(),
+            id: run.lease.kickoff,
+            inputs: Some(inputs),
+            run: Some(run),
+        })
+    }
+
     /// Resumes the durable kickoff `id` and runs it to its end, from its
     /// journal: what was recorded is replayed (no model asked, no hook or
     /// tool run again), the rest runs live. The kickoff must be claimable:
@@ -666,6 +695,86 @@ impl Crew {
 async fn purge(journal: &Journal, id: &KickoffId) {
     if let Err(error) = journal.store().purge(id).await {
         tracing::warn!(target: "crew_runtime::durable", kickoff = %id, %error, "purging an ended kickoff's journal failed");
+    }
+}
+
+/// A durable kickoff started and held by this process, not yet run (see
+/// [`Crew::start_held`]).
+///
+/// ```no_run
+/// # async fn run(crew: crew_runtime::Crew) -> Result<(), crew_runtime::CrewError> {
+/// let held = crew.start_held([("order", "A-1042")]).await?;
+/// let id = held.id();
+/// match held.run().await {
+///     Ok(output) => println!("{id}: {}", output.raw),
+///     Err(crew_runtime::CrewError::Parked { .. }) => println!("{id} waits for a person"),
+///     Err(error) => println!("{id} ended: {error}"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
+pub struct HeldKickoff {
+    crew: Crew,
+    id: KickoffId,
+    /// Taken when it runs.
+    inputs: Option<Inputs>,
+    /// Taken when it runs; given up if it never does.
+    run: Option<Arc<DurableRun>>,
+}
+
+impl HeldKickoff {
+    /// The kickoff's id.
+    ///
+    /// ```no_run
+    /// # fn run(held: crew_runtime::durable::HeldKickoff) {
+    /// println!("kickoff {}", held.id());
+    /// # }
+    /// ```
+    pub fn id(&self) -> KickoffId {
+        self.id
+    }
+
+    /// Runs the kickoff to its end, as [`Crew::kickoff`] runs a durable
+    /// kickoff: it may park ([`CrewError::Parked`]); dropped while it
+    /// runs, it is given up (or parks, when it waits for a person).
+    ///
+    /// ```no_run
+    /// # async fn run(held: crew_runtime::durable::HeldKickoff) -> Result<(), crew_runtime::CrewError> {
+    /// let output = held.run().await?;
+    /// println!("{}", output.raw);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn run(mut self) -> Result<CrewOutput, CrewError> {
+        match (self.run.take(), self.inputs.take()) {
+            (Some(run), Some(inputs)) => run.run(&self.crew, inputs).await,
+            // Only `run` takes them, and it takes `self`.
+            _ => Err(DurableError::NotResumable {
+                kickoff: self.id.to_string(),
+                status: "already run".to_owned(),
+            }
+            .into_crew("the held kickoff ran before")),
+        }
+    }
+}
+
+impl fmt::Debug for HeldKickoff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HeldKickoff")
+            .field("crew", &self.crew.name())
+            .field("kickoff", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for HeldKickoff {
+    fn drop(&mut self) {
+        // Dropped unrun: given up at once, for a resumer to take.
+        if let Some(run) = self.run.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move { run.release().await });
+        }
     }
 }
 

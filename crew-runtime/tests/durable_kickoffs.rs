@@ -72,6 +72,7 @@ on_both_stores!(
     a_parked_kickoff_is_recorded_on_the_audit_trail,
     a_parked_call_resumes_at_its_gate_and_the_hooks_before_it_count_it_once,
     a_service_withdrawing_its_open_questions_leaves_a_parked_kickoffs_question_open,
+    a_held_kickoff_is_left_to_its_process_until_it_runs_and_given_up_if_dropped_unrun,
 );
 
 /// A tool's calls: how many, and the idempotency keys they got.
@@ -2109,4 +2110,74 @@ async fn a_service_withdrawing_its_open_questions_leaves_a_parked_kickoffs_quest
     assert_eq!(resumed.len(), 1);
     assert!(resumed[0].result.is_ok(), "{:?}", resumed[0].result);
     assert_eq!(refunds.count(), 1);
+}
+
+/// `Crew::start_held`: the kickoff is journaled and its id known before
+/// it runs, and no resumer takes it up meanwhile (as one may between
+/// `start` and `resume`); run, it completes once; dropped unrun, it is
+/// given up at once, and a resumer runs it.
+async fn a_held_kickoff_is_left_to_its_process_until_it_runs_and_given_up_if_dropped_unrun(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let lookups = Calls::default();
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("lookup", json!({"order": "A-1"}))
+            .answer("settled")
+            .call("lookup", json!({"order": "A-2"}))
+            .answer("settled too"),
+    );
+    let registry = Arc::new(HookRegistry::new());
+    let crew = support_crew(
+        "refunds",
+        &store,
+        &key,
+        &llm,
+        vec![counting_tool("lookup", &lookups)],
+        &registry,
+    )
+    .expect("builds");
+    let resumer = Resumer::new(store.clone()).crew(&crew);
+
+    let held = crew.start_held([("order", "A-1")]).await.expect("starts");
+    let id = held.id();
+    assert_eq!(
+        store.kickoff(&id).await.expect("reads").status,
+        KickoffStatus::Running
+    );
+    assert!(
+        resumer.resume_claimable().await.expect("looks").is_empty(),
+        "held by this process"
+    );
+    let output = held.run().await.expect("runs");
+    assert_eq!(output.raw, "settled");
+    assert_eq!(lookups.count(), 1);
+    assert_eq!(
+        store.kickoff(&id).await.expect("reads").status,
+        KickoffStatus::Completed
+    );
+
+    let dropped = crew.start_held([("order", "A-2")]).await.expect("starts");
+    let id = dropped.id();
+    drop(dropped);
+    let started = std::time::Instant::now();
+    let resumed = loop {
+        let resumed = resumer.resume_claimable().await.expect("looks");
+        if !resumed.is_empty() {
+            break resumed;
+        }
+        assert!(
+            started.elapsed() < LEASE,
+            "given up at once, not at its lease's end"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(resumed[0].kickoff, id);
+    assert_eq!(
+        resumed[0].result.as_ref().expect("completes").raw,
+        "settled too"
+    );
+    assert_eq!(lookups.count(), 2);
 }
