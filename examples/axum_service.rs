@@ -20,6 +20,19 @@
 //! SQLite file unless `--store URL` names another (`sqlite://PATH` kept
 //! across restarts, or `postgres://…` shared by several replicas).
 //!
+//! With `--durable`, the crews are durable (SPEC §13): each request's
+//! kickoff is journaled in the store, a resumer runs in the background,
+//! and nothing is lost when the service stops. A request waiting for a
+//! person longer than the wait parks (`202 Accepted` with its kickoff's id)
+//! instead of failing; a graceful shutdown parks the kickoffs waiting for
+//! a person (their questions stay open, their callers are told the kickoff
+//! id); and whichever replica or next run of the service hears the answer
+//! goes on with the kickoff, the approved call made once. `GET
+//! /kickoffs/{id}` says where a kickoff stands. The journal's key comes
+//! from `CREW_JOURNAL_KEY` (base64), the same on every replica; without
+//! it a fresh key is made and printed, and a kickoff cannot outlive the
+//! process.
+//!
 //! `cargo run --example axum_service` serves on 127.0.0.1:3000 (`--port N`
 //! or the `PORT` variable for another port), creates the approver `demo`
 //! with a fresh password, and prints how to sign in and how to ask for a
@@ -34,17 +47,20 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use crew_runtime::Role;
+use crew_runtime::durable::{Durable, Resumer};
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::inbox::Inbox;
+use crew_runtime::llm::{LlmError, LlmRequest, ModelTurn};
 use crew_runtime::prelude::*;
 use crew_runtime::serde::{Deserialize, Serialize};
+use crew_runtime::store::journal::{JournalKey, KickoffId, KickoffStatus};
 use crew_runtime::store::{ApproverScope, QuestionStatus, Store, StoreApprovals};
+use crew_runtime::{Role, ToolAnnotations};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -72,12 +88,23 @@ struct ResearchRequest {
     requester: Option<String>,
 }
 
-/// What `POST /research` answers.
+/// What `POST /research` answers once the crew is done.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(crate = "crew_runtime::serde")]
 struct ResearchResponse {
     topic: String,
     output: String,
+}
+
+/// What `POST /research` answers (`202 Accepted`, or `503` while the
+/// service shuts down) for a durable kickoff that goes on without the
+/// request, and `GET /kickoffs/{id}`: where the kickoff stands.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(crate = "crew_runtime::serde")]
+struct KickoffState {
+    kickoff: String,
+    /// `parked`, `ready`, `running`, `completed`, …
+    status: String,
 }
 
 /// What the service shares between requests.
@@ -94,6 +121,9 @@ struct Service {
     published: Arc<Mutex<Vec<String>>>,
     /// Turns `true` when the service starts shutting down.
     stopping: tokio::sync::watch::Receiver<bool>,
+    /// With `--durable`: the one durable crew every request kicks off
+    /// (a resumer must be able to take up any of them).
+    desk: Option<Crew>,
 }
 
 /// Stops a running service: its requests waiting for a person give up at
@@ -115,8 +145,20 @@ impl Service {
             wait,
             published: Arc::default(),
             stopping,
+            desk: None,
         };
         (service, Shutdown(stop))
+    }
+
+    /// The service with durable crews journaled in its store, sealed with
+    /// `key`: a request waiting for a person longer than the wait parks.
+    fn durable(mut self, key: JournalKey) -> Result<Self, BuildError> {
+        let durable = Durable::new(self.store.clone())
+            .journal_key(key)
+            .park_after(self.wait);
+        let desk = self.crew_with(Arc::new(DeskModel), Some(durable))?;
+        self.desk = Some(desk);
+        Ok(self)
     }
 
     /// Resolves once the service is shutting down.
@@ -138,6 +180,11 @@ impl Service {
     /// publishes a report (the risky tool, asked about first), and answers
     /// with what both calls told it.
     fn research_crew(&self, topic: &str) -> Result<Crew, BuildError> {
+        self.crew_with(Arc::new(research_plan(topic)), None)
+    }
+
+    /// The research crew on `model`, durable when `durable` is given.
+    fn crew_with(&self, model: Arc<dyn Llm>, durable: Option<Durable>) -> Result<Crew, BuildError> {
         let query = json!({"type": "object", "properties": {"query": {"type": "string"}}});
         let web_search = Tool::dynamic(
             "web_search",
@@ -149,7 +196,9 @@ impl Service {
                 let query = args["query"].as_str().unwrap_or_default();
                 Ok::<_, String>(json!(format!("3 recent articles about {query}")))
             },
-        );
+        )
+        // It changes nothing: a durable kickoff may run it again.
+        .with_annotations(ToolAnnotations::new().read_only(true));
         let report = json!({
             "type": "object",
             "properties": {"title": {"type": "string"}, "body": {"type": "string"}},
@@ -168,50 +217,102 @@ impl Service {
                     published.len()
                 )))
             },
-        );
+        )
+        // A durable kickoff's effect that may not run twice must have a
+        // time limit: past it, a call that left no result is in doubt.
+        .with_timeout(Duration::from_secs(10));
 
-        let model = ScriptedLlm::new()
-            .call("web_search", json!({"query": topic}))
-            .call(
-                RISKY_TOOL,
-                json!({"title": format!("{topic} this week"), "body": "Three articles, summed up."}),
-            )
-            // The answer is made of what the agent saw after each call.
-            .answer_with(|request| {
-                let mut seen = request
-                    .messages
-                    .iter()
-                    .filter(|message| message.role == Role::Tool)
-                    .map(|message| message.content.as_str());
-                let found = seen.next().unwrap_or("nothing");
-                let published = seen.next().unwrap_or("nothing");
-                format!("Found: {found}. Publishing: {published}")
-            });
         let researcher = Agent::builder("Researcher")
             .goal("Keep the blog up to date")
             .tool(web_search)
             .tool(publish_report)
-            .llm(Arc::new(model))
+            .llm(model)
             .build();
         let task = Task::builder("Research {topic} and publish a short report")
             .agent(&researcher)
             .build();
-        Crew::builder()
+        let crew = Crew::builder()
             .name("research-desk")
             .agent(researcher)
             .task(task)
             // This crew's hooks only: the program's `#[on]` hooks stay out.
             .global_registry(Arc::new(HookRegistry::new()))
             // The questions go to the store, where the inbox shows them; a
-            // question the kickoff stops waiting for is withdrawn.
+            // question the kickoff stops waiting for is withdrawn (a durable
+            // kickoff's stays: it belongs to the kickoff).
             .human_input(Arc::new(self.approvals.clone()))
             .human_input_timeout(self.wait)
             .async_hook_with(
                 PRE_TOOL_CALL,
                 HookOptions::new().name("approval-gate"),
                 ApprovalGate::for_tools([RISKY_TOOL]).pre_hook(),
-            )
-            .build()
+            );
+        match durable {
+            Some(durable) => crew.durable(durable).build(),
+            None => crew.build(),
+        }
+    }
+}
+
+/// What the research crew's model does for `topic`: search, publish a
+/// report (the risky call), then answer with what both calls told it.
+fn research_plan(topic: &str) -> ScriptedLlm {
+    ScriptedLlm::new()
+        .call("web_search", json!({"query": topic}))
+        .call(
+            RISKY_TOOL,
+            json!({"title": format!("{topic} this week"), "body": "Three articles, summed up."}),
+        )
+        // The answer is made of what the agent saw after each call.
+        .answer_with(|request| {
+            let mut seen = request
+                .messages
+                .iter()
+                .filter(|message| message.role == Role::Tool)
+                .map(|message| message.content.as_str());
+            let found = seen.next().unwrap_or("nothing");
+            let published = seen.next().unwrap_or("nothing");
+            format!("Found: {found}. Publishing: {published}")
+        })
+}
+
+/// The durable desk's scripted model: one for every kickoff, so it reads
+/// the topic from the task in the conversation, and answers from where the
+/// conversation stands (a resumed kickoff replays the answers it had, so a
+/// process that takes a kickoff over asks for the turn after them).
+struct DeskModel;
+
+/// The topic of the task `Research {topic} and publish a short report`,
+/// as the conversation's first message states it.
+fn topic_of(request: &LlmRequest<'_>) -> String {
+    let task = request
+        .messages
+        .iter()
+        .find(|message| message.role == Role::User)
+        .map_or("", |message| message.content.as_str());
+    task.split_once("Research ")
+        .and_then(|(_, rest)| rest.split_once(" and publish"))
+        .map_or("something", |(topic, _)| topic)
+        .to_owned()
+}
+
+#[crew_runtime::async_trait]
+impl Llm for DeskModel {
+    fn name(&self) -> &str {
+        "scripted-desk"
+    }
+
+    async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
+        let plan = research_plan(&topic_of(request)).without_recording();
+        let taken = request
+            .messages
+            .iter()
+            .filter(|message| message.role == Role::Assistant)
+            .count();
+        for _ in 0..taken {
+            plan.complete(&LlmRequest::new(&[], &[])).await?;
+        }
+        plan.complete(request).await
     }
 }
 
@@ -271,10 +372,13 @@ fn short_field<'a>(name: &str, value: &'a str) -> Result<&'a str, ApiError> {
 async fn research(
     State(service): State<Service>,
     Json(request): Json<ResearchRequest>,
-) -> Result<Json<ResearchResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     let topic = short_field("topic", &request.topic)?;
     let requester = short_field("requester", request.requester.as_deref().unwrap_or("web"))?;
     println!("service: a crew starts researching {topic:?} for {requester}");
+    if let Some(desk) = &service.desk {
+        return research_durably(&service, desk.for_user(requester), topic).await;
+    }
     let crew = service.research_crew(topic)?.for_user(requester);
     let output = tokio::select! {
         output = crew.kickoff([("topic", topic)]) => output?,
@@ -289,7 +393,110 @@ async fn research(
     Ok(Json(ResearchResponse {
         topic: topic.to_owned(),
         output: output.raw,
-    }))
+    })
+    .into_response())
+}
+
+/// `POST /research` with durable crews: the kickoff is journaled first, so
+/// the request can go while the kickoff goes on. It answers with the
+/// output once the crew is done; with `202 Accepted` and the kickoff's id
+/// when the kickoff parked waiting for a person; and, should the service shut down meanwhile, with `503` and the
+/// kickoff's id: the kickoff is dropped, which parks it if it waits for a
+/// person (its question stays open) or leaves it to a resumer, here on the
+/// next start or on another replica. Nothing of it is lost.
+async fn research_durably(
+    service: &Service,
+    crew: Crew,
+    topic: &str,
+) -> Result<Response, ApiError> {
+    // Held by this process: the background resumer leaves it alone.
+    let held = crew.start_held([("topic", topic)]).await?;
+    let id = held.id();
+    let outcome = tokio::select! {
+        outcome = held.run() => Some(outcome),
+        () = service.stopped() => None,
+    };
+    // The run is dropped here when the service stops: it parks if it
+    // waits for a person, else gives up its lease to a resumer.
+    let Some(outcome) = outcome else {
+        let state = state_once_dropped(&service.store, &id).await?;
+        let body = json!({
+            "error": "the service is shutting down: the request's kickoff is kept, and goes on \
+                      once its question is answered or another run of the service takes it up",
+            "kickoff": state.kickoff,
+            "status": state.status,
+        });
+        return Ok((StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response());
+    };
+    match outcome {
+        Ok(output) => Ok(Json(ResearchResponse {
+            topic: topic.to_owned(),
+            output: output.raw,
+        })
+        .into_response()),
+        Err(error) => {
+            // Parked: it goes on without the request. Anything else ended
+            // it.
+            let state = kickoff_state(&service.store, &id).await?;
+            let goes_on = state
+                .status
+                .parse::<KickoffStatus>()
+                .is_ok_and(|status| !status.is_finished());
+            if goes_on {
+                println!("service: kickoff {id} goes on without the request ({error})");
+                return Ok((StatusCode::ACCEPTED, Json(state)).into_response());
+            }
+            Err(error.into())
+        }
+    }
+}
+
+/// Where the durable kickoff `id` stands.
+async fn kickoff_state(store: &Store, id: &KickoffId) -> Result<KickoffState, ApiError> {
+    let summary = store
+        .kickoff(id)
+        .await
+        .map_err(|error| ApiError::new(StatusCode::NOT_FOUND, error.to_string()))?;
+    Ok(KickoffState {
+        kickoff: id.to_string(),
+        status: summary.status.to_string(),
+    })
+}
+
+/// Where the durable kickoff `id` stands once its run was dropped: a run
+/// waiting for a person parks in a task of its own, which this waits for
+/// (5 s at most), so that the caller hears `parked` and the process does
+/// not exit before the kickoff is parked.
+async fn state_once_dropped(store: &Store, id: &KickoffId) -> Result<KickoffState, ApiError> {
+    let failed = |error: crew_runtime::store::StoreError| {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, error.to_string())
+    };
+    let named = id.to_string();
+    let asking = store
+        .pending()
+        .await
+        .map_err(failed)?
+        .iter()
+        .any(|question| question.kickoff_id.as_deref() == Some(named.as_str()));
+    let started = std::time::Instant::now();
+    loop {
+        let state = kickoff_state(store, id).await?;
+        if !asking || state.status != "running" || started.elapsed() > Duration::from_secs(5) {
+            return Ok(state);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `GET /kickoffs/{id}`: where a durable kickoff stands.
+async fn kickoff(
+    State(service): State<Service>,
+    Path(id): Path<String>,
+) -> Result<Json<KickoffState>, ApiError> {
+    let id = id
+        .parse::<KickoffId>()
+        .map_err(|_| ApiError::new(StatusCode::NOT_FOUND, "no such kickoff"))?;
+    Ok(Json(kickoff_state(&service.store, &id).await?))
 }
 
 /// The service's app: its own endpoint, and the inbox under `/inbox`
@@ -299,6 +506,7 @@ fn app(service: Service, origin: &str) -> Router {
     let inbox = Inbox::new(service.store.clone()).public_origin(origin);
     Router::new()
         .route("/research", post(research))
+        .route("/kickoffs/{id}", get(kickoff))
         .with_state(service)
         .route(
             &format!("{INBOX_PATH}/"),
@@ -321,11 +529,25 @@ async fn start(
     // With each connection's address: the inbox throttles failed
     // sign-ins per client address too.
     let app = app.into_make_service_with_connect_info::<SocketAddr>();
+    // With durable crews, a resumer in the background takes up the
+    // kickoffs ready to go on (answered while parked, left by a replica
+    // that went), until the service stops.
+    if let Some(desk) = &service.desk {
+        let resumer = Resumer::new(service.store.clone()).crew(desk);
+        let stopping = service.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = resumer.run() => {}
+                () = stopping.stopped() => {}
+            }
+        });
+    }
     let server = tokio::spawn(async move {
         // Graceful: the server stops taking connections and waits for the
         // requests in flight, which give up their waits for a person (see
         // `research`); then the questions they dropped are withdrawn and
-        // recorded before the process goes on to exit.
+        // recorded before the process goes on to exit (a durable
+        // kickoff's stay open: it parked, and goes on once answered).
         let stopping = service.clone();
         axum::serve(listener, app)
             .with_graceful_shutdown(async move { stopping.stopped().await })
@@ -542,6 +764,8 @@ async fn demo(address: SocketAddr, service: &Service) -> Result<DemoOutcome, Box
 /// How the example was asked to run.
 struct Options {
     demo: bool,
+    /// Durable crews, a resumer in the background.
+    durable: bool,
     port: u16,
     /// The store's URL; `None`: a temporary SQLite file.
     store: Option<String>,
@@ -550,6 +774,7 @@ struct Options {
 fn options() -> Result<Options, String> {
     let mut options = Options {
         demo: false,
+        durable: false,
         port: match std::env::var("PORT") {
             Ok(port) => port
                 .parse()
@@ -562,6 +787,7 @@ fn options() -> Result<Options, String> {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--demo" => options.demo = true,
+            "--durable" => options.durable = true,
             "--port" => {
                 let port = args.next().ok_or("--port needs a number")?;
                 options.port = port
@@ -573,7 +799,7 @@ fn options() -> Result<Options, String> {
             }
             other => {
                 return Err(format!(
-                    "unknown argument {other:?} (try --demo, --port N or --store URL)"
+                    "unknown argument {other:?} (try --demo, --durable, --port N or --store URL)"
                 ));
             }
         }
@@ -594,9 +820,22 @@ async fn run(options: Options) -> Result<Option<DemoOutcome>, Box<dyn Error>> {
     };
     let store = Store::connect(&url).await?;
     let password = approver_with_fresh_password(&store).await?;
+    let key = if options.durable {
+        Some(journal_key()?)
+    } else {
+        None
+    };
+    // The service, durable when asked.
+    let service = |wait: Duration| -> Result<(Service, Shutdown), BuildError> {
+        let (service, shutdown) = Service::new(store.clone(), wait);
+        match &key {
+            Some(key) => Ok((service.durable(key.clone())?, shutdown)),
+            None => Ok((service, shutdown)),
+        }
+    };
 
     if options.demo {
-        let (service, shutdown) = Service::new(store.clone(), Duration::from_secs(30));
+        let (service, shutdown) = service(Duration::from_secs(30))?;
         let (address, server) = start(service.clone(), 0).await?;
         println!("research service on http://{address} (demo, store {url})");
         let outcome = demo(address, &service).await;
@@ -611,7 +850,7 @@ async fn run(options: Options) -> Result<Option<DemoOutcome>, Box<dyn Error>> {
         return Ok(Some(outcome));
     }
 
-    let (service, shutdown) = Service::new(store, APPROVAL_WAIT);
+    let (service, shutdown) = service(APPROVAL_WAIT)?;
     let (address, server) = start(service, options.port).await?;
     let base = format!("http://{address}");
     println!("research service on {base} (store {url})");
@@ -621,10 +860,19 @@ async fn run(options: Options) -> Result<Option<DemoOutcome>, Box<dyn Error>> {
     println!(
         "  curl -s -X POST {base}/research -H 'content-type: application/json' -d '{{\"topic\": \"Rust\", \"requester\": \"carol\"}}'"
     );
-    println!(
-        "A call nobody answers within {APPROVAL_WAIT:?} is blocked. Ctrl-C stops the service \
-         (a request still waiting for a person is stopped, its question withdrawn)."
-    );
+    if key.is_some() {
+        println!(
+            "Durable crews: a request nobody answers within {APPROVAL_WAIT:?} parks (202 and its \
+             kickoff's id; GET {base}/kickoffs/ID says where it stands), and goes on once \
+             answered. Ctrl-C stops the service; the kickoffs waiting for a person park and go \
+             on in its next run on the same store and key."
+        );
+    } else {
+        println!(
+            "A call nobody answers within {APPROVAL_WAIT:?} is blocked. Ctrl-C stops the \
+             service (a request still waiting for a person is stopped, its question withdrawn)."
+        );
+    }
     let mut server = server;
     tokio::select! {
         served = &mut server => served??,
@@ -636,6 +884,21 @@ async fn run(options: Options) -> Result<Option<DemoOutcome>, Box<dyn Error>> {
         }
     }
     Ok(None)
+}
+
+/// The journal's key for durable crews: `CREW_JOURNAL_KEY` (32 bytes in
+/// base64), the same on every replica, kept as a secret; or a fresh one,
+/// with which this run's kickoffs cannot outlive the process.
+fn journal_key() -> Result<JournalKey, Box<dyn Error>> {
+    if let Ok(text) = std::env::var("CREW_JOURNAL_KEY") {
+        return Ok(JournalKey::from_base64(&text)?);
+    }
+    println!(
+        "No CREW_JOURNAL_KEY: the journal is sealed with a fresh key, so this run's kickoffs \
+         cannot be resumed after it. Give every run and replica the same key (for example \
+         CREW_JOURNAL_KEY=$(openssl rand -base64 32)) to resume them."
+    );
+    Ok(JournalKey::generate()?)
 }
 
 #[tokio::main]
@@ -675,6 +938,16 @@ mod tests {
 
     async fn running(wait: Duration) -> Running {
         let dir = tempfile::tempdir().expect("a temporary directory");
+        running_on(dir, wait, None).await
+    }
+
+    /// A service on the SQLite store in `dir` (made, or kept from an
+    /// earlier run), durable with `key` when given.
+    async fn running_on(
+        dir: tempfile::TempDir,
+        wait: Duration,
+        key: Option<&JournalKey>,
+    ) -> Running {
         let url = format!("sqlite://{}", dir.path().join("approvals.db").display());
         let store = Store::connect(&url).await.expect("the store opens");
         approver_with_fresh_password(&store)
@@ -682,6 +955,10 @@ mod tests {
             .expect("the approver is created");
         let token = store.issue_api_token(APPROVER).await.expect("a token");
         let (service, shutdown) = Service::new(store, wait);
+        let service = match key {
+            Some(key) => service.durable(key.clone()).expect("builds"),
+            None => service,
+        };
         let (address, server) = start(service.clone(), 0).await.expect("the server starts");
         Running {
             service,
@@ -691,6 +968,157 @@ mod tests {
             shutdown,
             _dir: dir,
         }
+    }
+
+    impl Running {
+        /// Stops the service and waits for its server to end (10 s at
+        /// most); gives back the store's directory.
+        async fn stop(self) -> tempfile::TempDir {
+            self.shutdown.stop();
+            within(Duration::from_secs(10), "the server stopping", self.server)
+                .await
+                .expect("the server stops in time")
+                .expect("the server task")
+                .expect("the server");
+            self._dir
+        }
+
+        /// Approves question `id` through the inbox's JSON API.
+        async fn approve(&self, id: &str) {
+            client()
+                .expect("a client")
+                .post(format!(
+                    "http://{}{INBOX_PATH}/api/approvals/{id}/decision",
+                    self.address
+                ))
+                .bearer_auth(&self.token)
+                .json(&json!({"decision": "approve"}))
+                .send()
+                .await
+                .expect("a response")
+                .error_for_status()
+                .expect("approved");
+        }
+
+        /// Waits until `GET /kickoffs/{id}` says `status` (10 s at most).
+        async fn kickoff_reaches(&self, id: &str, status: &str) {
+            let client = client().expect("a client");
+            let url = format!("http://{}/kickoffs/{id}", self.address);
+            within(Duration::from_secs(10), "the kickoff's status", async {
+                loop {
+                    let state: KickoffState = client
+                        .get(&url)
+                        .send()
+                        .await
+                        .expect("a response")
+                        .json()
+                        .await
+                        .expect("JSON");
+                    if state.status == status {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            })
+            .await
+            .unwrap_or_else(|error| panic!("{error}"));
+        }
+    }
+
+    /// Asks for a report on Rust for carol, in a task of its own.
+    fn ask_for_rust(running: &Running) -> JoinHandle<reqwest::Result<reqwest::Response>> {
+        let request = client()
+            .expect("a client")
+            .post(format!("http://{}/research", running.address))
+            .json(&json!({"topic": "Rust", "requester": "carol"}))
+            .send();
+        tokio::spawn(request)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_shutdown_parks_a_durable_kickoff_and_the_next_run_makes_its_call_once() {
+        let key = JournalKey::generate().expect("a key");
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        // Nobody answers for an hour: the shutdown must not wait.
+        let first = running_on(dir, Duration::from_secs(3600), Some(&key)).await;
+        let request = ask_for_rust(&first);
+        let question = first_question(&first.service.store).await;
+        let first_published = Arc::clone(&first.service.published);
+        let dir = first.stop().await;
+
+        // The client was told the kickoff goes on, and under which id.
+        let response = request.await.expect("the request task").expect("an answer");
+        assert_eq!(response.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+        let body: Value = response.json().await.expect("a JSON body");
+        assert_eq!(body["status"], "parked", "{body}");
+        let id = body["kickoff"]
+            .as_str()
+            .expect("the kickoff's id")
+            .to_owned();
+        assert!(first_published.lock().expect("not poisoned").is_empty());
+
+        // The next run, on the same store and key: the question is still
+        // open, its answer reaches the resumer, the report is published
+        // once.
+        let second = running_on(dir, Duration::from_secs(3600), Some(&key)).await;
+        let kept = second
+            .service
+            .store
+            .question(&question.id)
+            .await
+            .expect("reads")
+            .expect("kept");
+        assert_eq!(kept.status, QuestionStatus::Pending, "not withdrawn");
+        second.kickoff_reaches(&id, "parked").await;
+        second.approve(&question.id).await;
+        second.kickoff_reaches(&id, "completed").await;
+        assert_eq!(second.service.published(), ["Rust this week"]);
+        assert!(first_published.lock().expect("not poisoned").is_empty());
+        second.stop().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_durable_request_waiting_past_the_wait_parks_and_goes_on_once_answered() {
+        let key = JournalKey::generate().expect("a key");
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let running = running_on(dir, Duration::from_millis(300), Some(&key)).await;
+        let response = within(
+            Duration::from_secs(10),
+            "the request",
+            ask_for_rust(&running),
+        )
+        .await
+        .expect("answers once parked")
+        .expect("the request task")
+        .expect("a response");
+        assert_eq!(response.status(), reqwest::StatusCode::ACCEPTED);
+        let state: KickoffState = response.json().await.expect("JSON");
+        assert_eq!(state.status, "parked");
+        // Past the wait the question stays open: the kickoff parked, the
+        // call was not blocked.
+        let question = first_question(&running.service.store).await;
+        running.approve(&question.id).await;
+        running.kickoff_reaches(&state.kickoff, "completed").await;
+        assert_eq!(running.service.published(), ["Rust this week"]);
+        running.stop().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_durable_demo_publishes_the_approved_report_only() {
+        let outcome = run(Options {
+            demo: true,
+            durable: true,
+            port: 0,
+            store: None,
+        })
+        .await
+        .expect("the demo runs")
+        .expect("the demo's outcome");
+        assert_eq!(outcome.published, ["Rust this week"]);
+        assert_eq!(
+            outcome.statuses,
+            [QuestionStatus::Approved, QuestionStatus::Denied]
+        );
     }
 
     /// The first question asked, once there is one (within 10 s).
@@ -789,6 +1217,7 @@ mod tests {
     async fn the_demo_publishes_the_approved_report_only() {
         let outcome = run(Options {
             demo: true,
+            durable: false,
             port: 0,
             store: None,
         })
