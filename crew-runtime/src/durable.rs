@@ -2555,6 +2555,36 @@ impl KickoffJournal for DurableRun {
     fn kickoff_id(&self) -> String {
         self.lease.kickoff.to_string()
     }
+
+    fn settle_call(&self, place: Place<'_>, outcome: hooks_core::ApprovedCallOutcome) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let store = self.journal.store().clone();
+        let (kickoff, call) = (self.lease.kickoff.to_string(), place.call.to_owned());
+        let by = self.lease.owner.clone();
+        runtime.spawn(async move {
+            if let Err(error) = store
+                .record_kickoff_call_outcome(&kickoff, &call, &outcome, &by)
+                .await
+            {
+                tracing::warn!(target: "crew_runtime::durable", %kickoff, call = %call, %error, "recording what became of an approved call failed");
+            }
+        });
+    }
+
+    fn settled_here(&self, question_id: &str) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let store = self.journal.store().clone();
+        let (question, by) = (question_id.to_owned(), self.lease.owner.clone());
+        runtime.spawn(async move {
+            if let Err(error) = store.record_outcome_by(&question, &by).await {
+                tracing::warn!(target: "crew_runtime::durable", %question, %error, "naming the process of an approved call failed");
+            }
+        });
+    }
 }
 
 impl DurableRun {

@@ -73,6 +73,8 @@ on_both_stores!(
     a_parked_call_resumes_at_its_gate_and_the_hooks_before_it_count_it_once,
     a_service_withdrawing_its_open_questions_leaves_a_parked_kickoffs_question_open,
     a_held_kickoff_is_left_to_its_process_until_it_runs_and_given_up_if_dropped_unrun,
+    an_answered_question_says_which_process_ran_the_resumed_call,
+    an_answered_question_says_its_call_was_left_in_doubt_and_by_which_process,
 );
 
 /// A tool's calls: how many, and the idempotency keys they got.
@@ -2180,4 +2182,119 @@ async fn a_held_kickoff_is_left_to_its_process_until_it_runs_and_given_up_if_dro
         "settled too"
     );
     assert_eq!(lookups.count(), 2);
+}
+
+/// The outcome question `id` holds, once its process recorded one.
+async fn outcome_of(store: &Store, id: &str) -> crew_runtime::store::CallOutcome {
+    let started = std::time::Instant::now();
+    loop {
+        let question = store.question(id).await.expect("reads").expect("kept");
+        if let Some(outcome) = question.outcome {
+            return outcome;
+        }
+        assert!(started.elapsed() < PATIENCE, "no outcome recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// SPEC §13 "Parking": once answered, a parked kickoff's question says
+/// what became of the call and which process ran it: the replica that
+/// resumed the kickoff, not the one that asked.
+async fn an_answered_question_says_which_process_ran_the_resumed_call(store: Store, _keep: Keep) {
+    let key = JournalKey::generate().expect("a key");
+    let replica = |owner: &'static str| {
+        let key = key.clone();
+        move |durable: Durable| {
+            durable
+                .journal_key(key)
+                .owner(owner)
+                .park_after(Duration::ZERO)
+        }
+    };
+    let first = counted_gate_crew(&store, replica("replica-a"));
+    let (id, _) = parked_kickoff(&first.crew).await;
+    let question = pending(&store, 1).await.remove(0);
+    store
+        .decide(&question.id, Answer::new("ops", Decision::Approve))
+        .await
+        .expect("ops may approve");
+    let second = counted_gate_crew(&store, replica("replica-b"));
+    let resumed = Resumer::new(store.clone())
+        .crew(&second.crew)
+        .resume_claimable()
+        .await
+        .expect("looks");
+    assert_eq!(resumed.len(), 1);
+    assert_eq!(resumed[0].kickoff, id);
+    assert!(resumed[0].result.is_ok(), "{:?}", resumed[0].result);
+    let outcome = outcome_of(&store, &question.id).await;
+    assert_eq!(outcome.outcome, "ran");
+    let started = std::time::Instant::now();
+    let by = loop {
+        let by = outcome_of(&store, &question.id).await.by;
+        if by.is_some() || started.elapsed() > PATIENCE {
+            break by;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(by.as_deref(), Some("replica-b"));
+}
+
+/// SPEC §13: an approved call whose process went while the tool ran, and
+/// that nothing can settle on resume (not idempotent, no reconciler,
+/// nobody says what happened), leaves its question saying so: in doubt,
+/// held by the process that found it so.
+async fn an_answered_question_says_its_call_was_left_in_doubt_and_by_which_process(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let refunds = Calls::default();
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let replica = |owner: &str| {
+        let refund = stalling_tool("refund", &refunds, &started, &release)
+            .with_annotations(ToolAnnotations::new().destructive(true))
+            .with_timeout(Duration::from_millis(400));
+        // Nobody says what happened to the call in doubt within 300 ms.
+        refund_builder(&store, &one_refund(), refund, Duration::from_millis(300))
+            .async_hook_with(
+                PRE_TOOL_CALL,
+                HookOptions::new().name("approval-gate"),
+                ApprovalGate::for_capabilities([Capability::Destructive]).pre_hook(),
+            )
+            .durable(
+                Durable::new(store.clone())
+                    .journal_key(key.clone())
+                    .lease(LEASE)
+                    .owner(owner),
+            )
+            .build()
+            .expect("builds")
+    };
+    let first = replica("replica-a");
+    let running = {
+        let crew = first.clone();
+        tokio::spawn(async move { crew.kickoff([("order", "A-1")]).await })
+    };
+    let question = pending(&store, 1).await.remove(0);
+    store
+        .decide(&question.id, Answer::new("ops", Decision::Approve))
+        .await
+        .expect("ops may approve");
+    tokio::time::timeout(PATIENCE, started.notified())
+        .await
+        .expect("the refund starts");
+    // Its process goes while the refund runs.
+    running.abort();
+    let _ = running.await;
+    let id = store.kickoffs().await.expect("lists")[0].id;
+
+    let second = replica("replica-b");
+    let error = resume(&second, &id).await.expect_err("in doubt");
+    assert!(matches!(error, CrewError::InDoubt { .. }), "{error}");
+    assert_eq!(refunds.count(), 1, "never run again blind");
+    let outcome = outcome_of(&store, &question.id).await;
+    assert_eq!(outcome.outcome, "in_doubt");
+    assert_eq!(outcome.by.as_deref(), Some("replica-b"));
+    assert!(outcome.detail.is_some_and(|why| !why.is_empty()));
 }

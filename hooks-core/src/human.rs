@@ -544,10 +544,16 @@ pub enum ApprovedCallOutcome {
         /// Why.
         reason: String,
     },
+    /// The call's process went while the tool ran, and nothing could tell
+    /// whether it acted (a durable kickoff's call in doubt, SPEC §13).
+    InDoubt {
+        /// Why nothing could tell.
+        why: String,
+    },
 }
 
 impl ApprovedCallOutcome {
-    /// `ran`, `failed` or `refused`: how a store keeps it.
+    /// `ran`, `failed`, `refused` or `in_doubt`: how a store keeps it.
     ///
     /// ```
     /// let failed = hooks_core::ApprovedCallOutcome::Failed { error: "disk full".into() };
@@ -558,6 +564,7 @@ impl ApprovedCallOutcome {
             ApprovedCallOutcome::Ran => "ran",
             ApprovedCallOutcome::Failed { .. } => "failed",
             ApprovedCallOutcome::Refused { .. } => "refused",
+            ApprovedCallOutcome::InDoubt { .. } => "in_doubt",
         }
     }
 }

@@ -250,13 +250,16 @@ pub(crate) struct QuestionView {
 /// What an answered call did afterwards.
 #[derive(Debug, Serialize)]
 pub(crate) struct OutcomeView {
-    /// `ran`, `failed` or `refused`.
+    /// `ran`, `failed`, `refused` or `in_doubt`.
     pub(crate) outcome: String,
     /// Who refused it.
     pub(crate) source: Option<String>,
-    /// Why, or the tool's error.
+    /// Why, the tool's error, or why it is in doubt.
     pub(crate) detail: Option<String>,
     pub(crate) at: String,
+    /// The process that held the call, when it named itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) by: Option<String>,
 }
 
 /// An answer as shown.
@@ -300,6 +303,7 @@ impl QuestionView {
                 source: outcome.source.clone(),
                 detail: outcome.detail.clone(),
                 at: rfc3339(outcome.at),
+                by: outcome.by.clone(),
             }),
             summary: summary(question),
         }
@@ -314,14 +318,26 @@ pub(crate) fn summary(question: &Question) -> String {
     match question.status {
         QuestionStatus::Pending => "waiting for an answer".to_owned(),
         QuestionStatus::Approved => match &question.outcome {
-            Some(outcome) => match (outcome.outcome.as_str(), &outcome.source, &outcome.detail) {
-                ("ran", _, _) => "approved; the call ran".to_owned(),
-                ("failed", _, Some(error)) => format!("approved; the call failed: {error}"),
-                ("refused", Some(source), Some(reason)) => {
-                    format!("approved, then refused by {source}: {reason}")
+            Some(outcome) => {
+                let on = outcome
+                    .by
+                    .as_deref()
+                    .map(|by| format!(" on {by}"))
+                    .unwrap_or_default();
+                match (outcome.outcome.as_str(), &outcome.source, &outcome.detail) {
+                    ("ran", _, _) => format!("approved; the call ran{on}"),
+                    ("failed", _, Some(error)) => {
+                        format!("approved; the call failed{on}: {error}")
+                    }
+                    ("refused", Some(source), Some(reason)) => {
+                        format!("approved, then refused by {source}{on}: {reason}")
+                    }
+                    ("in_doubt", _, Some(why)) => {
+                        format!("approved; the call was left in doubt{on}: {why}")
+                    }
+                    (other, _, _) => format!("approved; the call {other}{on}"),
                 }
-                (other, _, _) => format!("approved; the call {other}"),
-            },
+            }
             None if question.taken_at.is_none() => {
                 "approved; its process has not taken the answer yet".to_owned()
             }
@@ -541,6 +557,28 @@ mod tests {
         );
         question.reason = Some("Refunds above 100 need a person".into());
         assert_eq!(reason_of(&question), "Refunds above 100 need a person");
+    }
+
+    #[test]
+    fn an_approved_calls_summary_names_the_process_that_held_it_and_a_call_in_doubt() {
+        use crate::store::{CallOutcome, QuestionStatus};
+        let mut question = crate::store::Question::for_tests("refund");
+        question.status = QuestionStatus::Approved;
+        let outcome = |outcome: &str, detail: Option<&str>, by: Option<&str>| {
+            let mut kept = CallOutcome::for_tests(outcome);
+            kept.detail = detail.map(str::to_owned);
+            kept.by = by.map(str::to_owned);
+            Some(kept)
+        };
+        question.outcome = outcome("ran", None, Some("replica-b"));
+        assert_eq!(summary(&question), "approved; the call ran on replica-b");
+        question.outcome = outcome("ran", None, None);
+        assert_eq!(summary(&question), "approved; the call ran");
+        question.outcome = outcome("in_doubt", Some("nobody said"), Some("replica-b"));
+        assert_eq!(
+            summary(&question),
+            "approved; the call was left in doubt on replica-b: nobody said"
+        );
     }
 
     #[test]

@@ -225,6 +225,22 @@ pub(crate) trait KickoffJournal: Send + Sync {
         configured
     }
 
+    /// The call at `place`, approved by a person in this kickoff (maybe in
+    /// an earlier process), came to `outcome` as it was settled on resume
+    /// (found in doubt, run again, its effect found done): kept on the
+    /// question that approved it, with this process's name. Must not
+    /// wait.
+    fn settle_call(&self, place: Place<'_>, outcome: ApprovedCallOutcome) {
+        let _ = (place, outcome);
+    }
+
+    /// This process held the call the answered question `question_id` was
+    /// about when it settled: its name is kept on the question. Must not
+    /// wait.
+    fn settled_here(&self, question_id: &str) {
+        let _ = question_id;
+    }
+
     /// A person is asked about a call (`true`), or no longer (`false`): a
     /// kickoff that parks does so once someone was asked for longer than
     /// it parks after, or than `within` (the crew's human-input timeout),
@@ -328,6 +344,7 @@ impl HumanInputSource for FlushBeforeAsking {
 
     fn settled(&self, question_id: &str, outcome: &ApprovedCallOutcome) {
         self.inner.settled(question_id, outcome);
+        self.journal.settled_here(question_id);
     }
 
     fn keeps_gates(&self) -> bool {

@@ -292,15 +292,33 @@ pub struct Question {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CallOutcome {
-    /// `ran`, `failed` or `refused` (see
+    /// `ran`, `failed`, `refused` or `in_doubt` (see
     /// [`ApprovedCallOutcome::as_str`](crate::ApprovedCallOutcome::as_str)).
     pub outcome: String,
     /// Who refused it, for a refusal.
     pub source: Option<String>,
-    /// Why it was refused, or the tool's error.
+    /// Why it was refused, the tool's error, or why it is in doubt.
     pub detail: Option<String>,
     /// When its process said.
     pub at: SystemTime,
+    /// The process that held the call, when it named itself (a durable
+    /// kickoff's: its owner, see `Durable::owner`): for a parked kickoff,
+    /// the replica that resumed it.
+    pub by: Option<String>,
+}
+
+impl CallOutcome {
+    /// An outcome `outcome` recorded now, for unit tests (of the inbox).
+    #[cfg(all(test, feature = "inbox"))]
+    pub(crate) fn for_tests(outcome: &str) -> CallOutcome {
+        CallOutcome {
+            outcome: outcome.into(),
+            source: None,
+            detail: None,
+            at: SystemTime::now(),
+            by: None,
+        }
+    }
 }
 
 impl Question {
@@ -443,7 +461,7 @@ pub enum DecisionError {
 const COLUMNS: &str = "id, call_id, tool, arguments, tool_schema, capabilities, agent, task, crew, \
      kickoff_id, requester, prompt, created_at, deadline, lease_until, status, approver, decision, \
      edited_arguments, comment, answered_at, taken_at, closed_at, outcome, outcome_source, \
-     outcome_detail, outcome_at, reason";
+     outcome_detail, outcome_at, outcome_by, reason";
 
 /// Reads a question from a row of either backend.
 macro_rules! read_question {
@@ -480,6 +498,7 @@ macro_rules! read_question {
                     outcome,
                     source: row.try_get("outcome_source").map_err(corrupt)?,
                     detail: row.try_get("outcome_detail").map_err(corrupt)?,
+                    by: row.try_get("outcome_by").map_err(corrupt)?,
                     at: time_of(at),
                 }),
                 _ => None,
@@ -1211,6 +1230,61 @@ impl Store {
         }
         Ok(updated == 1)
     }
+
+    /// Names `by` as the process that held the call question `id` is
+    /// about (a durable kickoff's owner), for the inbox to show beside
+    /// what became of the call.
+    #[cfg_attr(
+        not(feature = "durable"),
+        allow(dead_code, reason = "used by durable kickoffs only")
+    )]
+    pub(crate) async fn record_outcome_by(&self, id: &str, by: &str) -> Result<(), StoreError> {
+        let sql = "UPDATE crew_approvals SET outcome_by = $2 WHERE id = $1 AND status = 'approved'";
+        on_pool!(self, |pool| {
+            sqlx::query(sql).bind(id).bind(by).execute(pool).await?;
+        });
+        self.announce(id).await;
+        Ok(())
+    }
+
+    /// Keeps what became of the call `call_id` of the durable kickoff
+    /// `kickoff` (settled when resumed: found in doubt, run again, or its
+    /// effect found done), held by process `by`, on the approved question
+    /// about it that has no outcome yet (or only "in doubt", which a later
+    /// word settles). Returns whether a question took it.
+    #[cfg_attr(
+        not(feature = "durable"),
+        allow(dead_code, reason = "used by durable kickoffs only")
+    )]
+    pub(crate) async fn record_kickoff_call_outcome(
+        &self,
+        kickoff: &str,
+        call_id: &str,
+        outcome: &ApprovedCallOutcome,
+        by: &str,
+    ) -> Result<bool, StoreError> {
+        let (source, detail) = outcome_parts(outcome);
+        let sql = "UPDATE crew_approvals SET outcome = $3, outcome_source = $4, \
+                   outcome_detail = $5, outcome_at = $6, outcome_by = $7 \
+                   WHERE kickoff_id = $1 AND call_id = $2 AND status = 'approved' \
+                   AND (outcome IS NULL OR outcome = 'in_doubt') RETURNING id";
+        let ids: Vec<String> = on_pool!(self, |pool| {
+            sqlx::query_scalar(sql)
+                .bind(kickoff)
+                .bind(call_id)
+                .bind(outcome.as_str())
+                .bind(source)
+                .bind(detail.map(|detail| excerpt_of(detail, MAX_OUTCOME_DETAIL_BYTES)))
+                .bind(self.now())
+                .bind(by)
+                .fetch_all(pool)
+                .await?
+        });
+        for id in &ids {
+            self.announce(id).await;
+        }
+        Ok(!ids.is_empty())
+    }
 }
 
 /// Who refused an approved call and why, or the tool's error: what a
@@ -1219,6 +1293,7 @@ fn outcome_parts(outcome: &ApprovedCallOutcome) -> (Option<&str>, Option<&str>) 
     match outcome {
         ApprovedCallOutcome::Refused { source, reason } => (Some(source), Some(reason)),
         ApprovedCallOutcome::Failed { error } => (None, Some(error)),
+        ApprovedCallOutcome::InDoubt { why } => (None, Some(why)),
         _ => (None, None),
     }
 }

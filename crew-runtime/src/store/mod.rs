@@ -108,6 +108,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("migrations/0006_question_reason.sql"),
     ),
     (7, "kickoffs", include_str!("migrations/0007_kickoffs.sql")),
+    (
+        8,
+        "outcome_by",
+        include_str!("migrations/0008_outcome_by.sql"),
+    ),
 ];
 
 /// The newest schema version this program knows.

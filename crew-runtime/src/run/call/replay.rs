@@ -23,7 +23,9 @@
 use std::sync::Arc;
 
 use hooks_core::runtime::{TOOL_CALL_POINTS, ToolOutput};
-use hooks_core::{RawToolResult, ToolCallHookContext, ToolInfo};
+use hooks_core::{
+    ApprovedCallOutcome, RawToolResult, ToolCallHookContext, ToolCallStatus, ToolInfo,
+};
 use serde_json::Value;
 
 use super::execute::execute;
@@ -55,8 +57,11 @@ pub(super) async fn in_doubt(
             }
         }
     };
+    // What became of the call, for the question that approved it, if any.
+    let settled = |outcome: ApprovedCallOutcome| at.journal.settle_call(place, outcome);
     let in_doubt = |why: String| {
         report(Settled::LeftInDoubt);
+        settled(ApprovedCallOutcome::InDoubt { why: why.clone() });
         Err(CrewError::InDoubt {
             kickoff: Arc::from(at.journal.kickoff_id()),
             tool: intent.tool.clone(),
@@ -83,6 +88,10 @@ pub(super) async fn in_doubt(
     if tool.may_run_again() {
         if let Some(refused) = refused_now(cx, &ctx) {
             report(Settled::Refused);
+            settled(ApprovedCallOutcome::Refused {
+                source: "durable".to_owned(),
+                reason: format!("running it again after the interruption is refused: {refused}"),
+            });
             let message = format!(
                 "Tool execution blocked: `{}` was interrupted before its result was recorded, \
                  and running it again is now refused: {refused}",
@@ -97,6 +106,7 @@ pub(super) async fn in_doubt(
     match tool.reconciled(&intent.key, &intent.input).await {
         Some(Ok(Reconciled::Happened { result })) => {
             report(Settled::Happened);
+            settled(ApprovedCallOutcome::Ran);
             let output = match result {
                 Some(result) => {
                     let mut output = ToolOutput::text(render(&result));
@@ -136,6 +146,7 @@ pub(super) async fn in_doubt(
             match answer.as_deref().map(PersonSays::read) {
                 Ok(PersonSays::Happened(result)) => {
                     report(Settled::Happened);
+                    settled(ApprovedCallOutcome::Ran);
                     let result = result.unwrap_or_else(|| {
                         format!(
                             "The call of `{}` had already taken effect before the run was \
@@ -230,6 +241,14 @@ async fn run_again(
 ) -> Result<String, CrewError> {
     let report = Report::begin(cx, &call.name, &ctx.tool_input);
     let (output, ran) = execute(cx, report, tool, &ctx).await;
+    // What became of it, for the question that approved it, if any.
+    let outcome = match &output.status {
+        ToolCallStatus::Failed { error } => ApprovedCallOutcome::Failed {
+            error: error.clone(),
+        },
+        _ => ApprovedCallOutcome::Ran,
+    };
+    at.journal.settle_call(at.place(turn, &call.id), outcome);
     let name = ctx.tool_name().to_owned();
     let observation = settle(cx, at, turn, call, ctx, output).await?;
     // A failed call ended with its `ToolUsageError`.
