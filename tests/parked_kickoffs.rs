@@ -5,6 +5,10 @@
 //! once, and each refund is made once. On a real SQLite file and a real
 //! PostgreSQL.
 //!
+//! One kickoff is answered in the approval inbox in a real browser
+//! (headless Chromium; missing, the test says so loudly, and fails under
+//! `CREW_REQUIRE_SERVICES=1`).
+//!
 //! The children are the example program next to this test's executable,
 //! as for `crash_matrix` (`cargo test --workspace` builds it).
 
@@ -17,7 +21,8 @@ mod support;
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
-use crew_runtime::store::journal::{JournalKey, KickoffStatus};
+use crew_runtime::inbox::Inbox;
+use crew_runtime::store::journal::{JournalKey, KickoffId, KickoffStatus};
 use crew_runtime::store::{Answer, ApproverScope, Decision, Store};
 use serde_json::Value;
 
@@ -234,4 +239,125 @@ fn a_thousand_parked_kickoffs_answered_in_a_burst_are_each_resumed_once_on_sqlit
 #[test]
 fn a_thousand_parked_kickoffs_answered_in_a_burst_are_each_resumed_once_on_postgresql() {
     parked_then_resumed("postgres", KICKOFFS, 2);
+}
+
+/// The approver's password in the browser test.
+const PASSWORD: &str = "correct horse battery";
+
+/// Signs `alice` in to an inbox served here on the store at `url`, and
+/// approves the one pending question in the browser; waits until its
+/// kickoff (`id`) is ready. Returns the question's id, or `None` (after a
+/// loud message) without a browser.
+async fn approved_in_a_browser(url: &str, id: &str) -> Option<String> {
+    use fantoccini::Locator;
+    let browser = support::browser().await?;
+    let client = browser.client();
+    let store = Store::connect(url).await.expect("opens");
+    store
+        .add_approver("alice", Some(PASSWORD), ApproverScope::everything())
+        .await
+        .expect("alice is an approver");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let origin = format!("http://{}", listener.local_addr().expect("an address"));
+    let inbox = Inbox::new(store.clone()).public_origin(origin.clone());
+    let served = tokio::spawn(inbox.serve(listener));
+    support::sign_in(client, &origin, "alice", PASSWORD).await;
+    let pending = store.pending().await.expect("lists");
+    assert_eq!(pending.len(), 1, "the parked kickoff's question");
+    let question = pending[0].id.clone();
+    let row = client
+        .wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::Css(&format!(
+            "li.question[data-question-id=\"{question}\"]"
+        )))
+        .await
+        .expect("the question is shown");
+    row.find(Locator::Css("button.approve"))
+        .await
+        .expect("an approve button")
+        .click()
+        .await
+        .expect("approves");
+    let kickoff: KickoffId = id.parse().expect("a kickoff id");
+    let started = std::time::Instant::now();
+    while store.kickoff(&kickoff).await.expect("reads").status != KickoffStatus::Ready {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the answer did not make it ready"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    served.abort();
+    Some(question)
+}
+
+/// How long the browser test waits for what must happen.
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A kickoff parked by one process, approved in the inbox in a real
+/// browser while no process holds it, then resumed by another process:
+/// its refund made once, and its question saying it ran there.
+fn parked_then_approved_in_a_browser(kind: &str) {
+    let _alone = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let program = example();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let Some((url, dir)) = fresh(&runtime, kind) else {
+        return;
+    };
+    let key = JournalKey::generate().expect("a key").to_base64();
+    let ledger = dir.path().join("ledger.jsonl");
+    let kickoffs = parked(&program, &url, &ledger, &key, 1);
+    let Some(question) = runtime.block_on(approved_in_a_browser(&url, &kickoffs[0])) else {
+        return;
+    };
+    let resumed = spawn(&program, &args(&url, &ledger, &key, &["resume"]))
+        .wait()
+        .expect("the resumer runs");
+    assert_eq!(
+        resumed.code,
+        Some(0),
+        "the resumer failed:\n{}{}",
+        resumed.stdout,
+        resumed.stderr
+    );
+    assert_eq!(
+        ids(&resumed.stdout, "completed "),
+        kickoffs,
+        "{}",
+        resumed.stdout
+    );
+    assert_eq!(ledger_keys(&ledger).len(), 1, "one refund");
+    let store = runtime.block_on(Store::connect(&url)).expect("opens");
+    let answered = runtime
+        .block_on(store.question(&question))
+        .expect("reads")
+        .expect("kept");
+    assert_eq!(
+        answered.answer.map(|answer| answer.approver).as_deref(),
+        Some("alice")
+    );
+    let outcome = answered
+        .outcome
+        .expect("the resumer said what became of it");
+    assert_eq!(outcome.outcome, "ran");
+    assert!(outcome.by.is_some(), "the process that ran it is named");
+}
+
+#[test]
+fn a_parked_kickoff_approved_in_a_browser_is_resumed_by_another_process_on_sqlite() {
+    parked_then_approved_in_a_browser("sqlite");
+}
+
+#[test]
+fn a_parked_kickoff_approved_in_a_browser_is_resumed_by_another_process_on_postgresql() {
+    parked_then_approved_in_a_browser("postgres");
 }

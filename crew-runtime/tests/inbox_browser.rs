@@ -62,31 +62,7 @@ async fn serve() -> Served {
 }
 
 async fn sign_in(client: &Client, origin: &str, password: &str) {
-    client
-        .goto(&format!("{origin}/login"))
-        .await
-        .expect("the sign-in page");
-    client
-        .find(Locator::Id("login-name"))
-        .await
-        .expect("a name field")
-        .send_keys("alice")
-        .await
-        .expect("types the name");
-    client
-        .find(Locator::Id("login-password"))
-        .await
-        .expect("a password field")
-        .send_keys(password)
-        .await
-        .expect("types the password");
-    client
-        .find(Locator::Id("login-submit"))
-        .await
-        .expect("a sign-in button")
-        .click()
-        .await
-        .expect("submits");
+    support::sign_in(client, origin, "alice", password).await;
 }
 
 /// Waits for the element `css` to show up on the current page.

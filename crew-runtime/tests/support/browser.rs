@@ -30,6 +30,37 @@ const DRIVER_START: Duration = Duration::from_secs(30);
 /// The driver's output, in its scratch directory.
 const LOG: &str = "chromedriver.log";
 
+/// Signs `name` in with `password` on the sign-in page of the inbox at
+/// `origin`, as a person types it.
+pub(crate) async fn sign_in(client: &Client, origin: &str, name: &str, password: &str) {
+    use fantoccini::Locator;
+    client
+        .goto(&format!("{origin}/login"))
+        .await
+        .expect("the sign-in page");
+    client
+        .find(Locator::Id("login-name"))
+        .await
+        .expect("a name field")
+        .send_keys(name)
+        .await
+        .expect("types the name");
+    client
+        .find(Locator::Id("login-password"))
+        .await
+        .expect("a password field")
+        .send_keys(password)
+        .await
+        .expect("types the password");
+    client
+        .find(Locator::Id("login-submit"))
+        .await
+        .expect("a sign-in button")
+        .click()
+        .await
+        .expect("submits");
+}
+
 /// A WebDriver session in a headless Chromium, with the driver behind it.
 pub(crate) struct Browser {
     /// The session. Declared first: it drops before the driver is killed.

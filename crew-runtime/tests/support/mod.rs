@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 // Each test file uses a part: the store tests no browser, the browser
 // tests no database of their own.
 #[allow(unused_imports)]
-pub(crate) use browser::{Browser, browser};
+pub(crate) use browser::{Browser, browser, sign_in};
 #[allow(unused_imports)]
 pub(crate) use postgres::{postgres_database, restart_postgres};
 
