@@ -110,8 +110,8 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (7, "kickoffs", include_str!("migrations/0007_kickoffs.sql")),
     (
         8,
-        "outcome_by",
-        include_str!("migrations/0008_outcome_by.sql"),
+        "kickoff_questions",
+        include_str!("migrations/0008_kickoff_questions.sql"),
     ),
 ];
 
@@ -760,8 +760,13 @@ async fn connect_sqlite(url: &str, shown: &str) -> Result<(Pool, Option<SqliteFi
     // Absolute: the program may change its directory later.
     let path = std::path::absolute(options.get_filename())
         .unwrap_or_else(|_| options.get_filename().to_owned());
+    // Sixteen: one is the change watcher's for good, and sixteen durable
+    // kickoffs parking at once in one process stalled for the acquire
+    // timeout about one run in five with four connections (none with
+    // eight or more). A connection costs little until used (its page
+    // cache grows as it reads).
     let pool = SqlitePoolOptions::new()
-        .max_connections(4)
+        .max_connections(16)
         // A connection to a local file does not go stale: no ping before
         // each use (a round trip to the connection's worker, as long as
         // the statement itself on a durable kickoff's path).
