@@ -201,6 +201,14 @@ async fn report(backend: &str, url: &str) {
     if !parker.success() {
         fail("the parking process failed", parker);
     }
+    // The resumer heard of every change meanwhile, and looked.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (heap_after, rss_after, tasks_after) = (
+        IN_USE.load(Ordering::Relaxed),
+        resident(),
+        metrics.num_alive_tasks(),
+    );
+    // Counted after: listing them costs this process memory too.
     let parked = service
         .kickoffs()
         .await
@@ -210,13 +218,6 @@ async fn report(backend: &str, url: &str) {
                 .count()
         })
         .unwrap_or(0);
-    // The resumer heard of every change meanwhile, and looked.
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let (heap_after, rss_after, tasks_after) = (
-        IN_USE.load(Ordering::Relaxed),
-        resident(),
-        metrics.num_alive_tasks(),
-    );
     background.abort();
     let kib = |before: usize, after: usize| (after as f64 - before as f64) / 1024.0;
     println!(
