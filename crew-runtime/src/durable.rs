@@ -563,6 +563,35 @@ impl Crew {
         })
     }
 
+    /// Runs a kickoff as [`Crew::kickoff`] does, but on a durable crew that
+    /// parks ([`Durable::park_after`]) the caller waits here for a person's
+    /// answer (up to the question's deadline,
+    /// [`Durable::approval_deadline`]) instead of getting
+    /// [`CrewError::Parked`]: for a caller that has nothing better to do
+    /// meanwhile. The kickoff is journaled all the same: dropped while it
+    /// waits (the process going), it parks, and a resumer takes it up once
+    /// answered.
+    ///
+    /// ```no_run
+    /// # async fn run(crew: crew_runtime::Crew) -> Result<(), crew_runtime::CrewError> {
+    /// let output = crew.kickoff_waiting([("order", "A-1042")]).await?;
+    /// println!("{}", output.raw);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn kickoff_waiting(
+        &self,
+        inputs: impl Into<Inputs>,
+    ) -> Result<CrewOutput, CrewError> {
+        let Some(durable) = self.extension::<DurableCrew>() else {
+            return self.kickoff(inputs).await;
+        };
+        let inputs = inputs.into();
+        let run = DurableRun::create(durable, self, &inputs).await?;
+        run.waiting.store(true, Ordering::Release);
+        run.run(self, inputs).await
+    }
+
     /// Resumes the durable kickoff `id` and runs it to its end, from its
     /// journal: what was recorded is replayed (no model asked, no hook or
     /// tool run again), the rest runs live. The kickoff must be claimable:
@@ -1708,6 +1737,9 @@ struct DurableRun {
     /// When to park (`None`: never), and how long its questions stay open.
     park_after: Option<Duration>,
     approval_deadline: Duration,
+    /// Its caller waits for a person here instead of parking (see
+    /// [`Crew::kickoff_waiting`]); dropped, it parks all the same.
+    waiting: AtomicBool,
     /// How many people are being asked now.
     asking: AtomicUsize,
     /// When the kickoff parks, while someone is asked.
@@ -1838,6 +1870,7 @@ impl DurableRun {
             done: AtomicBool::new(false),
             park_after: durable.park_after,
             approval_deadline: durable.approval_deadline,
+            waiting: AtomicBool::new(false),
             asking: AtomicUsize::new(0),
             park_at: tokio::sync::watch::Sender::new(None),
         });
@@ -1854,7 +1887,7 @@ impl DurableRun {
         // Declared after the run: dropped before it, while it still says
         // whether a person is being asked.
         let guard = GiveUp(Arc::clone(&self), crew.clone());
-        let result = if self.park_after.is_some() {
+        let result = if self.park_after.is_some() && !self.waiting.load(Ordering::Acquire) {
             tokio::select! {
                 result = &mut kickoff => result,
                 // Dropped here, whatever it was doing: only a person was

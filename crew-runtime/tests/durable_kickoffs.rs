@@ -75,6 +75,7 @@ on_both_stores!(
     a_held_kickoff_is_left_to_its_process_until_it_runs_and_given_up_if_dropped_unrun,
     an_answered_question_says_which_process_ran_the_resumed_call,
     an_answered_question_says_its_call_was_left_in_doubt_and_by_which_process,
+    a_caller_that_chose_to_wait_gets_the_output_of_a_crew_that_parks,
 );
 
 /// A tool's calls: how many, and the idempotency keys they got.
@@ -2297,4 +2298,39 @@ async fn an_answered_question_says_its_call_was_left_in_doubt_and_by_which_proce
     assert_eq!(outcome.outcome, "in_doubt");
     assert_eq!(outcome.by.as_deref(), Some("replica-b"));
     assert!(outcome.detail.is_some_and(|why| !why.is_empty()));
+}
+
+/// SPEC §13 "Parking": `kickoff` returns `CrewError::Parked` unless the
+/// caller chose to wait (`Crew::kickoff_waiting`): then, on a crew that
+/// parks at once, the caller waits for the answer and gets the output, and
+/// the kickoff never parks.
+async fn a_caller_that_chose_to_wait_gets_the_output_of_a_crew_that_parks(
+    store: Store,
+    _keep: Keep,
+) {
+    let (crew, refunds) = parking_crew(&store, Duration::from_millis(200), |d| {
+        d.park_after(Duration::ZERO)
+    });
+    let answering = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let question = pending(&store, 1).await.remove(0);
+            // Past the crew's human-input timeout: a waiting caller waits
+            // for the question's deadline, not for that.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            store
+                .decide(&question.id, Answer::new("ops", Decision::Approve))
+                .await
+                .expect("ops may approve");
+        })
+    };
+    let output = tokio::time::timeout(PATIENCE, crew.kickoff_waiting([("order", "A-1")]))
+        .await
+        .expect("ends")
+        .expect("completes, not parked");
+    answering.await.expect("answered");
+    assert_eq!(output.raw, "settled");
+    assert_eq!(refunds.count(), 1);
+    let kickoffs = store.kickoffs().await.expect("lists");
+    assert_eq!(kickoffs[0].status, KickoffStatus::Completed);
 }
