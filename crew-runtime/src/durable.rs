@@ -1289,6 +1289,9 @@ enum Entry {
         position: usize,
         hook: String,
         input: Map<String, Value>,
+        /// The id its question gets (none in entries of earlier versions).
+        #[serde(default)]
+        question: Option<String>,
     },
     /// A tool is about to start.
     Intent {
@@ -2258,10 +2261,14 @@ fn read_entries(
                 position,
                 hook,
                 input,
+                question,
             } => {
                 recorded.calls.insert(
                     (task, turn, call),
-                    RecordedCall::Gated(ChainGate::new(position, hook, input)),
+                    RecordedCall::Gated {
+                        gate: ChainGate::new(position, hook, input),
+                        question,
+                    },
                 );
             }
             Entry::Intent {
@@ -2415,15 +2422,25 @@ impl KickoffJournal for DurableRun {
         )
     }
 
-    fn record_gate<'a>(&'a self, place: Place<'a>, gate: &'a ChainGate) -> JournalFuture<'a, ()> {
-        Box::pin(self.append_owned(Entry::Gate {
-            task: place.task,
-            turn: place.turn,
-            call: place.call.to_owned(),
-            position: gate.position,
-            hook: gate.hook.clone(),
-            input: gate.input.clone(),
-        }))
+    fn record_gate<'a>(
+        &'a self,
+        place: Place<'a>,
+        gate: &'a ChainGate,
+    ) -> JournalFuture<'a, String> {
+        Box::pin(async move {
+            let question = crate::store::new_id();
+            self.append_owned(Entry::Gate {
+                task: place.task,
+                turn: place.turn,
+                call: place.call.to_owned(),
+                position: gate.position,
+                hook: gate.hook.clone(),
+                input: gate.input.clone(),
+                question: Some(question.clone()),
+            })
+            .await?;
+            Ok(question)
+        })
     }
 
     fn record_intent<'a>(

@@ -76,6 +76,8 @@ on_both_stores!(
     an_answered_question_says_which_process_ran_the_resumed_call,
     an_answered_question_says_its_call_was_left_in_doubt_and_by_which_process,
     a_caller_that_chose_to_wait_gets_the_output_of_a_crew_that_parks,
+    a_resumed_call_takes_up_the_question_its_journal_names_even_if_worded_anew,
+    a_second_identical_call_is_asked_about_anew_not_approved_by_the_first_answer,
 );
 
 /// A tool's calls: how many, and the idempotency keys they got.
@@ -1917,6 +1919,17 @@ struct CountedGate {
 }
 
 fn counted_gate_crew(store: &Store, durable: impl FnOnce(Durable) -> Durable) -> CountedGate {
+    let gate = ApprovalGate::for_capabilities([Capability::Destructive]);
+    counted_gate_crew_asking(store, &one_refund(), gate, durable)
+}
+
+/// [`counted_gate_crew`] on `llm`, asking through `gate`.
+fn counted_gate_crew_asking(
+    store: &Store,
+    llm: &Arc<ScriptedLlm>,
+    gate: ApprovalGate,
+    durable: impl FnOnce(Durable) -> Durable,
+) -> CountedGate {
     let (before, after) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let refunded_with = Arc::new(Mutex::new(Vec::new()));
     let kept = Arc::clone(&refunded_with);
@@ -1935,7 +1948,7 @@ fn counted_gate_crew(store: &Store, durable: impl FnOnce(Durable) -> Durable) ->
     .with_timeout(Duration::from_secs(1));
     let counted = Arc::clone(&before);
     let counted_after = Arc::clone(&after);
-    let crew = refund_builder(store, &one_refund(), refund, PATIENCE)
+    let crew = refund_builder(store, llm, refund, PATIENCE)
         .hook_with(
             PRE_TOOL_CALL,
             HookOptions::new().name("count-before"),
@@ -1947,7 +1960,7 @@ fn counted_gate_crew(store: &Store, durable: impl FnOnce(Durable) -> Durable) ->
         .async_hook_with(
             PRE_TOOL_CALL,
             HookOptions::new().name("approval-gate"),
-            ApprovalGate::for_capabilities([Capability::Destructive]).pre_hook(),
+            gate.pre_hook(),
         )
         .hook_with(
             PRE_TOOL_CALL,
@@ -2219,7 +2232,10 @@ async fn an_answered_question_says_which_process_ran_the_resumed_call(store: Sto
         .decide(&question.id, Answer::new("ops", Decision::Approve))
         .await
         .expect("ops may approve");
-    let second = counted_gate_crew(&store, replica("replica-b"));
+    // Its model goes on from the answer its journal replays.
+    let rest = Arc::new(ScriptedLlm::new().answer("settled"));
+    let gate = ApprovalGate::for_capabilities([Capability::Destructive]);
+    let second = counted_gate_crew_asking(&store, &rest, gate, replica("replica-b"));
     let resumed = Resumer::new(store.clone())
         .crew(&second.crew)
         .resume_claimable()
@@ -2228,6 +2244,7 @@ async fn an_answered_question_says_which_process_ran_the_resumed_call(store: Sto
     assert_eq!(resumed.len(), 1);
     assert_eq!(resumed[0].kickoff, id);
     assert!(resumed[0].result.is_ok(), "{:?}", resumed[0].result);
+    assert_eq!(second.refunded_with.lock().expect("not poisoned").len(), 1);
     let outcome = outcome_of(&store, &question.id).await;
     assert_eq!(outcome.outcome, "ran");
     let started = std::time::Instant::now();
@@ -2333,4 +2350,102 @@ async fn a_caller_that_chose_to_wait_gets_the_output_of_a_crew_that_parks(
     assert_eq!(refunds.count(), 1);
     let kickoffs = store.kickoffs().await.expect("lists");
     assert_eq!(kickoffs[0].status, KickoffStatus::Completed);
+}
+
+/// SPEC §13 "Parking": the question's id is journaled with its gate before
+/// it is asked, so the resumed run asks the very same question again (and
+/// takes its answer) even where its wording changed since: here each
+/// replica words it with its own name. One question, one refund.
+async fn a_resumed_call_takes_up_the_question_its_journal_names_even_if_worded_anew(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    // The second replica's model goes on from the answer its journal
+    // replays: what remains of its plan is the final answer.
+    let replica = |name: &'static str, llm: Arc<ScriptedLlm>| {
+        let key = key.clone();
+        let gate = ApprovalGate::for_capabilities([Capability::Destructive])
+            .prompt(move |ctx| format!("{name} asks: refund {}?", ctx.tool_input["order"]));
+        counted_gate_crew_asking(&store, &llm, gate, move |durable: Durable| {
+            durable.journal_key(key).park_after(Duration::ZERO)
+        })
+    };
+    let first = replica("replica-a", one_refund());
+    let (id, _) = parked_kickoff(&first.crew).await;
+    let question = pending(&store, 1).await.remove(0);
+    assert!(question.prompt.contains("replica-a"), "{}", question.prompt);
+    store
+        .decide(&question.id, Answer::new("ops", Decision::Approve))
+        .await
+        .expect("ops may approve");
+    let second = replica("replica-b", Arc::new(ScriptedLlm::new().answer("settled")));
+    let resumed = Resumer::new(store.clone())
+        .crew(&second.crew)
+        .resume_claimable()
+        .await
+        .expect("looks");
+    assert_eq!(resumed.len(), 1);
+    assert_eq!(resumed[0].kickoff, id);
+    assert_eq!(
+        resumed[0].result.as_ref().expect("completes").raw,
+        "settled"
+    );
+    assert_eq!(second.refunded_with.lock().expect("not poisoned").len(), 1);
+    let asked = store.history(10).await.expect("reads");
+    assert_eq!(asked.len(), 1, "asked once: {asked:?}");
+    assert_eq!(asked[0].id, question.id);
+}
+
+/// SPEC §11/§13: an approval decides exactly the call it was asked about.
+/// The model asks for the very same refund twice, in two turns, under the
+/// same call id (as some models number their calls per turn): the same
+/// arguments, the same question. Each is asked about, each parks, and the
+/// first answer does not approve the second.
+async fn a_second_identical_call_is_asked_about_anew_not_approved_by_the_first_answer(
+    store: Store,
+    _keep: Keep,
+) {
+    let refund = || crew_runtime::llm::ModelTurn::ToolCalls {
+        content: String::new(),
+        calls: vec![crew_runtime::llm::ToolCallRequest {
+            id: "call_1".into(),
+            name: "refund".into(),
+            arguments: json!({"order": "A-1"}).to_string(),
+        }],
+    };
+    let twice = Arc::new(
+        ScriptedLlm::new()
+            .turn(refund())
+            .turn(refund())
+            .answer("settled"),
+    );
+    let refunds = Calls::default();
+    let key = JournalKey::generate().expect("a key");
+    let crew = gated_crew_with(&store, &key, &twice, &refunds, None, PATIENCE, |d| {
+        d.park_after(Duration::ZERO)
+    });
+    let (id, _) = parked_kickoff(&crew).await;
+    let resumer = Resumer::new(store.clone()).crew(&crew);
+    for asked in 1..=2 {
+        let question = pending(&store, 1).await.remove(0);
+        store
+            .decide(&question.id, Answer::new("ops", Decision::Approve))
+            .await
+            .expect("ops may approve");
+        let resumed = resumer.resume_claimable().await.expect("looks");
+        assert_eq!(resumed.len(), 1);
+        assert_eq!(resumed[0].kickoff, id);
+        match (&resumed[0].result, asked) {
+            (Err(CrewError::Parked { .. }), 1) => {}
+            (Ok(output), 2) => assert_eq!(output.raw, "settled"),
+            (other, _) => panic!("after answer {asked}: {other:?}"),
+        }
+        assert_eq!(refunds.count(), asked);
+    }
+    assert_eq!(
+        store.history(10).await.expect("reads").len(),
+        2,
+        "asked twice"
+    );
 }

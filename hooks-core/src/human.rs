@@ -154,6 +154,13 @@ pub struct HumanInputRequest {
     /// message), for sources that show the call beside it (a web page, a
     /// chat) rather than the terminal wording of [`prompt`](Self::prompt).
     pub reason: Option<String>,
+    /// The id the question has, chosen by the runtime before it is asked
+    /// (a durable kickoff journals it first, so that the kickoff resumed
+    /// in another process asks the very same question again and takes its
+    /// answer). A source that keeps its questions by id keeps this one
+    /// under it, and takes up the question it already holds under it; any
+    /// other source may ignore it.
+    pub question_id: Option<String>,
 }
 
 impl HumanInputRequest {
@@ -203,6 +210,18 @@ impl HumanInputRequest {
     /// ```
     pub fn with_agent_role(mut self, role: impl Into<String>) -> Self {
         self.agent_role = Some(role.into());
+        self
+    }
+
+    /// Gives the question the id `id` (see
+    /// [`question_id`](Self::question_id)).
+    ///
+    /// ```
+    /// let request = hooks_core::HumanInputRequest::new("Pay?", "").with_question_id("q-7");
+    /// assert_eq!(request.question_id.as_deref(), Some("q-7"));
+    /// ```
+    pub fn with_question_id(mut self, id: impl Into<String>) -> Self {
+        self.question_id = Some(id.into());
         self
     }
 

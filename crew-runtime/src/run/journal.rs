@@ -14,7 +14,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, SystemTime};
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use hooks_core::events::EventId;
 use hooks_core::{
@@ -53,8 +53,12 @@ pub(crate) enum RecordedCall {
     Unrecorded,
     /// A hook of its PRE chain asked a person about it, and no tool
     /// started: resumed, the chain starts again at that hook, with the
-    /// arguments the hooks before it left.
-    Gated(ChainGate),
+    /// arguments the hooks before it left, and asks again the question of
+    /// id `question` (whose answer the person may have given meanwhile).
+    Gated {
+        gate: ChainGate,
+        question: Option<String>,
+    },
     /// Its intent (the tool was about to start, on `input`, with `key`)
     /// and no result: the tool may or may not have acted.
     InDoubt(Intent),
@@ -155,8 +159,13 @@ pub(crate) trait KickoffJournal: Send + Sync {
     /// the same in every process that runs the kickoff.
     fn key(&self, place: Place<'_>, attempt: u32) -> IdempotencyKey;
     /// Commits where the call at `place` asks a person about it (see
-    /// [`HumanInputSource::keep_gate`]).
-    fn record_gate<'a>(&'a self, place: Place<'a>, gate: &'a ChainGate) -> JournalFuture<'a, ()>;
+    /// [`HumanInputSource::keep_gate`]), with the id the question gets:
+    /// returns that id.
+    fn record_gate<'a>(
+        &'a self,
+        place: Place<'a>,
+        gate: &'a ChainGate,
+    ) -> JournalFuture<'a, String>;
     /// Commits the intent to run `tool` on `input` at `place` (attempt
     /// `attempt`). The tool starts only once this returned `Ok`.
     fn record_intent<'a>(
@@ -286,10 +295,10 @@ impl JournalAt {
 
 /// A durable kickoff's human-input source: the crew's, with the journal
 /// flushed before each question (see [`KickoffJournal::flush`]), the
-/// place in the PRE chain that asks journaled against the call, and the
-/// journal told while a person is asked (a kickoff may park meanwhile). A
-/// journal that cannot be written refuses the question: the call it is
-/// about does not run.
+/// place in the PRE chain that asks journaled against the call with the
+/// id its question gets, and the journal told while a person is asked (a
+/// kickoff may park meanwhile). A journal that cannot be written refuses
+/// the question: the call it is about does not run.
 pub(crate) struct FlushBeforeAsking {
     pub(crate) inner: Arc<dyn HumanInputSource>,
     pub(crate) journal: Arc<dyn KickoffJournal>,
@@ -297,9 +306,29 @@ pub(crate) struct FlushBeforeAsking {
     pub(crate) within: Duration,
     /// The call the questions are about: its task, turn and id.
     pub(crate) call: (usize, usize, String),
+    /// The id the next approval question gets: the one journaled with its
+    /// gate (for a resumed call, the one journaled before).
+    pub(crate) question: Arc<std::sync::Mutex<Option<String>>>,
+    /// A resumed call's gate, as journaled, and its question's id: asked
+    /// again there, it is not journaled again.
+    pub(crate) resumed: Option<(ChainGate, String)>,
 }
 
 impl FlushBeforeAsking {
+    /// `request` with the id its gate's journal entry gave it, if a gate
+    /// was just kept (the next question only).
+    fn with_question_id(&self, mut request: HumanInputRequest) -> HumanInputRequest {
+        let kept = self
+            .question
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(id) = kept {
+            request.question_id = Some(id);
+        }
+        request
+    }
+
     async fn flushed(&self) -> Result<(), HumanInputError> {
         self.journal.flush().await.map_err(|error| {
             HumanInputError::SourceFailed(format!(
@@ -328,12 +357,14 @@ impl Drop for Asking<'_> {
 impl HumanInputSource for FlushBeforeAsking {
     async fn ask(&self, request: HumanInputRequest) -> Result<String, HumanInputError> {
         self.flushed().await?;
+        let request = self.with_question_id(request);
         let _asking = self.asking();
         self.inner.ask(request).await
     }
 
     async fn answer(&self, request: HumanInputRequest) -> Result<HumanAnswer, HumanInputError> {
         self.flushed().await?;
+        let request = self.with_question_id(request);
         let _asking = self.asking();
         self.inner.answer(request).await
     }
@@ -352,6 +383,15 @@ impl HumanInputSource for FlushBeforeAsking {
     }
 
     fn keep_gate(&self, gate: ChainGate) -> GateFuture {
+        let slot = Arc::clone(&self.question);
+        // Asked again where a resumed call asked before: the same
+        // question, journaled already.
+        if let Some((asked, question)) = &self.resumed
+            && *asked == gate
+        {
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(question.clone());
+            return Box::pin(std::future::ready(Ok(())));
+        }
         let journal = Arc::clone(&self.journal);
         let (task, turn, call) = self.call.clone();
         Box::pin(async move {
@@ -360,11 +400,13 @@ impl HumanInputSource for FlushBeforeAsking {
                 turn,
                 call: &call,
             };
-            journal.record_gate(place, &gate).await.map_err(|error| {
+            let question = journal.record_gate(place, &gate).await.map_err(|error| {
                 HumanInputError::SourceFailed(format!(
                     "the kickoff's journal could not record where the call asks: {error}"
                 ))
-            })
+            })?;
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(question);
+            Ok(())
         })
     }
 }

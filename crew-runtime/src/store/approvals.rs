@@ -1287,6 +1287,31 @@ impl Store {
     }
 }
 
+/// Whether `id`, chosen by a runtime for a question, looks like an id
+/// (what `new_id` makes, or close): short, letters, digits, `-` and `_`.
+fn valid_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
+}
+
+/// Whether `question` is the durable kickoff `kickoff`'s question about the
+/// call of `request` (the same call id and tool), still standing: the one
+/// a resumed run asks again under the id it journaled.
+fn question_of(question: &Question, kickoff: &str, request: &HumanInputRequest) -> bool {
+    question.kickoff_id.as_deref() == Some(kickoff)
+        && question.call_id == request.call_id
+        && Some(question.tool.as_str()) == request.tool_name.as_deref()
+        && matches!(
+            question.status,
+            QuestionStatus::Pending
+                | QuestionStatus::Approved
+                | QuestionStatus::Denied
+                | QuestionStatus::Expired
+        )
+}
+
 /// Who refused an approved call and why, or the tool's error: what a
 /// question keeps beside `outcome`.
 fn outcome_parts(outcome: &ApprovedCallOutcome) -> (Option<&str>, Option<&str>) {
@@ -1601,12 +1626,27 @@ impl StoreApprovals {
                 .map_err(failed)?,
             None => false,
         };
+        // The question asked before: under the id the runtime chose (and
+        // journaled) for it, if one was chosen, else found by the call's
+        // content. A chosen id no question has yet is a new question's:
+        // nothing is looked for by content then (an earlier call of the
+        // kickoff with the very same content is another call).
+        let mut chosen = None;
         let earlier = match (durable, request.kickoff_id.as_deref()) {
-            (true, Some(kickoff)) => self
-                .store
-                .question_of_call(kickoff, &request)
-                .await
-                .map_err(failed)?,
+            (true, Some(kickoff)) => match request.question_id.as_deref() {
+                Some(id) if valid_id(id) => match self.store.question(id).await.map_err(failed)? {
+                    Some(question) => question_of(&question, kickoff, &request).then_some(question),
+                    None => {
+                        chosen = Some(id.to_owned());
+                        None
+                    }
+                },
+                _ => self
+                    .store
+                    .question_of_call(kickoff, &request)
+                    .await
+                    .map_err(failed)?,
+            },
             _ => None,
         };
         if let Some(question) = &earlier {
@@ -1631,7 +1671,10 @@ impl StoreApprovals {
             now + self.lease_ms()
         };
         let adopted = earlier.is_some();
-        let id = earlier.map_or_else(new_id, |question| question.id);
+        let id = match earlier {
+            Some(question) => question.id,
+            None => chosen.unwrap_or_else(new_id),
+        };
         // The row is written by a task of its own, which a dropped wait
         // cannot cut short; the guard withdraws the question once that
         // write has settled. A wait dropped while the insert is in flight

@@ -111,7 +111,7 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
             RecordedCall::InDoubt(intent) => {
                 return replay::in_doubt(cx, at, turn, call, intent).await;
             }
-            RecordedCall::Gated(gate) => gated = Some(gate),
+            RecordedCall::Gated { gate, question } => gated = Some((gate, question)),
             RecordedCall::Unrecorded => {}
         }
     }
@@ -122,8 +122,12 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
     // The call's start, which its end and a kickoff started by its tool
     // name.
     let report = Report::begin(cx, &call.name, &input);
-    let mut ctx = context(cx, turn, call, input);
-    if let Some(gate) = gated {
+    // Asked again where it asked before, the same question (by its id).
+    let resumed = gated
+        .as_ref()
+        .and_then(|(gate, question)| Some((gate.clone(), question.clone()?)));
+    let mut ctx = context(cx, turn, call, input, resumed);
+    if let Some((gate, _)) = gated {
         // The hooks before the one that asked ran in an earlier process:
         // not again (a counter, a rate limit would count the call twice).
         ctx.resume_chain_at(gate);
@@ -258,6 +262,7 @@ fn context(
     turn: usize,
     call: &ToolCallRequest,
     input: Map<String, Value>,
+    resumed: Option<(hooks_core::ChainGate, String)>,
 ) -> ToolCallHookContext {
     let settings = cx.settings();
     let mut ctx = ToolCallHookContext::new(&call.name, input)
@@ -273,6 +278,8 @@ fn context(
                 journal: Arc::clone(&at.journal),
                 within: settings.human_input_timeout,
                 call: (at.task, turn, call.id.clone()),
+                question: Arc::default(),
+                resumed,
             }),
             None => Arc::clone(&settings.human_input),
         })

@@ -83,7 +83,7 @@ pub(super) async fn in_doubt(
         tokio::time::sleep(wait).await;
         at.go_on()?;
     }
-    let mut ctx = context(cx, turn, call, intent.input.clone());
+    let mut ctx = context(cx, turn, call, intent.input.clone(), None);
     ctx.tool = Some(Arc::clone(&tool) as Arc<dyn ToolInfo>);
     if tool.may_run_again() {
         if let Some(refused) = refused_now(cx, &ctx) {
