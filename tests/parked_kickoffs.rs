@@ -244,62 +244,12 @@ fn a_thousand_parked_kickoffs_answered_in_a_burst_are_each_resumed_once_on_postg
 /// The approver's password in the browser test.
 const PASSWORD: &str = "correct horse battery";
 
-/// Signs `alice` in to an inbox served here on the store at `url`, and
-/// approves the one pending question in the browser; waits until its
-/// kickoff (`id`) is ready. Returns the question's id, or `None` (after a
-/// loud message) without a browser.
-async fn approved_in_a_browser(url: &str, id: &str) -> Option<String> {
-    use fantoccini::Locator;
-    let browser = support::browser().await?;
-    let client = browser.client();
-    let store = Store::connect(url).await.expect("opens");
-    store
-        .add_approver("alice", Some(PASSWORD), ApproverScope::everything())
-        .await
-        .expect("alice is an approver");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a port");
-    let origin = format!("http://{}", listener.local_addr().expect("an address"));
-    let inbox = Inbox::new(store.clone()).public_origin(origin.clone());
-    let served = tokio::spawn(inbox.serve(listener));
-    support::sign_in(client, &origin, "alice", PASSWORD).await;
-    let pending = store.pending().await.expect("lists");
-    assert_eq!(pending.len(), 1, "the parked kickoff's question");
-    let question = pending[0].id.clone();
-    let row = client
-        .wait()
-        .at_most(PATIENCE)
-        .for_element(Locator::Css(&format!(
-            "li.question[data-question-id=\"{question}\"]"
-        )))
-        .await
-        .expect("the question is shown");
-    row.find(Locator::Css("button.approve"))
-        .await
-        .expect("an approve button")
-        .click()
-        .await
-        .expect("approves");
-    let kickoff: KickoffId = id.parse().expect("a kickoff id");
-    let started = std::time::Instant::now();
-    while store.kickoff(&kickoff).await.expect("reads").status != KickoffStatus::Ready {
-        assert!(
-            started.elapsed() < PATIENCE,
-            "the answer did not make it ready"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    served.abort();
-    Some(question)
-}
-
 /// How long the browser test waits for what must happen.
 const PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A kickoff parked by one process, approved in the inbox in a real
 /// browser while no process holds it, then resumed by another process:
-/// its refund made once, and its question saying it ran there.
+/// its refund made once, and the inbox's history saying it ran there.
 fn parked_then_approved_in_a_browser(kind: &str) {
     let _alone = ONE_AT_A_TIME
         .lock()
@@ -316,40 +266,108 @@ fn parked_then_approved_in_a_browser(kind: &str) {
     let key = JournalKey::generate().expect("a key").to_base64();
     let ledger = dir.path().join("ledger.jsonl");
     let kickoffs = parked(&program, &url, &ledger, &key, 1);
-    let Some(question) = runtime.block_on(approved_in_a_browser(&url, &kickoffs[0])) else {
-        return;
-    };
-    let resumed = spawn(&program, &args(&url, &ledger, &key, &["resume"]))
-        .wait()
-        .expect("the resumer runs");
-    assert_eq!(
-        resumed.code,
-        Some(0),
-        "the resumer failed:\n{}{}",
-        resumed.stdout,
-        resumed.stderr
-    );
-    assert_eq!(
-        ids(&resumed.stdout, "completed "),
-        kickoffs,
-        "{}",
-        resumed.stdout
-    );
-    assert_eq!(ledger_keys(&ledger).len(), 1, "one refund");
-    let store = runtime.block_on(Store::connect(&url)).expect("opens");
-    let answered = runtime
-        .block_on(store.question(&question))
-        .expect("reads")
-        .expect("kept");
-    assert_eq!(
-        answered.answer.map(|answer| answer.approver).as_deref(),
-        Some("alice")
-    );
-    let outcome = answered
-        .outcome
-        .expect("the resumer said what became of it");
-    assert_eq!(outcome.outcome, "ran");
-    assert!(outcome.by.is_some(), "the process that ran it is named");
+    runtime.block_on(async {
+        use fantoccini::Locator;
+        let Some(browser) = support::browser().await else {
+            return;
+        };
+        let client = browser.client();
+        let store = Store::connect(&url).await.expect("opens");
+        store
+            .add_approver("alice", Some(PASSWORD), ApproverScope::everything())
+            .await
+            .expect("alice is an approver");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a port");
+        let origin = format!("http://{}", listener.local_addr().expect("an address"));
+        let inbox = Inbox::new(store.clone()).public_origin(origin.clone());
+        let served = tokio::spawn(inbox.serve(listener));
+
+        // Approved in the browser while no process holds the kickoff.
+        support::sign_in(client, &origin, "alice", PASSWORD).await;
+        let pending = store.pending().await.expect("lists");
+        assert_eq!(pending.len(), 1, "the parked kickoff's question");
+        let question = pending[0].id.clone();
+        let row = client
+            .wait()
+            .at_most(PATIENCE)
+            .for_element(Locator::Css(&format!(
+                "li.question[data-question-id=\"{question}\"]"
+            )))
+            .await
+            .expect("the question is shown");
+        row.find(Locator::Css("button.approve"))
+            .await
+            .expect("an approve button")
+            .click()
+            .await
+            .expect("approves");
+        let kickoff: KickoffId = kickoffs[0].parse().expect("a kickoff id");
+        let started = std::time::Instant::now();
+        while store.kickoff(&kickoff).await.expect("reads").status != KickoffStatus::Ready {
+            assert!(
+                started.elapsed() < PATIENCE,
+                "the answer did not make it ready"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+
+        // Another process resumes it.
+        let resume = args(&url, &ledger, &key, &["resume"]);
+        let resumed = tokio::task::spawn_blocking(move || spawn(&program, &resume).wait())
+            .await
+            .expect("the resumer's task")
+            .expect("the resumer runs");
+        assert_eq!(
+            resumed.code,
+            Some(0),
+            "the resumer failed:\n{}{}",
+            resumed.stdout,
+            resumed.stderr
+        );
+        assert_eq!(
+            ids(&resumed.stdout, "completed "),
+            kickoffs,
+            "{}",
+            resumed.stdout
+        );
+        assert_eq!(ledger_keys(&ledger).len(), 1, "one refund");
+
+        // The question says who approved it and what became of the call,
+        // where it ran: in the store, and on the inbox's history page.
+        let answered = store
+            .question(&question)
+            .await
+            .expect("reads")
+            .expect("kept");
+        assert_eq!(
+            answered.answer.map(|answer| answer.approver).as_deref(),
+            Some("alice")
+        );
+        let outcome = answered
+            .outcome
+            .expect("the resumer said what became of it");
+        assert_eq!(outcome.outcome, "ran");
+        let by = outcome.by.expect("the process that ran it is named");
+        client
+            .goto(&format!("{origin}/history"))
+            .await
+            .expect("the history page");
+        let summary = client
+            .wait()
+            .at_most(PATIENCE)
+            .for_element(Locator::Css(&format!(
+                "tr[data-question-id=\"{question}\"] td.summary"
+            )))
+            .await
+            .expect("the question's row")
+            .text()
+            .await
+            .expect("its text");
+        assert_eq!(summary, format!("approved; the call ran on {by}"));
+        served.abort();
+    });
 }
 
 #[test]
