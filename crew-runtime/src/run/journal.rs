@@ -356,15 +356,17 @@ impl Drop for Asking<'_> {
 #[hooks_core::async_trait]
 impl HumanInputSource for FlushBeforeAsking {
     async fn ask(&self, request: HumanInputRequest) -> Result<String, HumanInputError> {
-        self.flushed().await?;
+        // Its id taken first: a question refused here leaves none behind
+        // for the next.
         let request = self.with_question_id(request);
+        self.flushed().await?;
         let _asking = self.asking();
         self.inner.ask(request).await
     }
 
     async fn answer(&self, request: HumanInputRequest) -> Result<HumanAnswer, HumanInputError> {
-        self.flushed().await?;
         let request = self.with_question_id(request);
+        self.flushed().await?;
         let _asking = self.asking();
         self.inner.answer(request).await
     }
