@@ -335,6 +335,13 @@ pub enum DurableError {
          `Durable::journal_key` (the same key in every replica, kept outside the store)"
     )]
     NoJournalKey,
+    /// A crew was told to park ([`CrewBuilder::park_after`]) but is not
+    /// durable: only a durable kickoff can wait without its process.
+    #[error(
+        "`park_after` needs a durable crew: only a journaled kickoff can wait for a person \
+         without its process (add `CrewBuilder::durable`)"
+    )]
+    ParkingNotDurable,
     /// The journal refused a write or a read (the lease lost, the store
     /// unreachable, an entry that does not open, a wrong key): the message
     /// of the store's error.
@@ -440,18 +447,97 @@ impl CrewBuilder {
                 }
             }
             let journal = Journal::new(durable.store.clone(), key);
+            // What the builder itself was told of parking comes over the
+            // durable setting's.
+            let parking = scope.with_state(|parking: &mut Parking| parking.clone());
             let crew = DurableCrew {
                 journal,
                 lease: durable.lease,
                 owner: Arc::clone(&durable.owner),
                 retention: durable.retention,
-                park_after: durable.park_after,
-                approval_deadline: durable.approval_deadline,
+                park_after: parking.after.or(durable.park_after),
+                approval_deadline: parking.deadline.unwrap_or(durable.approval_deadline),
             };
             scope.with_state(|given: &mut Given| given.0 = Some(crew));
             Ok(())
         }))
     }
+
+    /// Parks this durable crew's kickoffs that wait for a person longer
+    /// than `after` (zero: at once), as [`Durable::park_after`] does; the
+    /// build refuses it on a crew that is not durable
+    /// ([`DurableError::ParkingNotDurable`]). Called before or after
+    /// [`durable`](Self::durable), it wins over the durable setting's.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store, key: crew_runtime::store::journal::JournalKey) -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use crew_runtime::durable::Durable;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let writer = Agent::builder("Writer").build();
+    /// let crew = Crew::builder()
+    ///     .agent(writer.clone())
+    ///     .task(Task::builder("Write").agent(&writer).build())
+    ///     .durable(Durable::new(store).journal_key(key))
+    ///     .park_after(Duration::ZERO)
+    ///     .approval_deadline(Duration::from_secs(3 * 24 * 3600))
+    ///     .build()?;
+    /// # let _ = crew;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn park_after(self, after: Duration) -> Self {
+        self.parking(move |parking| parking.after = Some(after))
+    }
+
+    /// How long each question of this durable crew's kickoffs stays open
+    /// (24 hours unless set), as [`Durable::approval_deadline`] says; the
+    /// build refuses it on a crew that is not durable.
+    ///
+    /// ```no_run
+    /// # fn run(builder: crew_runtime::CrewBuilder) {
+    /// let builder = builder.approval_deadline(std::time::Duration::from_secs(3600));
+    /// # let _ = builder;
+    /// # }
+    /// ```
+    pub fn approval_deadline(self, deadline: Duration) -> Self {
+        self.parking(move |parking| parking.deadline = Some(deadline))
+    }
+
+    /// Keeps what the builder was told of parking, for the durable
+    /// extension (whichever of the two is called first).
+    fn parking(self, set: impl Fn(&mut Parking) + Send + Sync + 'static) -> Self {
+        self.pending_hook(Box::new(move |scope| {
+            scope.with_state(|parking: &mut Parking| {
+                set(parking);
+                parking.told = true;
+            });
+            // Given already (`durable` was called before): set it there.
+            let parking = scope.with_state(|parking: &mut Parking| parking.clone());
+            scope.with_state(|given: &mut Given| {
+                if let Some(crew) = &mut given.0 {
+                    if let Some(after) = parking.after {
+                        crew.park_after = Some(after);
+                    }
+                    if let Some(deadline) = parking.deadline {
+                        crew.approval_deadline = deadline;
+                    }
+                }
+            });
+            Ok(())
+        }))
+    }
+}
+
+/// What the crew's builder was told of parking.
+#[derive(Default, Clone)]
+struct Parking {
+    after: Option<Duration>,
+    deadline: Option<Duration>,
+    /// Whether it was told anything (a crew that is not durable is then
+    /// refused).
+    told: bool,
 }
 
 /// The durable extension a crew's build made.
@@ -462,9 +548,16 @@ struct Given(Option<DurableCrew>);
 pub(crate) fn at_build(
     scope: &BuildScope<'_>,
 ) -> Result<Option<Arc<dyn CrewExtension>>, BuildError> {
-    Ok(scope
-        .with_state(|given: &mut Given| given.0.take())
-        .map(|crew| Arc::new(crew) as Arc<dyn CrewExtension>))
+    let given = scope.with_state(|given: &mut Given| given.0.take());
+    let told = scope.with_state(|parking: &mut Parking| parking.told);
+    if told && given.is_none() {
+        return Err(BuildError::Integration(IntegrationError::new(
+            INTEGRATION,
+            "the crew cannot park",
+            DurableError::ParkingNotDurable,
+        )));
+    }
+    Ok(given.map(|crew| Arc::new(crew) as Arc<dyn CrewExtension>))
 }
 
 /// A durable crew's extension: it runs the crew's kickoffs journaled.

@@ -78,6 +78,7 @@ on_both_stores!(
     a_caller_that_chose_to_wait_gets_the_output_of_a_crew_that_parks,
     a_resumed_call_takes_up_the_question_its_journal_names_even_if_worded_anew,
     a_second_identical_call_is_asked_about_anew_not_approved_by_the_first_answer,
+    the_crew_builder_parks_a_durable_crew_told_before_or_after_it_is_made_durable,
 );
 
 /// A tool's calls: how many, and the idempotency keys they got.
@@ -2447,5 +2448,62 @@ async fn a_second_identical_call_is_asked_about_anew_not_approved_by_the_first_a
         store.history(10).await.expect("reads").len(),
         2,
         "asked twice"
+    );
+}
+
+/// SPEC §13 "Parking": `CrewBuilder::park_after` parks a durable crew's
+/// kickoffs, whether it is called before or after `CrewBuilder::durable`
+/// (and wins over the durable setting's); on a crew that is not durable
+/// the build refuses it.
+async fn the_crew_builder_parks_a_durable_crew_told_before_or_after_it_is_made_durable(
+    store: Store,
+    _keep: Keep,
+) {
+    let refund = || {
+        Tool::dynamic(
+            "refund",
+            "Refunds an order",
+            json!({"type": "object"}),
+            |_| Ok::<_, String>(json!("refunded")),
+        )
+        .with_annotations(ToolAnnotations::new().destructive(true))
+        .with_timeout(Duration::from_secs(1))
+    };
+    let durable = || {
+        Durable::new(store.clone())
+            .journal_key(JournalKey::generate().expect("a key"))
+            .lease(LEASE)
+    };
+    let gate = ApprovalGate::for_capabilities([Capability::Destructive]);
+    let after = refund_builder(&store, &one_refund(), refund(), PATIENCE)
+        .async_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("gate"),
+            gate.pre_hook(),
+        )
+        .durable(durable().park_after(Duration::from_secs(3600)))
+        .park_after(Duration::ZERO)
+        .build()
+        .expect("builds");
+    let before = refund_builder(&store, &one_refund(), refund(), PATIENCE)
+        .async_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("gate"),
+            gate.pre_hook(),
+        )
+        .park_after(Duration::ZERO)
+        .durable(durable())
+        .build()
+        .expect("builds");
+    for crew in [after, before] {
+        parked_kickoff(&crew).await;
+    }
+    let refused = refund_builder(&store, &one_refund(), refund(), PATIENCE)
+        .park_after(Duration::ZERO)
+        .build()
+        .expect_err("not durable");
+    assert!(
+        refused.to_string().contains("needs a durable crew"),
+        "{refused}"
     );
 }
