@@ -528,6 +528,11 @@ impl std::fmt::Debug for ChainGate {
 
 /// What [`HumanInputSource::keep_gate`] returns: done once the gate is
 /// kept; an error refuses the question.
+///
+/// ```
+/// let kept: hooks_core::GateFuture = Box::pin(async { Ok(()) });
+/// # let _ = kept;
+/// ```
 pub type GateFuture = Pin<Box<dyn Future<Output = Result<(), HumanInputError>> + Send + 'static>>;
 
 /// What became of a call a person answered, as the call's runtime tells
