@@ -782,6 +782,22 @@ fn gated_crew(
     })
 }
 
+/// A destructive `refund` (1 s timeout) that hands each call's arguments
+/// to `ran` and answers "refunded".
+fn refund_tool(ran: impl Fn(serde_json::Value) + Send + Sync + 'static) -> Tool {
+    Tool::dynamic(
+        "refund",
+        "Refunds an order",
+        json!({"type": "object"}),
+        move |args: serde_json::Value| {
+            ran(args);
+            Ok::<_, String>(json!("refunded"))
+        },
+    )
+    .with_annotations(ToolAnnotations::new().destructive(true))
+    .with_timeout(Duration::from_secs(1))
+}
+
 /// [`gated_crew`] with a human-input timeout of `timeout`, made durable
 /// as `durable` says (parking, say).
 fn gated_crew_with(
@@ -794,18 +810,10 @@ fn gated_crew_with(
     durable: impl FnOnce(Durable) -> Durable,
 ) -> Crew {
     let calls = refunds.clone();
-    let refund = Tool::dynamic(
-        "refund",
-        "Refunds an order",
-        json!({"type": "object"}),
-        move |_| {
-            calls.keep_key();
-            calls.ran();
-            Ok::<_, String>(json!("refunded"))
-        },
-    )
-    .with_annotations(ToolAnnotations::new().destructive(true))
-    .with_timeout(Duration::from_secs(1));
+    let refund = refund_tool(move |_| {
+        calls.keep_key();
+        calls.ran();
+    });
     let mut builder = refund_builder(store, llm, refund, timeout).async_hook_with(
         PRE_TOOL_CALL,
         HookOptions::new().name("approval-gate"),
@@ -1934,19 +1942,11 @@ fn counted_gate_crew_asking(
     let (before, after) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let refunded_with = Arc::new(Mutex::new(Vec::new()));
     let kept = Arc::clone(&refunded_with);
-    let refund = Tool::dynamic(
-        "refund",
-        "Refunds an order",
-        json!({"type": "object"}),
-        move |args| {
-            if let Ok(mut kept) = kept.lock() {
-                kept.push(args);
-            }
-            Ok::<_, String>(json!("refunded"))
-        },
-    )
-    .with_annotations(ToolAnnotations::new().destructive(true))
-    .with_timeout(Duration::from_secs(1));
+    let refund = refund_tool(move |args| {
+        if let Ok(mut kept) = kept.lock() {
+            kept.push(args);
+        }
+    });
     let counted = Arc::clone(&before);
     let counted_after = Arc::clone(&after);
     let crew = refund_builder(store, llm, refund, PATIENCE)
@@ -2068,17 +2068,9 @@ async fn a_service_withdrawing_its_open_questions_leaves_a_parked_kickoffs_quest
     let approvals = StoreApprovals::new(store.clone()).lease(Duration::from_secs(1));
     let refunds = Calls::default();
     let counted = refunds.clone();
-    let refund = Tool::dynamic(
-        "refund",
-        "Refunds an order",
-        json!({"type": "object"}),
-        move |_| {
-            counted.ran();
-            Ok::<_, String>(json!("refunded"))
-        },
-    )
-    .with_annotations(ToolAnnotations::new().destructive(true))
-    .with_timeout(Duration::from_secs(1));
+    let refund = refund_tool(move |_| {
+        counted.ran();
+    });
     let crew = refund_builder(&store, &one_refund(), refund, PATIENCE)
         .human_input(Arc::new(approvals.clone()))
         .async_hook_with(
@@ -2459,16 +2451,7 @@ async fn the_crew_builder_parks_a_durable_crew_told_before_or_after_it_is_made_d
     store: Store,
     _keep: Keep,
 ) {
-    let refund = || {
-        Tool::dynamic(
-            "refund",
-            "Refunds an order",
-            json!({"type": "object"}),
-            |_| Ok::<_, String>(json!("refunded")),
-        )
-        .with_annotations(ToolAnnotations::new().destructive(true))
-        .with_timeout(Duration::from_secs(1))
-    };
+    let refund = || refund_tool(|_| {});
     let durable = || {
         Durable::new(store.clone())
             .journal_key(JournalKey::generate().expect("a key"))
