@@ -55,13 +55,17 @@ use axum::{Json, Router};
 use crew_runtime::durable::{Durable, Resumer};
 use crew_runtime::guards::ApprovalGate;
 use crew_runtime::inbox::Inbox;
-use crew_runtime::llm::{LlmError, LlmRequest, ModelTurn};
+use crew_runtime::llm::LlmRequest;
 use crew_runtime::prelude::*;
 use crew_runtime::serde::{Deserialize, Serialize};
 use crew_runtime::store::journal::{JournalKey, KickoffId, KickoffStatus};
 use crew_runtime::store::{ApproverScope, QuestionStatus, Store, StoreApprovals};
 use crew_runtime::{Role, ToolAnnotations};
 use tokio::net::TcpListener;
+
+#[path = "support/replaying.rs"]
+mod replaying;
+use replaying::Replaying;
 use tokio::task::JoinHandle;
 
 /// The tool a person must approve.
@@ -156,7 +160,10 @@ impl Service {
         let durable = Durable::new(self.store.clone())
             .journal_key(key)
             .park_after(self.wait);
-        let desk = self.crew_with(Arc::new(DeskModel), Some(durable))?;
+        // One model for every kickoff: it reads the topic from the task in
+        // the conversation, and answers from where the conversation stands.
+        let model = Replaying(|request: &LlmRequest<'_>| research_plan(&topic_of(request)));
+        let desk = self.crew_with(Arc::new(model), Some(durable))?;
         self.desk = Some(desk);
         Ok(self)
     }
@@ -276,12 +283,6 @@ fn research_plan(topic: &str) -> ScriptedLlm {
         })
 }
 
-/// The durable desk's scripted model: one for every kickoff, so it reads
-/// the topic from the task in the conversation, and answers from where the
-/// conversation stands (a resumed kickoff replays the answers it had, so a
-/// process that takes a kickoff over asks for the turn after them).
-struct DeskModel;
-
 /// The topic of the task `Research {topic} and publish a short report`,
 /// as the conversation's first message states it.
 fn topic_of(request: &LlmRequest<'_>) -> String {
@@ -294,26 +295,6 @@ fn topic_of(request: &LlmRequest<'_>) -> String {
         .and_then(|(_, rest)| rest.split_once(" and publish"))
         .map_or("something", |(topic, _)| topic)
         .to_owned()
-}
-
-#[crew_runtime::async_trait]
-impl Llm for DeskModel {
-    fn name(&self) -> &str {
-        "scripted-desk"
-    }
-
-    async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
-        let plan = research_plan(&topic_of(request)).without_recording();
-        let taken = request
-            .messages
-            .iter()
-            .filter(|message| message.role == Role::Assistant)
-            .count();
-        for _ in 0..taken {
-            plan.complete(&LlmRequest::new(&[], &[])).await?;
-        }
-        plan.complete(request).await
-    }
 }
 
 /// An error as `POST /research` answers it: a status and `{"error": ..}`.

@@ -46,14 +46,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
+#[path = "support/replaying.rs"]
+mod replaying;
+
 use crew_runtime::crash_point;
 use crew_runtime::durable::{Durable, DurableError, Resumer};
 use crew_runtime::guards::ApprovalGate;
-use crew_runtime::llm::{Llm, LlmError, LlmRequest, ModelTurn};
+use crew_runtime::llm::LlmRequest;
 use crew_runtime::prelude::*;
 use crew_runtime::store::journal::{JournalKey, KickoffId, KickoffStatus};
 use crew_runtime::store::{Answer, ApproverScope, Decision, Store, StoreApprovals};
-use crew_runtime::{CurrentCall, Role, ToolAnnotations};
+use crew_runtime::{CurrentCall, ToolAnnotations};
+use replaying::Replaying;
 
 /// The crew's name, which its kickoffs are journaled under.
 const CREW: &str = "refunds";
@@ -266,7 +270,7 @@ fn refunds_crew(
     let support = Agent::builder("Support")
         .goal("Settle refund tickets")
         .tools(vec![lookup, refund])
-        .llm(Arc::new(Scripted))
+        .llm(Arc::new(Replaying(plan)))
         .build();
     let ticket = Task::builder("Settle the ticket about order {order}")
         .name("refund ticket")
@@ -329,43 +333,14 @@ fn refund(ledger: &Path, args: &Value) -> Result<Value, String> {
     )))
 }
 
-/// The scripted model, from where the conversation stands: a resumed
-/// kickoff's journal replays the answers it already had, so a process
-/// that takes a kickoff over asks for the turn after them. Each request
-/// plays the plan from its start and answers with the turn at the
-/// conversation's place (its number of assistant messages).
-struct Scripted;
-
-impl Scripted {
-    fn plan() -> ScriptedLlm {
-        ScriptedLlm::new()
-            .call("lookup", json!({"order": ORDER}))
-            .call("refund", json!({"order": ORDER, "amount": 42}))
-            .answer_with(|request| {
-                format!("Ticket settled: {}.", request.observations().join("; "))
-            })
-            .without_recording()
-    }
-}
-
-#[crew_runtime::async_trait]
-impl Llm for Scripted {
-    fn name(&self) -> &str {
-        "scripted"
-    }
-
-    async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
-        let plan = Scripted::plan();
-        let taken = request
-            .messages
-            .iter()
-            .filter(|message| message.role == Role::Assistant)
-            .count();
-        for _ in 0..taken {
-            plan.complete(&LlmRequest::new(&[], &[])).await?;
-        }
-        plan.complete(request).await
-    }
+/// The refund's plan, played from where the conversation stands (see
+/// [`Replaying`]): a process that takes a kickoff over asks for the turn
+/// after the answers its journal replays.
+fn plan(_: &LlmRequest<'_>) -> ScriptedLlm {
+    ScriptedLlm::new()
+        .call("lookup", json!({"order": ORDER}))
+        .call("refund", json!({"order": ORDER, "amount": 42}))
+        .answer_with(|request| format!("Ticket settled: {}.", request.observations().join("; ")))
 }
 
 /// `start`: journals a kickoff, runs it until its question waits for a
