@@ -789,6 +789,39 @@ impl Journal {
              step, wake, key_check, created_at, updated_at) \
              VALUES ($1, $2, $3, 'running', $4, 1, {now} + $5, 0, 0, $6, {now}, {now})",
         );
+        #[cfg(feature = "sqlite")]
+        if let Some(writer) = &self.store.inner.journal_writer {
+            // On the journal's own connection, as its appends (see
+            // `held_update`).
+            let sql = sql.replace('$', "?");
+            let values = (
+                id.to_string(),
+                crew_name.to_owned(),
+                fingerprint.to_owned(),
+                owner.to_owned(),
+                duration_millis(lease),
+                key_check,
+            );
+            writer
+                .run(move |connection| {
+                    let (id, crew_name, fingerprint, owner, lease, key_check) = &values;
+                    connection.prepare_cached(&sql)?.execute(rusqlite::params![
+                        id,
+                        crew_name,
+                        fingerprint,
+                        owner,
+                        lease,
+                        key_check
+                    ])
+                })
+                .await?;
+            self.store.file_still_there()?;
+            return Ok(Lease {
+                kickoff: id,
+                owner: owner.to_owned(),
+                epoch: 1,
+            });
+        }
         super::on_pool!(self.store, |pool| {
             sqlx::query(&sql)
                 .bind(id.to_string())
@@ -1204,6 +1237,46 @@ impl Journal {
     ) -> Result<Option<String>, JournalError> {
         let id = lease.kickoff.to_string();
         let returns = sql.contains("RETURNING");
+        #[cfg(feature = "sqlite")]
+        if let Some(writer) = &self.store.inner.journal_writer {
+            // On the journal's own connection, as its appends: a write
+            // through the pool may checkpoint the log the appends leave
+            // (milliseconds, an `fsync`) on the caller's path.
+            let sql = sql.replace('$', "?");
+            let owner = lease.owner.clone();
+            let epoch = lease.epoch;
+            let text = text.map(str::to_owned);
+            let changed = writer
+                .run(move |connection| {
+                    let mut statement = connection.prepare_cached(&sql)?;
+                    let mut rows = match (number, &text) {
+                        (Some(number), _) => {
+                            statement.query(rusqlite::params![id, owner, epoch, number])?
+                        }
+                        (None, Some(text)) => {
+                            statement.query(rusqlite::params![id, owner, epoch, text])?
+                        }
+                        (None, None) => statement.query(rusqlite::params![id, owner, epoch])?,
+                    };
+                    match rows.next()? {
+                        Some(row) if returns => Ok(Some(Some(row.get::<_, String>(0)?))),
+                        Some(_) => Ok(Some(None)),
+                        None if returns => Ok(None),
+                        None => {
+                            drop(rows);
+                            Ok((connection.changes() == 1).then_some(None))
+                        }
+                    }
+                })
+                .await?;
+            return match changed {
+                Some(first) => {
+                    self.store.file_still_there()?;
+                    Ok(first)
+                }
+                None => Err(self.lease_lost(lease).await),
+            };
+        }
         let changed: Option<Option<String>> = super::on_pool!(self.store, |pool| {
             let mut query = sqlx::query(sql)
                 .bind(&id)
@@ -1726,6 +1799,10 @@ impl Store {
     /// # }
     /// ```
     pub async fn purge(&self, id: &KickoffId) -> Result<u64, JournalError> {
+        #[cfg(feature = "sqlite")]
+        if let Some(writer) = &self.inner.journal_writer {
+            return self.purge_on(writer, id).await;
+        }
         let status = self.kickoff(id).await?.status;
         if !status.is_finished() {
             return Err(JournalError::NotFinished {
@@ -1754,6 +1831,68 @@ impl Store {
         });
         self.file_still_there()?;
         Ok(removed)
+    }
+
+    /// [`Store::purge`] on the journal's own connection (an SQLite file):
+    /// the status read, the entries removed and the row marked in one
+    /// transaction.
+    #[cfg(feature = "sqlite")]
+    async fn purge_on(
+        &self,
+        writer: &super::sqlite_journal::JournalWriter,
+        id: &KickoffId,
+    ) -> Result<u64, JournalError> {
+        let now = self.clock_sql();
+        let mark = format!(
+            "UPDATE crew_kickoffs SET purged_at = COALESCE(purged_at, {now}) WHERE id = ?1"
+        );
+        let text = id.to_string();
+        // Ok(removed); Err(None): no such kickoff; Err(Some(status)): it
+        // has not ended.
+        let purged = writer
+            .run(move |connection| {
+                let purged = super::sqlite_journal::transaction(connection, |connection| {
+                    let status: Option<String> = connection
+                        .prepare_cached("SELECT status FROM crew_kickoffs WHERE id = ?1")?
+                        .query_row([&text], |row| row.get(0))
+                        .map(Some)
+                        .or_else(|error| match error {
+                            rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                            other => Err(other),
+                        })?;
+                    let Some(status) = status else {
+                        return Ok(None);
+                    };
+                    let finished = status
+                        .parse::<KickoffStatus>()
+                        .is_ok_and(KickoffStatus::is_finished);
+                    if !finished {
+                        return Ok(Some(Err(Some(status))));
+                    }
+                    let removed = connection
+                        .prepare_cached("DELETE FROM crew_journal WHERE kickoff_id = ?1")?
+                        .execute([&text])?;
+                    connection.prepare_cached(&mark)?.execute([&text])?;
+                    Ok(Some(Ok(removed as u64)))
+                })?;
+                Ok(purged.unwrap_or(Err(None)))
+            })
+            .await?;
+        match purged {
+            Ok(removed) => {
+                self.file_still_there()?;
+                Ok(removed)
+            }
+            Err(None) => Err(JournalError::UnknownKickoff(*id)),
+            Err(Some(status)) => Err(JournalError::NotFinished {
+                kickoff: *id,
+                status: status.parse().map_err(|_| JournalError::Corrupt {
+                    kickoff: *id,
+                    seq: 0,
+                    why: format!("its status {status:?} is not one this program knows"),
+                })?,
+            }),
+        }
     }
 
     /// Purges the journals of every kickoff that finished before `before`
