@@ -29,7 +29,7 @@ use crew_runtime::store::Store;
 use crew_runtime::store::journal::JournalKey;
 
 const CALLS: usize = 200;
-const RUNS: usize = 7;
+const RUNS: usize = 25;
 const BODY: Duration = Duration::from_micros(200);
 
 fn fail(what: &str, error: impl std::fmt::Display) -> ! {
