@@ -959,9 +959,17 @@ impl Store {
                    lease_until, audit_trail, status, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, \
                    $9, $10, $11, $12, $13, $14, $15, $16, $17, 'pending', $18)";
         let prompt = prompt_text(request);
+        // Its announcements, one per channel in use (SPEC §14), written
+        // with it: a question is never asked unannounced, whatever
+        // becomes of this process.
+        let announce = "INSERT INTO crew_announcements (question_id, channel, told, attempts, \
+                        next_at, held_until, created_at, updated_at) \
+                        SELECT $1, name, NULL, 0, $2, 0, $2, $2 FROM crew_channels \
+                        WHERE disabled_at IS NULL";
         // A question written to a removed file would wait unseen.
         self.file_still_there()?;
         on_pool!(self, |pool| {
+            let mut transaction = pool.begin().await?;
             sqlx::query(sql)
                 .bind(id)
                 .bind(request.call_id.as_deref())
@@ -981,8 +989,14 @@ impl Store {
                 .bind(lease_until)
                 .bind(audit_trail)
                 .bind(request.reason.as_deref())
-                .execute(pool)
+                .execute(&mut *transaction)
                 .await?;
+            sqlx::query(announce)
+                .bind(id)
+                .bind(now)
+                .execute(&mut *transaction)
+                .await?;
+            transaction.commit().await?;
         });
         Ok(())
     }

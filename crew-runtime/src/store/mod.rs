@@ -43,6 +43,8 @@
 // Accounts hash passwords with argon2: only the inbox needs them.
 #[cfg(feature = "inbox")]
 mod accounts;
+#[cfg(feature = "channels")]
+mod announcements;
 mod approvals;
 #[cfg(feature = "audit")]
 pub(crate) mod audit;
@@ -74,6 +76,10 @@ pub(crate) use accounts::ThrottleRule;
 pub(crate) use accounts::same_secret;
 #[cfg(feature = "inbox")]
 pub use accounts::{Approver, ApproverScope, Credential, Which};
+#[cfg(feature = "channels")]
+pub use announcements::Announcement;
+#[cfg(feature = "channels")]
+pub(crate) use announcements::Due;
 #[cfg(feature = "audit")]
 pub(crate) use approvals::QuestionRecords;
 pub use approvals::{
@@ -112,6 +118,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         8,
         "kickoff_questions",
         include_str!("migrations/0008_kickoff_questions.sql"),
+    ),
+    (
+        9,
+        "announcements",
+        include_str!("migrations/0009_announcements.sql"),
     ),
 ];
 

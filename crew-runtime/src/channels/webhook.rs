@@ -1,0 +1,243 @@
+//! The webhook channel: a JSON POST signed the Standard Webhooks way.
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::{Channel, ChannelError, Delivered, Notice};
+use crate::store::QuestionStatus;
+
+/// Announces questions to a URL, for bots and paging tools: a JSON POST
+/// signed the [Standard Webhooks](https://www.standardwebhooks.com/) way
+/// (`webhook-id`, `webhook-timestamp`, `webhook-signature`), with the
+/// secret given as `whsec_` and base64. The receiver answers a question
+/// through the inbox's JSON API with a bearer token bound to an approver
+/// account, whose scopes and requester rule apply.
+///
+/// The body is `{"type", "timestamp", "data"}`: `type` is
+/// `approval.requested` for a new question and `approval.updated` when it
+/// was answered, expired or withdrawn; `data` holds the question (id,
+/// status, tool, redacted arguments, agent, task, crew, requester, prompt,
+/// reason, deadline in ms since the Unix epoch) and, once answered, who
+/// decided (`decided_by`, `decision`). A message's id is the question's id
+/// and status: a retried message keeps it, so a receiver can drop repeats.
+/// A 2xx answer is a delivery; a 429 or 503 with `Retry-After` is tried
+/// again then; anything else is tried again with the announcer's backoff.
+///
+/// The secret never shows: not in `Debug`, nor in an error.
+///
+/// ```
+/// use crew_runtime::channels::Webhook;
+///
+/// let pager = Webhook::new("pager", "http://pager.internal/hooks", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")?;
+/// assert!(!format!("{pager:?}").contains("MfKQ9r8"));
+/// # Ok::<(), crew_runtime::channels::ChannelError>(())
+/// ```
+pub struct Webhook {
+    name: String,
+    url: reqwest::Url,
+    signer: standardwebhooks::Webhook,
+    client: reqwest::Client,
+}
+
+impl fmt::Debug for Webhook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Webhook")
+            .field("name", &self.name)
+            .field("url", &self.url.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long a receiver has to answer, unless told otherwise.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Webhook {
+    /// A webhook named `name` posting to `url` (http, or https with the
+    /// feature `tls`), signed with `secret` (`whsec_` and base64, as
+    /// Standard Webhooks gives them; at least 24 bytes once decoded).
+    ///
+    /// Errors: a malformed URL, a secret that is not base64 or too short.
+    /// The error never holds the secret.
+    ///
+    /// ```
+    /// use crew_runtime::channels::Webhook;
+    /// assert!(Webhook::new("pager", "http://pager.internal/hooks", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").is_ok());
+    /// let error = Webhook::new("pager", "http://pager.internal/hooks", "whsec_not*base64").unwrap_err();
+    /// assert!(!error.to_string().contains("not*base64"));
+    /// ```
+    pub fn new(name: &str, url: &str, secret: &str) -> Result<Self, ChannelError> {
+        let url = reqwest::Url::parse(url)
+            .map_err(|error| ChannelError::new(format!("webhook {name}: bad URL: {error}")))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(ChannelError::new(format!(
+                "webhook {name}: the URL must be http or https, not {}",
+                url.scheme()
+            )));
+        }
+        let encoded = secret.strip_prefix("whsec_").unwrap_or(secret);
+        let key = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, encoded)
+            .map_err(|_| {
+                ChannelError::new(format!(
+                    "webhook {name}: the secret is not `whsec_` followed by base64"
+                ))
+            })?;
+        if key.len() < 24 {
+            return Err(ChannelError::new(format!(
+                "webhook {name}: the secret is {} bytes; at least 24 are needed",
+                key.len()
+            )));
+        }
+        let signer = standardwebhooks::Webhook::from_bytes(key)
+            .map_err(|_| ChannelError::new(format!("webhook {name}: the secret is refused")))?;
+        let client = reqwest::Client::builder()
+            .timeout(TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|error| ChannelError::new(format!("webhook {name}: {error}")))?;
+        Ok(Webhook {
+            name: name.to_owned(),
+            url,
+            signer,
+            client,
+        })
+    }
+
+    /// Gives a receiver `timeout` to answer (10 s unless set).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use crew_runtime::channels::Webhook;
+    /// let pager = Webhook::new("pager", "http://pager.internal/hooks", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")?
+    ///     .timeout(Duration::from_secs(3))?;
+    /// # let _ = pager;
+    /// # Ok::<(), crew_runtime::channels::ChannelError>(())
+    /// ```
+    pub fn timeout(mut self, timeout: Duration) -> Result<Self, ChannelError> {
+        self.client = reqwest::Client::builder()
+            .timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|error| ChannelError::new(format!("webhook {}: {error}", self.name)))?;
+        Ok(self)
+    }
+
+    async fn post(&self, notice: &Notice) -> Result<Delivered, ChannelError> {
+        let question = &notice.question;
+        let kind = if notice.told.is_none() && question.status == QuestionStatus::Pending {
+            "approval.requested"
+        } else {
+            "approval.updated"
+        };
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let timestamp = i64::try_from(now.as_secs()).unwrap_or(i64::MAX);
+        let at = time::OffsetDateTime::from_unix_timestamp(timestamp)
+            .ok()
+            .and_then(|at| {
+                at.format(&time::format_description::well_known::Rfc3339)
+                    .ok()
+            })
+            .unwrap_or_default();
+        let body = json!({
+            "type": kind,
+            "timestamp": at,
+            "data": data(notice),
+        });
+        let body = serde_json::to_vec(&body)
+            .map_err(|error| ChannelError::new(format!("webhook {}: {error}", self.name)))?;
+        let id = format!("{}.{}", question.id, question.status);
+        let signature = self
+            .signer
+            .sign(&id, timestamp, &body)
+            .map_err(|_| ChannelError::new(format!("webhook {}: signing failed", self.name)))?;
+        let response = self
+            .client
+            .post(self.url.clone())
+            .header("content-type", "application/json")
+            .header(standardwebhooks::HEADER_WEBHOOK_ID, &id)
+            .header(
+                standardwebhooks::HEADER_WEBHOOK_TIMESTAMP,
+                timestamp.to_string(),
+            )
+            .header(standardwebhooks::HEADER_WEBHOOK_SIGNATURE, signature)
+            .body(body)
+            .send()
+            .await
+            .map_err(|error| {
+                // What failed, down to its cause (a refused connection, a
+                // timeout); never the URL, which may carry a token.
+                let error = error.without_url();
+                let mut text = error.to_string();
+                let mut source = std::error::Error::source(&error);
+                while let Some(cause) = source {
+                    text.push_str(": ");
+                    text.push_str(&cause.to_string());
+                    source = cause.source();
+                }
+                ChannelError::new(format!("webhook {}: {text}", self.name))
+            })?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(Delivered::default());
+        }
+        let mut error = ChannelError::new(format!(
+            "webhook {}: the receiver answered {status}",
+            self.name
+        ));
+        if matches!(status.as_u16(), 429 | 503)
+            && let Some(after) = response
+                .headers()
+                .get("retry-after")
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.trim().parse::<u64>().ok())
+        {
+            error = error.retry_after(Duration::from_secs(after.min(3600)));
+        }
+        Err(error)
+    }
+}
+
+impl Channel for Webhook {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> &'static str {
+        "webhook"
+    }
+
+    fn deliver<'a>(&'a self, notice: &'a Notice) -> BoxFuture<'a, Result<Delivered, ChannelError>> {
+        Box::pin(self.post(notice))
+    }
+}
+
+/// The question as a webhook's `data`.
+fn data(notice: &Notice) -> Value {
+    let question = &notice.question;
+    let millis = |time: SystemTime| {
+        time.duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis())
+    };
+    let mut data = json!({
+        "question": question.id,
+        "status": question.status.as_str(),
+        "tool": question.tool,
+        "arguments": question.arguments,
+        "agent": question.agent,
+        "task": question.task,
+        "crew": question.crew,
+        "requester": question.requester,
+        "prompt": question.prompt,
+        "reason": question.reason,
+        "deadline": millis(question.deadline),
+    });
+    if let (Some(answer), Value::Object(map)) = (&question.answer, &mut data) {
+        map.insert("decided_by".into(), json!(answer.approver));
+        map.insert("decision".into(), json!(answer.decision));
+    }
+    data
+}

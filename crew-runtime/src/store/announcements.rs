@@ -1,0 +1,272 @@
+//! The outbox of announcements (SPEC §14): what the store keeps so that
+//! any replica delivers each question to the channels, once per change of
+//! the question, whatever becomes of the process that asked.
+
+use super::{QuestionStatus, Store, StoreError, on_pool};
+
+/// One announcement due: a question whose channel has not been told its
+/// status yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Due {
+    pub question: String,
+    pub channel: String,
+    /// The status the channel was last told (none: never announced).
+    pub told: Option<QuestionStatus>,
+    /// The failed attempts in a row so far.
+    pub attempts: u32,
+    /// What the channel answered when it was first told.
+    pub reference: Option<String>,
+}
+
+/// Where an announcement stands, as the store keeps it.
+///
+/// ```no_run
+/// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+/// for announcement in store.announcements("3f0c…").await? {
+///     println!("{}: told {:?}, {} failed attempts", announcement.channel, announcement.told, announcement.attempts);
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Announcement {
+    /// The question announced.
+    pub question: String,
+    /// The channel's name.
+    pub channel: String,
+    /// The question's status the channel was last told; `None` while the
+    /// question has not reached it.
+    pub told: Option<QuestionStatus>,
+    /// Failed attempts in a row (0 after a delivery).
+    pub attempts: u32,
+    /// Why the last attempt failed, while the announcement is not
+    /// delivered.
+    pub last_error: Option<String>,
+    /// Whether delivery stopped after too many failures (the question
+    /// still waits in the inbox).
+    pub gave_up: bool,
+}
+
+/// A due announcement as read: question, channel, told, attempts,
+/// reference.
+type DueRow = (String, String, Option<String>, i64, Option<String>);
+
+/// An announcement as read: question, channel, told, attempts, last error,
+/// when delivery stopped.
+type AnnouncementRow = (
+    String,
+    String,
+    Option<String>,
+    i64,
+    Option<String>,
+    Option<i64>,
+);
+
+fn status(text: Option<String>) -> Option<QuestionStatus> {
+    text.and_then(|text| text.parse().ok())
+}
+
+fn count(value: i64) -> u32 {
+    u32::try_from(value.max(0)).unwrap_or(u32::MAX)
+}
+
+impl Store {
+    /// Names `name` as a channel of kind `kind` that questions are
+    /// announced on: each question asked from now on is written with an
+    /// announcement for it. Naming it again enables it again.
+    pub(crate) async fn register_channel(&self, name: &str, kind: &str) -> Result<(), StoreError> {
+        let now = self.now();
+        let sql = "INSERT INTO crew_channels (name, kind, created_at) VALUES ($1, $2, $3) \
+                   ON CONFLICT (name) DO UPDATE SET kind = excluded.kind, disabled_at = NULL";
+        self.file_still_there()?;
+        on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(name)
+                .bind(kind)
+                .bind(now)
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// The announcements due now on `channels`: never announced, or told
+    /// a status the question has left; not held by a replica, not waiting
+    /// for their next attempt; at most `limit`, the longest waiting first.
+    pub(crate) async fn due_announcements(
+        &self,
+        channels: &[&str],
+        limit: usize,
+    ) -> Result<Vec<Due>, StoreError> {
+        if channels.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = self.now();
+        let names = (0..channels.len())
+            .map(|i| format!("${}", i + 3))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT a.question_id, a.channel, a.told, a.attempts, a.reference \
+             FROM crew_announcements a JOIN crew_approvals q ON q.id = a.question_id \
+             WHERE a.gave_up_at IS NULL AND a.next_at <= $1 AND a.held_until <= $1 \
+             AND (a.told IS NULL OR a.told <> q.status) AND a.channel IN ({names}) \
+             ORDER BY a.next_at, a.question_id LIMIT $2"
+        );
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows: Vec<DueRow> = on_pool!(self, |pool| {
+            let mut query = sqlx::query_as(&sql).bind(now).bind(limit);
+            for channel in channels {
+                query = query.bind(*channel);
+            }
+            query.fetch_all(pool).await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(|(question, channel, told, attempts, reference)| Due {
+                question,
+                channel,
+                told: status(told),
+                attempts: count(attempts),
+                reference,
+            })
+            .collect())
+    }
+
+    /// Takes announcement (`question`, `channel`) for `holder` until
+    /// `hold_ms` from now, if it is still due and no other replica holds
+    /// it: whether it was taken. One taker among racing replicas, and none
+    /// once one has told the channel (a replica that found it due before
+    /// then takes nothing).
+    pub(crate) async fn hold_announcement(
+        &self,
+        question: &str,
+        channel: &str,
+        holder: &str,
+        hold_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let now = self.now();
+        let sql = "UPDATE crew_announcements SET holder = $3, held_until = $4 + $5, updated_at = $4 \
+                   WHERE question_id = $1 AND channel = $2 AND held_until <= $4 AND next_at <= $4 \
+                   AND gave_up_at IS NULL AND (told IS NULL OR told <> \
+                   (SELECT q.status FROM crew_approvals q WHERE q.id = question_id))";
+        let taken = on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(question)
+                .bind(channel)
+                .bind(holder)
+                .bind(now)
+                .bind(hold_ms)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(taken == 1)
+    }
+
+    /// Records that `holder` told the channel status `told` (and what the
+    /// channel answered, kept when `None`), and lets the announcement go.
+    pub(crate) async fn announced(
+        &self,
+        question: &str,
+        channel: &str,
+        holder: &str,
+        told: QuestionStatus,
+        reference: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let now = self.now();
+        let sql = "UPDATE crew_announcements SET told = $4, attempts = 0, next_at = $5, \
+                   holder = NULL, held_until = 0, last_error = NULL, \
+                   reference = COALESCE($6, reference), updated_at = $5 \
+                   WHERE question_id = $1 AND channel = $2 AND holder = $3";
+        on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(question)
+                .bind(channel)
+                .bind(holder)
+                .bind(told.as_str())
+                .bind(now)
+                .bind(reference)
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// Records a failed attempt of `holder`: the next at `retry_in_ms`
+    /// from now, or none (`give_up`).
+    pub(crate) async fn announcement_failed(
+        &self,
+        question: &str,
+        channel: &str,
+        holder: &str,
+        error: &str,
+        retry_in_ms: i64,
+        give_up: bool,
+    ) -> Result<(), StoreError> {
+        let now = self.now();
+        let sql = "UPDATE crew_announcements SET attempts = attempts + 1, next_at = $5 + $6, \
+                   holder = NULL, held_until = 0, last_error = $4, updated_at = $5, \
+                   gave_up_at = CASE WHEN $7 = 1 THEN $5 ELSE NULL END \
+                   WHERE question_id = $1 AND channel = $2 AND holder = $3";
+        on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(question)
+                .bind(channel)
+                .bind(holder)
+                .bind(error)
+                .bind(now)
+                .bind(retry_in_ms)
+                .bind(i64::from(give_up))
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// The audit trail question `id` was asked under, if its process named
+    /// one.
+    #[cfg(feature = "audit")]
+    pub(crate) async fn trail_of(&self, id: &str) -> Result<Option<String>, StoreError> {
+        let sql = "SELECT audit_trail FROM crew_approvals WHERE id = $1";
+        Ok(on_pool!(self, |pool| {
+            sqlx::query_scalar::<_, Option<String>>(sql)
+                .bind(id)
+                .fetch_optional(pool)
+                .await?
+                .flatten()
+        }))
+    }
+
+    /// The announcements of question `id`, one per channel, by channel
+    /// name.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), crew_runtime::store::StoreError> {
+    /// let announcements = store.announcements("3f0c…").await?;
+    /// assert!(announcements.iter().all(|a| !a.gave_up));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn announcements(&self, id: &str) -> Result<Vec<Announcement>, StoreError> {
+        let sql = "SELECT question_id, channel, told, attempts, last_error, gave_up_at \
+                   FROM crew_announcements WHERE question_id = $1 ORDER BY channel";
+        let rows: Vec<AnnouncementRow> = on_pool!(self, |pool| {
+            sqlx::query_as(sql).bind(id).fetch_all(pool).await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(
+                |(question, channel, told, attempts, last_error, gave_up_at)| Announcement {
+                    question,
+                    channel,
+                    told: status(told),
+                    attempts: count(attempts),
+                    last_error,
+                    gave_up: gave_up_at.is_some(),
+                },
+            )
+            .collect())
+    }
+}

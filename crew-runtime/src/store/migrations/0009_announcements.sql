@@ -1,0 +1,40 @@
+-- Announcements of questions on the channels where approvers are (SPEC
+-- §14): an outbox. Each channel an announcer delivers on is named here
+-- (its kind only; its URL, token or secret stay in the announcer's
+-- configuration), and a new question is written with one announcement
+-- per channel, in the same transaction. Any replica delivers them.
+CREATE TABLE crew_channels (
+    name TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    disabled_at BIGINT
+);
+
+-- told: the question's status the channel was last told (NULL: not yet
+--   announced). An announcement is due while it differs from the
+--   question's status: asked, then answered, expired or withdrawn.
+-- attempts, next_at: the failed attempts in a row, and when to try next
+--   (backoff, or what the channel asked for, as Slack's Retry-After).
+-- holder, held_until: the replica delivering it now; another takes it
+--   over only once held_until has passed.
+-- reference: what the channel answered (a Slack message's place), for
+--   the updates.
+-- gave_up_at: delivery stopped after too many failures; the question
+--   still waits in the inbox.
+CREATE TABLE crew_announcements (
+    question_id TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    told TEXT,
+    attempts BIGINT NOT NULL,
+    next_at BIGINT NOT NULL,
+    holder TEXT,
+    held_until BIGINT NOT NULL,
+    last_error TEXT,
+    reference TEXT,
+    gave_up_at BIGINT,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (question_id, channel)
+);
+
+CREATE INDEX crew_announcements_due ON crew_announcements (gave_up_at, next_at);
