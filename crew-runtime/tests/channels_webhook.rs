@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use crew_runtime::audit::{self, AuditTrail};
 use crew_runtime::channels::{AnnouncementFailed, Announcer, Webhook};
-use crew_runtime::store::{Answer, Decision, Question, QuestionStatus, Store, StoreApprovals};
+use crew_runtime::store::{
+    Answer, ApproverScope, Decision, Question, QuestionStatus, Store, StoreApprovals,
+};
 use crew_runtime::{HumanAnswer, HumanInputError, HumanInputRequest, HumanInputSource};
 use hooks_core::{Event, EventBus};
 use serde_json::{Value, json};
@@ -452,7 +454,138 @@ async fn a_question_asked_before_any_channel_is_named_is_not_announced(store: St
     );
 }
 
+/// Waits until the receiver holds `count` messages: them.
+async fn messages(receiver: &Receiver, count: usize) -> Vec<Value> {
+    let started = Instant::now();
+    loop {
+        let messages = receiver.messages();
+        if messages.len() >= count {
+            return messages;
+        }
+        assert!(started.elapsed() < PATIENCE, "{} messages", messages.len());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `crew-inbox serve` with `args` on a free port: the process, and where it
+/// serves.
+fn serve_inbox(args: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_crew-inbox"))
+        .arg("serve")
+        .args(["--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("crew-inbox starts");
+    let stderr = child.stderr.take().expect("its standard error");
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let origin = loop {
+        let line = lines
+            .next()
+            .expect("crew-inbox says where it serves")
+            .expect("a line");
+        if let Some(at) = line.find("http://") {
+            break line[at..]
+                .split_whitespace()
+                .next()
+                .expect("an address")
+                .to_owned();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, origin)
+}
+
+async fn a_bot_told_by_the_inboxs_webhook_answers_through_its_api_and_hears_the_outcome(
+    store: Store,
+    keep: Keep,
+) {
+    let receiver = Receiver::start().await;
+    let dir = tempfile::tempdir().expect("a directory");
+    let secret = dir.path().join("pager.secret");
+    std::fs::write(&secret, format!("{SECRET}\n")).expect("the secret's file");
+    let (mut inbox, origin) = serve_inbox(&[
+        "--store",
+        &keep.url,
+        "--public-origin",
+        "https://approvals.example.com",
+        "--webhook",
+        &format!("pager={}", receiver.url),
+        "--webhook-secret-file",
+        &format!("pager={}", secret.display()),
+    ]);
+    store
+        .add_approver("pagerbot", None, ApproverScope::everything())
+        .await
+        .expect("the bot's approver");
+    let token = store.issue_api_token("pagerbot").await.expect("a token");
+    // The inbox names its channel in the store before it says where it
+    // serves: this question is announced.
+    let waiting = ask(&StoreApprovals::new(store.clone()));
+    let question = pending(&store, 1).await.remove(0);
+
+    let told = messages(&receiver, 1).await;
+    assert_eq!(told[0]["type"], "approval.requested");
+    assert_eq!(told[0]["data"]["question"], question.id.as_str());
+    assert_eq!(
+        told[0]["data"]["inbox"],
+        format!("https://approvals.example.com/questions/{}", question.id)
+    );
+    let decided = reqwest::Client::new()
+        .post(format!("{origin}/api/approvals/{}/decision", question.id))
+        .bearer_auth(&token)
+        .json(&json!({"decision": "approve", "comment": "paged and checked"}))
+        .send()
+        .await
+        .expect("the API answers");
+    assert!(decided.status().is_success(), "{}", decided.status());
+    let answer = tokio::time::timeout(PATIENCE, waiting)
+        .await
+        .expect("answered in time")
+        .expect("no panic")
+        .expect("an answer");
+    assert_eq!(answer.answered_by.as_deref(), Some("pagerbot"));
+    let told = messages(&receiver, 2).await;
+    assert_eq!(told[1]["type"], "approval.updated");
+    assert_eq!(told[1]["data"]["status"], "approved");
+    assert_eq!(told[1]["data"]["decided_by"], "pagerbot");
+    let _ = inbox.kill();
+    let _ = inbox.wait();
+}
+
+#[test]
+fn the_inbox_refuses_a_webhook_without_its_secret_and_never_shows_one() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let url = format!("sqlite://{}", dir.path().join("store.db").display());
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_crew-inbox"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--store", &url])
+            .args(args)
+            .output()
+            .expect("crew-inbox runs");
+        assert!(!output.status.success(), "refused");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let said = run(&["--webhook", "pager=http://127.0.0.1:9/hooks"]);
+    assert!(said.contains("--webhook-secret-file pager=PATH"), "{said}");
+    let secret = dir.path().join("bad.secret");
+    std::fs::write(&secret, "whsec_c2hvcnQ=").expect("a file");
+    let said = run(&[
+        "--webhook",
+        "pager=http://127.0.0.1:9/hooks",
+        "--webhook-secret-file",
+        &format!("pager={}", secret.display()),
+    ]);
+    assert!(said.contains("at least 24"), "{said}");
+    assert!(!said.contains("c2hvcnQ"), "{said}");
+    let said = run(&["--webhook", "no name"]);
+    assert!(said.contains("NAME=VALUE"), "{said}");
+}
+
 on_both_stores!(
+    a_bot_told_by_the_inboxs_webhook_answers_through_its_api_and_hears_the_outcome,
     a_question_is_announced_on_a_signed_webhook_and_updated_once_answered,
     a_failing_webhook_never_blocks_or_answers_and_its_failure_is_recorded,
     a_webhook_that_keeps_failing_is_given_up_and_the_question_still_waits,

@@ -20,8 +20,9 @@ use crate::store::QuestionStatus;
 /// `approval.requested` for a new question and `approval.updated` when it
 /// was answered, expired or withdrawn; `data` holds the question (id,
 /// status, tool, redacted arguments, agent, task, crew, requester, prompt,
-/// reason, deadline in ms since the Unix epoch) and, once answered, who
-/// decided (`decided_by`, `decision`). A message's id is the question's id
+/// reason, deadline in ms since the Unix epoch), its page in the inbox
+/// (`inbox`, with [`Webhook::inbox`]) and, once answered, who decided
+/// (`decided_by`, `decision`). A message's id is the question's id
 /// and status: a retried message keeps it, so a receiver can drop repeats.
 /// A 2xx answer is a delivery; a 429 or 503 with `Retry-After` is tried
 /// again then; anything else is tried again with the announcer's backoff.
@@ -40,6 +41,8 @@ pub struct Webhook {
     url: reqwest::Url,
     signer: standardwebhooks::Webhook,
     client: reqwest::Client,
+    /// The inbox's public origin, for each question's link.
+    inbox: Option<String>,
 }
 
 impl fmt::Debug for Webhook {
@@ -102,7 +105,23 @@ impl Webhook {
             url,
             signer,
             client,
+            inbox: None,
         })
+    }
+
+    /// Links each question to its page in the inbox served at `origin`
+    /// (`data.inbox`: `{origin}/questions/{id}`).
+    ///
+    /// ```
+    /// use crew_runtime::channels::Webhook;
+    /// let pager = Webhook::new("pager", "http://pager.internal/hooks", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")?
+    ///     .inbox("https://approvals.example.com");
+    /// # let _ = pager;
+    /// # Ok::<(), crew_runtime::channels::ChannelError>(())
+    /// ```
+    pub fn inbox(mut self, origin: &str) -> Self {
+        self.inbox = Some(origin.trim_end_matches('/').to_owned());
+        self
     }
 
     /// Gives a receiver `timeout` to answer (10 s unless set).
@@ -145,7 +164,7 @@ impl Webhook {
         let body = json!({
             "type": kind,
             "timestamp": at,
-            "data": data(notice),
+            "data": data(notice, self.inbox.as_deref()),
         });
         let body = serde_json::to_vec(&body)
             .map_err(|error| ChannelError::new(format!("webhook {}: {error}", self.name)))?;
@@ -215,8 +234,8 @@ impl Channel for Webhook {
     }
 }
 
-/// The question as a webhook's `data`.
-fn data(notice: &Notice) -> Value {
+/// The question as a webhook's `data`, linked to the inbox at `inbox`.
+fn data(notice: &Notice, inbox: Option<&str>) -> Value {
     let question = &notice.question;
     let millis = |time: SystemTime| {
         time.duration_since(UNIX_EPOCH)
@@ -235,9 +254,17 @@ fn data(notice: &Notice) -> Value {
         "reason": question.reason,
         "deadline": millis(question.deadline),
     });
-    if let (Some(answer), Value::Object(map)) = (&question.answer, &mut data) {
-        map.insert("decided_by".into(), json!(answer.approver));
-        map.insert("decision".into(), json!(answer.decision));
+    if let Value::Object(map) = &mut data {
+        if let Some(answer) = &question.answer {
+            map.insert("decided_by".into(), json!(answer.approver));
+            map.insert("decision".into(), json!(answer.decision));
+        }
+        if let Some(origin) = inbox {
+            map.insert(
+                "inbox".into(),
+                json!(format!("{origin}/questions/{}", question.id)),
+            );
+        }
     }
     data
 }

@@ -173,6 +173,31 @@ struct Serve {
     /// Connections held open at once [default: 512]
     #[arg(long, value_name = "N", value_parser = at_least_one)]
     max_connections: Option<usize>,
+    /// Announce every question to a webhook, signed the Standard Webhooks way (repeatable); its secret is named by --webhook-secret-file
+    #[cfg(feature = "channels")]
+    #[arg(long = "webhook", value_name = "NAME=URL", value_parser = named)]
+    webhooks: Vec<(String, String)>,
+    /// The file holding a webhook's signing secret (whsec_…), one per --webhook
+    #[cfg(feature = "channels")]
+    #[arg(long = "webhook-secret-file", value_name = "NAME=PATH", value_parser = named)]
+    webhook_secrets: Vec<(String, String)>,
+}
+
+/// `--webhook`, `--webhook-secret-file`: `NAME=VALUE`, the name a word of
+/// letters, digits, `-` and `_`.
+#[cfg(feature = "channels")]
+fn named(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| "give NAME=VALUE".to_owned())?;
+    let word = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !word || value.is_empty() {
+        return Err("give NAME=VALUE, the name of letters, digits, - and _".to_owned());
+    }
+    Ok((name.to_owned(), value.to_owned()))
 }
 
 /// `crew-inbox add-approver`.
@@ -234,6 +259,10 @@ enum Failure {
         "crew-inbox runs its own async runtime: call it outside one (from a thread of your own, not from async code)"
     )]
     InsideARuntime,
+    /// A channel that cannot be set up (its text never holds a secret).
+    #[cfg(feature = "channels")]
+    #[error("{0}")]
+    Channel(String),
 }
 
 impl From<std::io::Error> for Failure {
@@ -553,6 +582,11 @@ async fn run_serve(serve: &Serve, err: &mut impl Write) -> Result<(), Failure> {
     if let Some(origin) = &serve.public_origin {
         inbox = inbox.public_origin(origin.clone());
     }
+    #[cfg(feature = "channels")]
+    if let Some(announcer) = announcer(serve, &store)? {
+        announcer.register().await?;
+        tokio::spawn(announcer.run(std::future::pending()));
+    }
     writeln!(
         err,
         "crew-inbox: serving the approvals of {} on http://{bound}{}",
@@ -566,6 +600,49 @@ async fn run_serve(serve: &Serve, err: &mut impl Write) -> Result<(), Failure> {
     // Whoever started the inbox waits for this line to know where it is.
     err.flush()?;
     inbox.serve(listener).await.map_err(Failure::Stopped)
+}
+
+/// The announcer of `serve`'s webhooks, if it names any: each with the
+/// secret of its `--webhook-secret-file`, linking to the inbox at its
+/// public origin.
+#[cfg(feature = "channels")]
+fn announcer(
+    serve: &Serve,
+    store: &crate::store::Store,
+) -> Result<Option<crate::channels::Announcer>, Failure> {
+    use crate::channels::{Announcer, Webhook};
+    if serve.webhooks.is_empty() && serve.webhook_secrets.is_empty() {
+        return Ok(None);
+    }
+    let mut announcer = Announcer::new(store.clone());
+    for (name, url) in &serve.webhooks {
+        let Some((_, path)) = serve.webhook_secrets.iter().find(|(of, _)| of == name) else {
+            return Err(Failure::Channel(format!(
+                "the webhook {name} has no secret: give --webhook-secret-file {name}=PATH"
+            )));
+        };
+        let secret = std::fs::read_to_string(path).map_err(|error| {
+            Failure::Channel(format!(
+                "cannot read the secret of the webhook {name} from {path}: {error}"
+            ))
+        })?;
+        let mut webhook = Webhook::new(name, url, secret.trim())
+            .map_err(|error| Failure::Channel(error.to_string()))?;
+        if let Some(origin) = &serve.public_origin {
+            webhook = webhook.inbox(origin);
+        }
+        announcer = announcer.channel(webhook);
+    }
+    if let Some((name, _)) = serve
+        .webhook_secrets
+        .iter()
+        .find(|(name, _)| !serve.webhooks.iter().any(|(of, _)| of == name))
+    {
+        return Err(Failure::Channel(format!(
+            "--webhook-secret-file names {name}, which no --webhook names"
+        )));
+    }
+    Ok(Some(announcer))
 }
 
 async fn add_approver<R: BufRead, O: Write, E: Write>(
