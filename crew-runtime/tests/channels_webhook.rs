@@ -467,37 +467,6 @@ async fn messages(receiver: &Receiver, count: usize) -> Vec<Value> {
     }
 }
 
-/// `crew-inbox serve` with `args` on a free port: the process, and where it
-/// serves.
-fn serve_inbox(args: &[&str]) -> (std::process::Child, String) {
-    use std::io::BufRead;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_crew-inbox"))
-        .arg("serve")
-        .args(["--listen", "127.0.0.1:0"])
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("crew-inbox starts");
-    let stderr = child.stderr.take().expect("its standard error");
-    let mut lines = std::io::BufReader::new(stderr).lines();
-    let origin = loop {
-        let line = lines
-            .next()
-            .expect("crew-inbox says where it serves")
-            .expect("a line");
-        if let Some(at) = line.find("http://") {
-            break line[at..]
-                .split_whitespace()
-                .next()
-                .expect("an address")
-                .to_owned();
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
-    (child, origin)
-}
-
 async fn a_bot_told_by_the_inboxs_webhook_answers_through_its_api_and_hears_the_outcome(
     store: Store,
     keep: Keep,
@@ -506,16 +475,19 @@ async fn a_bot_told_by_the_inboxs_webhook_answers_through_its_api_and_hears_the_
     let dir = tempfile::tempdir().expect("a directory");
     let secret = dir.path().join("pager.secret");
     std::fs::write(&secret, format!("{SECRET}\n")).expect("the secret's file");
-    let (mut inbox, origin) = serve_inbox(&[
-        "--store",
+    let inbox = support::serve_inbox(
+        env!("CARGO_BIN_EXE_crew-inbox"),
         &keep.url,
-        "--public-origin",
-        "https://approvals.example.com",
-        "--webhook",
-        &format!("pager={}", receiver.url),
-        "--webhook-secret-file",
-        &format!("pager={}", secret.display()),
-    ]);
+        &[
+            "--public-origin",
+            "https://approvals.example.com",
+            "--webhook",
+            &format!("pager={}", receiver.url),
+            "--webhook-secret-file",
+            &format!("pager={}", secret.display()),
+        ],
+    );
+    let origin = inbox.origin.clone();
     store
         .add_approver("pagerbot", None, ApproverScope::everything())
         .await
@@ -551,8 +523,7 @@ async fn a_bot_told_by_the_inboxs_webhook_answers_through_its_api_and_hears_the_
     assert_eq!(told[1]["type"], "approval.updated");
     assert_eq!(told[1]["data"]["status"], "approved");
     assert_eq!(told[1]["data"]["decided_by"], "pagerbot");
-    let _ = inbox.kill();
-    let _ = inbox.wait();
+    drop(inbox);
 }
 
 #[test]

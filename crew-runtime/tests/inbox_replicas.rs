@@ -11,8 +11,8 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crew_runtime::store::{Store, StoreApprovals};
@@ -27,44 +27,11 @@ fn crew_inbox() -> Command {
 }
 
 /// A running `crew-inbox serve`, stopped when dropped.
-struct Replica {
-    child: Child,
-    origin: String,
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+type Replica = support::ServedInbox;
 
 /// Starts `crew-inbox serve` on a free port of 127.0.0.1.
 fn start_replica(url: &str) -> Replica {
-    let mut child = crew_inbox()
-        .args(["serve", "--store", url, "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("crew-inbox starts");
-    let stderr = child.stderr.take().expect("its standard error");
-    let mut lines = BufReader::new(stderr).lines();
-    let origin = loop {
-        let line = lines
-            .next()
-            .expect("crew-inbox says where it serves")
-            .expect("a line");
-        if let Some(at) = line.find("http://") {
-            break line[at..]
-                .split_whitespace()
-                .next()
-                .expect("an address")
-                .to_owned();
-        }
-    };
-    // Keep reading its log, so that it never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    Replica { child, origin }
+    support::serve_inbox(env!("CARGO_BIN_EXE_crew-inbox"), url, &[])
 }
 
 fn question(call_id: &str) -> HumanInputRequest {

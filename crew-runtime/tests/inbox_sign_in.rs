@@ -11,7 +11,6 @@
 mod support;
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crew_runtime::inbox::{Inbox, SignInThrottle};
@@ -124,48 +123,6 @@ fn status_kib(pid: u32, field: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
 }
 
-/// A running `crew-inbox serve`, killed when dropped.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `crew-inbox serve` on `url` with `options`; returns it and the
-/// origin it serves on.
-fn crew_inbox_serve(url: &str, options: &[&str]) -> (Process, String) {
-    use std::io::BufRead as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crew-inbox"))
-        .args(["serve", "--store", url, "--listen", "127.0.0.1:0"])
-        .args(options)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("crew-inbox starts");
-    let stderr = child.stderr.take().expect("its standard error");
-    let process = Process(child);
-    let mut lines = std::io::BufReader::new(stderr).lines();
-    let origin = loop {
-        let line = lines
-            .next()
-            .expect("crew-inbox says where it serves")
-            .expect("a line");
-        if let Some(at) = line.find("http://") {
-            break line[at..]
-                .split_whitespace()
-                .next()
-                .expect("the origin")
-                .to_owned();
-        }
-    };
-    // Keep draining its log so that it never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    (process, origin)
-}
-
 /// The peak memory of the inbox process stays within its bound while 200
 /// wrong sign-ins (from 200 addresses, for 200 names: nothing throttled)
 /// arrive at once: at most two argon2 checks (about 19 MiB each) run at a
@@ -181,8 +138,12 @@ async fn two_hundred_concurrent_wrong_sign_ins_keep_the_inbox_memory_bounded() {
     const GROWTH_BOUND_KIB: u64 = 512 * 1024;
     let (store, dir) = sqlite_store().await;
     let url = store.url().to_owned();
-    let (process, origin) = crew_inbox_serve(&url, &["--max-password-checks", "2"]);
-    let pid = process.0.id();
+    let process = support::serve_inbox(
+        env!("CARGO_BIN_EXE_crew-inbox"),
+        &url,
+        &["--max-password-checks", "2"],
+    );
+    let (pid, origin) = (process.child.id(), process.origin.clone());
     // Every client fetches its form first, so that only the password
     // checks run at once.
     let mut forms = Vec::new();

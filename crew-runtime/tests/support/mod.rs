@@ -21,6 +21,7 @@
 #![allow(dead_code)] // each test file uses a different part
 
 mod browser;
+mod inbox;
 mod postgres;
 
 use std::io::Write as _;
@@ -30,6 +31,8 @@ use std::path::{Path, PathBuf};
 // tests no database of their own.
 #[allow(unused_imports)]
 pub(crate) use browser::{Browser, browser, sign_in};
+#[allow(unused_imports)]
+pub(crate) use inbox::{ServedInbox, serve_inbox};
 #[allow(unused_imports)]
 pub(crate) use postgres::{postgres_database, restart_postgres};
 
