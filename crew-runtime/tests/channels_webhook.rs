@@ -4,6 +4,8 @@
 //! receiver never blocks or answers the question. Every scenario runs on a
 //! real SQLite file and a real PostgreSQL.
 
+#[path = "support/channels.rs"]
+mod channels;
 #[path = "support/stores.rs"]
 mod stores;
 mod support;
@@ -11,17 +13,16 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use channels::{PATIENCE, Waiting, answered, ask, pending};
 use crew_runtime::audit::{self, AuditTrail};
 use crew_runtime::channels::{AnnouncementFailed, Announcer, Webhook};
 use crew_runtime::store::{
     Answer, ApproverScope, Decision, Question, QuestionStatus, Store, StoreApprovals,
 };
-use crew_runtime::{HumanAnswer, HumanInputError, HumanInputRequest, HumanInputSource};
 use hooks_core::{Event, EventBus};
 use serde_json::{Value, json};
 use stores::{Keep, on_both_stores};
 
-const PATIENCE: Duration = Duration::from_secs(30);
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 /// What the receiver answers.
@@ -75,11 +76,7 @@ impl Receiver {
             }
         };
         let router = axum::Router::new().route("/hooks", axum::routing::post(receive));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("a loopback port");
-        let url = format!("http://{}/hooks", listener.local_addr().expect("bound"));
-        tokio::spawn(async move { axum::serve(listener, router).await });
+        let url = format!("{}/hooks", channels::serve(router).await);
         Receiver {
             url,
             received,
@@ -110,46 +107,9 @@ impl Receiver {
     }
 }
 
-fn refund_request() -> HumanInputRequest {
-    let mut request = HumanInputRequest::new("Refund this order?", "yes/no")
-        .with_call_id("call_1")
-        .with_tool("refund", json!({"order": "A-17", "amount": 120}))
-        .with_agent_role("Support");
-    request.task = Some("Handle the ticket".into());
-    request.crew = Some("support-desk".into());
-    request.requester = Some("carol".into());
-    request.timeout = Some(PATIENCE);
-    request
-}
-
-fn ask(
-    approvals: &StoreApprovals,
-) -> tokio::task::JoinHandle<Result<HumanAnswer, HumanInputError>> {
-    let approvals = approvals.clone();
-    tokio::spawn(async move { approvals.answer(refund_request()).await })
-}
-
-async fn pending(store: &Store, count: usize) -> Vec<Question> {
-    let started = Instant::now();
-    loop {
-        let pending = store.pending().await.expect("lists");
-        if pending.len() == count {
-            return pending;
-        }
-        assert!(started.elapsed() < PATIENCE, "{} pending", pending.len());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// Names `announcer`'s channels, then asks a question: the call waiting
 /// for it, and the question.
-async fn asked(
-    store: &Store,
-    announcer: &Announcer,
-) -> (
-    tokio::task::JoinHandle<Result<HumanAnswer, HumanInputError>>,
-    Question,
-) {
+async fn asked(store: &Store, announcer: &Announcer) -> (Waiting, Question) {
     announcer.register().await.expect("the channel is named");
     let waiting = ask(&StoreApprovals::new(store.clone()));
     (waiting, pending(store, 1).await.remove(0))
@@ -203,11 +163,7 @@ async fn a_question_is_announced_on_a_signed_webhook_and_updated_once_answered(
     assert_eq!(messages[1]["data"]["status"], "approved");
     assert_eq!(messages[1]["data"]["decided_by"], "alice");
     assert_ne!(messages[0]["id"], messages[1]["id"]);
-    let answer = tokio::time::timeout(PATIENCE, waiting)
-        .await
-        .expect("answered in time")
-        .expect("no panic")
-        .expect("an answer");
+    let answer = answered(waiting).await;
     assert_eq!(answer.answered_by.as_deref(), Some("alice"));
 }
 
@@ -296,11 +252,7 @@ async fn a_failing_webhook_never_blocks_or_answers_and_its_failure_is_recorded(
         .decide(&question.id, Answer::new("alice", Decision::Deny))
         .await
         .expect("alice denies");
-    let answer = tokio::time::timeout(PATIENCE, waiting)
-        .await
-        .expect("answered in time")
-        .expect("no panic")
-        .expect("an answer");
+    let answer = answered(waiting).await;
     assert_eq!(answer.answered_by.as_deref(), Some("alice"));
 }
 
@@ -513,11 +465,7 @@ async fn a_bot_told_by_the_inboxs_webhook_answers_through_its_api_and_hears_the_
         .await
         .expect("the API answers");
     assert!(decided.status().is_success(), "{}", decided.status());
-    let answer = tokio::time::timeout(PATIENCE, waiting)
-        .await
-        .expect("answered in time")
-        .expect("no panic")
-        .expect("an answer");
+    let answer = answered(waiting).await;
     assert_eq!(answer.answered_by.as_deref(), Some("pagerbot"));
     let told = messages(&receiver, 2).await;
     assert_eq!(told[1]["type"], "approval.updated");

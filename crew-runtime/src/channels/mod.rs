@@ -10,8 +10,9 @@
 //! line, an event on the announcer's bus, and a record on the question's
 //! audit trail when it has one.
 //!
-//! Channels: [`Webhook`] (a JSON POST signed the Standard Webhooks way).
-//! Another channel implements [`Channel`].
+//! Channels: [`Webhook`] (a JSON POST signed the Standard Webhooks way)
+//! and [`Slack`] (direct messages with buttons, which the inbox's Slack
+//! endpoint checks). Another channel implements [`Channel`].
 //!
 //! ```no_run
 //! use crew_runtime::channels::{Announcer, Webhook};
@@ -28,6 +29,7 @@
 //! # }
 //! ```
 
+mod slack;
 mod webhook;
 
 use std::fmt;
@@ -42,6 +44,8 @@ use hooks_core::{Event, EventBus};
 
 use crate::store::{Due, Question, QuestionStatus, Store, StoreError};
 
+pub use slack::Slack;
+pub(crate) use slack::parse_button_value;
 pub use webhook::Webhook;
 
 /// A place approvers are told of questions: Slack, e-mail, a webhook.
@@ -139,6 +143,10 @@ pub struct ChannelError {
     pub message: String,
     /// When to try again, when the channel said.
     pub retry_after: Option<Duration>,
+    /// What was delivered before the failure (as
+    /// [`Delivered::reference`]), kept for the next attempt: a channel
+    /// that tells several people does not tell one twice.
+    pub progress: Option<String>,
 }
 
 impl ChannelError {
@@ -152,7 +160,21 @@ impl ChannelError {
         ChannelError {
             message: message.into(),
             retry_after: None,
+            progress: None,
         }
+    }
+
+    /// With what was delivered before the failure, given back to the next
+    /// attempt as [`Notice::reference`].
+    ///
+    /// ```
+    /// let error = crew_runtime::channels::ChannelError::new("the second message failed")
+    ///     .progress(r#"{"T1/U1":"D1/1712.0002"}"#);
+    /// assert!(error.progress.is_some());
+    /// ```
+    pub fn progress(mut self, reference: impl Into<String>) -> Self {
+        self.progress = Some(reference.into());
+        self
     }
 
     /// To be tried again after `delay`, as the channel asked.
@@ -523,10 +545,10 @@ impl Announcer {
         );
         self.store
             .announcement_failed(
-                &due.question,
-                &due.channel,
+                due,
                 &self.holder,
                 &error.message,
+                error.progress.as_deref(),
                 retry_in_ms,
                 gave_up,
             )

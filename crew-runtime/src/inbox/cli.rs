@@ -114,6 +114,30 @@ enum Command {
     Tokens(Approver),
     /// Revoke one bearer token of an approver (by its short id) or all of them
     RevokeToken(Pick),
+    /// Link a Slack user to an approver: their clicks decide as the approver, who gets the questions in their scope
+    #[cfg(feature = "channels")]
+    LinkSlack {
+        #[command(flatten)]
+        approver: Approver,
+        /// The Slack workspace's id (T…)
+        #[arg(value_name = "TEAM-ID")]
+        team: String,
+        /// The user's id in it (U… or W…)
+        #[arg(value_name = "USER-ID")]
+        user: String,
+    },
+    /// Unlink a Slack user: their clicks decide nothing
+    #[cfg(feature = "channels")]
+    UnlinkSlack {
+        #[command(flatten)]
+        store: StoreOption,
+        /// The Slack workspace's id (T…)
+        #[arg(value_name = "TEAM-ID")]
+        team: String,
+        /// The user's id in it (U… or W…)
+        #[arg(value_name = "USER-ID")]
+        user: String,
+    },
 }
 
 /// Where the approvers and questions are.
@@ -181,6 +205,22 @@ struct Serve {
     #[cfg(feature = "channels")]
     #[arg(long = "webhook-secret-file", value_name = "NAME=PATH", value_parser = named)]
     webhook_secrets: Vec<(String, String)>,
+    /// Send every question to the linked approvers of a Slack workspace by direct message (repeatable); its bot token is named by --slack-token-file
+    #[cfg(feature = "channels")]
+    #[arg(long = "slack", value_name = "NAME=TEAM-ID", value_parser = named)]
+    slacks: Vec<(String, String)>,
+    /// The file holding a Slack channel's bot token (xoxb-…), one per --slack
+    #[cfg(feature = "channels")]
+    #[arg(long = "slack-token-file", value_name = "NAME=PATH", value_parser = named)]
+    slack_tokens: Vec<(String, String)>,
+    /// The file holding the Slack app's signing secret: serves POST /slack/interactions, where its buttons' clicks decide
+    #[cfg(feature = "channels")]
+    #[arg(long, value_name = "PATH")]
+    slack_signing_secret_file: Option<String>,
+    /// Slack's Web API base [default: https://slack.com/api/], e.g. an egress proxy
+    #[cfg(feature = "channels")]
+    #[arg(long, value_name = "URL")]
+    slack_api_base: Option<String>,
 }
 
 /// `--webhook`, `--webhook-secret-file`: `NAME=VALUE`, the name a word of
@@ -420,6 +460,36 @@ async fn dispatch<R: BufRead, O: Write, E: Write>(
             )?;
             Ok(())
         }
+        #[cfg(feature = "channels")]
+        Command::LinkSlack {
+            approver,
+            team,
+            user,
+        } => {
+            let store = open(&approver.store, "link-slack").await?;
+            let identity = crate::store::SlackIdentity::new(team, user);
+            store.link_slack(&approver.name, &identity).await?;
+            writeln!(
+                err,
+                "crew-inbox: the Slack user {identity} decides as {} from now on",
+                approver.name
+            )?;
+            Ok(())
+        }
+        #[cfg(feature = "channels")]
+        Command::UnlinkSlack { store, team, user } => {
+            let store = open(&store, "unlink-slack").await?;
+            let identity = crate::store::SlackIdentity::new(team, user);
+            if store.unlink_slack(&identity).await? {
+                writeln!(
+                    err,
+                    "crew-inbox: the Slack user {identity} decides nothing now"
+                )?;
+            } else {
+                writeln!(err, "crew-inbox: the Slack user {identity} was not linked")?;
+            }
+            Ok(())
+        }
         Command::ApiToken(approver) => {
             let store = open(&approver.store, "api-token").await?;
             let token = store.issue_api_token(&approver.name).await?;
@@ -583,6 +653,11 @@ async fn run_serve(serve: &Serve, err: &mut impl Write) -> Result<(), Failure> {
         inbox = inbox.public_origin(origin.clone());
     }
     #[cfg(feature = "channels")]
+    if let Some(path) = &serve.slack_signing_secret_file {
+        let secret = read_secret("the Slack signing secret", path)?;
+        inbox = inbox.slack_signing_secret(&secret);
+    }
+    #[cfg(feature = "channels")]
     if let Some(announcer) = announcer(serve, &store)? {
         announcer.register().await?;
         tokio::spawn(announcer.run(std::future::pending()));
@@ -610,39 +685,82 @@ fn announcer(
     serve: &Serve,
     store: &crate::store::Store,
 ) -> Result<Option<crate::channels::Announcer>, Failure> {
-    use crate::channels::{Announcer, Webhook};
-    if serve.webhooks.is_empty() && serve.webhook_secrets.is_empty() {
+    use crate::channels::{Announcer, Slack, Webhook};
+    if serve.webhooks.is_empty()
+        && serve.webhook_secrets.is_empty()
+        && serve.slacks.is_empty()
+        && serve.slack_tokens.is_empty()
+    {
         return Ok(None);
     }
+    let channel = |error: crate::channels::ChannelError| Failure::Channel(error.to_string());
     let mut announcer = Announcer::new(store.clone());
     for (name, url) in &serve.webhooks {
-        let Some((_, path)) = serve.webhook_secrets.iter().find(|(of, _)| of == name) else {
-            return Err(Failure::Channel(format!(
-                "the webhook {name} has no secret: give --webhook-secret-file {name}=PATH"
-            )));
-        };
-        let secret = std::fs::read_to_string(path).map_err(|error| {
-            Failure::Channel(format!(
-                "cannot read the secret of the webhook {name} from {path}: {error}"
-            ))
-        })?;
-        let mut webhook = Webhook::new(name, url, secret.trim())
-            .map_err(|error| Failure::Channel(error.to_string()))?;
+        let path = secret_of(name, &serve.webhook_secrets, "--webhook-secret-file")?;
+        let secret = read_secret(&format!("the secret of the webhook {name}"), path)?;
+        let mut webhook = Webhook::new(name, url, &secret).map_err(channel)?;
         if let Some(origin) = &serve.public_origin {
             webhook = webhook.inbox(origin);
         }
         announcer = announcer.channel(webhook);
     }
-    if let Some((name, _)) = serve
-        .webhook_secrets
-        .iter()
-        .find(|(name, _)| !serve.webhooks.iter().any(|(of, _)| of == name))
-    {
-        return Err(Failure::Channel(format!(
-            "--webhook-secret-file names {name}, which no --webhook names"
-        )));
+    for (name, team) in &serve.slacks {
+        let path = secret_of(name, &serve.slack_tokens, "--slack-token-file")?;
+        let token = read_secret(&format!("the bot token of the Slack channel {name}"), path)?;
+        let mut slack = Slack::new(store.clone(), name, team, &token).map_err(channel)?;
+        if let Some(base) = &serve.slack_api_base {
+            slack = slack.api_base(base).map_err(channel)?;
+        }
+        if let Some(origin) = &serve.public_origin {
+            slack = slack.inbox(origin);
+        }
+        announcer = announcer.channel(slack);
+    }
+    for (option, named, secrets) in [
+        (
+            "--webhook-secret-file",
+            &serve.webhooks,
+            &serve.webhook_secrets,
+        ),
+        ("--slack-token-file", &serve.slacks, &serve.slack_tokens),
+    ] {
+        if let Some((name, _)) = secrets
+            .iter()
+            .find(|(name, _)| !named.iter().any(|(of, _)| of == name))
+        {
+            return Err(Failure::Channel(format!(
+                "{option} names {name}, which no channel of that kind names"
+            )));
+        }
     }
     Ok(Some(announcer))
+}
+
+/// The path `secrets` (of `option`) gives for channel `name`.
+#[cfg(feature = "channels")]
+fn secret_of<'a>(
+    name: &str,
+    secrets: &'a [(String, String)],
+    option: &str,
+) -> Result<&'a str, Failure> {
+    secrets
+        .iter()
+        .find(|(of, _)| of == name)
+        .map(|(_, path)| path.as_str())
+        .ok_or_else(|| {
+            Failure::Channel(format!(
+                "the channel {name} has no secret: give {option} {name}=PATH"
+            ))
+        })
+}
+
+/// The secret in the file at `path`, trimmed; the error names `what` and
+/// the path, never the content.
+#[cfg(feature = "channels")]
+fn read_secret(what: &str, path: &str) -> Result<String, Failure> {
+    std::fs::read_to_string(path)
+        .map(|secret| secret.trim().to_owned())
+        .map_err(|error| Failure::Channel(format!("cannot read {what} from {path}: {error}")))
 }
 
 async fn add_approver<R: BufRead, O: Write, E: Write>(

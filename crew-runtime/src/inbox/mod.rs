@@ -51,6 +51,8 @@ pub mod cli;
 mod list;
 mod pages;
 mod serve;
+#[cfg(feature = "channels")]
+mod slack;
 mod throttle;
 mod view;
 
@@ -135,6 +137,8 @@ pub struct Inbox {
     body_timeout: Duration,
     max_connections: usize,
     session_check: Duration,
+    #[cfg(feature = "channels")]
+    slack_secret: Option<slack::SigningSecret>,
 }
 
 impl fmt::Debug for Inbox {
@@ -152,7 +156,7 @@ impl fmt::Debug for Inbox {
             .field("body_timeout", &self.body_timeout)
             .field("max_connections", &self.max_connections)
             .field("session_check", &self.session_check)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -187,7 +191,32 @@ impl Inbox {
             body_timeout: DEFAULT_BODY_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             session_check: DEFAULT_SESSION_CHECK,
+            #[cfg(feature = "channels")]
+            slack_secret: None,
         }
+    }
+
+    /// Serves Slack's interactivity endpoint, `POST /slack/interactions`
+    /// (the Request URL of the Slack app's Interactivity settings), for
+    /// the buttons of [`Slack`](crate::channels::Slack)'s messages:
+    /// requests are authenticated by Slack's signature with
+    /// `signing_secret` (the app's Signing Secret; it never shows),
+    /// timestamped within five minutes of the store's clock, and refused
+    /// when replayed (on any replica of the store). The clicking user's
+    /// linked approver decides (feature `channels`).
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> std::io::Result<()> {
+    /// let secret = std::fs::read_to_string("/run/secrets/slack-signing-secret")?;
+    /// let inbox = crew_runtime::inbox::Inbox::new(store).slack_signing_secret(&secret);
+    /// # let _ = inbox;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "channels")]
+    pub fn slack_signing_secret(mut self, signing_secret: &str) -> Self {
+        self.slack_secret = Some(slack::SigningSecret::new(signing_secret));
+        self
     }
 
     /// The origin (`scheme://host[:port]`, no path) the approvers' browsers
@@ -409,6 +438,8 @@ impl Inbox {
             password_checks: Arc::new(Semaphore::new(self.max_password_checks)),
             throttle: self.throttle.clone(),
             body_timeout: self.body_timeout,
+            #[cfg(feature = "channels")]
+            slack_secret: self.slack_secret.clone(),
         });
         // Cookie-authenticated routes: every state change must come from
         // the inbox's own origin (checked before anything else is read).
@@ -430,6 +461,13 @@ impl Inbox {
             .route("/api/approvals", get(api::pending))
             .route("/api/approvals/{id}", get(api::question))
             .route("/api/approvals/{id}/decision", post(api::decide));
+        // Authenticated by Slack's signature (SPEC §14).
+        #[cfg(feature = "channels")]
+        let bots = if self.slack_secret.is_some() {
+            bots.route("/slack/interactions", post(slack::interaction))
+        } else {
+            bots
+        };
         let assets = Router::new()
             .route("/static/inbox.js", get(pages::script))
             .route("/static/inbox.css", get(pages::stylesheet));
@@ -489,6 +527,9 @@ pub(crate) struct Shared {
     pub(crate) password_checks: Arc<Semaphore>,
     pub(crate) throttle: SignInThrottle,
     pub(crate) body_timeout: Duration,
+    /// Slack's signing secret: the Slack endpoint is served with one.
+    #[cfg(feature = "channels")]
+    pub(crate) slack_secret: Option<slack::SigningSecret>,
 }
 
 /// The handlers' state.

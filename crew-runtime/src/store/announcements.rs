@@ -194,31 +194,34 @@ impl Store {
         Ok(())
     }
 
-    /// Records a failed attempt of `holder`: the next at `retry_in_ms`
-    /// from now, or none (`give_up`).
+    /// Records a failed attempt of `holder` (and what it delivered before
+    /// failing, when it says): the next at `retry_in_ms` from now, or none
+    /// (`give_up`).
     pub(crate) async fn announcement_failed(
         &self,
-        question: &str,
-        channel: &str,
+        due: &Due,
         holder: &str,
         error: &str,
+        progress: Option<&str>,
         retry_in_ms: i64,
         give_up: bool,
     ) -> Result<(), StoreError> {
         let now = self.now();
         let sql = "UPDATE crew_announcements SET attempts = attempts + 1, next_at = $5 + $6, \
                    holder = NULL, held_until = 0, last_error = $4, updated_at = $5, \
-                   gave_up_at = CASE WHEN $7 = 1 THEN $5 ELSE NULL END \
+                   gave_up_at = CASE WHEN $7 = 1 THEN $5 ELSE NULL END, \
+                   reference = COALESCE($8, reference) \
                    WHERE question_id = $1 AND channel = $2 AND holder = $3";
         on_pool!(self, |pool| {
             sqlx::query(sql)
-                .bind(question)
-                .bind(channel)
+                .bind(&due.question)
+                .bind(&due.channel)
                 .bind(holder)
                 .bind(error)
                 .bind(now)
                 .bind(retry_in_ms)
                 .bind(i64::from(give_up))
+                .bind(progress)
                 .execute(pool)
                 .await?;
         });

@@ -364,6 +364,37 @@ impl Question {
         self.status == QuestionStatus::Pending && now < self.deadline && now < self.lease_until
     }
 
+    /// What the question asks, as a short digest: its tool, arguments,
+    /// prompt, reason, capabilities, deadline and status. A button or a
+    /// link that carries it decides only this very question: once anything
+    /// of it changes (it is answered, expires, is withdrawn, or asks about
+    /// other arguments), the revision does too (SPEC §14).
+    ///
+    /// ```
+    /// # fn check(question: crew_runtime::store::Question) {
+    /// let revision = question.revision();
+    /// assert_eq!(revision.len(), 16);
+    /// # }
+    /// ```
+    pub fn revision(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let asked = serde_json::json!([
+            self.id,
+            self.tool,
+            self.arguments,
+            self.prompt,
+            self.reason,
+            super::millis(self.deadline),
+            self.status.as_str(),
+            capabilities_text(self.capabilities),
+        ]);
+        let digest = Sha256::digest(asked.to_string().as_bytes());
+        digest[..8]
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    }
+
     /// How long it still takes answers at `now` (zero once closed).
     ///
     /// ```

@@ -52,6 +52,8 @@ pub(crate) mod audit;
 mod identity;
 #[cfg(feature = "durable")]
 pub mod journal;
+#[cfg(feature = "channels")]
+mod slack;
 #[cfg(all(feature = "sqlite", feature = "durable"))]
 pub(crate) mod sqlite_journal;
 
@@ -88,6 +90,8 @@ pub use approvals::{
 };
 #[cfg(feature = "inbox")]
 pub(crate) use identity::{identity_key, same_identity};
+#[cfg(feature = "channels")]
+pub use slack::SlackIdentity;
 
 /// The migrations, in order: the schema this program knows.
 const MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -467,6 +471,12 @@ impl Store {
             TestClock::Ahead(offset) => now_millis().saturating_add(offset),
             TestClock::At(at) => at,
         }
+    }
+
+    /// The store's clock now, in whole seconds since the Unix epoch.
+    #[cfg(feature = "channels")]
+    pub(crate) fn now_secs(&self) -> i64 {
+        self.now().div_euclid(1_000)
     }
 
     /// What a test did to the store's clock.

@@ -38,3 +38,26 @@ CREATE TABLE crew_announcements (
 );
 
 CREATE INDEX crew_announcements_due ON crew_announcements (gave_up_at, next_at);
+
+-- Approvers' Slack identities (`crew-inbox link-slack`): a click on a
+-- Slack button decides as the approver its (team, user) is linked to, and
+-- a question is sent to the linked approvers whose scope covers it.
+CREATE TABLE crew_slack_links (
+    team_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    approver TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (team_id, user_id)
+);
+
+CREATE INDEX crew_slack_links_by_approver ON crew_slack_links (approver);
+
+-- Slack requests the inbox accepted, by their signature, for the five
+-- minutes a signature is valid: a request replayed on any replica within
+-- them is refused.
+CREATE TABLE crew_slack_requests (
+    signature TEXT PRIMARY KEY,
+    seen_at BIGINT NOT NULL
+);
+
+CREATE INDEX crew_slack_requests_by_time ON crew_slack_requests (seen_at);

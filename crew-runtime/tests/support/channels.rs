@@ -1,0 +1,68 @@
+//! What the channels' tests share: a server on loopback, and a question
+//! about a refund asked and waited for. A test file includes it as
+//! `#[path = "support/channels.rs"] mod channels;`.
+
+#![allow(dead_code)] // each test file uses a different part
+
+use std::time::{Duration, Instant};
+
+use crew_runtime::store::{Question, Store, StoreApprovals};
+use crew_runtime::{HumanAnswer, HumanInputError, HumanInputRequest, HumanInputSource};
+use serde_json::json;
+
+/// How long a test waits for what must happen.
+pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A call waiting for its question's answer.
+pub(crate) type Waiting = tokio::task::JoinHandle<Result<HumanAnswer, HumanInputError>>;
+
+/// Serves `router` on a free port of 127.0.0.1: its origin.
+pub(crate) async fn serve(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let origin = format!("http://{}", listener.local_addr().expect("bound"));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    origin
+}
+
+/// A question about refunding order A-17, asked for carol.
+pub(crate) fn refund_request() -> HumanInputRequest {
+    let mut request = HumanInputRequest::new("Refund order A-17?", "yes/no")
+        .with_call_id("call_1")
+        .with_tool("refund", json!({"order": "A-17", "amount": 120}))
+        .with_agent_role("Support");
+    request.task = Some("Handle the ticket".into());
+    request.crew = Some("support-desk".into());
+    request.requester = Some("carol".into());
+    request.timeout = Some(PATIENCE);
+    request
+}
+
+/// Asks [`refund_request`] through `approvals` on a task of its own.
+pub(crate) fn ask(approvals: &StoreApprovals) -> Waiting {
+    let approvals = approvals.clone();
+    tokio::spawn(async move { approvals.answer(refund_request()).await })
+}
+
+/// The pending questions once there are `count` of them.
+pub(crate) async fn pending(store: &Store, count: usize) -> Vec<Question> {
+    let started = Instant::now();
+    loop {
+        let pending = store.pending().await.expect("lists");
+        if pending.len() == count {
+            return pending;
+        }
+        assert!(started.elapsed() < PATIENCE, "{} pending", pending.len());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The answer `waiting` gets.
+pub(crate) async fn answered(waiting: Waiting) -> HumanAnswer {
+    tokio::time::timeout(PATIENCE, waiting)
+        .await
+        .expect("answered in time")
+        .expect("no panic")
+        .expect("an answer")
+}
