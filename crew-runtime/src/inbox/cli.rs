@@ -126,6 +126,45 @@ enum Command {
         #[arg(value_name = "USER-ID")]
         user: String,
     },
+    /// Print a signed link deciding one question for one approver (the inbox serves it with --link-keys)
+    #[cfg(feature = "channels")]
+    Link {
+        #[command(flatten)]
+        approver: Approver,
+        /// The question's id
+        #[arg(value_name = "QUESTION-ID")]
+        question: String,
+        /// The file of link keys (one per line: its id and the key in base64); the first signs
+        #[arg(long, value_name = "PATH")]
+        link_keys: String,
+        /// How many minutes the link is valid (never past the question's deadline), from 1 to 43200
+        #[arg(long, value_name = "N", default_value_t = 60, value_parser = ttl_minutes)]
+        ttl_minutes: u64,
+        /// The inbox's public origin, e.g. https://approvals.example.com
+        #[arg(long, value_name = "URL", value_parser = origin)]
+        public_origin: String,
+    },
+    /// Revoke a link key: every link it signed is dead at once, on every replica
+    #[cfg(feature = "channels")]
+    RevokeKey {
+        #[command(flatten)]
+        store: StoreOption,
+        /// The key's id, as in the file of link keys
+        #[arg(value_name = "KEY-ID")]
+        key: String,
+    },
+    /// End every signed link issued to an approver until now
+    #[cfg(feature = "channels")]
+    EndLinks(Approver),
+    /// Let an approver's signed links decide without a sign-in (on), or not (off, the default)
+    #[cfg(feature = "channels")]
+    OneClickLinks {
+        #[command(flatten)]
+        approver: Approver,
+        /// on or off
+        #[arg(value_name = "on|off", value_parser = ["on", "off"])]
+        setting: String,
+    },
     /// Unlink a Slack user: their clicks decide nothing
     #[cfg(feature = "channels")]
     UnlinkSlack {
@@ -221,6 +260,10 @@ struct Serve {
     #[cfg(feature = "channels")]
     #[arg(long, value_name = "URL")]
     slack_api_base: Option<String>,
+    /// The file of link keys (one per line: its id and the key in base64): serves signed links at /links/TOKEN
+    #[cfg(feature = "channels")]
+    #[arg(long, value_name = "PATH")]
+    link_keys: Option<String>,
 }
 
 /// `--webhook`, `--webhook-secret-file`: `NAME=VALUE`, the name a word of
@@ -477,6 +520,75 @@ async fn dispatch<R: BufRead, O: Write, E: Write>(
             Ok(())
         }
         #[cfg(feature = "channels")]
+        Command::Link {
+            approver,
+            question,
+            link_keys,
+            ttl_minutes,
+            public_origin,
+        } => {
+            let keys = read_link_keys(&link_keys)?;
+            let store = open(&approver.store, "link").await?;
+            let Some(question) = store.question(&question).await? else {
+                return Err(Failure::Channel(format!(
+                    "no question has the id {question}"
+                )));
+            };
+            let expiry = std::time::SystemTime::now() + Duration::from_secs(ttl_minutes * 60);
+            let token = keys
+                .issue(&question, &approver.name, expiry)
+                .map_err(Failure::Channel)?;
+            writeln!(out, "{public_origin}/links/{token}")?;
+            out.flush()?;
+            writeln!(
+                err,
+                "crew-inbox: a link deciding {} for {}, valid for {ttl_minutes} minutes at most",
+                question.id, approver.name
+            )?;
+            Ok(())
+        }
+        #[cfg(feature = "channels")]
+        Command::RevokeKey { store, key } => {
+            open(&store, "revoke-key")
+                .await?
+                .revoke_link_key(&key)
+                .await?;
+            writeln!(
+                err,
+                "crew-inbox: the links signed with the key {key} are dead"
+            )?;
+            Ok(())
+        }
+        #[cfg(feature = "channels")]
+        Command::EndLinks(approver) => {
+            let name = &approver.name;
+            open(&approver.store, "end-links")
+                .await?
+                .end_links(name)
+                .await?;
+            writeln!(
+                err,
+                "crew-inbox: the links issued to {name} until now are dead"
+            )?;
+            Ok(())
+        }
+        #[cfg(feature = "channels")]
+        Command::OneClickLinks { approver, setting } => {
+            let name = &approver.name;
+            let on = setting == "on";
+            open(&approver.store, "one-click-links")
+                .await?
+                .set_one_click_links(name, on)
+                .await?;
+            let what = if on {
+                "decide without a sign-in"
+            } else {
+                "ask them to sign in"
+            };
+            writeln!(err, "crew-inbox: the links of {name} {what}")?;
+            Ok(())
+        }
+        #[cfg(feature = "channels")]
         Command::UnlinkSlack { store, team, user } => {
             let store = open(&store, "unlink-slack").await?;
             let identity = crate::store::SlackIdentity::new(team, user);
@@ -653,6 +765,10 @@ async fn run_serve(serve: &Serve, err: &mut impl Write) -> Result<(), Failure> {
         inbox = inbox.public_origin(origin.clone());
     }
     #[cfg(feature = "channels")]
+    if let Some(path) = &serve.link_keys {
+        inbox = inbox.link_keys(read_link_keys(path)?);
+    }
+    #[cfg(feature = "channels")]
     if let Some(path) = &serve.slack_signing_secret_file {
         let secret = read_secret("the Slack signing secret", path)?;
         inbox = inbox.slack_signing_secret(&secret);
@@ -734,6 +850,16 @@ fn announcer(
         }
     }
     Ok(Some(announcer))
+}
+
+/// The link keys in the file at `path`.
+#[cfg(feature = "channels")]
+fn read_link_keys(path: &str) -> Result<crate::inbox::LinkKeys, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        Failure::Channel(format!("cannot read the link keys from {path}: {error}"))
+    })?;
+    crate::inbox::LinkKeys::parse(&text)
+        .map_err(|error| Failure::Channel(format!("the link keys in {path}: {error}")))
 }
 
 /// The path `secrets` (of `option`) gives for channel `name`.

@@ -48,6 +48,8 @@
 mod api;
 mod auth;
 pub mod cli;
+#[cfg(feature = "channels")]
+mod links;
 mod list;
 mod pages;
 mod serve;
@@ -70,6 +72,8 @@ use tokio::sync::Semaphore;
 
 use crate::store::Store;
 
+#[cfg(feature = "channels")]
+pub use links::LinkKeys;
 pub use throttle::SignInThrottle;
 
 /// The largest request body taken, in bytes (1 MiB): a larger one is
@@ -139,6 +143,8 @@ pub struct Inbox {
     session_check: Duration,
     #[cfg(feature = "channels")]
     slack_secret: Option<slack::SigningSecret>,
+    #[cfg(feature = "channels")]
+    link_keys: Option<links::LinkKeys>,
 }
 
 impl fmt::Debug for Inbox {
@@ -193,7 +199,39 @@ impl Inbox {
             session_check: DEFAULT_SESSION_CHECK,
             #[cfg(feature = "channels")]
             slack_secret: None,
+            #[cfg(feature = "channels")]
+            link_keys: None,
         }
+    }
+
+    /// Serves signed links, `GET` and `POST /links/{token}`, checked with
+    /// `keys` (feature `channels`, SPEC §14). Opening a link shows a
+    /// confirmation page and never decides; its form decides, once across
+    /// replicas, for the link's own approver (signed in, unless they opted
+    /// in to one-click links: [`Store::set_one_click_links`]). A link is
+    /// dead once used, at its expiry, when its question changed, when its
+    /// approver is disabled or ended their links
+    /// ([`Store::end_links`]), and when its key is revoked
+    /// ([`Store::revoke_link_key`]) or leaves `keys`; a dead link says
+    /// nothing of why.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) -> Result<(), Box<dyn std::error::Error>> {
+    /// use crew_runtime::inbox::{Inbox, LinkKeys};
+    /// let keys = LinkKeys::parse(&std::fs::read_to_string("/run/secrets/link-keys")?)?;
+    /// let inbox = Inbox::new(store).link_keys(keys);
+    /// # let _ = inbox;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// [`Store::set_one_click_links`]: crate::store::Store::set_one_click_links
+    /// [`Store::end_links`]: crate::store::Store::end_links
+    /// [`Store::revoke_link_key`]: crate::store::Store::revoke_link_key
+    #[cfg(feature = "channels")]
+    pub fn link_keys(mut self, keys: LinkKeys) -> Self {
+        self.link_keys = Some(keys);
+        self
     }
 
     /// Serves Slack's interactivity endpoint, `POST /slack/interactions`
@@ -440,6 +478,8 @@ impl Inbox {
             body_timeout: self.body_timeout,
             #[cfg(feature = "channels")]
             slack_secret: self.slack_secret.clone(),
+            #[cfg(feature = "channels")]
+            link_keys: self.link_keys.clone(),
         });
         // Cookie-authenticated routes: every state change must come from
         // the inbox's own origin (checked before anything else is read).
@@ -451,11 +491,17 @@ impl Inbox {
             .route("/questions/{id}", get(pages::question))
             .route("/questions/{id}/decision", post(pages::decide))
             .route("/fragments/pending", get(pages::pending_fragment))
-            .route("/events", get(pages::events))
-            .route_layer(axum::middleware::from_fn_with_state(
-                shared.clone(),
-                auth::same_origin_only,
-            ));
+            .route("/events", get(pages::events));
+        #[cfg(feature = "channels")]
+        let browser = if self.link_keys.is_some() {
+            browser.route("/links/{token}", get(links::confirm).post(links::decide))
+        } else {
+            browser
+        };
+        let browser = browser.route_layer(axum::middleware::from_fn_with_state(
+            shared.clone(),
+            auth::same_origin_only,
+        ));
         // Bearer tokens carry no ambient authority: no CSRF, no Origin.
         let bots = Router::new()
             .route("/api/approvals", get(api::pending))
@@ -530,6 +576,9 @@ pub(crate) struct Shared {
     /// Slack's signing secret: the Slack endpoint is served with one.
     #[cfg(feature = "channels")]
     pub(crate) slack_secret: Option<slack::SigningSecret>,
+    /// The keys of signed links: links are served with them.
+    #[cfg(feature = "channels")]
+    pub(crate) link_keys: Option<links::LinkKeys>,
 }
 
 /// The handlers' state.

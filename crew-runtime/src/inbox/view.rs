@@ -24,6 +24,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("history.html", include_str!("templates/history.html")),
     ("question.html", include_str!("templates/question.html")),
     ("error.html", include_str!("templates/error.html")),
+    #[cfg(feature = "channels")]
+    ("link.html", include_str!("templates/link.html")),
 ];
 
 /// The template environment. A template that does not parse is a bug of

@@ -230,7 +230,7 @@ fn new_secret() -> Result<String, StoreError> {
 }
 
 /// What is stored of a secret: the hex SHA-256 of its text.
-fn secret_hash(secret: &str) -> String {
+pub(crate) fn secret_hash(secret: &str) -> String {
     Sha256::digest(secret.as_bytes())
         .iter()
         .map(|byte| format!("{byte:02x}"))

@@ -53,6 +53,8 @@ mod identity;
 #[cfg(feature = "durable")]
 pub mod journal;
 #[cfg(feature = "channels")]
+mod links;
+#[cfg(feature = "channels")]
 mod slack;
 #[cfg(all(feature = "sqlite", feature = "durable"))]
 pub(crate) mod sqlite_journal;

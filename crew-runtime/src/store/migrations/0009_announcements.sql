@@ -61,3 +61,23 @@ CREATE TABLE crew_slack_requests (
 );
 
 CREATE INDEX crew_slack_requests_by_time ON crew_slack_requests (seen_at);
+
+-- Signed links (SPEC §14). links_valid_after: links issued to the
+-- approver before it are dead. one_click_links: 1 when the approver opted
+-- in to links that decide without a sign-in.
+ALTER TABLE crew_approvers ADD COLUMN links_valid_after BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE crew_approvers ADD COLUMN one_click_links BIGINT NOT NULL DEFAULT 0;
+
+-- Each link decides once, on any replica: the SHA-256 of the used ones.
+CREATE TABLE crew_used_links (
+    token_hash TEXT PRIMARY KEY,
+    question_id TEXT NOT NULL,
+    used_at BIGINT NOT NULL
+);
+
+-- Link keys revoked (`crew-inbox revoke-key`): their links are dead at
+-- once on every replica, whatever the key files still hold.
+CREATE TABLE crew_revoked_link_keys (
+    key_id TEXT PRIMARY KEY,
+    revoked_at BIGINT NOT NULL
+);
