@@ -144,6 +144,15 @@ async fn a_link_opens_a_confirmation_and_decides_once_for_its_signed_in_approver
     assert_eq!(statuses, [200, 404], "{first:?} {again:?}");
     let answer = answered(setup.waiting).await;
     assert_eq!(answer.answered_by.as_deref(), Some("alice"));
+    let decided = store
+        .question(&setup.question.id)
+        .await
+        .expect("reads")
+        .expect("there");
+    assert_eq!(
+        decided.answer.expect("recorded").via.as_deref(),
+        Some("link")
+    );
     // Used: dead everywhere.
     assert_eq!(open(&second, &token, Some(&alice)).await.0, 404);
 }

@@ -277,6 +277,16 @@ async fn a_question_goes_to_linked_approvers_in_scope_and_a_signed_click_decides
     );
     let answer = answered(waiting).await;
     assert_eq!(answer.answered_by.as_deref(), Some("alice"));
+    let decided = store
+        .question(&question.id)
+        .await
+        .expect("reads")
+        .expect("there");
+    let recorded = decided.answer.expect("recorded");
+    assert_eq!(
+        (recorded.approver.as_str(), recorded.via.as_deref()),
+        ("alice", Some("slack"))
+    );
 
     // The message now says who decided, without buttons.
     assert_eq!(announcer.deliver_due().await.expect("a pass"), 1);

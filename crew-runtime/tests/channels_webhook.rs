@@ -249,11 +249,28 @@ async fn a_failing_webhook_never_blocks_or_answers_and_its_failure_is_recorded(
         (Some(QuestionStatus::Pending), 0, None)
     );
     store
-        .decide(&question.id, Answer::new("alice", Decision::Deny))
+        .decide(
+            &question.id,
+            Answer::new("alice", Decision::Deny).via("pager-bot"),
+        )
         .await
         .expect("alice denies");
     let answer = answered(waiting).await;
     assert_eq!(answer.answered_by.as_deref(), Some("alice"));
+    // The decision is on the trail with where it came from.
+    trail.flush().await.expect("written");
+    let records = audit::tail(&store, "default", 100).await.expect("reads");
+    let recorded = records
+        .iter()
+        .find(|record| record.kind == "approval_answered")
+        .expect("the answer is on the trail");
+    assert_eq!(
+        (
+            recorded.data["approver"].clone(),
+            recorded.data["channel"].clone()
+        ),
+        (json!("alice"), json!("pager-bot"))
+    );
 }
 
 async fn a_webhook_that_keeps_failing_is_given_up_and_the_question_still_waits(
@@ -467,6 +484,15 @@ async fn a_bot_told_by_the_inboxs_webhook_answers_through_its_api_and_hears_the_
     assert!(decided.status().is_success(), "{}", decided.status());
     let answer = answered(waiting).await;
     assert_eq!(answer.answered_by.as_deref(), Some("pagerbot"));
+    let decided = store
+        .question(&question.id)
+        .await
+        .expect("reads")
+        .expect("there");
+    assert_eq!(
+        decided.answer.expect("recorded").via.as_deref(),
+        Some("api")
+    );
     let told = messages(&receiver, 2).await;
     assert_eq!(told[1]["type"], "approval.updated");
     assert_eq!(told[1]["data"]["status"], "approved");

@@ -167,7 +167,7 @@ pub(crate) async fn decide(
     if !approver.may_answer(&question) {
         return view::api_error(StatusCode::NOT_FOUND, view::NO_SUCH_QUESTION);
     }
-    let mut answer = Answer::new(approver.name.clone(), decision);
+    let mut answer = Answer::new(approver.name.clone(), decision).via("api");
     if let Some(comment) = body.comment.as_deref().map(str::trim)
         && !comment.is_empty()
     {

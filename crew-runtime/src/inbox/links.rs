@@ -507,7 +507,7 @@ pub(crate) async fn decide(
         Ok(false) => return dead(&state, &base),
         Err(error) => return super::view::store_failed_page(&state, &base, &error),
     }
-    let answer = Answer::new(live.approver.name.clone(), decision);
+    let answer = Answer::new(live.approver.name.clone(), decision).via("link");
     match state.store.decide(&live.question.id, answer).await {
         Ok(question) => page(
             &state,

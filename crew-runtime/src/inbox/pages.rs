@@ -487,7 +487,7 @@ pub(crate) async fn decide(
         return fail(StatusCode::NOT_FOUND, view::NO_SUCH_QUESTION);
     }
     let done = decision.as_str();
-    let mut answer = Answer::new(user.approver.name.clone(), decision);
+    let mut answer = Answer::new(user.approver.name.clone(), decision).via("inbox");
     if let Some(comment) = form.comment.as_deref().map(str::trim)
         && !comment.is_empty()
     {

@@ -178,7 +178,10 @@ pub(crate) async fn interaction(
     }
     match state
         .store
-        .decide(id, Answer::new(approver.name.clone(), decision))
+        .decide(
+            id,
+            Answer::new(approver.name.clone(), decision).via("slack"),
+        )
         .await
     {
         Ok(question) => told(true, &format!("{} as {}.", question.status, approver.name)),

@@ -156,6 +156,9 @@ pub struct Answer {
     pub decision: Decision,
     /// What the approver wrote beside it.
     pub comment: Option<String>,
+    /// Where it was given (`inbox`, `api`, `slack`, `link`), recorded with
+    /// it and on the audit trail.
+    pub via: Option<String>,
 }
 
 impl Answer {
@@ -170,7 +173,21 @@ impl Answer {
             approver: approver.into(),
             decision,
             comment: None,
+            via: None,
         }
+    }
+
+    /// Given through `channel` (`inbox`, `api`, `slack`, `link`, or a name
+    /// of your own).
+    ///
+    /// ```
+    /// use crew_runtime::store::{Answer, Decision};
+    /// let answer = Answer::new("bob", Decision::Approve).via("slack");
+    /// assert_eq!(answer.via.as_deref(), Some("slack"));
+    /// ```
+    pub fn via(mut self, channel: impl Into<String>) -> Self {
+        self.via = Some(channel.into());
+        self
     }
 
     /// Adds a comment.
@@ -209,6 +226,9 @@ pub struct RecordedAnswer {
     pub comment: Option<String>,
     /// When.
     pub answered_at: SystemTime,
+    /// Where it was given ([`Answer::via`]); `None` through the library
+    /// directly.
+    pub via: Option<String>,
 }
 
 /// One question about a tool call, as stored.
@@ -492,7 +512,7 @@ pub enum DecisionError {
 const COLUMNS: &str = "id, call_id, tool, arguments, tool_schema, capabilities, agent, task, crew, \
      kickoff_id, requester, prompt, created_at, deadline, lease_until, status, approver, decision, \
      edited_arguments, comment, answered_at, taken_at, closed_at, outcome, outcome_source, \
-     outcome_detail, outcome_at, outcome_by, reason";
+     outcome_detail, outcome_at, outcome_by, reason, answered_via";
 
 /// Reads a question from a row of either backend.
 macro_rules! read_question {
@@ -519,6 +539,7 @@ macro_rules! read_question {
                     edited_arguments: json(row.try_get("edited_arguments").map_err(corrupt)?)?,
                     comment: row.try_get("comment").map_err(corrupt)?,
                     answered_at: time_of(answered_at),
+                    via: row.try_get("answered_via").map_err(corrupt)?,
                 }),
                 _ => None,
             };
@@ -809,7 +830,7 @@ impl Store {
         };
         let now = self.now();
         let sql = "UPDATE crew_approvals SET status = $2, approver = $3, decision = $4, \
-                   edited_arguments = $5, comment = $6, answered_at = $7 \
+                   edited_arguments = $5, comment = $6, answered_at = $7, answered_via = $8 \
                    WHERE id = $1 AND status = 'pending' AND deadline > $7 AND lease_until > $7";
         let updated = on_pool!(self, |pool| {
             sqlx::query(sql)
@@ -820,6 +841,7 @@ impl Store {
                 .bind(edited.as_deref())
                 .bind(answer.comment.as_deref())
                 .bind(now)
+                .bind(answer.via.as_deref())
                 .execute(pool)
                 .await
                 .map_err(StoreError::from)?
@@ -1574,6 +1596,7 @@ impl StoreApprovals {
                     "decision": answer.decision,
                     "edited_arguments": answer.edited_arguments,
                     "comment": answer.comment,
+                    "channel": answer.via,
                 }),
             );
         }

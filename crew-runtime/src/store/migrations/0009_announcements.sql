@@ -81,3 +81,7 @@ CREATE TABLE crew_revoked_link_keys (
     key_id TEXT PRIMARY KEY,
     revoked_at BIGINT NOT NULL
 );
+
+-- Where a question's answer came from: the inbox's pages, its JSON API,
+-- Slack, a signed link (NULL: through the library directly, or before).
+ALTER TABLE crew_approvals ADD COLUMN answered_via TEXT;
