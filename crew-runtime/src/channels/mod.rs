@@ -302,6 +302,9 @@ impl fmt::Debug for Announcer {
 /// How many announcements one pass takes at most.
 const BATCH: usize = 256;
 
+/// How long a pass waits after the store's news, for the rest of a burst.
+const COALESCE: Duration = Duration::from_millis(20);
+
 impl Announcer {
     /// An announcer on `store`, with no channel yet. Failed deliveries are
     /// tried again after 1 s, 2 s, 4 s … up to 5 min, 10 times in a row
@@ -408,6 +411,25 @@ impl Announcer {
         Ok(())
     }
 
+    /// Stops naming this announcer's channels in the store: questions
+    /// asked from now on are not announced on them (a channel taken out of
+    /// service); what was announced before is still updated by an
+    /// announcer that has them. [`register`](Announcer::register) names
+    /// them again.
+    ///
+    /// ```no_run
+    /// # async fn run(announcer: crew_runtime::channels::Announcer) -> Result<(), crew_runtime::store::StoreError> {
+    /// announcer.unregister().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn unregister(&self) -> Result<(), StoreError> {
+        for channel in &self.channels {
+            self.store.disable_channel(channel.name()).await?;
+        }
+        Ok(())
+    }
+
     /// One pass: delivers the announcements due now on this announcer's
     /// channels (several at once), and records what became of each. The
     /// number delivered.
@@ -420,7 +442,11 @@ impl Announcer {
     /// ```
     pub async fn deliver_due(&self) -> Result<usize, StoreError> {
         let names: Vec<&str> = self.channels.iter().map(|c| c.name()).collect();
-        let due = self.store.due_announcements(&names, BATCH).await?;
+        let hold = i64::try_from(self.hold.as_millis()).unwrap_or(i64::MAX);
+        let due = self
+            .store
+            .take_due(&names, &self.holder, hold, BATCH)
+            .await?;
         let delivered = futures_util::stream::iter(due)
             .map(|due| self.deliver_one(due))
             .buffer_unordered(self.concurrency)
@@ -463,13 +489,17 @@ impl Announcer {
             }
             tokio::select! {
                 () = &mut stop => return,
-                _ = changes.recv() => {}
+                _ = changes.recv() => {
+                    // A burst of questions is one pass, not one each.
+                    tokio::time::sleep(COALESCE).await;
+                    while changes.try_recv().is_ok() {}
+                }
                 () = tokio::time::sleep(Duration::from_secs(1)) => {}
             }
         }
     }
 
-    /// Delivers one announcement if this replica takes it: whether it was
+    /// Delivers one announcement this replica took: whether it was
     /// delivered.
     async fn deliver_one(&self, due: Due) -> Result<bool, StoreError> {
         let Some(channel) = self
@@ -479,14 +509,6 @@ impl Announcer {
         else {
             return Ok(false);
         };
-        let hold = i64::try_from(self.hold.as_millis()).unwrap_or(i64::MAX);
-        if !self
-            .store
-            .hold_announcement(&due.question, &due.channel, &self.holder, hold)
-            .await?
-        {
-            return Ok(false);
-        }
         // Read after taking it: the status told is the one now.
         let Some(question) = self.store.question(&due.question).await? else {
             return Ok(false);

@@ -91,12 +91,30 @@ impl Store {
         Ok(())
     }
 
-    /// The announcements due now on `channels`: never announced, or told
-    /// a status the question has left; not held by a replica, not waiting
-    /// for their next attempt; at most `limit`, the longest waiting first.
-    pub(crate) async fn due_announcements(
+    /// Stops announcing on channel `name`: questions asked from now on
+    /// are written without an announcement for it (those written before
+    /// are still delivered by an announcer that has it).
+    pub(crate) async fn disable_channel(&self, name: &str) -> Result<(), StoreError> {
+        let now = self.now();
+        let sql = "UPDATE crew_channels SET disabled_at = $2 WHERE name = $1";
+        self.file_still_there()?;
+        on_pool!(self, |pool| {
+            sqlx::query(sql).bind(name).bind(now).execute(pool).await?;
+        });
+        Ok(())
+    }
+
+    /// Takes for `holder`, until `hold_ms` from now, the announcements due
+    /// now on `channels` (never announced, or told a status the question
+    /// has left; held by no replica; not waiting for their next attempt),
+    /// at most `limit`, the longest waiting first: one write for the
+    /// whole batch. A replica takes what no other holds; none takes what
+    /// one has told since.
+    pub(crate) async fn take_due(
         &self,
         channels: &[&str],
+        holder: &str,
+        hold_ms: i64,
         limit: usize,
     ) -> Result<Vec<Due>, StoreError> {
         if channels.is_empty() {
@@ -104,19 +122,27 @@ impl Store {
         }
         let now = self.now();
         let names = (0..channels.len())
-            .map(|i| format!("${}", i + 3))
+            .map(|i| format!("${}", i + 5))
             .collect::<Vec<_>>()
             .join(", ");
+        let due = "gave_up_at IS NULL AND next_at <= $1 AND held_until <= $1 \
+                   AND (told IS NULL OR told <> \
+                   (SELECT q.status FROM crew_approvals q WHERE q.id = question_id))";
         let sql = format!(
-            "SELECT a.question_id, a.channel, a.told, a.attempts, a.reference \
-             FROM crew_announcements a JOIN crew_approvals q ON q.id = a.question_id \
-             WHERE a.gave_up_at IS NULL AND a.next_at <= $1 AND a.held_until <= $1 \
-             AND (a.told IS NULL OR a.told <> q.status) AND a.channel IN ({names}) \
-             ORDER BY a.next_at, a.question_id LIMIT $2"
+            "UPDATE crew_announcements SET holder = $2, held_until = $1 + $3, updated_at = $1 \
+             WHERE {due} AND (question_id, channel) IN \
+             (SELECT question_id, channel FROM crew_announcements WHERE {due} \
+             AND channel IN ({names}) ORDER BY next_at, question_id LIMIT $4) \
+             RETURNING question_id, channel, told, attempts, reference"
         );
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.file_still_there()?;
         let rows: Vec<DueRow> = on_pool!(self, |pool| {
-            let mut query = sqlx::query_as(&sql).bind(now).bind(limit);
+            let mut query = sqlx::query_as(&sql)
+                .bind(now)
+                .bind(holder)
+                .bind(hold_ms)
+                .bind(limit);
             for channel in channels {
                 query = query.bind(*channel);
             }
@@ -132,37 +158,6 @@ impl Store {
                 reference,
             })
             .collect())
-    }
-
-    /// Takes announcement (`question`, `channel`) for `holder` until
-    /// `hold_ms` from now, if it is still due and no other replica holds
-    /// it: whether it was taken. One taker among racing replicas, and none
-    /// once one has told the channel (a replica that found it due before
-    /// then takes nothing).
-    pub(crate) async fn hold_announcement(
-        &self,
-        question: &str,
-        channel: &str,
-        holder: &str,
-        hold_ms: i64,
-    ) -> Result<bool, StoreError> {
-        let now = self.now();
-        let sql = "UPDATE crew_announcements SET holder = $3, held_until = $4 + $5, updated_at = $4 \
-                   WHERE question_id = $1 AND channel = $2 AND held_until <= $4 AND next_at <= $4 \
-                   AND gave_up_at IS NULL AND (told IS NULL OR told <> \
-                   (SELECT q.status FROM crew_approvals q WHERE q.id = question_id))";
-        let taken = on_pool!(self, |pool| {
-            sqlx::query(sql)
-                .bind(question)
-                .bind(channel)
-                .bind(holder)
-                .bind(now)
-                .bind(hold_ms)
-                .execute(pool)
-                .await?
-                .rows_affected()
-        });
-        Ok(taken == 1)
     }
 
     /// Records that `holder` told the channel status `told` (and what the
