@@ -521,7 +521,74 @@ async fn crew_inbox_serve_sends_to_slack_and_takes_its_clicks(store: Store, keep
     }
 }
 
+async fn the_slack_message_says_what_became_of_the_approved_call(store: Store, _keep: Keep) {
+    use crew_runtime::ToolAnnotations;
+    use crew_runtime::guards::ApprovalGate;
+    use crew_runtime::prelude::*;
+    let stand_in = SlackStandIn::start().await;
+    approvers(&store).await;
+    let announcer = slack(&store, &stand_in);
+    announcer.register().await.expect("named");
+    let origin = serve_inbox(&store).await;
+    let llm: Arc<dyn Llm> = Arc::new(
+        ScriptedLlm::new()
+            .call("refund", json!({"order": "A-17", "amount": 120}))
+            .answer("done"),
+    );
+    let refund = Tool::dynamic(
+        "refund",
+        "Refunds an order",
+        json!({"type": "object"}),
+        |_| Ok::<_, String>(json!("refunded")),
+    )
+    .with_annotations(ToolAnnotations::new().destructive(true));
+    let support = Agent::builder("Support").llm(llm).tool(refund).build();
+    let crew = Crew::builder()
+        .agent(support.clone())
+        .task(Task::builder("Handle the ticket").agent(&support).build())
+        .global_registry(Arc::new(HookRegistry::new()))
+        .human_input(Arc::new(StoreApprovals::new(store.clone())))
+        .human_input_timeout(PATIENCE)
+        .async_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("approval-gate"),
+            ApprovalGate::for_capabilities([Capability::Destructive]).pre_hook(),
+        )
+        .build()
+        .expect("builds")
+        .for_user("carol");
+    let run = tokio::spawn(async move { crew.kickoff(()).await });
+    pending(&store).await;
+    announcer.deliver_due().await.expect("a pass");
+    let value = approve_value(&stand_in.calls("chat.postMessage")[0]);
+    let (_, said) = click(&origin, TEAM, "UALICE", "approve", &value).await;
+    assert_eq!(said["decided"], json!(true), "{said}");
+    tokio::time::timeout(PATIENCE, run)
+        .await
+        .expect("ends")
+        .expect("no panic")
+        .expect("runs");
+    // Told once it was approved, and again once the call ran.
+    let started = Instant::now();
+    loop {
+        announcer.deliver_due().await.expect("a pass");
+        let updates = stand_in.calls("chat.update");
+        if let Some(last) = updates.last()
+            && last["blocks"].to_string().contains("The call ran.")
+        {
+            assert!(last["blocks"].to_string().contains("Approved by alice"));
+            break;
+        }
+        assert!(
+            started.elapsed() < PATIENCE,
+            "never told the call ran: {updates:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 on_both_stores!(
+    the_slack_message_says_what_became_of_the_approved_call,
     crew_inbox_serve_sends_to_slack_and_takes_its_clicks,
     a_question_goes_to_linked_approvers_in_scope_and_a_signed_click_decides_it,
     no_forged_stale_replayed_or_misdirected_click_decides_anything,

@@ -513,7 +513,7 @@ impl Announcer {
         let Some(question) = self.store.question(&due.question).await? else {
             return Ok(false);
         };
-        let status = question.status;
+        let told = crate::store::told_state(&question);
         let notice = Notice {
             question,
             told: due.told,
@@ -534,7 +534,7 @@ impl Announcer {
                         &due.question,
                         &due.channel,
                         &self.holder,
-                        status,
+                        &told,
                         delivered.reference.as_deref(),
                     )
                     .await?;

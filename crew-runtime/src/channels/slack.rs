@@ -436,6 +436,24 @@ fn closed_blocks(question: &Question, inbox: Option<&str>) -> Value {
         (status, _) => format!("{status}"),
     };
     let mut text = format!("*{what}*\n*Tool* `{}`", escape(&question.tool));
+    if let Some(outcome) = &question.outcome {
+        let detail = outcome
+            .detail
+            .as_deref()
+            .map(|detail| format!(": {}", escape(&cut(detail, 500))))
+            .unwrap_or_default();
+        let became = match outcome.outcome.as_str() {
+            "ran" => "The call ran.".to_owned(),
+            "failed" => format!("The call failed{detail}"),
+            "refused" => format!(
+                "The call was refused afterwards by {}{detail}",
+                escape(outcome.source.as_deref().unwrap_or("a guard"))
+            ),
+            "in_doubt" => format!("The call is in doubt{detail}"),
+            other => escape(other),
+        };
+        text.push_str(&format!("\n{became}"));
+    }
     if let Some(origin) = inbox {
         text.push_str(&format!(
             "\n<{origin}/questions/{}|See it in the inbox>",

@@ -22,8 +22,10 @@ use crate::store::QuestionStatus;
 /// status, tool, redacted arguments, agent, task, crew, requester, prompt,
 /// reason, deadline in ms since the Unix epoch), its page in the inbox
 /// (`inbox`, with [`Webhook::inbox`]) and, once answered, who decided
-/// (`decided_by`, `decision`). A message's id is the question's id
-/// and status: a retried message keeps it, so a receiver can drop repeats.
+/// (`decided_by`, `decision`) and, once the approved call ran, failed or
+/// was refused, what became of it (`outcome`). A message's id is the
+/// question's id and what it tells (its status, then what became of the
+/// call): a retried message keeps it, so a receiver can drop repeats.
 /// A 2xx answer is a delivery; a 429 or 503 with `Retry-After` is tried
 /// again then; anything else is tried again with the announcer's backoff.
 ///
@@ -168,7 +170,11 @@ impl Webhook {
         });
         let body = serde_json::to_vec(&body)
             .map_err(|error| ChannelError::new(format!("webhook {}: {error}", self.name)))?;
-        let id = format!("{}.{}", question.id, question.status);
+        let id = format!(
+            "{}.{}",
+            question.id,
+            crate::store::told_state(question).replace('/', ".")
+        );
         let signature = self
             .signer
             .sign(&id, timestamp, &body)
@@ -258,6 +264,16 @@ fn data(notice: &Notice, inbox: Option<&str>) -> Value {
         if let Some(answer) = &question.answer {
             map.insert("decided_by".into(), json!(answer.approver));
             map.insert("decision".into(), json!(answer.decision));
+        }
+        if let Some(outcome) = &question.outcome {
+            map.insert(
+                "outcome".into(),
+                json!({
+                    "outcome": outcome.outcome,
+                    "source": outcome.source,
+                    "detail": outcome.detail,
+                }),
+            );
         }
         if let Some(origin) = inbox {
             map.insert(

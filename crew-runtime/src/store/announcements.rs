@@ -63,9 +63,28 @@ type AnnouncementRow = (
     Option<i64>,
 );
 
+/// The status a told state names (`approved`, `approved/ran`).
 fn status(text: Option<String>) -> Option<QuestionStatus> {
-    text.and_then(|text| text.parse().ok())
+    text.and_then(|text| {
+        text.split('/')
+            .next()
+            .and_then(|status| status.parse().ok())
+    })
 }
+
+/// What a channel is told of a question, as the outbox keeps it: its
+/// status, and once its approved call ran, failed or was refused, that
+/// too (`approved/ran`): either change is news.
+pub(crate) fn told_state(question: &super::Question) -> String {
+    match &question.outcome {
+        Some(outcome) => format!("{}/{}", question.status, outcome.outcome),
+        None => question.status.as_str().to_owned(),
+    }
+}
+
+/// [`told_state`] in SQL, of the question `q`.
+const STATE_SQL: &str = "(SELECT q.status || COALESCE('/' || q.outcome, '') \
+                         FROM crew_approvals q WHERE q.id = question_id)";
 
 fn count(value: i64) -> u32 {
     u32::try_from(value.max(0)).unwrap_or(u32::MAX)
@@ -125,9 +144,10 @@ impl Store {
             .map(|i| format!("${}", i + 5))
             .collect::<Vec<_>>()
             .join(", ");
-        let due = "gave_up_at IS NULL AND next_at <= $1 AND held_until <= $1 \
-                   AND (told IS NULL OR told <> \
-                   (SELECT q.status FROM crew_approvals q WHERE q.id = question_id))";
+        let due = format!(
+            "gave_up_at IS NULL AND next_at <= $1 AND held_until <= $1 \
+             AND (told IS NULL OR told <> {STATE_SQL})"
+        );
         let sql = format!(
             "UPDATE crew_announcements SET holder = $2, held_until = $1 + $3, updated_at = $1 \
              WHERE {due} AND (question_id, channel) IN \
@@ -167,7 +187,7 @@ impl Store {
         question: &str,
         channel: &str,
         holder: &str,
-        told: QuestionStatus,
+        told: &str,
         reference: Option<&str>,
     ) -> Result<(), StoreError> {
         let now = self.now();
@@ -180,7 +200,7 @@ impl Store {
                 .bind(question)
                 .bind(channel)
                 .bind(holder)
-                .bind(told.as_str())
+                .bind(told)
                 .bind(now)
                 .bind(reference)
                 .execute(pool)

@@ -83,7 +83,7 @@ pub use accounts::{Approver, ApproverScope, Credential, Which};
 #[cfg(feature = "channels")]
 pub use announcements::Announcement;
 #[cfg(feature = "channels")]
-pub(crate) use announcements::Due;
+pub(crate) use announcements::{Due, told_state};
 #[cfg(feature = "audit")]
 pub(crate) use approvals::QuestionRecords;
 pub use approvals::{
