@@ -16,6 +16,9 @@ use crate::store::{Question, QuestionStatus, Store};
 const SECTION_TEXT: usize = 3_000;
 /// Slack's limit on a header's text.
 const HEADER_TEXT: usize = 150;
+/// How long one delivery posts before it records what it sent and leaves
+/// the rest to the next (the announcer gives a delivery 30 s).
+const ATTEMPT_BUDGET: Duration = Duration::from_secs(15);
 /// What a button's `value` holds: the question's id and revision.
 const VALUE_SEPARATOR: char = ':';
 
@@ -264,9 +267,20 @@ impl Slack {
             |posted: &BTreeMap<String, String>| serde_json::to_string(posted).unwrap_or_default();
         if question.status == QuestionStatus::Pending {
             let message = blocks(question, self.inbox.as_deref(), SystemTime::now());
+            // Within the announcer's time for one delivery: what is left
+            // goes in the next, after what was sent is recorded.
+            let stop_at = std::time::Instant::now() + ATTEMPT_BUDGET;
             for destination in self.destinations(question).await? {
                 if posted.contains_key(&destination) {
                     continue;
+                }
+                if std::time::Instant::now() >= stop_at {
+                    return Err(ChannelError::new(format!(
+                        "slack {}: more recipients than one attempt sends; the rest next",
+                        self.name
+                    ))
+                    .retry_after(Duration::ZERO)
+                    .progress(record(&posted)));
                 }
                 let body = json!({
                     "channel": destination,
