@@ -147,8 +147,6 @@ pub mod anthropic;
 // the one error below, which says what to add.
 #[cfg(all(feature = "audit", any(feature = "sqlite", feature = "postgres")))]
 pub mod audit;
-/// Approvals announced where approvers are (feature `channels`, SPEC §14):
-/// an outbox of announcements in the store, delivered by any replica.
 #[cfg(all(feature = "channels", any(feature = "sqlite", feature = "postgres")))]
 pub mod channels;
 mod check;
