@@ -84,6 +84,15 @@ pub trait Channel: Send + Sync + 'static {
 
 /// What a channel is told: a question as it stands now, and what it was
 /// told of it before.
+///
+/// ```
+/// # fn tell(notice: &crew_runtime::channels::Notice) {
+/// match notice.told {
+///     None => println!("new: {} ({})", notice.question.tool, notice.question.prompt),
+///     Some(before) => println!("{} was {before}, is {}", notice.question.id, notice.question.status),
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Notice {
