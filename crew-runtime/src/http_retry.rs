@@ -1,6 +1,6 @@
 //! When a failed request of an HTTP model client is worth another try, and
 //! how long to wait first: shared by the OpenAI-compatible and the Anthropic
-//! clients.
+//! clients, and (the waits) by the announcements' channels.
 
 use std::time::{Duration, SystemTime};
 
@@ -13,6 +13,10 @@ const RETRY_AFTER_MS: &str = "retry-after-ms";
 /// Whether a server that answered `status` may answer better later: rate
 /// limits and server errors (Anthropic's 529, overloaded, among them).
 /// Every other status is the request's fault and would fail again.
+#[cfg_attr(
+    not(any(feature = "openai", feature = "anthropic")),
+    allow(dead_code, reason = "the channels use the waits only")
+)]
 pub(crate) fn is_retryable_status(status: StatusCode) -> bool {
     status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
 }

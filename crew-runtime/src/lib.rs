@@ -173,7 +173,7 @@ pub mod guards;
 mod http_client;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod http_model;
-#[cfg(any(feature = "openai", feature = "anthropic"))]
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "channels"))]
 mod http_retry;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod http_secrets;

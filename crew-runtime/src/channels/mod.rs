@@ -255,12 +255,20 @@ struct Backoff {
 }
 
 impl Backoff {
+    /// The wait after failed attempt `attempt` (1 for the first).
     fn after(&self, attempt: u32) -> Duration {
-        let doubled = self
-            .first
-            .saturating_mul(2_u32.saturating_pow(attempt.saturating_sub(1).min(20)));
-        doubled.min(self.longest)
+        crate::http_retry::backoff(self.first, attempt.saturating_sub(1), self.longest)
     }
+}
+
+/// The longest wait a server's `Retry-After` is taken for.
+const LONGEST_ASKED_WAIT: Duration = Duration::from_secs(3_600);
+
+/// How long a channel's server asks to be left alone (`Retry-After`, in
+/// seconds or as an HTTP date), an hour at most.
+fn asked_wait(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    crate::http_retry::retry_after(headers, std::time::SystemTime::now())
+        .map(|wait| wait.min(LONGEST_ASKED_WAIT))
 }
 
 /// Delivers the store's announcements on its channels: any number of

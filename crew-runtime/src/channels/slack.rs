@@ -195,17 +195,12 @@ impl Slack {
             })?;
         let status = response.status();
         if status.as_u16() == 429 {
-            let after = response
-                .headers()
-                .get("retry-after")
-                .and_then(|value| value.to_str().ok())
-                .and_then(|value| value.trim().parse::<u64>().ok())
-                .unwrap_or(30);
+            let wait = super::asked_wait(response.headers()).unwrap_or(Duration::from_secs(30));
             return Err(ChannelError::new(format!(
                 "slack {}: {method}: rate limited (429)",
                 self.name
             ))
-            .retry_after(Duration::from_secs(after.min(3_600))));
+            .retry_after(wait));
         }
         if !status.is_success() {
             return Err(ChannelError::new(format!(

@@ -214,13 +214,9 @@ impl Webhook {
             self.name
         ));
         if matches!(status.as_u16(), 429 | 503)
-            && let Some(after) = response
-                .headers()
-                .get("retry-after")
-                .and_then(|value| value.to_str().ok())
-                .and_then(|value| value.trim().parse::<u64>().ok())
+            && let Some(wait) = super::asked_wait(response.headers())
         {
-            error = error.retry_after(Duration::from_secs(after.min(3600)));
+            error = error.retry_after(wait);
         }
         Err(error)
     }
