@@ -1,7 +1,9 @@
 //! The HTTP side of the model clients (OpenAI-compatible, Anthropic): a
 //! reqwest client that follows redirects
 //! only within the first request's origin, bodies read up to a limit, and
-//! failures told apart (worth a retry or not) and put on one line.
+//! failures told apart (worth a retry or not) and put on one line. The
+//! announcements' channels read their answers and word their failures
+//! with it too.
 
 use reqwest::redirect::{Action, Attempt, Policy};
 use reqwest::{Response, Url};

@@ -169,7 +169,14 @@ mod extension;
 /// Ready-made guard hooks: a secret redactor for tool results and a
 /// sliding-window rate limiter for tool calls.
 pub mod guards;
-#[cfg(any(feature = "openai", feature = "anthropic"))]
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "channels"))]
+#[cfg_attr(
+    not(any(feature = "openai", feature = "anthropic")),
+    allow(
+        dead_code,
+        reason = "the channels use its error text and bounded reads only"
+    )
+)]
 mod http_client;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod http_model;

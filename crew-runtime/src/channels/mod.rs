@@ -261,6 +261,22 @@ impl Backoff {
     }
 }
 
+/// A client for a channel's requests: answers within `timeout`, no
+/// redirect followed (a channel's URL is where its messages go).
+fn http_client(timeout: Duration) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|error| crate::http_client::error_chain(&error.without_url()))
+}
+
+/// A failed request on one line, down to its cause (a refused
+/// connection, a timeout); never its URL, which may carry a token.
+fn request_failed(error: reqwest::Error) -> String {
+    crate::http_client::error_chain(&error.without_url())
+}
+
 /// The longest wait a server's `Retry-After` is taken for.
 const LONGEST_ASKED_WAIT: Duration = Duration::from_secs(3_600);
 

@@ -99,10 +99,7 @@ impl Slack {
         }
         let api = reqwest::Url::parse("https://slack.com/api/")
             .map_err(|error| ChannelError::new(format!("slack {name}: {error}")))?;
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
+        let client = super::http_client(Duration::from_secs(10))
             .map_err(|error| ChannelError::new(format!("slack {name}: {error}")))?;
         Ok(Slack {
             name: name.to_owned(),
@@ -190,7 +187,7 @@ impl Slack {
                 ChannelError::new(format!(
                     "slack {}: {method}: {}",
                     self.name,
-                    error.without_url()
+                    super::request_failed(error)
                 ))
             })?;
         let status = response.status();
@@ -212,7 +209,7 @@ impl Slack {
             ChannelError::new(format!(
                 "slack {}: {method}: {}",
                 self.name,
-                error.without_url()
+                super::request_failed(error)
             ))
         })?;
         let answer: Value = serde_json::from_slice(&bytes).map_err(|error| {

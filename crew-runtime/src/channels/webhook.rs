@@ -97,10 +97,7 @@ impl Webhook {
         }
         let signer = standardwebhooks::Webhook::from_bytes(key)
             .map_err(|_| ChannelError::new(format!("webhook {name}: the secret is refused")))?;
-        let client = reqwest::Client::builder()
-            .timeout(TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
+        let client = super::http_client(TIMEOUT)
             .map_err(|error| ChannelError::new(format!("webhook {name}: {error}")))?;
         Ok(Webhook {
             name: name.to_owned(),
@@ -137,10 +134,7 @@ impl Webhook {
     /// # Ok::<(), crew_runtime::channels::ChannelError>(())
     /// ```
     pub fn timeout(mut self, timeout: Duration) -> Result<Self, ChannelError> {
-        self.client = reqwest::Client::builder()
-            .timeout(timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
+        self.client = super::http_client(timeout)
             .map_err(|error| ChannelError::new(format!("webhook {}: {error}", self.name)))?;
         Ok(self)
     }
@@ -193,17 +187,11 @@ impl Webhook {
             .send()
             .await
             .map_err(|error| {
-                // What failed, down to its cause (a refused connection, a
-                // timeout); never the URL, which may carry a token.
-                let error = error.without_url();
-                let mut text = error.to_string();
-                let mut source = std::error::Error::source(&error);
-                while let Some(cause) = source {
-                    text.push_str(": ");
-                    text.push_str(&cause.to_string());
-                    source = cause.source();
-                }
-                ChannelError::new(format!("webhook {}: {text}", self.name))
+                ChannelError::new(format!(
+                    "webhook {}: {}",
+                    self.name,
+                    super::request_failed(error)
+                ))
             })?;
         let status = response.status();
         if status.is_success() {
