@@ -664,3 +664,38 @@ async fn crew_inbox_links_and_unlinks_a_slack_user() {
             .is_none()
     );
 }
+
+#[tokio::test]
+async fn an_endless_answer_from_slack_is_not_read_whole_and_the_question_waits() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let store = Store::connect(&format!("sqlite://{}", dir.path().join("s.db").display()))
+        .await
+        .expect("a store");
+    approvers(&store).await;
+    // 4 MiB of padding around "ok": true.
+    let huge = format!(
+        r#"{{"ok": true, "channel": "D1", "ts": "1", "pad": "{}"}}"#,
+        "x".repeat(4 << 20)
+    );
+    let router = axum::Router::new().route(
+        "/api/{method}",
+        axum::routing::post(move || {
+            let huge = huge.clone();
+            async move { huge }
+        }),
+    );
+    let api = format!("{}/api/", channels::serve(router).await);
+    let slack = Slack::new(store.clone(), "ops-slack", TEAM, TOKEN)
+        .expect("a Slack channel")
+        .api_base(&api)
+        .expect("a base");
+    let announcer = Announcer::new(store.clone()).channel(slack);
+    announcer.register().await.expect("named");
+    let _waiting = ask(&store);
+    let question = pending(&store).await;
+    assert_eq!(announcer.deliver_due().await.expect("a pass"), 0);
+    let told = store.announcements(&question.id).await.expect("reads");
+    let error = told[0].last_error.clone().expect("why");
+    assert!(error.contains("larger than"), "{error}");
+    assert_eq!(told[0].told, None);
+}

@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 use super::{Channel, ChannelError, Delivered, Notice};
 use crate::store::{Question, QuestionStatus, Store};
 
+/// The most of an answer of Slack's Web API read.
+const MAX_ANSWER_BYTES: usize = 1024 * 1024;
 /// Slack's limit on a section's text.
 const SECTION_TEXT: usize = 3_000;
 /// Slack's limit on a header's text.
@@ -205,13 +207,24 @@ impl Slack {
                 self.name
             )));
         }
-        let bytes = response.bytes().await.map_err(|error| {
-            ChannelError::new(format!(
-                "slack {}: {method}: {}",
-                self.name,
-                super::request_failed(error)
-            ))
-        })?;
+        // An answer is a few hundred bytes: one past a mebibyte is not
+        // Slack's, and is not read whole.
+        let bytes = match crate::http_client::read_at_most(response, MAX_ANSWER_BYTES).await {
+            Ok(crate::http_client::Body::Whole(bytes)) => bytes,
+            Ok(crate::http_client::Body::Cut(_)) => {
+                return Err(ChannelError::new(format!(
+                    "slack {}: {method}: an answer larger than {MAX_ANSWER_BYTES} bytes",
+                    self.name
+                )));
+            }
+            Err(error) => {
+                return Err(ChannelError::new(format!(
+                    "slack {}: {method}: {}",
+                    self.name,
+                    super::request_failed(error)
+                )));
+            }
+        };
         let answer: Value = serde_json::from_slice(&bytes).map_err(|error| {
             ChannelError::new(format!(
                 "slack {}: {method}: not Slack's JSON: {error}",
