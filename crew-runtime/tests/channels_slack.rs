@@ -171,6 +171,16 @@ async fn post_signed(origin: &str, body: &str, timestamp: i64, signature: &str) 
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
+/// alice clicks Approve on the button of `value`, and it decides.
+async fn alice_approves(origin: &str, value: &str) {
+    let (status, said) = click(origin, TEAM, "UALICE", "approve", value).await;
+    assert_eq!(
+        (status, said["decided"].clone()),
+        (200, json!(true)),
+        "{said}"
+    );
+}
+
 /// A click of `user` signed now with the app's secret.
 async fn click(origin: &str, team: &str, user: &str, action: &str, value: &str) -> (u16, Value) {
     let body = click_body(team, user, action, value);
@@ -269,12 +279,7 @@ async fn a_question_goes_to_linked_approvers_in_scope_and_a_signed_click_decides
     let value = approve_value(&posted[0]);
     assert_eq!(value, format!("{}:{}", question.id, question.revision()));
 
-    let (status, said) = click(&origin, TEAM, "UALICE", "approve", &value).await;
-    assert_eq!(
-        (status, said["decided"].clone()),
-        (200, json!(true)),
-        "{said}"
-    );
+    alice_approves(&origin, &value).await;
     let answer = answered(waiting).await;
     assert_eq!(answer.answered_by.as_deref(), Some("alice"));
     let decided = store
@@ -503,12 +508,7 @@ async fn crew_inbox_serve_sends_to_slack_and_takes_its_clicks(store: Store, keep
     assert_eq!(posted[0]["channel"], "UALICE");
     let value = approve_value(&posted[0]);
     assert!(value.starts_with(&question.id));
-    let (status, said) = click(&inbox.origin, TEAM, "UALICE", "approve", &value).await;
-    assert_eq!(
-        (status, said["decided"].clone()),
-        (200, json!(true)),
-        "{said}"
-    );
+    alice_approves(&inbox.origin, &value).await;
     let answer = answered(waiting).await;
     assert_eq!(answer.answered_by.as_deref(), Some("alice"));
     let started = Instant::now();
