@@ -588,6 +588,7 @@ async fn the_slack_message_says_what_became_of_the_approved_call(store: Store, _
 }
 
 on_both_stores!(
+    a_shared_channel_gets_one_message_and_only_a_linked_approvers_click_decides,
     the_slack_message_says_what_became_of_the_approved_call,
     crew_inbox_serve_sends_to_slack_and_takes_its_clicks,
     a_question_goes_to_linked_approvers_in_scope_and_a_signed_click_decides_it,
@@ -698,4 +699,36 @@ async fn an_endless_answer_from_slack_is_not_read_whole_and_the_question_waits()
     let error = told[0].last_error.clone().expect("why");
     assert!(error.contains("larger than"), "{error}");
     assert_eq!(told[0].told, None);
+}
+
+async fn a_shared_channel_gets_one_message_and_only_a_linked_approvers_click_decides(
+    store: Store,
+    _keep: Keep,
+) {
+    let stand_in = SlackStandIn::start().await;
+    approvers(&store).await;
+    let slack = Slack::new(store.clone(), "ops-room", TEAM, TOKEN)
+        .expect("a Slack channel")
+        .api_base(&stand_in.api)
+        .expect("the stand-in")
+        .shared_channel("C024BE91L");
+    let announcer = Announcer::new(store.clone()).channel(slack);
+    announcer.register().await.expect("named");
+    let origin = serve_inbox(&store).await;
+    let waiting = ask(&store);
+    pending(&store).await;
+    assert_eq!(announcer.deliver_due().await.expect("a pass"), 1);
+    let posted = stand_in.calls("chat.postMessage");
+    // Once, in the channel: not a message per approver.
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    assert_eq!(posted[0]["channel"], "C024BE91L");
+    let value = approve_value(&posted[0]);
+    // Anyone in the channel may click; an unlinked member decides nothing.
+    let (_, said) = click(&origin, TEAM, "UNOBODY", "approve", &value).await;
+    assert_eq!(said["decided"], json!(false), "{said}");
+    alice_approves(&origin, &value).await;
+    assert_eq!(
+        answered(waiting).await.answered_by.as_deref(),
+        Some("alice")
+    );
 }
