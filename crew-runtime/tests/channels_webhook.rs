@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use channels::{PATIENCE, Waiting, answered, ask, pending};
 use crew_runtime::audit::{self, AuditTrail};
-use crew_runtime::channels::{AnnouncementFailed, Announcer, Webhook};
+use crew_runtime::channels::{Announcer, Webhook};
 use crew_runtime::store::{
     Answer, ApproverScope, Decision, Question, QuestionStatus, Store, StoreApprovals,
 };
@@ -173,16 +173,7 @@ async fn a_failing_webhook_never_blocks_or_answers_and_its_failure_is_recorded(
 ) {
     let receiver = Receiver::start().await;
     receiver.answer(Answering::Status(500));
-    let bus = Arc::new(EventBus::new());
-    let failures = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&failures);
-    bus.subscribe(move |event: &Event| {
-        if let Event::Integration(integration) = event
-            && let Some(failed) = integration.downcast_ref::<AnnouncementFailed>()
-        {
-            seen.lock().expect("seen").push(failed.clone());
-        }
-    });
+    let (bus, failures) = channels::failure_bus();
     let backoff = Duration::from_millis(800);
     let announcer = announcer(&store, &receiver)
         .events(bus)

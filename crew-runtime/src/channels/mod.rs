@@ -10,9 +10,10 @@
 //! line, an event on the announcer's bus, and a record on the question's
 //! audit trail when it has one.
 //!
-//! Channels: [`Webhook`] (a JSON POST signed the Standard Webhooks way)
-//! and [`Slack`] (direct messages with buttons, which the inbox's Slack
-//! endpoint checks). Another channel implements [`Channel`].
+//! Channels: [`Webhook`] (a JSON POST signed the Standard Webhooks way),
+//! [`Slack`] (direct messages with buttons, which the inbox's Slack
+//! endpoint checks) and [`Email`] (the question and a signed link, over
+//! SMTP). Another channel implements [`Channel`].
 //!
 //! ```no_run
 //! use crew_runtime::channels::{Announcer, Webhook};
@@ -29,6 +30,7 @@
 //! # }
 //! ```
 
+mod email;
 mod slack;
 mod webhook;
 
@@ -44,6 +46,7 @@ use hooks_core::{Event, EventBus};
 
 use crate::store::{Due, Question, QuestionStatus, Store, StoreError};
 
+pub use email::Email;
 pub use slack::Slack;
 pub(crate) use slack::parse_button_value;
 pub use webhook::Webhook;

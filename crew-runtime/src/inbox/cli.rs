@@ -87,7 +87,7 @@ Exit status: 0 when done; 1 when the work failed; 2 on a bad command line.";
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the inbox: approvers sign in and answer the store's questions
-    Serve(Serve),
+    Serve(Box<Serve>),
     /// Add an approver; their password is one line on standard input
     AddApprover(AddApprover),
     /// Print a one-time sign-in token for an approver
@@ -164,6 +164,18 @@ enum Command {
         /// on or off
         #[arg(value_name = "on|off", value_parser = ["on", "off"])]
         setting: String,
+    },
+    /// Set the e-mail address an approver gets the questions in their scope at, each with a signed link
+    #[cfg(feature = "channels")]
+    SetEmail {
+        #[command(flatten)]
+        approver: Approver,
+        /// The address, like alice@example.com
+        #[arg(value_name = "ADDRESS", required_unless_present = "none")]
+        address: Option<String>,
+        /// Remove the approver's address: no more e-mail
+        #[arg(long, conflicts_with = "address")]
+        none: bool,
     },
     /// Unlink a Slack user: their clicks decide nothing
     #[cfg(feature = "channels")]
@@ -252,6 +264,14 @@ struct Serve {
     #[cfg(feature = "channels")]
     #[arg(long = "slack-token-file", value_name = "NAME=PATH", value_parser = named)]
     slack_tokens: Vec<(String, String)>,
+    /// Send every question by e-mail, from this sender, to the approvers with an address whose scope covers it, each with a signed link (repeatable; needs --link-keys and --public-origin); its SMTP server is named by --smtp-url-file
+    #[cfg(feature = "channels")]
+    #[arg(long = "email", value_name = "NAME=FROM", value_parser = named)]
+    emails: Vec<(String, String)>,
+    /// The file holding an e-mail channel's SMTP server as a URL (smtp://host:port, smtp://user:password@host:587?tls=starttls, smtps://host), one per --email
+    #[cfg(feature = "channels")]
+    #[arg(long = "smtp-url-file", value_name = "NAME=PATH", value_parser = named)]
+    smtp_urls: Vec<(String, String)>,
     /// The file holding the Slack app's signing secret: serves POST /slack/interactions, where its buttons' clicks decide
     #[cfg(feature = "channels")]
     #[arg(long, value_name = "PATH")]
@@ -589,6 +609,26 @@ async fn dispatch<R: BufRead, O: Write, E: Write>(
             Ok(())
         }
         #[cfg(feature = "channels")]
+        Command::SetEmail {
+            approver,
+            address,
+            none: _,
+        } => {
+            let name = &approver.name;
+            open(&approver.store, "set-email")
+                .await?
+                .set_approver_email(name, address.as_deref())
+                .await?;
+            match address {
+                Some(address) => writeln!(
+                    err,
+                    "crew-inbox: {name} gets the questions in their scope at {address}"
+                )?,
+                None => writeln!(err, "crew-inbox: {name} gets no more e-mail")?,
+            }
+            Ok(())
+        }
+        #[cfg(feature = "channels")]
         Command::UnlinkSlack { store, team, user } => {
             let store = open(&store, "unlink-slack").await?;
             let identity = crate::store::SlackIdentity::new(team, user);
@@ -801,11 +841,13 @@ fn announcer(
     serve: &Serve,
     store: &crate::store::Store,
 ) -> Result<Option<crate::channels::Announcer>, Failure> {
-    use crate::channels::{Announcer, Slack, Webhook};
+    use crate::channels::{Announcer, Email, Slack, Webhook};
     if serve.webhooks.is_empty()
         && serve.webhook_secrets.is_empty()
         && serve.slacks.is_empty()
         && serve.slack_tokens.is_empty()
+        && serve.emails.is_empty()
+        && serve.smtp_urls.is_empty()
     {
         return Ok(None);
     }
@@ -832,6 +874,28 @@ fn announcer(
         }
         announcer = announcer.channel(slack);
     }
+    for (name, from) in &serve.emails {
+        let path = secret_of(name, &serve.smtp_urls, "--smtp-url-file")?;
+        let smtp = read_secret(
+            &format!("the SMTP server of the e-mail channel {name}"),
+            path,
+        )?;
+        let (Some(keys), Some(origin)) = (&serve.link_keys, &serve.public_origin) else {
+            return Err(Failure::Channel(format!(
+                "the e-mail channel {name} sends signed links: give --link-keys and --public-origin"
+            )));
+        };
+        let email = Email::new(
+            store.clone(),
+            name,
+            &smtp,
+            from,
+            origin,
+            read_link_keys(keys)?,
+        )
+        .map_err(channel)?;
+        announcer = announcer.channel(email);
+    }
     for (option, named, secrets) in [
         (
             "--webhook-secret-file",
@@ -839,6 +903,7 @@ fn announcer(
             &serve.webhook_secrets,
         ),
         ("--slack-token-file", &serve.slacks, &serve.slack_tokens),
+        ("--smtp-url-file", &serve.emails, &serve.smtp_urls),
     ] {
         if let Some((name, _)) = secrets
             .iter()

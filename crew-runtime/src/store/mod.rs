@@ -49,6 +49,8 @@ mod approvals;
 #[cfg(feature = "audit")]
 pub(crate) mod audit;
 // Durable kickoffs' rows and their sealed write-ahead journal (SPEC §13).
+#[cfg(feature = "channels")]
+mod email;
 mod identity;
 #[cfg(feature = "durable")]
 pub mod journal;
@@ -129,6 +131,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         9,
         "announcements",
         include_str!("migrations/0009_announcements.sql"),
+    ),
+    (
+        10,
+        "approver_email",
+        include_str!("migrations/0010_approver_email.sql"),
     ),
 ];
 

@@ -160,8 +160,22 @@ impl Store {
             "SELECT team_id, user_id, approver FROM crew_slack_links ORDER BY team_id, user_id";
         let links: Vec<(String, String, String)> =
             on_pool!(self, |pool| { sqlx::query_as(sql).fetch_all(pool).await? });
+        let links = links
+            .into_iter()
+            .map(|(team, user, name)| (SlackIdentity::new(team, user), name));
+        self.who_may_answer(question, links).await
+    }
+
+    /// Of `candidates` (each with its approver's name), those whose
+    /// approver is enabled, may answer `question` and did not ask it, with
+    /// their approver: whom a channel tells of it.
+    pub(crate) async fn who_may_answer<T>(
+        &self,
+        question: &Question,
+        candidates: impl IntoIterator<Item = (T, String)>,
+    ) -> Result<Vec<(T, Approver)>, StoreError> {
         let mut recipients = Vec::new();
-        for (team, user, name) in links {
+        for (candidate, name) in candidates {
             let Some(approver) = self.approver(&name).await? else {
                 continue;
             };
@@ -170,7 +184,7 @@ impl Store {
                 .as_deref()
                 .is_some_and(|requester| same_identity(requester, &approver.name));
             if approver.may_answer(question) && !asked {
-                recipients.push((SlackIdentity::new(team, user), approver));
+                recipients.push((candidate, approver));
             }
         }
         Ok(recipients)

@@ -4,10 +4,13 @@
 
 #![allow(dead_code)] // each test file uses a different part
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crew_runtime::channels::AnnouncementFailed;
 use crew_runtime::store::{Question, Store, StoreApprovals};
 use crew_runtime::{HumanAnswer, HumanInputError, HumanInputRequest, HumanInputSource};
+use hooks_core::{Event, EventBus};
 use serde_json::json;
 
 /// How long a test waits for what must happen.
@@ -65,4 +68,19 @@ pub(crate) async fn answered(waiting: Waiting) -> HumanAnswer {
         .expect("answered in time")
         .expect("no panic")
         .expect("an answer")
+}
+
+/// An event bus for an announcer, and every failed delivery it carried.
+pub(crate) fn failure_bus() -> (Arc<EventBus>, Arc<Mutex<Vec<AnnouncementFailed>>>) {
+    let bus = Arc::new(EventBus::new());
+    let failures = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&failures);
+    bus.subscribe(move |event: &Event| {
+        if let Event::Integration(integration) = event
+            && let Some(failed) = integration.downcast_ref::<AnnouncementFailed>()
+        {
+            seen.lock().expect("seen").push(failed.clone());
+        }
+    });
+    (bus, failures)
 }
