@@ -161,6 +161,55 @@ pub struct HumanInputRequest {
     /// under it, and takes up the question it already holds under it; any
     /// other source may ignore it.
     pub question_id: Option<String>,
+    /// The rules the call was checked by when the question was asked, so
+    /// that a source in another process (an approval inbox) can check a
+    /// person's edit by them before it takes it. A rule engine puts them
+    /// in the call's [`extensions`](crate::ToolCallHookContext::extensions)
+    /// (as an `Arc<AskedUnder>`) before a question is asked about it; a
+    /// source may ignore them (the crew's hooks check an edit again when
+    /// the call runs).
+    pub asked_under: Option<Arc<AskedUnder>>,
+}
+
+/// The rules a question was asked under: their language, their text, and
+/// what else of the call they read, as JSON (see
+/// [`HumanInputRequest::asked_under`]).
+///
+/// ```
+/// use std::sync::Arc;
+/// use hooks_core::AskedUnder;
+/// use serde_json::json;
+///
+/// let rules = AskedUnder::new("cedar", Arc::from("permit(principal, action, resource);"), json!({}));
+/// assert_eq!(rules.language, "cedar");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AskedUnder {
+    /// The language of [`text`](Self::text), as the checker names it
+    /// (`"cedar"`).
+    pub language: String,
+    /// The rules, whole.
+    pub text: Arc<str>,
+    /// What the checker needs besides the question and the rules (the
+    /// engine's settings, facts of the call that the question lacks).
+    pub context: Value,
+}
+
+impl AskedUnder {
+    /// Rules in `language`, with `context`.
+    ///
+    /// ```
+    /// let rules = hooks_core::AskedUnder::new("cedar", "forbid(principal, action, resource);".into(), serde_json::Value::Null);
+    /// assert!(rules.text.starts_with("forbid"));
+    /// ```
+    pub fn new(language: impl Into<String>, text: Arc<str>, context: Value) -> Self {
+        AskedUnder {
+            language: language.into(),
+            text,
+            context,
+        }
+    }
 }
 
 impl HumanInputRequest {

@@ -248,9 +248,9 @@ pub use hook::{
 };
 pub use hook_clock::DEFAULT_HOOK_TIMEOUT;
 pub use human::{
-    ApprovedCallOutcome, CallbackInput, ChainGate, ChannelInput, DEFAULT_HUMAN_INPUT_TIMEOUT,
-    GateFuture, HumanAnswer, HumanInputError, HumanInputFuture, HumanInputReply, HumanInputRequest,
-    HumanInputSource, PendingHumanInput, ScriptedInput,
+    ApprovedCallOutcome, AskedUnder, CallbackInput, ChainGate, ChannelInput,
+    DEFAULT_HUMAN_INPUT_TIMEOUT, GateFuture, HumanAnswer, HumanInputError, HumanInputFuture,
+    HumanInputReply, HumanInputRequest, HumanInputSource, PendingHumanInput, ScriptedInput,
 };
 
 /// Implements [`HumanInputSource`] (an `async fn` in a trait used as

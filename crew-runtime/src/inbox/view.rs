@@ -115,9 +115,9 @@ pub(crate) fn decision_status(error: &DecisionError) -> StatusCode {
             StatusCode::CONFLICT
         }
         DecisionError::EditTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-        DecisionError::InvalidEdit(_) | DecisionError::CommentTooLong(_) => {
-            StatusCode::UNPROCESSABLE_ENTITY
-        }
+        DecisionError::InvalidEdit(_)
+        | DecisionError::EditRefused(_)
+        | DecisionError::CommentTooLong(_) => StatusCode::UNPROCESSABLE_ENTITY,
         DecisionError::NoApprover => StatusCode::BAD_REQUEST,
         DecisionError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
     }

@@ -19,6 +19,10 @@ use super::schema::{Fields, ToolShape, typed_args};
 pub(crate) struct Compiled {
     /// Every policy in text order.
     pub(crate) policies: Vec<ParsedPolicy>,
+    /// What a question asked about a call of each tool keeps of the set
+    /// (its text, the tool's server), under default deny and default
+    /// allow: made once here, shared by every call.
+    asked_under: HashMap<String, [std::sync::Arc<hooks_core::AskedUnder>; 2]>,
     tools: HashMap<String, ToolPolicies>,
     authorizer: Authorizer,
     /// `Agent`, parsed once: the engine's name parser is slow.
@@ -146,12 +150,38 @@ impl Compiled {
                 },
             );
         }
+        let source: std::sync::Arc<str> = std::sync::Arc::from(parsed.source.as_str());
+        let asked_under = tools
+            .values()
+            .map(|tool| {
+                let under = |default_allow| {
+                    std::sync::Arc::new(super::edit::asked_under(
+                        &source,
+                        &tool.server,
+                        default_allow,
+                    ))
+                };
+                (tool.name.clone(), [under(false), under(true)])
+            })
+            .collect();
         Ok(Compiled {
             policies: parsed.policies.clone(),
+            asked_under,
             tools: compiled,
             authorizer: Authorizer::new(),
             agent_type: EntityTypeName::from_str("Agent").map_err(|error| error.to_string())?,
         })
+    }
+
+    /// What a question about a call of `tool` keeps of the set.
+    pub(crate) fn asked_under(
+        &self,
+        tool: &str,
+        default_allow: bool,
+    ) -> Option<&std::sync::Arc<hooks_core::AskedUnder>> {
+        self.asked_under
+            .get(tool)
+            .map(|both| &both[usize::from(default_allow)])
     }
 
     /// Whether some permit could ever let `role` call `tool`: its scope

@@ -83,6 +83,8 @@
 
 mod check;
 mod crew;
+#[cfg_attr(not(feature = "_store"), allow(dead_code))]
+pub(crate) mod edit;
 mod engine;
 mod events;
 mod parse;
@@ -1017,6 +1019,11 @@ impl Attachment {
         self.report(ctx, &verdict, shadow);
         if shadow {
             return Ok(());
+        }
+        // A question asked about this call from here on (here, or by a
+        // later gate) keeps the set, for the inbox to check an edit by.
+        if let Some(asked_under) = compiled.asked_under(ctx.tool_name(), default_allow) {
+            ctx.extensions.insert(Arc::clone(asked_under));
         }
         match verdict {
             Verdict::Allow { ask: None, .. } => Ok(()),

@@ -136,7 +136,7 @@ impl ToolShape {
 /// The typed properties of an object schema; `None` for a schema that is
 /// not an object with properties (a free-form tool: its `args` is an
 /// empty record).
-fn object_fields(schema: &Value) -> Option<Fields> {
+pub(crate) fn object_fields(schema: &Value) -> Option<Fields> {
     let properties = schema.get("properties")?.as_object()?;
     let required: BTreeSet<&str> = schema
         .get("required")

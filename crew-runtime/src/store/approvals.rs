@@ -293,6 +293,10 @@ pub struct Question {
     /// What the call did after the answer (see [`CallOutcome`]), once its
     /// process said.
     pub outcome: Option<CallOutcome>,
+    /// The SHA-256 (hex) of the policy set the question was asked under,
+    /// when a crew's policies checked the call: an edit is checked by
+    /// that set before it is taken ([`Store::decide`]).
+    pub policy_hash: Option<String>,
 }
 
 /// What an answered call did afterwards, as its process told the store:
@@ -369,6 +373,7 @@ impl Question {
             taken_at: None,
             closed_at: None,
             outcome: None,
+            policy_hash: None,
         }
     }
 
@@ -503,6 +508,10 @@ pub enum DecisionError {
     /// The comment is too long.
     #[error("the comment is {0} bytes, more than the 4096 accepted")]
     CommentTooLong(usize),
+    /// The crew's policies, as the question was asked under them, refuse
+    /// the edited call.
+    #[error("the crew's policies refuse the edited call: {0}")]
+    EditRefused(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -512,7 +521,7 @@ pub enum DecisionError {
 const COLUMNS: &str = "id, call_id, tool, arguments, tool_schema, capabilities, agent, task, crew, \
      kickoff_id, requester, prompt, created_at, deadline, lease_until, status, approver, decision, \
      edited_arguments, comment, answered_at, taken_at, closed_at, outcome, outcome_source, \
-     outcome_detail, outcome_at, outcome_by, reason, answered_via";
+     outcome_detail, outcome_at, outcome_by, reason, answered_via, policy_hash";
 
 /// Reads a question from a row of either backend.
 macro_rules! read_question {
@@ -582,6 +591,7 @@ macro_rules! read_question {
                 taken_at: taken_at.map(time_of),
                 closed_at: closed_at.map(time_of),
                 outcome,
+                policy_hash: row.try_get("policy_hash").map_err(corrupt)?,
             })
         })()
     }};
@@ -820,7 +830,13 @@ impl Store {
         }
         let edited = match &answer.decision {
             Decision::ApproveWithEdit(edit) => {
-                Some(check_edit(edit, question.tool_schema.as_ref())?)
+                let text = check_edit(edit, question.tool_schema.as_ref())?;
+                if let Some(why) = self.policies_refuse(&question, edit).await? {
+                    let error = DecisionError::EditRefused(why);
+                    self.record_refusal(id, &answer, &error).await?;
+                    return Err(error);
+                }
+                Some(text)
             }
             _ => None,
         };
@@ -878,6 +894,39 @@ impl Store {
         self.close_lapsed().await?;
         self.record_refusal(id, &answer, &error).await?;
         Err(error)
+    }
+
+    /// Why the policy set `question` was asked under refuses `edit`, if
+    /// it was asked under one and does: the call rebuilt from the question
+    /// with the edited arguments, decided here, in the approver's face.
+    /// Redacted values are still placeholders here; the crew's hooks
+    /// decide the call again with the real ones when it runs.
+    async fn policies_refuse(
+        &self,
+        question: &Question,
+        edit: &Map<String, Value>,
+    ) -> Result<Option<String>, StoreError> {
+        if question.policy_hash.is_none() {
+            return Ok(None);
+        }
+        let sql = "SELECT p.language, p.text, a.policy_context FROM crew_approvals a \
+                   JOIN crew_policy_sets p ON p.hash = a.policy_hash WHERE a.id = $1";
+        let found: Option<(String, String, Option<String>)> = on_pool!(self, |pool| {
+            sqlx::query_as(sql)
+                .bind(&question.id)
+                .fetch_optional(pool)
+                .await?
+        });
+        let Some((language, text, context)) = found else {
+            return Ok(Some(
+                "the policy set it was asked under is missing from the store".to_owned(),
+            ));
+        };
+        let context: Value = context
+            .as_deref()
+            .and_then(|context| serde_json::from_str(context).ok())
+            .unwrap_or(Value::Null);
+        Ok(policy_refusal(&language, &text, &context, question, edit).await)
     }
 
     /// Records a refused answer.
@@ -1009,8 +1058,16 @@ impl Store {
         );
         let sql = "INSERT INTO crew_approvals (id, call_id, tool, arguments, tool_schema, capabilities, \
                    agent, task, crew, kickoff_id, requester, prompt, created_at, deadline, owner, \
-                   lease_until, audit_trail, status, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, \
-                   $9, $10, $11, $12, $13, $14, $15, $16, $17, 'pending', $18)";
+                   lease_until, audit_trail, status, reason, policy_hash, policy_context) VALUES ($1, \
+                   $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 'pending', \
+                   $18, $19, $20)";
+        // The policy set it is asked under, kept once by its hash.
+        let policies = request.asked_under.as_ref().map(|rules| {
+            let hash = hex_sha256(rules.text.as_bytes());
+            (hash, rules, rules.context.to_string())
+        });
+        let keep_policies = "INSERT INTO crew_policy_sets (hash, language, text, created_at) \
+                             VALUES ($1, $2, $3, $4) ON CONFLICT (hash) DO NOTHING";
         let prompt = prompt_text(request);
         // Its announcements, one per channel in use (SPEC §14), written
         // with it: a question is never asked unannounced, whatever
@@ -1023,6 +1080,15 @@ impl Store {
         self.file_still_there()?;
         on_pool!(self, |pool| {
             let mut transaction = pool.begin().await?;
+            if let Some((hash, rules, _)) = &policies {
+                sqlx::query(keep_policies)
+                    .bind(hash)
+                    .bind(&rules.language)
+                    .bind(&*rules.text)
+                    .bind(now)
+                    .execute(&mut *transaction)
+                    .await?;
+            }
             sqlx::query(sql)
                 .bind(id)
                 .bind(request.call_id.as_deref())
@@ -1042,6 +1108,8 @@ impl Store {
                 .bind(lease_until)
                 .bind(audit_trail)
                 .bind(request.reason.as_deref())
+                .bind(policies.as_ref().map(|(hash, _, _)| hash.as_str()))
+                .bind(policies.as_ref().map(|(_, _, context)| context.as_str()))
                 .execute(&mut *transaction)
                 .await?;
             sqlx::query(announce)
@@ -1414,6 +1482,63 @@ fn closed_record(question: &Question) -> Value {
         "status": question.status.as_str(),
         "answered_by": question.answer.as_ref().map(|answer| answer.approver.as_str()),
     })
+}
+
+/// Why the policy set `text` refuses `question`'s call with `edit`, if it
+/// does (on a thread of its own: the engine's checks recurse deeply).
+#[cfg(feature = "policy")]
+async fn policy_refusal(
+    language: &str,
+    text: &str,
+    context: &Value,
+    question: &Question,
+    edit: &Map<String, Value>,
+) -> Option<String> {
+    use crate::policy::edit::{AskedCall, refusal};
+    let (language, text, context) = (language.to_owned(), text.to_owned(), context.clone());
+    let (question, edit) = (question.clone(), edit.clone());
+    let decided = tokio::task::spawn_blocking(move || {
+        let call = AskedCall {
+            tool: &question.tool,
+            capabilities: question.capabilities,
+            schema: question.tool_schema.as_ref(),
+            role: question.agent.as_deref(),
+            crew: question.crew.as_deref(),
+            user: question.requester.as_deref(),
+            call_id: question.call_id.as_deref(),
+            task: question.task.as_deref(),
+        };
+        refusal(&language, &text, &context, &call, &edit)
+    })
+    .await;
+    decided.unwrap_or_else(|_| Some("checking the edit by its policy set failed".to_owned()))
+}
+
+/// Without the policy engine, an edit of a question asked under policies
+/// cannot be checked, and is not taken.
+#[cfg(not(feature = "policy"))]
+async fn policy_refusal(
+    _language: &str,
+    _text: &str,
+    _context: &Value,
+    _question: &Question,
+    _edit: &Map<String, Value>,
+) -> Option<String> {
+    Some(
+        "the question was asked under policies this program cannot check (it is built \
+         without crew-runtime's feature `policy`): approve it unedited, or edit it in an \
+         inbox built with the feature"
+            .to_owned(),
+    )
+}
+
+/// The hex SHA-256 of `bytes`.
+fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 /// An edit as stored: a JSON object within [`MAX_EDIT_BYTES`] that the

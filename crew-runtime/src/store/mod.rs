@@ -137,6 +137,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "approver_email",
         include_str!("migrations/0010_approver_email.sql"),
     ),
+    (
+        11,
+        "question_policies",
+        include_str!("migrations/0011_question_policies.sql"),
+    ),
 ];
 
 /// The newest schema version this program knows.

@@ -7,6 +7,7 @@ use crew_runtime::store::Store;
 /// What a store's test keeps alive (its directory, on SQLite), and the
 /// store's URL (to open it again, as another process would).
 pub(crate) struct Keep {
+    #[allow(dead_code, reason = "a file may only keep the store alive")]
     pub(crate) url: String,
     /// The SQLite file's directory (none for PostgreSQL).
     #[allow(dead_code, reason = "a file may only keep it alive")]

@@ -730,6 +730,10 @@ impl ToolCallHookContext {
             request.kickoff_id = crew.kickoff_id().map(str::to_owned);
             request.requester = crew.user().map(str::to_owned);
         }
+        request.asked_under = self
+            .extensions
+            .get::<Arc<crate::AskedUnder>>()
+            .map(Arc::clone);
         request
     }
 }
