@@ -45,8 +45,12 @@ struct Trouble {
 /// A local server speaking Slack's Web API: records each call.
 struct SlackStandIn {
     api: String,
+    /// Its origin, where its response URLs are (`/responses/…`).
+    origin: String,
     calls: Arc<Mutex<Vec<Call>>>,
     trouble: Arc<Mutex<Trouble>>,
+    /// What was posted to a response URL (any path): the path and body.
+    responses: Arc<Mutex<Vec<(String, Value)>>>,
 }
 
 impl SlackStandIn {
@@ -93,12 +97,29 @@ impl SlackStandIn {
                 axum::Json(answer).into_response()
             }
         };
-        let router = axum::Router::new().route("/api/{method}", axum::routing::post(api));
-        let api = format!("{}/api/", channels::serve(router).await);
+        let responses = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&responses);
+        let respond = move |uri: axum::http::Uri, body: axum::body::Bytes| {
+            let kept = Arc::clone(&kept);
+            async move {
+                let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                kept.lock()
+                    .expect("responses")
+                    .push((uri.path().to_owned(), body));
+                axum::http::StatusCode::OK
+            }
+        };
+        let router = axum::Router::new()
+            .route("/api/{method}", axum::routing::post(api))
+            .route("/responses/{*rest}", axum::routing::post(respond.clone()))
+            .route("/elsewhere/{*rest}", axum::routing::post(respond));
+        let origin = channels::serve(router).await;
         SlackStandIn {
-            api,
+            api: format!("{origin}/api/"),
+            origin,
             calls,
             trouble,
+            responses,
         }
     }
 
@@ -126,12 +147,26 @@ async fn serve_inbox(store: &Store) -> String {
 
 /// A click's form body, as Slack posts it.
 fn click_body(team: &str, user: &str, action: &str, value: &str) -> String {
-    let payload = json!({
+    click_body_answering(team, user, action, value, None)
+}
+
+/// A click's form body with its `response_url`.
+fn click_body_answering(
+    team: &str,
+    user: &str,
+    action: &str,
+    value: &str,
+    response_url: Option<&str>,
+) -> String {
+    let mut payload = json!({
         "type": "block_actions",
         "team": {"id": team},
         "user": {"id": user, "team_id": team},
         "actions": [{"action_id": action, "value": value, "block_id": "crew-approval"}],
     });
+    if let Some(url) = response_url {
+        payload["response_url"] = json!(url);
+    }
     form_urlencoded::Serializer::new(String::new())
         .append_pair("payload", &payload.to_string())
         .finish()
@@ -587,7 +622,60 @@ async fn the_slack_message_says_what_became_of_the_approved_call(store: Store, _
     }
 }
 
+async fn a_refused_user_is_told_why_through_slacks_response_url_and_no_other_is_called(
+    store: Store,
+    _keep: Keep,
+) {
+    let stand_in = SlackStandIn::start().await;
+    approvers(&store).await;
+    let announcer = slack(&store, &stand_in);
+    announcer.register().await.expect("named");
+    let router = Inbox::new(store.clone())
+        .slack_signing_secret(SIGNING_SECRET)
+        .slack_response_base(&format!("{}/responses/", stand_in.origin))
+        .router();
+    let origin = channels::serve(router).await;
+    let _waiting = ask(&store);
+    pending(&store).await;
+    announcer.deliver_due().await.expect("a pass");
+    let value = approve_value(&stand_in.calls("chat.postMessage")[0]);
+
+    let post = |user: &'static str, url: String| {
+        let (origin, value) = (origin.clone(), value.clone());
+        async move {
+            let body = click_body_answering(TEAM, user, "approve", &value, Some(&url));
+            let now = now_secs();
+            post_signed(&origin, &body, now, &signature(SIGNING_SECRET, now, &body)).await
+        }
+    };
+    // An unlinked user, told why where Slack shows it.
+    let (status, said) = post("UNOBODY", format!("{}/responses/T1/1", stand_in.origin)).await;
+    assert_eq!((status, said["decided"].clone()), (200, json!(false)));
+    // A response URL elsewhere is never called, whatever the click says.
+    post("UCAROL", format!("{}/elsewhere/T1/2", stand_in.origin)).await;
+    let started = Instant::now();
+    while stand_in.responses.lock().expect("responses").is_empty() {
+        assert!(started.elapsed() < PATIENCE, "nobody was told");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The second click's response would have come by now too.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let responses = stand_in.responses.lock().expect("responses").clone();
+    assert_eq!(responses.len(), 1, "{responses:?}");
+    let (path, told) = &responses[0];
+    assert_eq!(path, "/responses/T1/1");
+    assert_eq!(told["response_type"], "ephemeral");
+    assert!(
+        told["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not linked to an approver"),
+        "{told}"
+    );
+}
+
 on_both_stores!(
+    a_refused_user_is_told_why_through_slacks_response_url_and_no_other_is_called,
     a_shared_channel_gets_one_message_and_only_a_linked_approvers_click_decides,
     the_slack_message_says_what_became_of_the_approved_call,
     crew_inbox_serve_sends_to_slack_and_takes_its_clicks,

@@ -266,7 +266,7 @@ impl Backoff {
 
 /// A client for a channel's requests: answers within `timeout`, no
 /// redirect followed (a channel's URL is where its messages go).
-fn http_client(timeout: Duration) -> Result<reqwest::Client, String> {
+pub(crate) fn http_client(timeout: Duration) -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
         .timeout(timeout)
         .redirect(reqwest::redirect::Policy::none())
@@ -276,7 +276,7 @@ fn http_client(timeout: Duration) -> Result<reqwest::Client, String> {
 
 /// A failed request on one line, down to its cause (a refused
 /// connection, a timeout); never its URL, which may carry a token.
-fn request_failed(error: reqwest::Error) -> String {
+pub(crate) fn request_failed(error: reqwest::Error) -> String {
     crate::http_client::error_chain(&error.without_url())
 }
 

@@ -144,6 +144,8 @@ pub struct Inbox {
     #[cfg(feature = "channels")]
     slack_secret: Option<slack::SigningSecret>,
     #[cfg(feature = "channels")]
+    slack_responses: String,
+    #[cfg(feature = "channels")]
     link_keys: Option<links::LinkKeys>,
 }
 
@@ -200,6 +202,8 @@ impl Inbox {
             #[cfg(feature = "channels")]
             slack_secret: None,
             #[cfg(feature = "channels")]
+            slack_responses: slack::SLACK_RESPONSES.to_owned(),
+            #[cfg(feature = "channels")]
             link_keys: None,
         }
     }
@@ -254,6 +258,30 @@ impl Inbox {
     #[cfg(feature = "channels")]
     pub fn slack_signing_secret(mut self, signing_secret: &str) -> Self {
         self.slack_secret = Some(slack::SigningSecret::new(signing_secret));
+        self
+    }
+
+    /// Where the `response_url` of a Slack click may point: the clicking
+    /// user is told what their click did (or why it decided nothing)
+    /// through it, and only a URL starting with `base` is called
+    /// (default `https://hooks.slack.com/`; an egress proxy, or a
+    /// stand-in in tests). Feature `channels`.
+    ///
+    /// ```no_run
+    /// # async fn run(store: crew_runtime::store::Store) {
+    /// let inbox = crew_runtime::inbox::Inbox::new(store)
+    ///     .slack_signing_secret("8f742231b10e8888abcd99yyyzzz85a5")
+    ///     .slack_response_base("http://slack-egress.internal/");
+    /// # let _ = inbox;
+    /// # }
+    /// ```
+    #[cfg(feature = "channels")]
+    pub fn slack_response_base(mut self, base: &str) -> Self {
+        let mut base = base.to_owned();
+        if !base.ends_with('/') {
+            base.push('/');
+        }
+        self.slack_responses = base;
         self
     }
 
@@ -479,6 +507,8 @@ impl Inbox {
             #[cfg(feature = "channels")]
             slack_secret: self.slack_secret.clone(),
             #[cfg(feature = "channels")]
+            slack_responses: self.slack_responses.clone(),
+            #[cfg(feature = "channels")]
             link_keys: self.link_keys.clone(),
         });
         // Cookie-authenticated routes: every state change must come from
@@ -576,6 +606,9 @@ pub(crate) struct Shared {
     /// Slack's signing secret: the Slack endpoint is served with one.
     #[cfg(feature = "channels")]
     pub(crate) slack_secret: Option<slack::SigningSecret>,
+    /// Where a Slack click's `response_url` may point.
+    #[cfg(feature = "channels")]
+    pub(crate) slack_responses: String,
     /// The keys of signed links: links are served with them.
     #[cfg(feature = "channels")]
     pub(crate) link_keys: Option<links::LinkKeys>,

@@ -15,11 +15,18 @@ use sha2::Sha256;
 
 use super::State;
 use crate::channels::parse_button_value;
-use crate::store::{Answer, Decision, DecisionError, SlackIdentity};
+use crate::store::{Answer, Decision, DecisionError, SlackIdentity, StoreError};
 
 /// How far a request's timestamp may be from the store's clock: Slack's
 /// five minutes.
 const WINDOW_SECS: i64 = 5 * 60;
+
+/// How long Slack has to take a message to its `response_url`.
+const RESPONSE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Where Slack's response URLs are: the only place a click's
+/// `response_url` is called.
+pub(crate) const SLACK_RESPONSES: &str = "https://hooks.slack.com/";
 
 /// How long accepted signatures are kept against replays: longer than the
 /// window, so that no signature still within it is forgotten.
@@ -41,10 +48,10 @@ impl fmt::Debug for SigningSecret {
     }
 }
 
-/// What the clicking user is told (Slack shows the text of a 200 answer);
-/// every refusal is a 200 with `"decided": false`, so that Slack does not
-/// retry it, but those of an unauthenticated request: 401, told nothing
-/// of why.
+/// The answer to an authenticated request, with what the clicking user
+/// is told (also sent to them through the click's `response_url`); every
+/// refusal is a 200 with `"decided": false`, so that Slack does not retry
+/// it, but those of an unauthenticated request: 401, told nothing of why.
 fn told(decided: bool, text: &str) -> Response {
     (
         StatusCode::OK,
@@ -127,11 +134,24 @@ pub(crate) async fn interaction(
     let Some(payload) = payload else {
         return told(false, "This request carries no interaction.");
     };
+    match click(&state, &payload).await {
+        Ok((decided, text)) => {
+            tell_by_response_url(&state.slack_responses, &payload, &text);
+            told(decided, &text)
+        }
+        Err(error) => super::view::store_failed_api(&error),
+    }
+}
+
+/// Decides what an authenticated click asks, if its user may: whether it
+/// decided, and what to tell them.
+async fn click(state: &State, payload: &Value) -> Result<(bool, String), StoreError> {
+    let refusal = |text: &str| Ok((false, text.to_owned()));
     let team = payload["team"]["id"]
         .as_str()
         .or_else(|| payload["user"]["team_id"].as_str());
     let (Some(team), Some(user)) = (team, payload["user"]["id"].as_str()) else {
-        return told(false, "This request names no Slack user.");
+        return refusal("This request names no Slack user.");
     };
     let identity = SlackIdentity::new(team, user);
     let action = &payload["actions"][0];
@@ -139,61 +159,89 @@ pub(crate) async fn interaction(
         Some("approve") => Decision::Approve,
         Some("deny") => Decision::Deny,
         // The inbox link, or anything else: nothing to decide.
-        _ => return told(false, "Nothing to decide."),
+        _ => return refusal("Nothing to decide."),
     };
     let Some((id, revision)) = action["value"].as_str().and_then(parse_button_value) else {
-        return told(false, "This button names no question.");
+        return refusal("This button names no question.");
     };
     let approver = match state.store.slack_approver(&identity).await {
         Ok(Some(approver)) => approver,
         Ok(None) => {
-            refused(&state, id, &identity, "an unlinked Slack user").await;
-            return told(
-                false,
+            refused(state, id, &identity, "an unlinked Slack user").await;
+            return refusal(
                 "Your Slack account is not linked to an approver of this inbox, so it decides nothing: ask an administrator to run `crew-inbox link-slack`.",
             );
         }
-        Err(error) => return super::view::store_failed_api(&error),
+        Err(error) => return Err(error),
     };
     let question = match state.store.question(id).await {
         Ok(Some(question)) if approver.may_answer(&question) => question,
         Ok(_) => {
             refused(
-                &state,
+                state,
                 id,
                 &identity,
                 "a question outside the approver's scope",
             )
             .await;
-            return told(false, "There is no such question for you.");
+            return refusal("There is no such question for you.");
         }
-        Err(error) => return super::view::store_failed_api(&error),
+        Err(error) => return Err(error),
     };
     if question.revision() != revision {
-        refused(&state, id, &identity, "a button of an earlier revision").await;
-        return told(
-            false,
+        refused(state, id, &identity, "a button of an earlier revision").await;
+        return refusal(
             "This question changed since this message was sent: nothing was decided. Open it in the inbox.",
         );
     }
-    match state
-        .store
-        .decide(
-            id,
-            Answer::new(approver.name.clone(), decision).via("slack"),
-        )
-        .await
-    {
-        Ok(question) => told(true, &format!("{} as {}.", question.status, approver.name)),
+    let answer = Answer::new(approver.name.clone(), decision).via("slack");
+    match state.store.decide(id, answer).await {
+        Ok(question) => Ok((true, format!("{} as {}.", question.status, approver.name))),
         Err(DecisionError::OwnRequest(_)) => {
-            refused(&state, id, &identity, "the requester's own Slack account").await;
-            told(
-                false,
-                "You asked for this call: someone else must decide it.",
-            )
+            refused(state, id, &identity, "the requester's own Slack account").await;
+            refusal("You asked for this call: someone else must decide it.")
         }
-        Err(error) => told(false, &super::view::decision_message(&error)),
+        Err(DecisionError::Store(error)) => Err(error),
+        Err(error) => refusal(&super::view::decision_message(&error)),
     }
+}
+
+/// Tells the clicking user `text` through the interaction's
+/// `response_url` (Slack shows no answer to a button's request): a
+/// message only they see. Only a URL under `base` (Slack's own,
+/// `https://hooks.slack.com/`) is called, off the request's path; a
+/// failure is a trace line.
+fn tell_by_response_url(base: &str, payload: &Value, text: &str) {
+    let Some(url) = payload["response_url"].as_str() else {
+        return;
+    };
+    if !url.starts_with(base) {
+        tracing::warn!(target: "crew_runtime::inbox", base, "a Slack response URL outside Slack's was not called");
+        return;
+    }
+    let (url, body) = (
+        url.to_owned(),
+        json!({"response_type": "ephemeral", "replace_original": false, "text": text}).to_string(),
+    );
+    tokio::spawn(async move {
+        let sent = match crate::channels::http_client(RESPONSE_TIMEOUT) {
+            Ok(client) => client
+                .post(url)
+                .header("content-type", "application/json; charset=utf-8")
+                .body(body)
+                .send()
+                .await
+                .map_err(crate::channels::request_failed)
+                .and_then(|response| match response.status() {
+                    status if status.is_success() => Ok(()),
+                    status => Err(format!("Slack answered {status}")),
+                }),
+            Err(error) => Err(error),
+        };
+        if let Err(error) = sent {
+            tracing::warn!(target: "crew_runtime::inbox", %error, "telling a Slack user through the response URL failed");
+        }
+    });
 }
 
 /// A refused click of an authenticated Slack user, on the log (and on the
