@@ -15,6 +15,14 @@
 //! answers through the inbox's JSON API, as a chat bot would: one refund
 //! approved, one denied, one approved with a smaller amount, which is what
 //! the tool then receives. It prints what happened and exits.
+//!
+//! `cargo run --example approval_inbox -- --demo-channels` announces three
+//! refunds on Slack, by e-mail and to a webhook, all on loopback: a
+//! stand-in for Slack's Web API, an SMTP server and a webhook receiver.
+//! One is approved by a signed Slack click, one through the e-mailed link
+//! (opened in a headless Chromium when `chromedriver` is on `PATH`), one
+//! denied by a bot the webhook told, through the JSON API. It prints one
+//! line per channel and exits.
 
 use std::error::Error;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -28,6 +36,9 @@ use crew_runtime::inbox::Inbox;
 use crew_runtime::prelude::*;
 use crew_runtime::store::{ApproverScope, Store, StoreApprovals};
 use tokio::net::TcpListener;
+
+#[path = "support/channels_demo.rs"]
+mod channels_demo;
 
 /// How long a refund waits for a person.
 const APPROVAL_WAIT: Duration = Duration::from_secs(5 * 60);
@@ -122,17 +133,20 @@ fn fresh_password() -> String {
 struct Options {
     port: u16,
     demo: bool,
+    demo_channels: bool,
 }
 
 fn options() -> Result<Options, String> {
     let mut options = Options {
         port: 8080,
         demo: false,
+        demo_channels: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--demo" => options.demo = true,
+            "--demo-channels" => options.demo_channels = true,
             "--port" => {
                 let port = args.next().ok_or("--port needs a number")?;
                 options.port = port
@@ -141,7 +155,7 @@ fn options() -> Result<Options, String> {
             }
             other => {
                 return Err(format!(
-                    "unknown argument {other:?} (use --port N or --demo)"
+                    "unknown argument {other:?} (use --port N, --demo or --demo-channels)"
                 ));
             }
         }
@@ -181,6 +195,16 @@ async fn run(options: Options) -> Result<Vec<Value>, Box<dyn Error>> {
         .add_approver("demo", Some(&password), ApproverScope::everything())
         .await?;
 
+    if options.demo_channels {
+        let (refunds, decided) = demo_channels(&store).await?;
+        for decided in &decided {
+            println!(
+                "{:<8} {} {} by {} ({})",
+                decided.channel, decided.order, decided.decision, decided.by, decided.how
+            );
+        }
+        return Ok(refunds);
+    }
     let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, options.port))).await?;
     let address = listener.local_addr()?;
     let origin = format!("http://{address}");
@@ -215,6 +239,26 @@ async fn run(options: Options) -> Result<Vec<Value>, Box<dyn Error>> {
     }
     server.abort();
     Ok(refunds_ran(&refunds))
+}
+
+/// Three refunds decided on Slack, by e-mail and through a webhook's bot
+/// (see `support/channels_demo.rs`): what the refund tool ran with, and
+/// what was decided where.
+async fn demo_channels(
+    store: &Store,
+) -> Result<(Vec<Value>, Vec<channels_demo::Decided>), Box<dyn Error>> {
+    let refunds: Refunds = Arc::default();
+    let ticket = |order: String, amount: u64| {
+        run_ticket(
+            store.clone(),
+            refunds.clone(),
+            "carol".into(),
+            order,
+            amount,
+        )
+    };
+    let decided = channels_demo::run(store, ticket).await?;
+    Ok((refunds_ran(&refunds), decided))
 }
 
 /// What the refund tool ran with, by order.
@@ -307,10 +351,52 @@ mod tests {
     use super::*;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_channel_demo_decides_one_refund_on_each_channel() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let url = format!("sqlite://{}", dir.path().join("approvals.db").display());
+        let store = Store::connect(&url).await.expect("a store");
+        let (ran, decided) = demo_channels(&store).await.expect("the demo runs");
+        // Approved in Slack and through the e-mailed link; the bot denied
+        // the third.
+        assert_eq!(
+            ran,
+            [
+                json!({"order": "A-101", "amount": 120}),
+                json!({"order": "A-102", "amount": 80}),
+            ]
+        );
+        let said: Vec<(&str, &str, &str, &str)> = decided
+            .iter()
+            .map(|d| {
+                (
+                    d.channel,
+                    d.order.as_str(),
+                    d.decision.as_str(),
+                    d.by.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            said,
+            [
+                ("slack", "A-101", "approved", "alice"),
+                ("email", "A-102", "approved", "bob"),
+                ("webhook", "A-103", "denied", "pagerbot"),
+            ]
+        );
+        // Where the services are required, the link was opened in the
+        // real browser.
+        if std::env::var_os("CREW_REQUIRE_SERVICES").is_some_and(|required| required == "1") {
+            assert_eq!(decided[1].how, "its link, in Chromium");
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_demo_approves_one_denies_one_and_the_tool_gets_the_edit() {
         let ran = run(Options {
             port: 0,
             demo: true,
+            demo_channels: false,
         })
         .await
         .expect("the demo runs");
