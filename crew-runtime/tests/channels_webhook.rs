@@ -520,7 +520,71 @@ fn the_inbox_refuses_a_webhook_without_its_secret_and_never_shows_one() {
     assert!(said.contains("NAME=VALUE"), "{said}");
 }
 
+async fn a_bots_token_decides_nothing_outside_its_scope_and_no_edit_changes_the_tool(
+    store: Store,
+    _keep: Keep,
+) {
+    for (name, scope) in [
+        ("refundbot", ApproverScope::everything().tools(["refund"])),
+        ("mailbot", ApproverScope::everything().tools(["send_email"])),
+    ] {
+        store
+            .add_approver(name, None, scope)
+            .await
+            .expect("a bot's approver");
+    }
+    let origin = channels::serve(crew_runtime::inbox::Inbox::new(store.clone()).router()).await;
+    let waiting = ask(&StoreApprovals::new(store.clone()));
+    let question = pending(&store, 1).await.remove(0);
+    let post = |bot: &str, body: Value| {
+        let (origin, id, store) = (origin.clone(), question.id.clone(), store.clone());
+        let bot = bot.to_owned();
+        async move {
+            let token = store.issue_api_token(&bot).await.expect("a token");
+            let response = reqwest::Client::new()
+                .post(format!("{origin}/api/approvals/{id}/decision"))
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .expect("the inbox answers");
+            (
+                response.status().as_u16(),
+                response.text().await.unwrap_or_default(),
+            )
+        }
+    };
+    // The mail bot's token, on a refund: nothing of it is told.
+    let (status, said) = post("mailbot", json!({"decision": "approve"})).await;
+    assert_eq!(status, 404, "{said}");
+    // An edit that names another tool is refused whole.
+    let (status, said) = post(
+        "refundbot",
+        json!({"decision": "edit", "tool": "delete_order", "arguments": {"order": "A-17", "amount": 1}}),
+    )
+    .await;
+    assert_eq!(status, 422, "{said}");
+    assert!(said.contains("tool"), "{said}");
+    let now = store
+        .question(&question.id)
+        .await
+        .expect("reads")
+        .expect("kept");
+    assert_eq!(now.status, QuestionStatus::Pending);
+    // The refund bot's own edit, of the arguments only, is taken.
+    let edit = json!({"decision": "edit", "arguments": {"order": "A-17", "amount": 60}});
+    let (status, said) = post("refundbot", edit).await;
+    assert_eq!(status, 200, "{said}");
+    let answer = answered(waiting).await;
+    assert_eq!(answer.answered_by.as_deref(), Some("refundbot"));
+    assert_eq!(
+        answer.edited_input.map(Value::Object),
+        Some(json!({"order": "A-17", "amount": 60}))
+    );
+}
+
 on_both_stores!(
+    a_bots_token_decides_nothing_outside_its_scope_and_no_edit_changes_the_tool,
     a_bot_told_by_the_inboxs_webhook_answers_through_its_api_and_hears_the_outcome,
     a_question_is_announced_on_a_signed_webhook_and_updated_once_answered,
     a_failing_webhook_never_blocks_or_answers_and_its_failure_is_recorded,

@@ -17,8 +17,11 @@ use super::view::{self, QuestionView};
 use super::{MAX_BODY_BYTES, State, list};
 use crate::store::{Answer, Decision};
 
-/// `POST /api/approvals/{id}/decision`'s body.
+/// `POST /api/approvals/{id}/decision`'s body. Nothing else is taken: a
+/// body naming a tool, say, is refused rather than read as an edit of
+/// the arguments alone (an edit never changes which tool is called).
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct DecisionBody {
     decision: String,
     #[serde(default)]
