@@ -264,6 +264,24 @@ impl Backoff {
     }
 }
 
+/// Waits, after the store's first news, until it has been quiet for
+/// [`COALESCE`] (at most [`SETTLE_AT_MOST`]): a burst of questions is one
+/// pass, made once they are asked, not one pass each competing with the
+/// asking.
+async fn settle(changes: &mut tokio::sync::broadcast::Receiver<String>) {
+    use tokio::sync::broadcast::error::RecvError;
+    let until = tokio::time::Instant::now() + SETTLE_AT_MOST;
+    loop {
+        let quiet = until
+            .saturating_duration_since(tokio::time::Instant::now())
+            .min(COALESCE);
+        match tokio::time::timeout(quiet, changes.recv()).await {
+            Ok(Ok(_) | Err(RecvError::Lagged(_))) if tokio::time::Instant::now() < until => {}
+            _ => return,
+        }
+    }
+}
+
 /// A client for a channel's requests: answers within `timeout`, no
 /// redirect followed (a channel's URL is where its messages go).
 pub(crate) fn http_client(timeout: Duration) -> Result<reqwest::Client, String> {
@@ -338,8 +356,12 @@ impl fmt::Debug for Announcer {
 /// How many announcements one pass takes at most.
 const BATCH: usize = 256;
 
-/// How long a pass waits after the store's news, for the rest of a burst.
+/// How quiet the store's news must be before a pass starts: a burst of
+/// questions is delivered once it is over, not while it is being asked.
 const COALESCE: Duration = Duration::from_millis(20);
+
+/// The longest a pass waits for a burst to end, from its first news.
+const SETTLE_AT_MOST: Duration = Duration::from_millis(250);
 
 impl Announcer {
     /// An announcer on `store`, with no channel yet. Failed deliveries are
@@ -525,11 +547,7 @@ impl Announcer {
             }
             tokio::select! {
                 () = &mut stop => return,
-                _ = changes.recv() => {
-                    // A burst of questions is one pass, not one each.
-                    tokio::time::sleep(COALESCE).await;
-                    while changes.try_recv().is_ok() {}
-                }
+                _ = changes.recv() => settle(&mut changes).await,
                 () = tokio::time::sleep(Duration::from_secs(1)) => {}
             }
         }

@@ -158,6 +158,8 @@ impl Store {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.file_still_there()?;
         let rows: Vec<DueRow> = on_pool!(self, |pool| {
+            let mut connection = pool.acquire().await?;
+            let _turn = self.background_write_turn().await;
             let mut query = sqlx::query_as(&sql)
                 .bind(now)
                 .bind(holder)
@@ -166,7 +168,7 @@ impl Store {
             for channel in channels {
                 query = query.bind(*channel);
             }
-            query.fetch_all(pool).await?
+            query.fetch_all(&mut *connection).await?
         });
         Ok(rows
             .into_iter()
@@ -196,6 +198,8 @@ impl Store {
                    reference = COALESCE($6, reference), updated_at = $5 \
                    WHERE question_id = $1 AND channel = $2 AND holder = $3";
         on_pool!(self, |pool| {
+            let mut connection = pool.acquire().await?;
+            let _turn = self.background_write_turn().await;
             sqlx::query(sql)
                 .bind(question)
                 .bind(channel)
@@ -203,7 +207,7 @@ impl Store {
                 .bind(told)
                 .bind(now)
                 .bind(reference)
-                .execute(pool)
+                .execute(&mut *connection)
                 .await?;
         });
         Ok(())
@@ -228,6 +232,8 @@ impl Store {
                    reference = COALESCE($8, reference) \
                    WHERE question_id = $1 AND channel = $2 AND holder = $3";
         on_pool!(self, |pool| {
+            let mut connection = pool.acquire().await?;
+            let _turn = self.background_write_turn().await;
             sqlx::query(sql)
                 .bind(&due.question)
                 .bind(&due.channel)
@@ -237,7 +243,7 @@ impl Store {
                 .bind(retry_in_ms)
                 .bind(i64::from(give_up))
                 .bind(progress)
-                .execute(pool)
+                .execute(&mut *connection)
                 .await?;
         });
         Ok(())

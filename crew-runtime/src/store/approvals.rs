@@ -1079,7 +1079,10 @@ impl Store {
         // A question written to a removed file would wait unseen.
         self.file_still_there()?;
         on_pool!(self, |pool| {
+            // The connection first, then the turn: a writer waiting for
+            // its turn never holds the others up waiting for a connection.
             let mut transaction = pool.begin().await?;
+            let _turn = self.write_turn().await;
             if let Some((hash, rules, _)) = &policies {
                 sqlx::query(keep_policies)
                     .bind(hash)

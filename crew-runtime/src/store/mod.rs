@@ -387,6 +387,72 @@ struct StoreInner {
     /// time it stands at ([`FROZEN`] set): moved only by tests
     /// (`Store::advance_clock`, `Store::freeze_clock`).
     clock: std::sync::atomic::AtomicI64,
+    /// On SQLite, where this process's busiest writers take turns (see
+    /// [`Store::write_turn`]).
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+    write_turns: WriteTurns,
+}
+
+/// Turns to write, on SQLite (see [`Store::write_turn`]): questions first,
+/// background work while none waits.
+#[derive(Default)]
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+struct WriteTurns {
+    lock: tokio::sync::Mutex<()>,
+    /// Question writers waiting for a turn.
+    asking: std::sync::atomic::AtomicUsize,
+    /// Told when no question writer waits.
+    idle: tokio::sync::Notify,
+}
+
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+impl WriteTurns {
+    /// A question's turn: counted from when it starts waiting until it
+    /// is done writing.
+    async fn asking(&self) -> WriteTurn<'_> {
+        use std::sync::atomic::Ordering;
+        self.asking.fetch_add(1, Ordering::AcqRel);
+        // Counted off when the turn drops, even if this wait is dropped.
+        let counted = Asking(self);
+        let turn = self.lock.lock().await;
+        WriteTurn {
+            _turn: turn,
+            _asking: Some(counted),
+        }
+    }
+
+    /// A turn for background work, once no question waits or writes.
+    async fn background(&self) -> WriteTurn<'_> {
+        use std::sync::atomic::Ordering;
+        loop {
+            let idle = self.idle.notified();
+            if self.asking.load(Ordering::Acquire) == 0 {
+                return WriteTurn {
+                    _turn: self.lock.lock().await,
+                    _asking: None,
+                };
+            }
+            idle.await;
+        }
+    }
+}
+
+/// A turn to write (see [`Store::write_turn`]), given back when dropped.
+pub(crate) struct WriteTurn<'a> {
+    _turn: tokio::sync::MutexGuard<'a, ()>,
+    _asking: Option<Asking<'a>>,
+}
+
+/// A question counted among those waiting or writing.
+struct Asking<'a>(&'a WriteTurns);
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        use std::sync::atomic::Ordering;
+        if self.0.asking.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
 }
 
 /// The bit of [`StoreInner::clock`] that says the clock stands still (at
@@ -688,7 +754,36 @@ impl Store {
                 #[cfg(all(feature = "sqlite", feature = "durable"))]
                 journal_writer,
                 clock: std::sync::atomic::AtomicI64::new(0),
+                write_turns: WriteTurns::default(),
             }),
+        }
+    }
+
+    /// A turn to write a question, on SQLite: this process's writers of
+    /// questions and announcements queue here, each taking the file's
+    /// write lock as the one before lets it go, rather than in SQLite's
+    /// busy handler, which sleeps in steps of up to 100 ms (a burst of
+    /// questions would wait in those steps). `None` on PostgreSQL, whose
+    /// writers do not exclude each other.
+    pub(crate) async fn write_turn(&self) -> Option<WriteTurn<'_>> {
+        match &self.inner.pool {
+            #[cfg(feature = "sqlite")]
+            Pool::Sqlite(_) => Some(self.inner.write_turns.asking().await),
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(_) => None,
+        }
+    }
+
+    /// A turn for background work (delivering announcements), on
+    /// SQLite: given only while no question waits for a turn or writes,
+    /// so that announcing never slows asking.
+    #[cfg_attr(not(feature = "channels"), allow(dead_code))]
+    pub(crate) async fn background_write_turn(&self) -> Option<WriteTurn<'_>> {
+        match &self.inner.pool {
+            #[cfg(feature = "sqlite")]
+            Pool::Sqlite(_) => Some(self.inner.write_turns.background().await),
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(_) => None,
         }
     }
 
@@ -1125,6 +1220,45 @@ pub(crate) fn new_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_question_waiting_to_write_goes_before_background_work() {
+        let turns = Arc::new(WriteTurns::default());
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let first = turns.asking().await;
+        let spawn = |background: bool| {
+            let (turns, order) = (Arc::clone(&turns), Arc::clone(&order));
+            tokio::spawn(async move {
+                let _turn = if background {
+                    turns.background().await
+                } else {
+                    turns.asking().await
+                };
+                order
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(if background { "background" } else { "asking" });
+            })
+        };
+        // The background work comes first, then a question: the question
+        // writes first all the same.
+        let background = spawn(true);
+        tokio::task::yield_now().await;
+        let asking = spawn(false);
+        // Both wait: the question counted beside the one writing.
+        while turns.asking.load(std::sync::atomic::Ordering::Acquire) < 2 {
+            tokio::task::yield_now().await;
+        }
+        drop(first);
+        let (background, asking) = tokio::join!(background, asking);
+        background.expect("no panic");
+        asking.expect("no panic");
+        let order = order
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        assert_eq!(order, ["asking", "background"]);
+    }
 
     #[test]
     fn passwords_never_show_in_urls() {
