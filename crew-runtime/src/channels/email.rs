@@ -19,6 +19,9 @@ use crate::store::{Question, QuestionStatus, Store};
 const TIMEOUT: Duration = Duration::from_secs(10);
 /// The most of the arguments a message shows; the inbox shows the rest.
 const ARGUMENTS_SHOWN: usize = 4_000;
+/// How long one delivery sends before it records whom it sent to and
+/// leaves the rest to the next (the announcer gives a delivery 30 s).
+const ATTEMPT_BUDGET: Duration = Duration::from_secs(15);
 
 /// Announces questions by e-mail over SMTP: to each approver with an
 /// address ([`Store::set_approver_email`], `crew-inbox set-email`) whose
@@ -152,9 +155,16 @@ impl Email {
             .await
             .map_err(|error| ChannelError::new(format!("email {}: {error}", self.name)))?;
         let mut failures = Vec::new();
+        let mut cut_short = false;
+        let stop_at = std::time::Instant::now() + ATTEMPT_BUDGET;
         for (address, approver) in recipients {
             if sent.contains(&approver.name) {
                 continue;
+            }
+            if std::time::Instant::now() >= stop_at {
+                // Whom this attempt reached is kept; the rest go next.
+                cut_short = true;
+                break;
             }
             match self.send(question, &address, &approver.name).await {
                 Ok(()) => {
@@ -163,8 +173,16 @@ impl Email {
                 Err(why) => failures.push(format!("to {}: {why}", approver.name)),
             }
         }
-        if failures.is_empty() {
+        if failures.is_empty() && !cut_short {
             return Ok(Delivered::default().with_reference(record(&sent)));
+        }
+        if failures.is_empty() {
+            return Err(ChannelError::new(format!(
+                "email {}: more recipients than one attempt sends; the rest next",
+                self.name
+            ))
+            .retry_after(Duration::ZERO)
+            .progress(record(&sent)));
         }
         Err(
             ChannelError::new(format!("email {}: {}", self.name, failures.join("; ")))

@@ -547,7 +547,12 @@ impl Announcer {
             }
             tokio::select! {
                 () = &mut stop => return,
-                _ = changes.recv() => settle(&mut changes).await,
+                change = changes.recv() => match change {
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                    _ => settle(&mut changes).await,
+                },
                 () = tokio::time::sleep(Duration::from_secs(1)) => {}
             }
         }
