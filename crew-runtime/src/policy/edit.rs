@@ -6,30 +6,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use hooks_core::{AskedUnder, Capabilities, Capability};
-use serde_json::{Map, Value, json};
+use hooks_core::{Capabilities, Capability};
+use serde_json::{Map, Value};
 
-use super::engine::{Call, Verdict};
+use super::engine::{Call, LANGUAGE, Verdict};
 use super::schema::{ToolShape, cedar_schema, object_fields};
-
-/// The language a policy set's [`AskedUnder`] names.
-pub(crate) const LANGUAGE: &str = "cedar";
-
-/// What a question about a call of a tool on `server` keeps of the set
-/// `source` for the check of an edit: the text, and the facts of the call
-/// the question lacks. The model turn is not kept: the check takes the
-/// first, and the crew's hooks decide the call with its real turn when it
-/// runs.
-pub(crate) fn asked_under(source: &Arc<str>, server: &str, default_allow: bool) -> AskedUnder {
-    AskedUnder::new(
-        LANGUAGE,
-        Arc::clone(source),
-        json!({
-            "default_allow": default_allow,
-            "server": server,
-        }),
-    )
-}
 
 /// A question's call as the policies see it: what [`refusal`] decides.
 pub(crate) struct AskedCall<'a> {

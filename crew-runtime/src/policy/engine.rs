@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::str::FromStr;
+use std::sync::Arc;
 
 use cedar_policy::{
     ActionConstraint, Authorizer, Context, Decision, Effect, Entities, Entity, EntityId,
@@ -22,7 +23,7 @@ pub(crate) struct Compiled {
     /// What a question asked about a call of each tool keeps of the set
     /// (its text, the tool's server), under default deny and default
     /// allow: made once here, shared by every call.
-    asked_under: HashMap<String, [std::sync::Arc<hooks_core::AskedUnder>; 2]>,
+    asked_under: HashMap<String, [Arc<hooks_core::AskedUnder>; 2]>,
     tools: HashMap<String, ToolPolicies>,
     authorizer: Authorizer,
     /// `Agent`, parsed once: the engine's name parser is slow.
@@ -71,6 +72,29 @@ pub(crate) struct Call<'a> {
     pub(crate) call_id: &'a str,
     pub(crate) task: &'a str,
     pub(crate) iteration: usize,
+}
+
+/// The language a policy set's [`AskedUnder`](hooks_core::AskedUnder) names.
+pub(crate) const LANGUAGE: &str = "cedar";
+
+/// What a question about a call of a tool on `server` keeps of the set
+/// `source` for the check of an edit: the text, and the facts of the call
+/// the question lacks. The model turn is not kept: the check takes the
+/// first, and the crew's hooks decide the call with its real turn when it
+/// runs.
+fn keep_for_questions(
+    source: &Arc<str>,
+    server: &str,
+    default_allow: bool,
+) -> hooks_core::AskedUnder {
+    hooks_core::AskedUnder::new(
+        LANGUAGE,
+        Arc::clone(source),
+        serde_json::json!({
+            "default_allow": default_allow,
+            "server": server,
+        }),
+    )
 }
 
 /// The source of a denial no policy decided.
@@ -150,16 +174,12 @@ impl Compiled {
                 },
             );
         }
-        let source: std::sync::Arc<str> = std::sync::Arc::from(parsed.source.as_str());
+        let source: Arc<str> = Arc::from(parsed.source.as_str());
         let asked_under = tools
             .values()
             .map(|tool| {
                 let under = |default_allow| {
-                    std::sync::Arc::new(super::edit::asked_under(
-                        &source,
-                        &tool.server,
-                        default_allow,
-                    ))
+                    Arc::new(keep_for_questions(&source, &tool.server, default_allow))
                 };
                 (tool.name.clone(), [under(false), under(true)])
             })
@@ -178,7 +198,7 @@ impl Compiled {
         &self,
         tool: &str,
         default_allow: bool,
-    ) -> Option<&std::sync::Arc<hooks_core::AskedUnder>> {
+    ) -> Option<&Arc<hooks_core::AskedUnder>> {
         self.asked_under
             .get(tool)
             .map(|both| &both[usize::from(default_allow)])
