@@ -11,7 +11,7 @@ use lettre::message::{Mailbox, Message};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 
-use super::{Channel, ChannelError, Delivered, Notice};
+use super::{Channel, ChannelError, Delivered, Notice, cut};
 use crate::inbox::LinkKeys;
 use crate::store::{Question, QuestionStatus, Store};
 
@@ -241,12 +241,7 @@ fn smtp_failed(error: &lettre::transport::smtp::Error) -> String {
     } else {
         "failed"
     };
-    let mut text = format!("{kind}: {error}");
-    let mut cause = std::error::Error::source(error);
-    while let Some(inner) = cause {
-        text.push_str(&format!(": {inner}"));
-        cause = inner.source();
-    }
+    let text = format!("{kind}: {}", crate::http_client::error_chain(error));
     crate::console::escape_control(&text).into_owned()
 }
 
@@ -358,16 +353,6 @@ fn tls_builder(
 /// Text from the run on one line, without control characters.
 fn line(text: &str) -> String {
     crate::console::escape_control(text).into_owned()
-}
-
-/// `text` cut to at most `limit` characters, marked when cut.
-fn cut(text: &str, limit: usize) -> String {
-    if text.chars().count() <= limit {
-        return text.to_owned();
-    }
-    let mut kept: String = text.chars().take(limit.saturating_sub(1)).collect();
-    kept.push('…');
-    kept
 }
 
 /// The subject: what is asked, of which tool.

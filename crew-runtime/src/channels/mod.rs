@@ -264,6 +264,17 @@ impl Backoff {
     }
 }
 
+/// `text` cut to at most `limit` characters, marked when cut (a Slack
+/// block, an e-mail's subject).
+fn cut(text: &str, limit: usize) -> String {
+    if text.chars().count() <= limit {
+        return text.to_owned();
+    }
+    let mut kept: String = text.chars().take(limit.saturating_sub(1)).collect();
+    kept.push('…');
+    kept
+}
+
 /// Waits, after the store's first news, until it has been quiet for
 /// [`COALESCE`] (at most [`SETTLE_AT_MOST`]): a burst of questions is one
 /// pass, made once they are asked, not one pass each competing with the

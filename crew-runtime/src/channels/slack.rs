@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{Channel, ChannelError, Delivered, Notice};
+use super::{Channel, ChannelError, Delivered, Notice, cut};
 use crate::store::{Question, QuestionStatus, Store};
 
 /// The most of an answer of Slack's Web API read.
@@ -357,16 +357,6 @@ fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
-}
-
-/// `text` cut to at most `limit` characters, marked when cut.
-fn cut(text: &str, limit: usize) -> String {
-    if text.chars().count() <= limit {
-        return text.to_owned();
-    }
-    let mut kept: String = text.chars().take(limit.saturating_sub(1)).collect();
-    kept.push('…');
-    kept
 }
 
 /// The notification's plain text (what Slack shows where blocks are not).

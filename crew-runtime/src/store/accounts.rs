@@ -11,7 +11,6 @@ use argon2::Argon2;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use base64::Engine as _;
 use hooks_core::{Capabilities, Capability, normalize_tool_name};
-use sha2::{Digest, Sha256};
 
 use super::{Question, Store, StoreError, now_millis, on_pool};
 
@@ -231,10 +230,7 @@ fn new_secret() -> Result<String, StoreError> {
 
 /// What is stored of a secret: the hex SHA-256 of its text.
 pub(crate) fn secret_hash(secret: &str) -> String {
-    Sha256::digest(secret.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    super::hex_sha256(secret.as_bytes())
 }
 
 /// Whether two secrets are equal, in time that depends only on their

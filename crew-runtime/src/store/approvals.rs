@@ -1063,7 +1063,7 @@ impl Store {
                    $18, $19, $20)";
         // The policy set it is asked under, kept once by its hash.
         let policies = request.asked_under.as_ref().map(|rules| {
-            let hash = hex_sha256(rules.text.as_bytes());
+            let hash = super::hex_sha256(rules.text.as_bytes());
             (hash, rules, rules.context.to_string())
         });
         let keep_policies = "INSERT INTO crew_policy_sets (hash, language, text, created_at) \
@@ -1533,15 +1533,6 @@ async fn policy_refusal(
          inbox built with the feature"
             .to_owned(),
     )
-}
-
-/// The hex SHA-256 of `bytes`.
-fn hex_sha256(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
 }
 
 /// An edit as stored: a JSON object within [`MAX_EDIT_BYTES`] that the

@@ -393,6 +393,15 @@ struct StoreInner {
     write_turns: WriteTurns,
 }
 
+/// The hex SHA-256 of `bytes` (a secret as stored, a policy set's key).
+pub(crate) fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
 /// Turns to write, on SQLite (see [`Store::write_turn`]): questions first,
 /// background work while none waits.
 #[derive(Default)]
