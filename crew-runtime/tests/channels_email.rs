@@ -124,16 +124,7 @@ async fn confirm_from(
     token: &str,
     session: &(String, String),
 ) -> (u16, String) {
-    let response = reqwest::Client::new()
-        .post(format!("{served}/links/{token}"))
-        .header("origin", origin)
-        .header("cookie", format!("crew_inbox_session={}", session.0))
-        .form(&[("decision", "approve"), ("csrf", session.1.as_str())])
-        .send()
-        .await
-        .expect("the inbox answers");
-    let status = response.status().as_u16();
-    (status, response.text().await.expect("a page"))
+    channels::post_link(served, origin, token, "approve", Some(session)).await
 }
 
 async fn a_question_is_emailed_to_approvers_in_scope_with_a_link_that_decides_once(

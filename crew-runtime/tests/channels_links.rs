@@ -86,17 +86,7 @@ async fn decide(
     decision: &str,
     session: Option<&(String, String)>,
 ) -> (u16, String) {
-    let mut form = vec![("decision", decision.to_owned())];
-    let mut request = reqwest::Client::new()
-        .post(format!("{origin}/links/{token}"))
-        .header("origin", origin);
-    if let Some((cookie, csrf)) = session {
-        request = request.header("cookie", format!("crew_inbox_session={cookie}"));
-        form.push(("csrf", csrf.clone()));
-    }
-    let response = request.form(&form).send().await.expect("the inbox answers");
-    let status = response.status().as_u16();
-    (status, response.text().await.expect("a page"))
+    channels::post_link(origin, origin, token, decision, session).await
 }
 
 async fn status_of(store: &Store, question: &Question) -> QuestionStatus {

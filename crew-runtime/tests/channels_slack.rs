@@ -218,7 +218,19 @@ async fn alice_approves(origin: &str, value: &str) {
 
 /// A click of `user` signed now with the app's secret.
 async fn click(origin: &str, team: &str, user: &str, action: &str, value: &str) -> (u16, Value) {
-    let body = click_body(team, user, action, value);
+    click_answering(origin, team, user, action, value, None).await
+}
+
+/// [`click`], with the `response_url` Slack gives it.
+async fn click_answering(
+    origin: &str,
+    team: &str,
+    user: &str,
+    action: &str,
+    value: &str,
+    response_url: Option<&str>,
+) -> (u16, Value) {
+    let body = click_body_answering(team, user, action, value, response_url);
     let now = now_secs();
     post_signed(origin, &body, now, &signature(SIGNING_SECRET, now, &body)).await
 }
@@ -642,11 +654,7 @@ async fn a_refused_user_is_told_why_through_slacks_response_url_and_no_other_is_
 
     let post = |user: &'static str, url: String| {
         let (origin, value) = (origin.clone(), value.clone());
-        async move {
-            let body = click_body_answering(TEAM, user, "approve", &value, Some(&url));
-            let now = now_secs();
-            post_signed(&origin, &body, now, &signature(SIGNING_SECRET, now, &body)).await
-        }
+        async move { click_answering(&origin, TEAM, user, "approve", &value, Some(&url)).await }
     };
     // An unlinked user, told why where Slack shows it.
     let (status, said) = post("UNOBODY", format!("{}/responses/T1/1", stand_in.origin)).await;

@@ -84,3 +84,26 @@ pub(crate) fn failure_bus() -> (Arc<EventBus>, Arc<Mutex<Vec<AnnouncementFailed>
     });
     (bus, failures)
 }
+
+/// Posts `decision` on the link `token` to the inbox at `served`, from a
+/// page of `origin`, as `session` (its cookie and CSRF token) or signed
+/// out: the status and the page.
+pub(crate) async fn post_link(
+    served: &str,
+    origin: &str,
+    token: &str,
+    decision: &str,
+    session: Option<&(String, String)>,
+) -> (u16, String) {
+    let mut form = vec![("decision", decision.to_owned())];
+    let mut request = reqwest::Client::new()
+        .post(format!("{served}/links/{token}"))
+        .header("origin", origin);
+    if let Some((cookie, csrf)) = session {
+        request = request.header("cookie", format!("crew_inbox_session={cookie}"));
+        form.push(("csrf", csrf.clone()));
+    }
+    let response = request.form(&form).send().await.expect("the inbox answers");
+    let status = response.status().as_u16();
+    (status, response.text().await.expect("a page"))
+}
