@@ -1,5 +1,5 @@
-//! Questions announced on a webhook (SPEC §14, "Announcing"): the outbox
-//! written with the question, delivered by an announcer to a receiver on
+//! Questions announced on a webhook (SPEC §14, "Announcing"): each pending
+//! question and each change of it, delivered by an announcer to a receiver on
 //! loopback that checks the Standard Webhooks signature; a failing or slow
 //! receiver never blocks or answers the question. Every scenario runs on a
 //! real SQLite file and a real PostgreSQL.
@@ -397,24 +397,95 @@ async fn two_replicas_announce_each_question_once(store: Store, keep: Keep) {
     }
 }
 
-async fn a_question_asked_before_any_channel_is_named_is_not_announced(store: Store, _keep: Keep) {
+async fn a_change_made_while_its_question_is_being_announced_is_told_next(
+    store: Store,
+    _keep: Keep,
+) {
+    let receiver = Receiver::start().await;
+    receiver.answer(Answering::Slow(Duration::from_millis(400)));
+    let announcer = announcer(&store, &receiver);
+    let other = self::announcer(&store, &receiver);
+    let (waiting, question) = asked(&store, &announcer).await;
+    // Approved while the receiver is still taking the announcement of it
+    // pending, and the change taken from the outbox by another replica
+    // meanwhile, which finds the announcement held by the first.
+    let approve = async {
+        let started = Instant::now();
+        while receiver.received.lock().expect("log").is_empty() {
+            assert!(started.elapsed() < PATIENCE, "the announcement is sent");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        store
+            .decide(&question.id, Answer::new("alice", Decision::Approve))
+            .await
+            .expect("alice approves");
+        assert_eq!(other.deliver_due().await.expect("a pass"), 0, "held");
+    };
+    let (delivered, ()) = tokio::join!(announcer.deliver_due(), approve);
+    assert_eq!(delivered.expect("a pass"), 1);
+    // What was told is already old: it does not rest, the next pass tells
+    // the approval, and then there is nothing more to tell.
+    receiver.answer(Answering::Ok);
+    assert_eq!(announcer.deliver_due().await.expect("a pass"), 1);
+    let messages = receiver.messages();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[1]["type"], "approval.updated");
+    assert_eq!(messages[1]["data"]["status"], "approved");
+    assert_eq!(announcer.deliver_due().await.expect("a pass"), 0);
+    assert_eq!(receiver.messages().len(), 2);
+    answered(waiting).await;
+}
+
+async fn a_channel_named_later_announces_what_is_still_pending_and_nothing_closed(
+    store: Store,
+    _keep: Keep,
+) {
     let receiver = Receiver::start().await;
     let approvals = StoreApprovals::new(store.clone());
+    let withdrawn = ask(&approvals);
+    let closed = pending(&store, 1).await.remove(0);
+    withdrawn.abort();
+    let started = Instant::now();
+    while store
+        .question(&closed.id)
+        .await
+        .expect("reads")
+        .is_some_and(|question| question.status == QuestionStatus::Pending)
+    {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the dropped call's question is withdrawn"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let _waiting = ask(&approvals);
-    let question = pending(&store, 1).await.remove(0);
+    let open = pending(&store, 1).await.remove(0);
+    // Nothing is announced while no channel is named…
     let announcer = announcer(&store, &receiver);
-    announcer.register().await.expect("named");
     assert_eq!(announcer.deliver_due().await.expect("a pass"), 0);
+    assert!(receiver.messages().is_empty());
+    // …and once one is, the question still waiting is, the closed one not.
+    announcer.register().await.expect("named");
+    assert_eq!(announcer.deliver_due().await.expect("a pass"), 1);
+    let messages = receiver.messages();
+    assert_eq!(messages.len(), 1);
+    assert_eq!(messages[0]["data"]["question"], open.id.as_str());
     assert!(
         store
-            .announcements(&question.id)
+            .announcements(&closed.id)
             .await
             .expect("reads")
             .is_empty()
     );
+    let told = store.announcements(&open.id).await.expect("reads");
+    assert_eq!(told.len(), 1);
+    assert_eq!(told[0].told, Some(QuestionStatus::Pending));
+    // Told, it rests: the next passes send nothing more.
+    assert_eq!(announcer.deliver_due().await.expect("a pass"), 0);
+    assert_eq!(announcer.deliver_due().await.expect("a pass"), 0);
+    assert_eq!(receiver.messages().len(), 1);
 }
 
-/// Waits until the receiver holds `count` messages: them.
 async fn messages(receiver: &Receiver, count: usize) -> Vec<Value> {
     let started = Instant::now();
     loop {
@@ -592,7 +663,8 @@ on_both_stores!(
     a_429_is_tried_again_after_its_retry_after_not_before,
     a_webhook_timing_out_leaves_the_question_waiting,
     two_replicas_announce_each_question_once,
-    a_question_asked_before_any_channel_is_named_is_not_announced,
+    a_channel_named_later_announces_what_is_still_pending_and_nothing_closed,
+    a_change_made_while_its_question_is_being_announced_is_told_next,
 );
 
 #[test]

@@ -1,9 +1,11 @@
 //! Approvals announced where approvers are (SPEC §14).
 //!
-//! A question is written with one announcement per channel in use, in the
-//! same transaction (an outbox in the store). An [`Announcer`], in any
-//! replica, delivers them: the question when it is asked, and again when
-//! it is answered, expires or is withdrawn. A channel that fails is tried
+//! A pending question is announced on every channel in use: the question
+//! row, committed when it is asked, is what any replica's [`Announcer`]
+//! finds, and a change of the question is queued in an outbox in the
+//! store, in the same transaction as the change. An announcer delivers
+//! the question when it is asked, and again when it is answered, expires
+//! or is withdrawn; whatever becomes of the process that asked. A channel that fails is tried
 //! again later, with a growing backoff (or when the channel asked to be,
 //! as with Slack's `Retry-After`); it never blocks or answers the
 //! question, which waits in the inbox meanwhile. Each failure is a trace
@@ -37,6 +39,7 @@ mod webhook;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -345,6 +348,9 @@ pub struct Announcer {
     backoff: Backoff,
     hold: Duration,
     concurrency: usize,
+    /// When (the store's clock, ms) this announcer last looked for
+    /// unannounced questions among all the pending ones; 0: never.
+    scanned_all_at: AtomicI64,
 }
 
 impl fmt::Debug for Announcer {
@@ -373,6 +379,12 @@ const COALESCE: Duration = Duration::from_millis(20);
 
 /// The longest a pass waits for a burst to end, from its first news.
 const SETTLE_AT_MOST: Duration = Duration::from_millis(250);
+
+/// How far back (ms) a pass looks for questions not announced yet; once
+/// a minute, and on its first pass, an announcer looks at all the pending
+/// ones (a question whose asking took longer to commit, or asked by a
+/// process whose clock is behind, is announced then).
+const LOOK_BACK_MS: i64 = 60_000;
 
 impl Announcer {
     /// An announcer on `store`, with no channel yet. Failed deliveries are
@@ -407,6 +419,7 @@ impl Announcer {
             },
             hold: Duration::from_secs(60),
             concurrency: 16,
+            scanned_all_at: AtomicI64::new(0),
         }
     }
 
@@ -461,9 +474,10 @@ impl Announcer {
         self
     }
 
-    /// Names this announcer's channels in the store: every question asked
-    /// from now on, by any process on the store, is written with an
-    /// announcement for each.
+    /// Names this announcer's channels in the store: every question
+    /// pending from now on, asked by any process on the store, is
+    /// announced on each (those pending already within a minute, at the
+    /// next look at all the pending questions).
     ///
     /// ```no_run
     /// # async fn run(announcer: crew_runtime::channels::Announcer) -> Result<(), crew_runtime::store::StoreError> {
@@ -481,9 +495,9 @@ impl Announcer {
     }
 
     /// Stops naming this announcer's channels in the store: questions
-    /// asked from now on are not announced on them (a channel taken out of
-    /// service); what was announced before is still updated by an
-    /// announcer that has them. [`register`](Announcer::register) names
+    /// are no longer announced on them (a channel taken out of service);
+    /// what was announced before is still updated by an announcer that
+    /// has them. [`register`](Announcer::register) names
     /// them again.
     ///
     /// ```no_run
@@ -512,10 +526,21 @@ impl Announcer {
     pub async fn deliver_due(&self) -> Result<usize, StoreError> {
         let names: Vec<&str> = self.channels.iter().map(|c| c.name()).collect();
         let hold = i64::try_from(self.hold.as_millis()).unwrap_or(i64::MAX);
+        let now = self.store.now();
+        let scanned_all_at = self.scanned_all_at.load(Ordering::Relaxed);
+        let all = scanned_all_at == 0 || now.saturating_sub(scanned_all_at) >= LOOK_BACK_MS;
+        let since = if all {
+            0
+        } else {
+            now.saturating_sub(LOOK_BACK_MS)
+        };
         let due = self
             .store
-            .take_due(&names, &self.holder, hold, BATCH)
+            .take_due(&names, &self.holder, hold, BATCH, since)
             .await?;
+        if all {
+            self.scanned_all_at.store(now.max(1), Ordering::Relaxed);
+        }
         let delivered = futures_util::stream::iter(due)
             .map(|due| self.deliver_one(due))
             .buffer_unordered(self.concurrency)
@@ -584,6 +609,13 @@ impl Announcer {
             return Ok(false);
         };
         let told = crate::store::told_state(&question);
+        if due.told_state.as_deref() == Some(told.as_str()) {
+            // Woken, but told this already: no news, nothing sent.
+            self.store
+                .announced(&due.question, &due.channel, &self.holder, &told, None)
+                .await?;
+            return Ok(false);
+        }
         let notice = Notice {
             question,
             told: due.told,

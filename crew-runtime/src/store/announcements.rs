@@ -1,6 +1,16 @@
-//! The outbox of announcements (SPEC §14): what the store keeps so that
-//! any replica delivers each question to the channels, once per change of
-//! the question, whatever becomes of the process that asked.
+//! The announcements and their outbox (SPEC §14): what the store keeps so
+//! that any replica delivers each question to the channels, once per
+//! change of the question, whatever becomes of the process that asked.
+//!
+//! Asking writes the question and nothing more: a pending question is its
+//! own record of what is to be announced, committed with it, and any
+//! announcer finds the pending questions some enabled channel has no
+//! announcement of. Each change of a question's status or outcome is
+//! queued in `crew_outbox` by a trigger, atomically with the change. An
+//! announcement told what its question is now rests until its question
+//! changes, so the scan for due work reads only what is due. (A row per
+//! new question in an outbox table of its own would cost every asking
+//! commit one more B-tree, which is over SPEC §5's 1.1 × on SQLite.)
 
 use super::{QuestionStatus, Store, StoreError, on_pool};
 
@@ -12,6 +22,8 @@ pub(crate) struct Due {
     pub channel: String,
     /// The status the channel was last told (none: never announced).
     pub told: Option<QuestionStatus>,
+    /// What the channel was last told, as [`told_state`] writes it.
+    pub told_state: Option<String>,
     /// The failed attempts in a row so far.
     pub attempts: u32,
     /// What the channel answered when it was first told.
@@ -86,14 +98,21 @@ pub(crate) fn told_state(question: &super::Question) -> String {
 const STATE_SQL: &str = "(SELECT q.status || COALESCE('/' || q.outcome, '') \
                          FROM crew_approvals q WHERE q.id = question_id)";
 
+/// `next_at` of an announcement at rest: told what its question is now,
+/// it is due again only once the question changes (the outbox wakes it).
+const AT_REST: i64 = i64::MAX;
+
+/// The most outbox rows one pass turns into announcements.
+const OUTBOX_BATCH: i64 = 500;
+
 fn count(value: i64) -> u32 {
     u32::try_from(value.max(0)).unwrap_or(u32::MAX)
 }
 
 impl Store {
     /// Names `name` as a channel of kind `kind` that questions are
-    /// announced on: each question asked from now on is written with an
-    /// announcement for it. Naming it again enables it again.
+    /// announced on: each pending question gets an announcement on it.
+    /// Naming it again enables it again.
     pub(crate) async fn register_channel(&self, name: &str, kind: &str) -> Result<(), StoreError> {
         let now = self.now();
         let sql = "INSERT INTO crew_channels (name, kind, created_at) VALUES ($1, $2, $3) \
@@ -110,9 +129,9 @@ impl Store {
         Ok(())
     }
 
-    /// Stops announcing on channel `name`: questions asked from now on
-    /// are written without an announcement for it (those written before
-    /// are still delivered by an announcer that has it).
+    /// Stops announcing on channel `name`: no new announcement is made on
+    /// it (those made before are still delivered and updated by an
+    /// announcer that has it).
     pub(crate) async fn disable_channel(&self, name: &str) -> Result<(), StoreError> {
         let now = self.now();
         let sql = "UPDATE crew_channels SET disabled_at = $2 WHERE name = $1";
@@ -123,31 +142,113 @@ impl Store {
         Ok(())
     }
 
+    /// Turns into work the questions asked since `since` (a time of the
+    /// store's clock; 0: all) that an enabled channel has no announcement
+    /// of yet, and
+    /// those queued in the outbox (changed since their channels were
+    /// told): a question still pending gets an announcement on each
+    /// enabled channel it has none on, and the announcements of each that
+    /// were told something else are woken. Reads first; when there is
+    /// work, one transaction in a background write turn. The number of
+    /// questions taken.
+    async fn open_outbox(&self, since: i64) -> Result<usize, StoreError> {
+        let now = self.now();
+        let unannounced = "SELECT q.id FROM crew_approvals q \
+                           WHERE q.status = 'pending' AND q.created_at >= $1 \
+                           AND EXISTS (SELECT 1 FROM crew_channels c \
+                             WHERE c.disabled_at IS NULL AND NOT EXISTS \
+                             (SELECT 1 FROM crew_announcements a \
+                              WHERE a.question_id = q.id AND a.channel = c.name)) \
+                           LIMIT $2";
+        let any_change = "SELECT question_id FROM crew_outbox LIMIT 1";
+        // Deleted first: a change made from now on queues its question
+        // again (on PostgreSQL the trigger waits for this transaction),
+        // and what is woken below is read after the delete.
+        let take = "DELETE FROM crew_outbox WHERE question_id IN \
+                    (SELECT question_id FROM crew_outbox LIMIT $1) RETURNING question_id";
+        self.file_still_there()?;
+        let taken = on_pool!(self, |pool| {
+            // Reads first, no write turn: most passes find nothing.
+            let new: Vec<String> = sqlx::query_scalar(unannounced)
+                .bind(since)
+                .bind(OUTBOX_BATCH)
+                .fetch_all(pool)
+                .await?;
+            let changed: Option<String> =
+                sqlx::query_scalar(any_change).fetch_optional(pool).await?;
+            if new.is_empty() && changed.is_none() {
+                return Ok(0);
+            }
+            let mut connection = pool.acquire().await?;
+            let _turn = self.background_write_turn().await;
+            let mut transaction = sqlx::Connection::begin(&mut *connection).await?;
+            let changed: Vec<String> = if changed.is_some() {
+                sqlx::query_scalar(take)
+                    .bind(OUTBOX_BATCH)
+                    .fetch_all(&mut *transaction)
+                    .await?
+            } else {
+                Vec::new()
+            };
+            let ids: Vec<&String> = new.iter().chain(&changed).collect();
+            let list = (0..ids.len())
+                .map(|i| format!("${}", i + 2))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let open = format!(
+                "INSERT INTO crew_announcements (question_id, channel, told, attempts, \
+                 next_at, held_until, created_at, updated_at) \
+                 SELECT q.id, c.name, NULL, 0, $1, 0, $1, $1 \
+                 FROM crew_approvals q, crew_channels c \
+                 WHERE q.id IN ({list}) AND q.status = 'pending' AND c.disabled_at IS NULL \
+                 ON CONFLICT (question_id, channel) DO NOTHING"
+            );
+            let wake = format!(
+                "UPDATE crew_announcements SET next_at = $1, updated_at = $1 \
+                 WHERE question_id IN ({list}) AND attempts = 0 AND gave_up_at IS NULL \
+                 AND next_at > $1 AND (told IS NULL OR told <> {STATE_SQL})"
+            );
+            for sql in [&open, &wake] {
+                let mut query = sqlx::query(sql).bind(now);
+                for id in &ids {
+                    query = query.bind(*id);
+                }
+                query.execute(&mut *transaction).await?;
+            }
+            transaction.commit().await?;
+            ids.len()
+        });
+        Ok(taken)
+    }
+
     /// Takes for `holder`, until `hold_ms` from now, the announcements due
     /// now on `channels` (never announced, or told a status the question
     /// has left; held by no replica; not waiting for their next attempt),
-    /// at most `limit`, the longest waiting first: one write for the
-    /// whole batch. A replica takes what no other holds; none takes what
-    /// one has told since.
+    /// at most `limit`, the longest waiting first, after turning the
+    /// questions asked since `since` and what the outbox holds into
+    /// announcements: one write for the whole batch. A
+    /// replica takes what no other holds; none takes what one has told
+    /// since.
     pub(crate) async fn take_due(
         &self,
         channels: &[&str],
         holder: &str,
         hold_ms: i64,
         limit: usize,
+        since: i64,
     ) -> Result<Vec<Due>, StoreError> {
         if channels.is_empty() {
             return Ok(Vec::new());
         }
+        self.open_outbox(since).await?;
         let now = self.now();
         let names = (0..channels.len())
             .map(|i| format!("${}", i + 5))
             .collect::<Vec<_>>()
             .join(", ");
-        let due = format!(
-            "gave_up_at IS NULL AND next_at <= $1 AND held_until <= $1 \
-             AND (told IS NULL OR told <> {STATE_SQL})"
-        );
+        // What is at rest (told what its question is now) or gave up is
+        // past every `next_at <= now`: the index reads only what is due.
+        let due = "gave_up_at IS NULL AND next_at <= $1 AND held_until <= $1";
         let sql = format!(
             "UPDATE crew_announcements SET holder = $2, held_until = $1 + $3, updated_at = $1 \
              WHERE {due} AND (question_id, channel) IN \
@@ -175,7 +276,8 @@ impl Store {
             .map(|(question, channel, told, attempts, reference)| Due {
                 question,
                 channel,
-                told: status(told),
+                told: status(told.clone()),
+                told_state: told,
                 attempts: count(attempts),
                 reference,
             })
@@ -183,7 +285,9 @@ impl Store {
     }
 
     /// Records that `holder` told the channel status `told` (and what the
-    /// channel answered, kept when `None`), and lets the announcement go.
+    /// channel answered, kept when `None`), and lets the announcement go:
+    /// at rest when `told` is what the question is now, due at once when
+    /// it changed meanwhile (its wake-up came while this was held).
     pub(crate) async fn announced(
         &self,
         question: &str,
@@ -193,20 +297,24 @@ impl Store {
         reference: Option<&str>,
     ) -> Result<(), StoreError> {
         let now = self.now();
-        let sql = "UPDATE crew_announcements SET told = $4, attempts = 0, next_at = $5, \
-                   holder = NULL, held_until = 0, last_error = NULL, \
-                   reference = COALESCE($6, reference), updated_at = $5 \
-                   WHERE question_id = $1 AND channel = $2 AND holder = $3";
+        let sql = format!(
+            "UPDATE crew_announcements SET told = $4, attempts = 0, \
+             next_at = CASE WHEN $4 = {STATE_SQL} THEN $7 ELSE $5 END, \
+             holder = NULL, held_until = 0, last_error = NULL, \
+             reference = COALESCE($6, reference), updated_at = $5 \
+             WHERE question_id = $1 AND channel = $2 AND holder = $3"
+        );
         on_pool!(self, |pool| {
             let mut connection = pool.acquire().await?;
             let _turn = self.background_write_turn().await;
-            sqlx::query(sql)
+            sqlx::query(&sql)
                 .bind(question)
                 .bind(channel)
                 .bind(holder)
                 .bind(told)
                 .bind(now)
                 .bind(reference)
+                .bind(AT_REST)
                 .execute(&mut *connection)
                 .await?;
         });

@@ -1069,14 +1069,10 @@ impl Store {
         let keep_policies = "INSERT INTO crew_policy_sets (hash, language, text, created_at) \
                              VALUES ($1, $2, $3, $4) ON CONFLICT (hash) DO NOTHING";
         let prompt = prompt_text(request);
-        // Its announcements, one per channel in use (SPEC §14), written
-        // with it: a question is never asked unannounced, whatever
-        // becomes of this process.
-        let announce = "INSERT INTO crew_announcements (question_id, channel, told, attempts, \
-                        next_at, held_until, created_at, updated_at) \
-                        SELECT $1, name, NULL, 0, $2, 0, $2, $2 FROM crew_channels \
-                        WHERE disabled_at IS NULL";
-        // A question written to a removed file would wait unseen.
+        // Its announcements (SPEC §14) need nothing more: any replica's
+        // announcer finds a pending question not announced yet, whatever
+        // becomes of this process. A question written to a removed file
+        // would wait unseen.
         self.file_still_there()?;
         on_pool!(self, |pool| {
             // The connection first, then the turn: a writer waiting for
@@ -1113,11 +1109,6 @@ impl Store {
                 .bind(request.reason.as_deref())
                 .bind(policies.as_ref().map(|(hash, _, _)| hash.as_str()))
                 .bind(policies.as_ref().map(|(_, _, context)| context.as_str()))
-                .execute(&mut *transaction)
-                .await?;
-            sqlx::query(announce)
-                .bind(id)
-                .bind(now)
                 .execute(&mut *transaction)
                 .await?;
             transaction.commit().await?;

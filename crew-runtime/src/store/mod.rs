@@ -142,7 +142,15 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "question_policies",
         include_str!("migrations/0011_question_policies.sql"),
     ),
+    (12, "outbox", include_str!("migrations/0012_outbox.sql")),
 ];
+
+/// The migrations whose text differs on PostgreSQL (triggers are written
+/// in each database's own language): version and PostgreSQL's text, which
+/// replaces the one in [`MIGRATIONS`] there.
+#[cfg(feature = "postgres")]
+const POSTGRES_MIGRATIONS: &[(i64, &str)] =
+    &[(12, include_str!("migrations/0012_outbox.postgres.sql"))];
 
 /// The newest schema version this program knows.
 ///
@@ -353,6 +361,18 @@ pub(crate) enum Pool {
     Postgres(PgPool),
 }
 
+impl Pool {
+    /// The backend this pool is of.
+    fn backend(&self) -> Backend {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Pool::Sqlite(_) => Backend::Sqlite,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(_) => Backend::Postgres,
+        }
+    }
+}
+
 /// Runs `$body` with `$pool` bound to the concrete pool of either backend:
 /// the same query text serves both (portable SQL, `$1`-style parameters).
 /// Only the backends built in have an arm.
@@ -414,30 +434,39 @@ struct WriteTurns {
     idle: tokio::sync::Notify,
 }
 
-#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 impl WriteTurns {
     /// A question's turn: counted from when it starts waiting until it
-    /// is done writing.
-    async fn asking(&self) -> WriteTurn<'_> {
+    /// is done writing; `exclusive`, one writer at a time (SQLite).
+    async fn asking(&self, exclusive: bool) -> WriteTurn<'_> {
         use std::sync::atomic::Ordering;
         self.asking.fetch_add(1, Ordering::AcqRel);
         // Counted off when the turn drops, even if this wait is dropped.
         let counted = Asking(self);
-        let turn = self.lock.lock().await;
+        let turn = if exclusive {
+            Some(self.lock.lock().await)
+        } else {
+            None
+        };
         WriteTurn {
             _turn: turn,
             _asking: Some(counted),
         }
     }
 
-    /// A turn for background work, once no question waits or writes.
-    async fn background(&self) -> WriteTurn<'_> {
+    /// A turn for background work, once no question waits or writes;
+    /// `exclusive`, one writer at a time (SQLite).
+    async fn background(&self, exclusive: bool) -> WriteTurn<'_> {
         use std::sync::atomic::Ordering;
         loop {
             let idle = self.idle.notified();
             if self.asking.load(Ordering::Acquire) == 0 {
+                let turn = if exclusive {
+                    Some(self.lock.lock().await)
+                } else {
+                    None
+                };
                 return WriteTurn {
-                    _turn: self.lock.lock().await,
+                    _turn: turn,
                     _asking: None,
                 };
             }
@@ -448,7 +477,7 @@ impl WriteTurns {
 
 /// A turn to write (see [`Store::write_turn`]), given back when dropped.
 pub(crate) struct WriteTurn<'a> {
-    _turn: tokio::sync::MutexGuard<'a, ()>,
+    _turn: Option<tokio::sync::MutexGuard<'a, ()>>,
     _asking: Option<Asking<'a>>,
 }
 
@@ -768,32 +797,25 @@ impl Store {
         }
     }
 
-    /// A turn to write a question, on SQLite: this process's writers of
+    /// A turn to write a question. On SQLite this process's writers of
     /// questions and announcements queue here, each taking the file's
     /// write lock as the one before lets it go, rather than in SQLite's
     /// busy handler, which sleeps in steps of up to 100 ms (a burst of
-    /// questions would wait in those steps). `None` on PostgreSQL, whose
-    /// writers do not exclude each other.
-    pub(crate) async fn write_turn(&self) -> Option<WriteTurn<'_>> {
-        match &self.inner.pool {
-            #[cfg(feature = "sqlite")]
-            Pool::Sqlite(_) => Some(self.inner.write_turns.asking().await),
-            #[cfg(feature = "postgres")]
-            Pool::Postgres(_) => None,
-        }
+    /// questions would wait in those steps). On PostgreSQL, whose writers
+    /// do not exclude each other, the turn is not exclusive: it only holds
+    /// background writes back while it lasts.
+    pub(crate) async fn write_turn(&self) -> WriteTurn<'_> {
+        let exclusive = self.backend() == Backend::Sqlite;
+        self.inner.write_turns.asking(exclusive).await
     }
 
-    /// A turn for background work (delivering announcements), on
-    /// SQLite: given only while no question waits for a turn or writes,
-    /// so that announcing never slows asking.
+    /// A turn for background work (delivering announcements): given only
+    /// while no question of this process waits for a turn or writes, so
+    /// that announcing never slows asking.
     #[cfg_attr(not(feature = "channels"), allow(dead_code))]
-    pub(crate) async fn background_write_turn(&self) -> Option<WriteTurn<'_>> {
-        match &self.inner.pool {
-            #[cfg(feature = "sqlite")]
-            Pool::Sqlite(_) => Some(self.inner.write_turns.background().await),
-            #[cfg(feature = "postgres")]
-            Pool::Postgres(_) => None,
-        }
+    pub(crate) async fn background_write_turn(&self) -> WriteTurn<'_> {
+        let exclusive = self.backend() == Backend::Sqlite;
+        self.inner.write_turns.background(exclusive).await
     }
 
     /// Which database the store is on.
@@ -807,12 +829,7 @@ impl Store {
     /// # }
     /// ```
     pub fn backend(&self) -> Backend {
-        match self.inner.pool {
-            #[cfg(feature = "sqlite")]
-            Pool::Sqlite(_) => Backend::Sqlite,
-            #[cfg(feature = "postgres")]
-            Pool::Postgres(_) => Backend::Postgres,
-        }
+        self.inner.pool.backend()
     }
 
     /// The store's URL, without its password.
@@ -984,7 +1001,7 @@ async fn open_postgres_read_only(url: &str, shown: &str) -> Result<Pool, StoreEr
 
 /// Brings the schema up to date, refusing a database newer than the program.
 async fn migrate(pool: &Pool) -> Result<(), StoreError> {
-    let migrator = Migrator::new(Embedded)
+    let migrator = Migrator::new(Embedded(pool.backend()))
         .await
         .map_err(|error| StoreError::Migration(error.to_string()))?;
     let ran = match pool {
@@ -1091,9 +1108,9 @@ pub(crate) async fn has_table(pool: &Pool, name: &str) -> Result<bool, StoreErro
     })
 }
 
-/// The migrations compiled into the program.
+/// The migrations compiled into the program, as the backend runs them.
 #[derive(Debug)]
-struct Embedded;
+struct Embedded(Backend);
 
 impl MigrationSource<'static> for Embedded {
     fn resolve(
@@ -1102,10 +1119,19 @@ impl MigrationSource<'static> for Embedded {
         'static,
         Result<Vec<Migration>, Box<dyn std::error::Error + Send + Sync>>,
     > {
-        Box::pin(async {
+        let Embedded(backend) = self;
+        Box::pin(async move {
             Ok(MIGRATIONS
                 .iter()
                 .map(|&(version, description, sql)| {
+                    let sql = match backend {
+                        #[cfg(feature = "postgres")]
+                        Backend::Postgres => POSTGRES_MIGRATIONS
+                            .iter()
+                            .find(|(changed, _)| *changed == version)
+                            .map_or(sql, |(_, text)| text),
+                        _ => sql,
+                    };
                     Migration::new(
                         version,
                         Cow::Borrowed(description),
@@ -1234,14 +1260,14 @@ mod tests {
     async fn a_question_waiting_to_write_goes_before_background_work() {
         let turns = Arc::new(WriteTurns::default());
         let order = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let first = turns.asking().await;
+        let first = turns.asking(true).await;
         let spawn = |background: bool| {
             let (turns, order) = (Arc::clone(&turns), Arc::clone(&order));
             tokio::spawn(async move {
                 let _turn = if background {
-                    turns.background().await
+                    turns.background(true).await
                 } else {
-                    turns.asking().await
+                    turns.asking(true).await
                 };
                 order
                     .lock()
@@ -1267,6 +1293,27 @@ mod tests {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         assert_eq!(order, ["asking", "background"]);
+    }
+
+    #[tokio::test]
+    async fn questions_write_together_on_postgres_and_background_work_waits_for_them() {
+        let turns = WriteTurns::default();
+        // Not exclusive: a second question gets its turn beside the first.
+        let first = turns.asking(false).await;
+        let second = tokio::time::timeout(Duration::from_secs(5), turns.asking(false))
+            .await
+            .expect("a turn beside the first");
+        let mut background = Box::pin(turns.background(false));
+        assert!(
+            futures_util::poll!(background.as_mut()).is_pending(),
+            "background work waits while questions write"
+        );
+        drop(first);
+        assert!(futures_util::poll!(background.as_mut()).is_pending());
+        drop(second);
+        tokio::time::timeout(Duration::from_secs(5), background)
+            .await
+            .expect("its turn once no question writes");
     }
 
     #[test]
