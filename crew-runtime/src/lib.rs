@@ -147,6 +147,8 @@ pub mod anthropic;
 // the one error below, which says what to add.
 #[cfg(all(feature = "audit", any(feature = "sqlite", feature = "postgres")))]
 pub mod audit;
+#[cfg(feature = "budget")]
+pub mod budget;
 #[cfg(all(feature = "channels", any(feature = "sqlite", feature = "postgres")))]
 pub mod channels;
 mod check;

@@ -48,6 +48,8 @@ mod announcements;
 mod approvals;
 #[cfg(feature = "audit")]
 pub(crate) mod audit;
+#[cfg(feature = "budget")]
+mod budget;
 // Durable kickoffs' rows and their sealed write-ahead journal (SPEC §13).
 #[cfg(feature = "channels")]
 mod email;
@@ -143,6 +145,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("migrations/0011_question_policies.sql"),
     ),
     (12, "outbox", include_str!("migrations/0012_outbox.sql")),
+    (13, "budgets", include_str!("migrations/0013_budgets.sql")),
 ];
 
 /// The migrations whose text differs on PostgreSQL (triggers are written

@@ -1,0 +1,213 @@
+//! [`InProcessLedger`]: budgets counted in this process's memory.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use futures_util::future::BoxFuture;
+
+use super::{
+    Charge, Exceeded, Ledger, LedgerError, Reserved, Window, check_call, in_counter_order,
+};
+
+/// Where an [`InProcessLedger`] reads the time: ms since the Unix epoch.
+type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+/// One counter: what each slice of its window holds.
+#[derive(Default)]
+struct Counter {
+    slices: BTreeMap<i64, u64>,
+}
+
+/// One reservation of a call, in one counter.
+struct Held {
+    counter: String,
+    budget: String,
+    slice: i64,
+    amount: u64,
+}
+
+#[derive(Default)]
+struct State {
+    counters: HashMap<String, Counter>,
+    /// The reservations not settled yet, by call.
+    held: HashMap<String, Vec<Held>>,
+}
+
+/// Budgets counted in this process: exact for one process, and nothing
+/// shared with another (use the store's ledger for replicas). A call's
+/// reservation is forgotten once settled.
+///
+/// ```
+/// use crew_runtime::budget::{Charge, InProcessLedger, Ledger};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), crew_runtime::budget::LedgerError> {
+/// let ledger = InProcessLedger::new();
+/// let model_calls = Charge::new("model-calls", "crew:support", 100, 1);
+/// ledger.reserve("turn-1", &[model_calls.clone()]).await?;
+/// assert_eq!(ledger.used(&model_calls).await?, 1);
+/// # Ok(())
+/// # }
+/// ```
+pub struct InProcessLedger {
+    state: Mutex<State>,
+    clock: Clock,
+}
+
+impl fmt::Debug for InProcessLedger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        f.debug_struct("InProcessLedger")
+            .field("counters", &state.counters.len())
+            .field("calls_held", &state.held.len())
+            .finish()
+    }
+}
+
+impl Default for InProcessLedger {
+    fn default() -> Self {
+        InProcessLedger::new()
+    }
+}
+
+fn system_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+        })
+}
+
+impl InProcessLedger {
+    /// A ledger on the system's clock, with nothing counted.
+    pub fn new() -> Self {
+        InProcessLedger::with_clock(Arc::new(system_ms))
+    }
+
+    /// A ledger reading the time (ms since the Unix epoch) from `clock`:
+    /// for tests of windows that must not wait.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicI64, Ordering};
+    /// use crew_runtime::budget::{Charge, InProcessLedger, Ledger, Window};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), crew_runtime::budget::LedgerError> {
+    /// let now = Arc::new(AtomicI64::new(0));
+    /// let clock = Arc::clone(&now);
+    /// let ledger = InProcessLedger::with_clock(Arc::new(move || clock.load(Ordering::Relaxed)));
+    /// let daily = Charge::new("calls", "user:carol", 1, 1).window(Window::DayUtc);
+    /// ledger.reserve("a", &[daily.clone()]).await?;
+    /// assert!(ledger.reserve("b", &[daily.clone()]).await.is_err());
+    /// now.store(86_400_000, Ordering::Relaxed); // the next day
+    /// ledger.reserve("b", &[daily]).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_clock(clock: Arc<dyn Fn() -> i64 + Send + Sync>) -> Self {
+        InProcessLedger {
+            state: Mutex::new(State::default()),
+            clock,
+        }
+    }
+
+    fn reserve_now(&self, call: &str, charges: &[Charge]) -> Result<Reserved, LedgerError> {
+        check_call(call)?;
+        let ordered = in_counter_order(charges)?;
+        let now = (self.clock)();
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.held.contains_key(call) {
+            return Ok(Reserved::Before);
+        }
+        // Every charge checked before any is counted: all or none.
+        for (counter, charge) in &ordered {
+            let used = window_sum(state.counters.get(counter), charge.window, now);
+            if used.saturating_add(charge.amount) > charge.limit {
+                return Err(LedgerError::Exceeded(Exceeded {
+                    budget: charge.budget.clone(),
+                    key: charge.key.clone(),
+                    limit: charge.limit,
+                    used,
+                    asked: charge.amount,
+                }));
+            }
+        }
+        let mut held = Vec::with_capacity(ordered.len());
+        for (counter, charge) in ordered {
+            let (first, slice) = charge.window.slices(now);
+            let entry = state.counters.entry(counter.clone()).or_default();
+            // What no window reaches any more is dropped.
+            entry.slices = entry.slices.split_off(&first);
+            let slot = entry.slices.entry(slice).or_insert(0);
+            *slot = slot.saturating_add(charge.amount);
+            held.push(Held {
+                counter,
+                budget: charge.budget.clone(),
+                slice,
+                amount: charge.amount,
+            });
+        }
+        state.held.insert(call.to_owned(), held);
+        Ok(Reserved::New)
+    }
+
+    fn settle_now(&self, call: &str, costs: &[(&str, u64)]) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(held) = state.held.remove(call) else {
+            return;
+        };
+        for held in held {
+            let Some(&(_, cost)) = costs.iter().find(|(budget, _)| *budget == held.budget) else {
+                continue;
+            };
+            if let Some(slot) = state
+                .counters
+                .get_mut(&held.counter)
+                .and_then(|counter| counter.slices.get_mut(&held.slice))
+            {
+                *slot = slot.saturating_sub(held.amount).saturating_add(cost);
+            }
+        }
+    }
+}
+
+/// What `counter` holds in `window` at `now`.
+fn window_sum(counter: Option<&Counter>, window: Window, now: i64) -> u64 {
+    let (first, last) = window.slices(now);
+    counter.map_or(0, |counter| {
+        counter
+            .slices
+            .range(first..=last)
+            .fold(0_u64, |sum, (_, amount)| sum.saturating_add(*amount))
+    })
+}
+
+impl Ledger for InProcessLedger {
+    fn reserve<'a>(
+        &'a self,
+        call: &'a str,
+        charges: &'a [Charge],
+    ) -> BoxFuture<'a, Result<Reserved, LedgerError>> {
+        let reserved = self.reserve_now(call, charges);
+        Box::pin(async move { reserved })
+    }
+
+    fn settle<'a>(
+        &'a self,
+        call: &'a str,
+        costs: &'a [(&'a str, u64)],
+    ) -> BoxFuture<'a, Result<(), LedgerError>> {
+        self.settle_now(call, costs);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn used<'a>(&'a self, charge: &'a Charge) -> BoxFuture<'a, Result<u64, LedgerError>> {
+        let now = (self.clock)();
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let used = window_sum(state.counters.get(&charge.counter()), charge.window, now);
+        Box::pin(async move { Ok(used) })
+    }
+}

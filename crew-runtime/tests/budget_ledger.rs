@@ -1,0 +1,411 @@
+//! Budgets' counters (SPEC §15, "Reserve, then settle" and "Exact"): the
+//! in-process ledger and the store's, on a real SQLite file and a real
+//! PostgreSQL; and the store's exact under 8 processes × 1,000 concurrent
+//! calls against one budget.
+
+#[path = "support/stores.rs"]
+mod stores;
+mod support;
+
+use std::slice::from_ref;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use crew_runtime::budget::{Charge, InProcessLedger, Ledger, LedgerError, Reserved, Window};
+use crew_runtime::store::Store;
+use stores::{Keep, on_both_stores};
+
+/// The scenarios, each run on the in-process ledger and on the store's.
+mod scenarios {
+    use super::*;
+
+    pub(crate) async fn a_budget_admits_calls_up_to_its_limit_and_refuses_the_next(
+        ledger: &dyn Ledger,
+    ) {
+        let charge = Charge::new("tool-calls", "user:carol", 3, 1);
+        for call in ["c1", "c2", "c3"] {
+            assert_eq!(
+                ledger.reserve(call, from_ref(&charge)).await.expect(call),
+                Reserved::New
+            );
+        }
+        let refused = ledger.reserve("c4", from_ref(&charge)).await;
+        match refused {
+            Err(LedgerError::Exceeded(over)) => {
+                assert_eq!(
+                    (over.budget.as_str(), over.key.as_str()),
+                    ("tool-calls", "user:carol")
+                );
+                assert_eq!((over.limit, over.used, over.asked), (3, 3, 1));
+            }
+            other => panic!("refused as exceeded, not {other:?}"),
+        }
+        assert_eq!(ledger.used(&charge).await.expect("reads"), 3);
+        // Another key of the same budget counts apart.
+        let dave = Charge::new("tool-calls", "user:dave", 3, 1);
+        ledger
+            .reserve("d1", from_ref(&dave))
+            .await
+            .expect("dave's own");
+        assert_eq!(ledger.used(&dave).await.expect("reads"), 1);
+    }
+
+    pub(crate) async fn one_call_under_three_budgets_one_full_reserves_in_none(
+        ledger: &dyn Ledger,
+    ) {
+        let per_kickoff = Charge::new("tokens", "kickoff:k1", 10_000, 4_000);
+        let per_user =
+            Charge::new("daily-tokens", "user:carol", 50_000, 4_000).window(Window::DayUtc);
+        let per_tenant = Charge::new("tenant-tokens", "tenant:acme", 5_000, 4_000);
+        ledger
+            .reserve("first", from_ref(&per_tenant))
+            .await
+            .expect("the tenant's budget takes the first");
+        let refused = ledger
+            .reserve(
+                "second",
+                &[per_kickoff.clone(), per_user.clone(), per_tenant.clone()],
+            )
+            .await;
+        assert!(
+            matches!(&refused, Err(LedgerError::Exceeded(over)) if over.budget == "tenant-tokens"),
+            "{refused:?}"
+        );
+        assert_eq!(ledger.used(&per_kickoff).await.expect("reads"), 0);
+        assert_eq!(ledger.used(&per_user).await.expect("reads"), 0);
+        assert_eq!(ledger.used(&per_tenant).await.expect("reads"), 4_000);
+        // And the call is not taken for one that reserved.
+        let again = ledger
+            .reserve("second", &[per_kickoff.clone(), per_user.clone()])
+            .await
+            .expect("fits now");
+        assert_eq!(again, Reserved::New);
+        assert_eq!(ledger.used(&per_kickoff).await.expect("reads"), 4_000);
+    }
+
+    pub(crate) async fn a_call_reserving_again_is_counted_once(ledger: &dyn Ledger) {
+        let charge = Charge::new("model-calls", "crew:support", 10, 1);
+        assert_eq!(
+            ledger
+                .reserve("turn-1", from_ref(&charge))
+                .await
+                .expect("admitted"),
+            Reserved::New
+        );
+        assert_eq!(
+            ledger
+                .reserve("turn-1", from_ref(&charge))
+                .await
+                .expect("admitted again"),
+            Reserved::Before
+        );
+        assert_eq!(ledger.used(&charge).await.expect("reads"), 1);
+    }
+
+    pub(crate) async fn settling_replaces_the_reservation_and_an_unsettled_one_stays_in_full(
+        ledger: &dyn Ledger,
+    ) {
+        let tokens = Charge::new("tokens", "kickoff:k2", 10_000, 6_000);
+        let calls = Charge::new("model-calls", "kickoff:k2", 10, 1);
+        ledger
+            .reserve("turn-1", &[tokens.clone(), calls.clone()])
+            .await
+            .expect("admitted");
+        // 6 000 reserved: a second turn of 6 000 does not fit.
+        assert!(ledger.reserve("turn-2", from_ref(&tokens)).await.is_err());
+        // The first took 1 200 tokens; the call count is not named, so it
+        // stays as reserved.
+        ledger
+            .settle("turn-1", &[("tokens", 1_200)])
+            .await
+            .expect("settled");
+        assert_eq!(ledger.used(&tokens).await.expect("reads"), 1_200);
+        assert_eq!(ledger.used(&calls).await.expect("reads"), 1);
+        // Settled twice: counted once.
+        ledger
+            .settle("turn-1", &[("tokens", 9_000)])
+            .await
+            .expect("nothing to settle");
+        assert_eq!(ledger.used(&tokens).await.expect("reads"), 1_200);
+        // A turn whose process died never settles: charged in full.
+        ledger
+            .reserve("turn-2", from_ref(&tokens))
+            .await
+            .expect("fits now");
+        assert_eq!(ledger.used(&tokens).await.expect("reads"), 7_200);
+        assert!(ledger.reserve("turn-3", from_ref(&tokens)).await.is_err());
+    }
+
+    pub(crate) async fn bad_charges_are_refused_with_what_is_wrong(ledger: &dyn Ledger) {
+        let charge = Charge::new("tool-calls", "user:carol", 3, 1);
+        let empty = ledger.reserve("", from_ref(&charge)).await;
+        assert!(
+            matches!(&empty, Err(LedgerError::Invalid(why)) if why.contains("empty")),
+            "{empty:?}"
+        );
+        let twice = ledger
+            .reserve("c1", &[charge.clone(), charge.clone()])
+            .await;
+        assert!(
+            matches!(&twice, Err(LedgerError::Invalid(why)) if why.contains("twice")),
+            "{twice:?}"
+        );
+        // Larger than the limit on its own: refused, nothing counted.
+        let huge = Charge::new("tool-calls", "user:carol", 3, 4);
+        assert!(matches!(
+            ledger.reserve("c2", &[huge]).await,
+            Err(LedgerError::Exceeded(_))
+        ));
+        assert_eq!(ledger.used(&charge).await.expect("reads"), 0);
+    }
+}
+
+/// Each scenario on the in-process ledger.
+mod in_process {
+    use super::*;
+
+    macro_rules! in_process {
+        ($($scenario:ident),* $(,)?) => {
+            $(
+                #[tokio::test]
+                async fn $scenario() {
+                    let ledger = InProcessLedger::new();
+                    scenarios::$scenario(&ledger).await;
+                }
+            )*
+        };
+    }
+
+    in_process!(
+        a_budget_admits_calls_up_to_its_limit_and_refuses_the_next,
+        one_call_under_three_budgets_one_full_reserves_in_none,
+        a_call_reserving_again_is_counted_once,
+        settling_replaces_the_reservation_and_an_unsettled_one_stays_in_full,
+        bad_charges_are_refused_with_what_is_wrong,
+    );
+
+    #[tokio::test]
+    async fn a_daily_budget_starts_afresh_each_utc_day_and_a_rolling_one_as_its_window_passes() {
+        let now = Arc::new(AtomicI64::new(1_700_000_000_000));
+        let clock = Arc::clone(&now);
+        let ledger = InProcessLedger::with_clock(Arc::new(move || clock.load(Ordering::Relaxed)));
+        windows(&ledger, |by| {
+            now.fetch_add(
+                i64::try_from(by.as_millis()).unwrap_or(0),
+                Ordering::Relaxed,
+            );
+        })
+        .await;
+    }
+}
+
+/// A daily budget and an hourly rolling one, as `advance` moves the
+/// ledger's clock.
+async fn windows(ledger: &dyn Ledger, advance: impl Fn(Duration)) {
+    let daily = Charge::new("daily", "user:carol", 2, 1).window(Window::DayUtc);
+    let hourly = Charge::new("hourly", "user:carol", 2, 1)
+        .window(Window::Rolling(Duration::from_secs(3_600)));
+    for call in ["a", "b"] {
+        ledger
+            .reserve(call, &[daily.clone(), hourly.clone()])
+            .await
+            .expect(call);
+    }
+    assert!(ledger.reserve("c", from_ref(&hourly)).await.is_err());
+    // An hour and two minutes later: the rolling window has passed the
+    // first two calls; the day (in all but a few cases) has not.
+    advance(Duration::from_secs(3_720));
+    ledger
+        .reserve("c", from_ref(&hourly))
+        .await
+        .expect("the window moved");
+    assert_eq!(ledger.used(&hourly).await.expect("reads"), 1);
+    // A day later the daily budget is empty again.
+    advance(Duration::from_secs(86_400));
+    assert_eq!(ledger.used(&daily).await.expect("reads"), 0);
+    ledger
+        .reserve("d", from_ref(&daily))
+        .await
+        .expect("a new day");
+}
+
+// The same scenarios on the store, SQLite and PostgreSQL.
+async fn a_budget_admits_calls_up_to_its_limit_and_refuses_the_next(store: Store, _keep: Keep) {
+    scenarios::a_budget_admits_calls_up_to_its_limit_and_refuses_the_next(&store).await;
+}
+
+async fn one_call_under_three_budgets_one_full_reserves_in_none(store: Store, _keep: Keep) {
+    scenarios::one_call_under_three_budgets_one_full_reserves_in_none(&store).await;
+}
+
+async fn a_call_reserving_again_is_counted_once(store: Store, _keep: Keep) {
+    scenarios::a_call_reserving_again_is_counted_once(&store).await;
+}
+
+async fn settling_replaces_the_reservation_and_an_unsettled_one_stays_in_full(
+    store: Store,
+    _keep: Keep,
+) {
+    scenarios::settling_replaces_the_reservation_and_an_unsettled_one_stays_in_full(&store).await;
+}
+
+async fn bad_charges_are_refused_with_what_is_wrong(store: Store, _keep: Keep) {
+    scenarios::bad_charges_are_refused_with_what_is_wrong(&store).await;
+}
+
+async fn a_daily_budget_starts_afresh_each_utc_day_and_a_rolling_one_as_its_window_passes(
+    store: Store,
+    _keep: Keep,
+) {
+    windows(&store, |by| store.advance_clock(by)).await;
+}
+
+async fn a_second_replica_sees_the_first_ones_reservations(store: Store, keep: Keep) {
+    let other = Store::connect(&keep.url).await.expect("opens again");
+    let charge = Charge::new("model-calls", "tenant:acme", 2, 1);
+    store.reserve("r1", from_ref(&charge)).await.expect("first");
+    other
+        .reserve("r2", from_ref(&charge))
+        .await
+        .expect("second");
+    assert!(store.reserve("r3", from_ref(&charge)).await.is_err());
+    assert!(other.reserve("r3", from_ref(&charge)).await.is_err());
+    // The call the first replica reserved, re-checked on the second.
+    assert_eq!(
+        other
+            .reserve("r1", from_ref(&charge))
+            .await
+            .expect("admitted"),
+        Reserved::Before
+    );
+}
+
+on_both_stores!(
+    a_budget_admits_calls_up_to_its_limit_and_refuses_the_next,
+    one_call_under_three_budgets_one_full_reserves_in_none,
+    a_call_reserving_again_is_counted_once,
+    settling_replaces_the_reservation_and_an_unsettled_one_stays_in_full,
+    bad_charges_are_refused_with_what_is_wrong,
+    a_daily_budget_starts_afresh_each_utc_day_and_a_rolling_one_as_its_window_passes,
+    a_second_replica_sees_the_first_ones_reservations,
+);
+
+/// The environment a worker process of the concurrency test reads.
+const WORKER_URL: &str = "CREW_BUDGET_WORKER_URL";
+const WORKER_ID: &str = "CREW_BUDGET_WORKER_ID";
+const WORKER_CALLS: &str = "CREW_BUDGET_WORKER_CALLS";
+const WORKER_LIMIT: &str = "CREW_BUDGET_WORKER_LIMIT";
+
+/// One worker process of the concurrency test: its calls all at once
+/// against the one budget, then a line with what became of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a worker process of budget_exact_under_concurrency, which runs it"]
+async fn budget_worker() {
+    let read = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name} is set"));
+    let url = read(WORKER_URL);
+    let id = read(WORKER_ID);
+    let calls: usize = read(WORKER_CALLS).parse().expect("a count");
+    let limit: u64 = read(WORKER_LIMIT).parse().expect("a limit");
+    let store = Store::connect(&url).await.expect("the store opens");
+    let charge = Charge::new("tool-calls", "tenant:acme", limit, 1);
+    let tasks: Vec<_> = (0..calls)
+        .map(|n| {
+            let (store, charge, call) = (store.clone(), charge.clone(), format!("{id}-{n}"));
+            tokio::spawn(async move { store.reserve(&call, &[charge]).await })
+        })
+        .collect();
+    let (mut admitted, mut exceeded, mut unavailable) = (0, 0, Vec::new());
+    for task in tasks {
+        match task.await.expect("no panic") {
+            Ok(_) => admitted += 1,
+            Err(LedgerError::Exceeded(_)) => exceeded += 1,
+            Err(other) => unavailable.push(other.to_string()),
+        }
+    }
+    println!(
+        "BUDGET_WORKER admitted={admitted} exceeded={exceeded} unavailable={} {:?}",
+        unavailable.len(),
+        unavailable.first()
+    );
+}
+
+/// `processes` worker processes of `calls` concurrent calls each, against
+/// one budget of `limit` on the store at `url`: the calls admitted, and
+/// what the counter holds after.
+fn run_workers(url: &str, processes: usize, calls: usize, limit: u64) -> u64 {
+    let exe = std::env::current_exe().expect("the test binary");
+    let children: Vec<_> = (0..processes)
+        .map(|id| {
+            std::process::Command::new(&exe)
+                .args(["--ignored", "--exact", "budget_worker", "--nocapture"])
+                .env(WORKER_URL, url)
+                .env(WORKER_ID, format!("p{id}"))
+                .env(WORKER_CALLS, calls.to_string())
+                .env(WORKER_LIMIT, limit.to_string())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("a worker starts")
+        })
+        .collect();
+    let mut admitted = 0;
+    for child in children {
+        let output = child.wait_with_output().expect("the worker ends");
+        let said = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "a worker failed: {said}");
+        let line = said
+            .lines()
+            .find(|line| line.starts_with("BUDGET_WORKER"))
+            .unwrap_or_else(|| panic!("the worker's report: {said}"));
+        let field = |name: &str| -> u64 {
+            line.split_whitespace()
+                .find_map(|part| part.strip_prefix(&format!("{name}=")))
+                .and_then(|value| value.parse().ok())
+                .unwrap_or_else(|| panic!("{name} in {line}"))
+        };
+        assert_eq!(field("unavailable"), 0, "{line}");
+        assert_eq!(
+            field("admitted") + field("exceeded"),
+            u64::try_from(calls).expect("a count"),
+            "{line}"
+        );
+        admitted += field("admitted");
+    }
+    admitted
+}
+
+/// SPEC §15, "Exact": 8 processes × 1,000 concurrent calls against one
+/// budget on a real PostgreSQL: the calls admitted never exceed the limit
+/// (each reserves 1, so not by one call either), and the counter holds
+/// exactly what was admitted. On SQLite, 4 processes × 250.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budget_exact_under_concurrency() {
+    for (kind, processes, calls, limit) in [("postgres", 8, 1_000, 3_000), ("sqlite", 4, 250, 600)]
+    {
+        let Some((store, keep)) = stores::store(kind).await else {
+            continue;
+        };
+        let url = keep.url.clone();
+        let admitted =
+            tokio::task::spawn_blocking(move || run_workers(&url, processes, calls, limit))
+                .await
+                .expect("the workers ran");
+        let used = store
+            .used(&Charge::new("tool-calls", "tenant:acme", limit, 1))
+            .await
+            .expect("reads");
+        println!(
+            "{kind}: {admitted} admitted of {} asked, limit {limit}, overshoot {}",
+            processes * calls,
+            i128::from(admitted) - i128::from(limit)
+        );
+        assert_eq!(
+            admitted, limit,
+            "{kind}: every call fitting admitted, none more"
+        );
+        assert_eq!(
+            used, admitted,
+            "{kind}: the counter holds what was admitted"
+        );
+    }
+}
