@@ -432,6 +432,21 @@ pub enum CrewError {
         /// The most kickoffs that may be nested, the outermost included.
         limit: usize,
     },
+    /// A budget (feature `budget`) refused a model call before it started:
+    /// the call would have taken the budget past its limit (or its
+    /// counters could not be reached, with `used` the limit). Nothing of
+    /// the call was reserved in any budget.
+    #[error("budget `{budget}` ({key}) refused a model call: {used} of {limit} used")]
+    BudgetExceeded {
+        /// The budget's name.
+        budget: String,
+        /// What it counts per (`user:carol`, `kickoff:…`).
+        key: String,
+        /// Its limit.
+        limit: u64,
+        /// What its window held.
+        used: u64,
+    },
     /// [`Crew::kickoff_blocking`](crate::Crew::kickoff_blocking) could not
     /// get a runtime or a thread to run the kickoff on (the system refused
     /// one).
@@ -661,6 +676,17 @@ impl CrewError {
                 call_id: redaction.owned(call_id),
                 key,
                 why: redaction.owned(why.into_string()).into_boxed_str(),
+            },
+            CrewError::BudgetExceeded {
+                budget,
+                key,
+                limit,
+                used,
+            } => CrewError::BudgetExceeded {
+                budget,
+                key: redaction.owned(key),
+                limit,
+                used,
             },
             // Names and numbers the program chose, no text of a run.
             other @ (CrewError::UnmatchedHookFilters(_)

@@ -15,7 +15,9 @@ use std::any::Any;
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use hooks_core::{CrewOutput, HookRegistry, Inputs, ToolCallHookContext};
+use hooks_core::{
+    CrewOutput, HookAborted, HookRegistry, Inputs, LlmCallHookContext, ToolCallHookContext,
+};
 
 use crate::Crew;
 use crate::check::KnownNames;
@@ -81,6 +83,19 @@ pub(crate) trait CrewExtension: Any + Send + Sync {
     /// Puts into a tool call's context, before its hooks run, what the
     /// extension's hooks read of the crew (its slot in the run's state).
     fn enter_tool_call(&self, _ctx: &mut ToolCallHookContext) {}
+
+    /// The error the kickoff ends with when the extension's own hook
+    /// blocked the model call in `call` (`aborted`) at `PRE_MODEL_CALL`,
+    /// if the extension has one for it (a budget's
+    /// [`CrewError::BudgetExceeded`](crate::CrewError::BudgetExceeded));
+    /// `None` leaves the runtime's `AbortedAt`.
+    fn model_call_refused(
+        &self,
+        _call: &LlmCallHookContext,
+        _aborted: &HookAborted,
+    ) -> Option<crate::CrewError> {
+        None
+    }
 }
 
 /// What an integration does at every crew's build, once the crew's own

@@ -229,6 +229,8 @@ pub(crate) const AT_BUILD: &[extension::AtBuild] = &[
     policy::at_build,
     #[cfg(all(feature = "durable", any(feature = "sqlite", feature = "postgres")))]
     durable::at_build,
+    #[cfg(feature = "budget")]
+    budget::at_build,
 ];
 
 // The hook engine, item by item: what a crew program writes hooks with.

@@ -37,7 +37,8 @@ struct State {
 
 /// Budgets counted in this process: exact for one process, and nothing
 /// shared with another (use the store's ledger for replicas). A call's
-/// reservation is forgotten once settled.
+/// reservation is forgotten once settled, and a call
+/// [counted](Ledger::count) is not kept at all.
 ///
 /// ```
 /// use crew_runtime::budget::{Charge, InProcessLedger, Ledger};
@@ -114,7 +115,14 @@ impl InProcessLedger {
         }
     }
 
-    fn reserve_now(&self, call: &str, charges: &[Charge]) -> Result<Reserved, LedgerError> {
+    /// Admits `call` if every charge fits, and counts them; keeps the
+    /// reservation for a settlement when `hold`.
+    fn reserve_now(
+        &self,
+        call: &str,
+        charges: &[Charge],
+        hold: bool,
+    ) -> Result<Reserved, LedgerError> {
         check_call(call)?;
         let ordered = in_counter_order(charges)?;
         let now = (self.clock)();
@@ -123,8 +131,8 @@ impl InProcessLedger {
             return Ok(Reserved::Before);
         }
         // Every charge checked before any is counted: all or none.
-        for (counter, charge) in &ordered {
-            let used = window_sum(state.counters.get(counter), charge.window, now);
+        for charge in &ordered {
+            let used = window_sum(state.counters.get(charge.counter()), charge.window, now);
             if used.saturating_add(charge.amount) > charge.limit {
                 return Err(LedgerError::Exceeded(Exceeded {
                     budget: charge.budget.clone(),
@@ -135,22 +143,38 @@ impl InProcessLedger {
                 }));
             }
         }
-        let mut held = Vec::with_capacity(ordered.len());
-        for (counter, charge) in ordered {
+        let mut held = Vec::with_capacity(if hold { ordered.len() } else { 0 });
+        for charge in ordered {
             let (first, slice) = charge.window.slices(now);
-            let entry = state.counters.entry(counter.clone()).or_default();
-            // What no window reaches any more is dropped.
-            entry.slices = entry.slices.split_off(&first);
-            let slot = entry.slices.entry(slice).or_insert(0);
-            *slot = slot.saturating_add(charge.amount);
-            held.push(Held {
-                counter,
-                budget: charge.budget.clone(),
-                slice,
-                amount: charge.amount,
-            });
+            if !state.counters.contains_key(charge.counter()) {
+                state
+                    .counters
+                    .insert(charge.counter().to_owned(), Counter::default());
+            }
+            if let Some(counter) = state.counters.get_mut(charge.counter()) {
+                // What no window reaches any more is dropped.
+                while counter
+                    .slices
+                    .first_key_value()
+                    .is_some_and(|(oldest, _)| *oldest < first)
+                {
+                    counter.slices.pop_first();
+                }
+                let slot = counter.slices.entry(slice).or_insert(0);
+                *slot = slot.saturating_add(charge.amount);
+            }
+            if hold {
+                held.push(Held {
+                    counter: charge.counter().to_owned(),
+                    budget: charge.budget.clone(),
+                    slice,
+                    amount: charge.amount,
+                });
+            }
         }
-        state.held.insert(call.to_owned(), held);
+        if hold {
+            state.held.insert(call.to_owned(), held);
+        }
         Ok(Reserved::New)
     }
 
@@ -191,8 +215,19 @@ impl Ledger for InProcessLedger {
         call: &'a str,
         charges: &'a [Charge],
     ) -> BoxFuture<'a, Result<Reserved, LedgerError>> {
-        let reserved = self.reserve_now(call, charges);
+        let reserved = self.reserve_now(call, charges, true);
         Box::pin(async move { reserved })
+    }
+
+    /// Counts without keeping the call: a call counted again (by its id)
+    /// is counted again; the crew's hooks count each call once.
+    fn count<'a>(
+        &'a self,
+        call: &'a str,
+        charges: &'a [Charge],
+    ) -> BoxFuture<'a, Result<Reserved, LedgerError>> {
+        let counted = self.reserve_now(call, charges, false);
+        Box::pin(async move { counted })
     }
 
     fn settle<'a>(
@@ -207,7 +242,7 @@ impl Ledger for InProcessLedger {
     fn used<'a>(&'a self, charge: &'a Charge) -> BoxFuture<'a, Result<u64, LedgerError>> {
         let now = (self.clock)();
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let used = window_sum(state.counters.get(&charge.counter()), charge.window, now);
+        let used = window_sum(state.counters.get(charge.counter()), charge.window, now);
         Box::pin(async move { Ok(used) })
     }
 }

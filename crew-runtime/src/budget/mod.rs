@@ -34,6 +34,7 @@
 //! # }
 //! ```
 
+mod crew;
 mod in_process;
 
 use std::fmt;
@@ -41,6 +42,8 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
+pub(crate) use crew::at_build;
+pub use crew::{BUDGET_HOOK_NAME, Budget, BudgetError, Measure, Per};
 pub use in_process::InProcessLedger;
 
 /// Over what time a budget counts.
@@ -136,6 +139,8 @@ pub struct Charge {
     window: Window,
     limit: u64,
     amount: u64,
+    /// The counter's name in a ledger (see [`Charge::counter`]).
+    counter: String,
 }
 
 impl Charge {
@@ -143,12 +148,25 @@ impl Charge {
     /// (`user:carol`, `kickoff:…`: what the budget counts per), whose
     /// limit is `limit`, over its lifetime (see [`Charge::window`]).
     pub fn new(budget: impl Into<String>, key: impl Into<String>, limit: u64, amount: u64) -> Self {
+        Charge::over(budget.into(), key.into(), Window::Lifetime, limit, amount)
+    }
+
+    /// A charge over `window` (its counter's name made once).
+    pub(crate) fn over(
+        budget: String,
+        key: String,
+        window: Window,
+        limit: u64,
+        amount: u64,
+    ) -> Self {
+        let counter = counter_name(&budget, &key, window);
         Charge {
-            budget: budget.into(),
-            key: key.into(),
-            window: Window::Lifetime,
+            budget,
+            key,
+            window,
             limit,
             amount,
+            counter,
         }
     }
 
@@ -161,6 +179,7 @@ impl Charge {
     /// ```
     pub fn window(mut self, window: Window) -> Self {
         self.window = window;
+        self.counter = counter_name(&self.budget, &self.key, window);
         self
     }
 
@@ -191,15 +210,15 @@ impl Charge {
 
     /// The counter's name in a ledger: budget, key and window (each part
     /// escaped, so no two charges share a counter by accident).
-    pub(crate) fn counter(&self) -> String {
-        let escape = |part: &str| part.replace('\\', "\\\\").replace('|', "\\|");
-        format!(
-            "{}|{}|{}",
-            escape(&self.budget),
-            escape(&self.key),
-            self.window.tag()
-        )
+    pub(crate) fn counter(&self) -> &str {
+        &self.counter
     }
+}
+
+/// The name of budget `budget`'s counter for `key` over `window`.
+fn counter_name(budget: &str, key: &str, window: Window) -> String {
+    let escape = |part: &str| part.replace('\\', "\\\\").replace('|', "\\|");
+    format!("{}|{}|{}", escape(budget), escape(key), window.tag())
 }
 
 /// A budget that would be exceeded: the call was not admitted, and
@@ -309,6 +328,31 @@ pub trait Ledger: Send + Sync {
         charges: &'a [Charge],
     ) -> BoxFuture<'a, Result<Reserved, LedgerError>>;
 
+    /// Admits call `call` as [`reserve`](Ledger::reserve) does, with each
+    /// charge's amount as what the call costs: nothing is left to settle
+    /// (a call counted once, as a tool call is). A ledger may then keep
+    /// less of the call; by default, a reservation.
+    ///
+    /// ```
+    /// use crew_runtime::budget::{Charge, InProcessLedger, Ledger};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), crew_runtime::budget::LedgerError> {
+    /// let ledger = InProcessLedger::new();
+    /// let calls = Charge::new("tool-calls", "kickoff:1", 1, 1);
+    /// ledger.count("call-1", &[calls.clone()]).await?;
+    /// assert!(ledger.count("call-2", &[calls]).await.is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn count<'a>(
+        &'a self,
+        call: &'a str,
+        charges: &'a [Charge],
+    ) -> BoxFuture<'a, Result<Reserved, LedgerError>> {
+        self.reserve(call, charges)
+    }
+
     /// Replaces call `call`'s reservations by what it cost, by budget
     /// name (a budget not named stays charged what it reserved). A call
     /// settled already, or that reserved nothing, changes nothing.
@@ -337,16 +381,16 @@ pub(crate) fn check_call(call: &str) -> Result<(), LedgerError> {
 /// The charges in the order their counters are taken: by counter, so
 /// that two calls taking the same counters never wait for each other in a
 /// circle. Two charges on one counter are refused.
-pub(crate) fn in_counter_order(charges: &[Charge]) -> Result<Vec<(String, &Charge)>, LedgerError> {
-    let mut ordered: Vec<(String, &Charge)> = charges
-        .iter()
-        .map(|charge| (charge.counter(), charge))
-        .collect();
-    ordered.sort_by(|a, b| a.0.cmp(&b.0));
-    if let Some(pair) = ordered.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+pub(crate) fn in_counter_order(charges: &[Charge]) -> Result<Vec<&Charge>, LedgerError> {
+    let mut ordered: Vec<&Charge> = charges.iter().collect();
+    ordered.sort_by(|a, b| a.counter.cmp(&b.counter));
+    if let Some(pair) = ordered
+        .windows(2)
+        .find(|pair| pair[0].counter == pair[1].counter)
+    {
         return Err(LedgerError::Invalid(format!(
             "budget `{}` ({}) is charged twice for one call",
-            pair[0].1.budget, pair[0].1.key
+            pair[0].budget, pair[0].key
         )));
     }
     Ok(ordered)
@@ -370,10 +414,13 @@ mod tests {
 
     #[test]
     fn counters_of_different_budgets_keys_or_windows_never_meet() {
-        let a = Charge::new("a|b", "c", 1, 1).counter();
-        let b = Charge::new("a", "b|c", 1, 1).counter();
+        let a = Charge::new("a|b", "c", 1, 1).counter().to_owned();
+        let b = Charge::new("a", "b|c", 1, 1).counter().to_owned();
         assert_ne!(a, b);
-        let day = Charge::new("a", "b", 1, 1).window(Window::DayUtc).counter();
+        let day = Charge::new("a", "b", 1, 1)
+            .window(Window::DayUtc)
+            .counter()
+            .to_owned();
         assert_ne!(day, Charge::new("a", "b", 1, 1).counter());
     }
 }

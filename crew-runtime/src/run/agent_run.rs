@@ -326,11 +326,8 @@ impl AgentRun {
                 call.task = Some(Arc::clone(&self.task_info));
             }
             let outcome = hooks.dispatch_async(PRE_MODEL_CALL, &mut call).await;
-            go_on(
-                outcome,
-                InterceptionPoint::PRE_MODEL_CALL,
-                Some(self.role()),
-            )?;
+            self.settings()
+                .model_call_refused(&call, outcome, self.role())?;
             // Model-call hooks may have edited or added messages (now, or
             // after the last answer): clean them all as they leave.
             if redaction.is_set()

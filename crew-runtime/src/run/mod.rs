@@ -153,6 +153,26 @@ impl RunSettings {
         offered
     }
 
+    /// The error a kickoff ends with when a hook blocked the model call in
+    /// `call` at `PRE_MODEL_CALL`: an extension's own (a budget's), or
+    /// the runtime's `AbortedAt`.
+    pub(crate) fn model_call_refused(
+        &self,
+        call: &LlmCallHookContext,
+        outcome: DispatchOutcome,
+        agent: &str,
+    ) -> Result<(), CrewError> {
+        if let DispatchOutcome::Aborted(aborted) = &outcome
+            && let Some(error) = self
+                .extensions
+                .iter()
+                .find_map(|extension| extension.model_call_refused(call, aborted))
+        {
+            return Err(error);
+        }
+        go_on(outcome, InterceptionPoint::PRE_MODEL_CALL, Some(agent))
+    }
+
     /// The crew's name as the lifecycle events carry it: empty for a
     /// standalone agent's run.
     pub(crate) fn crew_name(&self) -> String {

@@ -33,22 +33,28 @@ enum Outcome {
 }
 
 impl Store {
+    /// Admits `call` if every charge fits, and counts them: kept for a
+    /// settlement when `hold`, else settled at once at their amounts.
     async fn reserve_budgets(
         &self,
         call: &str,
         charges: &[Charge],
+        hold: bool,
     ) -> Result<Reserved, LedgerError> {
         check_call(call)?;
         let ordered = in_counter_order(charges)?;
         if ordered.is_empty() {
             return Ok(Reserved::New);
         }
+        // A call counted for good is kept settled at its amount.
+        let settled_at = (!hold).then_some(self.now());
         let now = self.now();
         // Each charge's reservation first: a call that reserved before (on
         // any replica, or a twin still reserving, whose row this waits
         // for) finds its row and counts nothing.
-        let hold = "INSERT INTO crew_budget_reservations (call_id, counter, slice, budget, amount, \
-                    created_at) VALUES ($1, $2, $3, $4, $5, $6) \
+        let keep = "INSERT INTO crew_budget_reservations (call_id, counter, slice, budget, amount, \
+                    created_at, cost, settled_at) VALUES ($1, $2, $3, $4, $5, $6, \
+                    CASE WHEN $7 IS NULL THEN NULL ELSE $5 END, $7) \
                     ON CONFLICT (call_id, counter) DO NOTHING";
         // Counted only if the slice then holds at most the limit (or, for
         // a rolling window, the slices it overlaps: see below).
@@ -69,15 +75,17 @@ impl Store {
             async {
                 let mut transaction = pool.begin().await?;
                 let _turn = self.write_turn().await;
-                for (index, (counter, charge)) in ordered.iter().enumerate() {
+                for (index, charge) in ordered.iter().enumerate() {
+                    let counter = charge.counter();
                     let (first, slice) = charge.window_of().slices(now);
-                    let held = sqlx::query(hold)
+                    let held = sqlx::query(keep)
                         .bind(call)
                         .bind(counter)
                         .bind(slice)
                         .bind(charge.budget())
                         .bind(stored(charge.amount()))
                         .bind(now)
+                        .bind(settled_at)
                         .execute(&mut *transaction)
                         .await?;
                     if held.rows_affected() == 0 {
@@ -131,7 +139,7 @@ impl Store {
             Outcome::Reserved => Ok(Reserved::New),
             Outcome::Before => Ok(Reserved::Before),
             Outcome::Over(index) => {
-                let (_, charge) = ordered[index];
+                let charge = ordered[index];
                 let used = self.budget_used(charge).await?;
                 Err(LedgerError::Exceeded(Exceeded {
                     budget: charge.budget().to_owned(),
@@ -199,7 +207,7 @@ impl Store {
         let counter = charge.counter();
         let used: Result<i64, StoreError> = on_pool!(self, |pool| {
             sqlx::query_scalar(sql)
-                .bind(&counter)
+                .bind(counter)
                 .bind(first)
                 .bind(last)
                 .fetch_one(pool)
@@ -229,7 +237,15 @@ impl Ledger for Store {
         call: &'a str,
         charges: &'a [Charge],
     ) -> BoxFuture<'a, Result<Reserved, LedgerError>> {
-        Box::pin(self.reserve_budgets(call, charges))
+        Box::pin(self.reserve_budgets(call, charges, true))
+    }
+
+    fn count<'a>(
+        &'a self,
+        call: &'a str,
+        charges: &'a [Charge],
+    ) -> BoxFuture<'a, Result<Reserved, LedgerError>> {
+        Box::pin(self.reserve_budgets(call, charges, false))
     }
 
     fn settle<'a>(

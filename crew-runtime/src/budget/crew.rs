@@ -1,0 +1,734 @@
+//! Budgets on a crew's calls: the builder's `budget`, the hooks that
+//! reserve before each call, and the budget integration's side of the
+//! crew's extension seam ([`crate::extension`]).
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use hooks_core::runtime::register_crew_async_hook;
+use hooks_core::{
+    CrewInfo, HookAborted, HookOptions, LlmCallHookContext, PRE_MODEL_CALL, PRE_TOOL_CALL,
+    ToolCallHookContext,
+};
+
+use super::{Charge, InProcessLedger, Ledger, LedgerError, Window};
+use crate::error::{BuildError, IntegrationError};
+use crate::extension::{BuildScope, CrewExtension};
+use crate::{Crew, CrewBuilder, CrewError};
+
+/// The integration's name in its errors: its cargo feature's.
+const INTEGRATION: &str = "budget";
+
+/// The name of the hooks a crew's budgets reserve through, at
+/// `PRE_TOOL_CALL` and `PRE_MODEL_CALL`, in the crew's order of hooks
+/// where its first [`CrewBuilder::budget`] stands. A call a budget refuses
+/// is blocked with the source `budget:<name>`.
+///
+/// ```
+/// assert_eq!(crew_runtime::budget::BUDGET_HOOK_NAME, "budget");
+/// ```
+pub const BUDGET_HOOK_NAME: &str = "budget";
+
+/// What a budget counts.
+///
+/// ```
+/// use crew_runtime::budget::{Budget, Measure};
+/// assert_eq!(Budget::model_calls("turns", 50).measure(), &Measure::ModelCalls);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Measure {
+    /// Model calls (each attempt at a model turn).
+    ModelCalls,
+    /// Tool calls: of the tools named, or of every tool when none is.
+    ToolCalls {
+        /// The tools counted (empty: all).
+        tools: Vec<String>,
+    },
+}
+
+/// What a budget counts per: each kickoff, the crew, or each user (the
+/// kickoff's `user`; kickoffs with no user share one counter).
+///
+/// ```
+/// use crew_runtime::budget::{Budget, Per};
+/// let budget = Budget::tool_calls("daily-calls", 500).per(Per::User);
+/// assert_eq!(budget.per_of(), Per::User);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Per {
+    /// Each kickoff apart.
+    Kickoff,
+    /// All the crew's kickoffs together (across replicas, with a shared
+    /// ledger).
+    Crew,
+    /// Each user of the crew's kickoffs.
+    User,
+}
+
+/// A limit on a crew's calls (SPEC §15): so many model calls or tool
+/// calls per kickoff, crew or user, over a kickoff's life, a rolling
+/// window or a calendar day. Given to a crew with
+/// [`CrewBuilder::budget`].
+///
+/// ```
+/// use std::time::Duration;
+/// use crew_runtime::budget::{Budget, Per, Window};
+///
+/// // At most 20 searches per user in any hour.
+/// let searches = Budget::tool_calls("searches", 20)
+///     .tools(["web_search"])
+///     .per(Per::User)
+///     .window(Window::Rolling(Duration::from_secs(3_600)));
+/// assert_eq!(searches.name(), "searches");
+/// assert_eq!(searches.limit(), 20);
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct Budget {
+    name: String,
+    measure: Measure,
+    per: Per,
+    window: Window,
+    limit: u64,
+    allow_when_unavailable: bool,
+    /// Tools were named on a model-call budget (refused at the build).
+    tools_on_model_calls: bool,
+}
+
+impl fmt::Debug for Budget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Budget")
+            .field("name", &self.name)
+            .field("measure", &self.measure)
+            .field("per", &self.per)
+            .field("window", &self.window)
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Budget {
+    fn new(name: impl Into<String>, measure: Measure, limit: u64) -> Self {
+        Budget {
+            name: name.into(),
+            measure,
+            per: Per::Kickoff,
+            window: Window::Lifetime,
+            limit,
+            allow_when_unavailable: false,
+            tools_on_model_calls: false,
+        }
+    }
+
+    /// At most `limit` model calls per kickoff (see [`per`](Budget::per),
+    /// [`window`](Budget::window)): a loop that keeps calling its model
+    /// ends with [`CrewError::BudgetExceeded`].
+    ///
+    /// ```
+    /// let cap = crew_runtime::budget::Budget::model_calls("turns", 40);
+    /// assert_eq!(cap.limit(), 40);
+    /// ```
+    pub fn model_calls(name: impl Into<String>, limit: u64) -> Self {
+        Budget::new(name, Measure::ModelCalls, limit)
+    }
+
+    /// At most `limit` tool calls per kickoff (of every tool, unless
+    /// [`tools`](Budget::tools) names some): a call past it is blocked
+    /// with the source `budget:<name>`, and the agent goes on without it.
+    ///
+    /// ```
+    /// let cap = crew_runtime::budget::Budget::tool_calls("calls", 100);
+    /// assert_eq!(cap.name(), "calls");
+    /// ```
+    pub fn tool_calls(name: impl Into<String>, limit: u64) -> Self {
+        Budget::new(name, Measure::ToolCalls { tools: Vec::new() }, limit)
+    }
+
+    /// Counts only the calls of `tools` (a tool-call budget; the crew's
+    /// build refuses a name no agent of the crew has, with the closest
+    /// one, and a model-call budget that names tools).
+    ///
+    /// ```
+    /// use crew_runtime::budget::{Budget, Measure};
+    /// let budget = Budget::tool_calls("payments", 5).tools(["refund", "charge"]);
+    /// assert_eq!(budget.measure(), &Measure::ToolCalls { tools: vec!["refund".into(), "charge".into()] });
+    /// ```
+    pub fn tools<I, S>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let named = tools.into_iter().map(Into::into);
+        match &mut self.measure {
+            Measure::ToolCalls { tools } => tools.extend(named),
+            // For the build to refuse.
+            Measure::ModelCalls => self.tools_on_model_calls = true,
+        }
+        self
+    }
+
+    /// Counts per `per` instead of per kickoff.
+    ///
+    /// ```
+    /// use crew_runtime::budget::{Budget, Per};
+    /// assert_eq!(Budget::model_calls("all", 10_000).per(Per::Crew).per_of(), Per::Crew);
+    /// ```
+    pub fn per(mut self, per: Per) -> Self {
+        self.per = per;
+        self
+    }
+
+    /// Counts over `window` instead of all time.
+    ///
+    /// ```
+    /// use crew_runtime::budget::{Budget, Window};
+    /// let daily = Budget::tool_calls("daily", 500).window(Window::DayUtc);
+    /// assert_eq!(daily.window_of(), Window::DayUtc);
+    /// ```
+    pub fn window(mut self, window: Window) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// Lets calls through, with a warning, while the ledger's counters
+    /// cannot be reached. Without it a budget fails closed: the calls it
+    /// covers are refused until they can be counted.
+    ///
+    /// ```
+    /// let lenient = crew_runtime::budget::Budget::model_calls("turns", 40).allow_when_unavailable();
+    /// # let _ = lenient;
+    /// ```
+    pub fn allow_when_unavailable(mut self) -> Self {
+        self.allow_when_unavailable = true;
+        self
+    }
+
+    /// The budget's name (`budget:<name>` is the source of its blocks).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What it counts.
+    pub fn measure(&self) -> &Measure {
+        &self.measure
+    }
+
+    /// What it counts per.
+    pub fn per_of(&self) -> Per {
+        self.per
+    }
+
+    /// The window it counts over.
+    pub fn window_of(&self) -> Window {
+        self.window
+    }
+
+    /// Its limit.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Whether a tool call of `tool` counts.
+    fn counts_tool(&self, tool: &str) -> bool {
+        match &self.measure {
+            Measure::ToolCalls { tools } => tools.is_empty() || tools.iter().any(|t| t == tool),
+            Measure::ModelCalls => false,
+        }
+    }
+
+    /// The key this budget counts a call of `crew`'s kickoff under.
+    fn key(&self, crew: Option<&Arc<dyn CrewInfo>>) -> Result<String, String> {
+        match self.per {
+            Per::Crew => Ok(format!(
+                "crew:{}",
+                crew.map(|crew| crew.name()).unwrap_or_default()
+            )),
+            Per::User => Ok(format!(
+                "user:{}",
+                crew.and_then(|crew| crew.user()).unwrap_or("")
+            )),
+            Per::Kickoff => crew
+                .and_then(|crew| crew.kickoff_id())
+                .map(|id| format!("kickoff:{id}"))
+                .ok_or_else(|| "the call belongs to no kickoff".to_owned()),
+        }
+    }
+
+    /// The source of this budget's blocks.
+    fn source(&self) -> String {
+        format!("budget:{}", self.name)
+    }
+}
+
+/// A budget the crew's build refused.
+///
+/// ```
+/// use std::sync::Arc;
+/// use crew_runtime::budget::{Budget, BudgetError};
+/// use crew_runtime::prelude::*;
+///
+/// let search = Tool::dynamic("web_search", "Searches", json!({"type": "object"}), |_| Ok::<_, String>(json!("hits")));
+/// let researcher = Agent::builder("Researcher").tool(search).build();
+/// let error = Crew::builder()
+///     .agent(researcher.clone())
+///     .task(Task::builder("Research").agent(&researcher).build())
+///     .global_registry(Arc::new(HookRegistry::new()))
+///     .budget(Budget::tool_calls("searches", 10).tools(["web_serch"]))
+///     .build()
+///     .unwrap_err();
+/// let BuildError::Integration(refused) = &error else { panic!("the budget's error") };
+/// assert!(matches!(refused.downcast_ref::<BudgetError>(), Some(BudgetError::UnknownTool { .. })));
+/// assert!(error.to_string().contains("did you mean `web_search`?"), "{error}");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BudgetError {
+    /// A budget has no name.
+    #[error("a budget has an empty name")]
+    EmptyName,
+    /// Two budgets of the crew have one name.
+    #[error("two budgets are named `{0}`: each needs a name of its own")]
+    DuplicateName(String),
+    /// A budget names a tool no agent of the crew has.
+    #[error("budget `{budget}` names the tool `{tool}`, which no agent of the crew has{}", .closest.as_ref().map(|c| format!("; did you mean `{c}`?")).unwrap_or_default())]
+    UnknownTool {
+        /// The budget.
+        budget: String,
+        /// The name it gives.
+        tool: String,
+        /// The crew's tool closest to it.
+        closest: Option<String>,
+    },
+    /// A model-call budget names tools.
+    #[error("budget `{0}` counts model calls and names tools: tools are for tool-call budgets")]
+    ToolsOnModelCalls(String),
+}
+
+impl CrewBuilder {
+    /// Gives the crew a budget (SPEC §15): before each call it covers, the
+    /// crew's ledger (an [`InProcessLedger`] unless
+    /// [`budget_ledger`](CrewBuilder::budget_ledger) gives another)
+    /// reserves it in every budget of the crew covering it, or in none. A
+    /// tool call past a budget is blocked with the source
+    /// `budget:<name>`; a model call past one ends the kickoff with
+    /// [`CrewError::BudgetExceeded`]. The budgets reserve through one
+    /// `PRE_TOOL_CALL` and one `PRE_MODEL_CALL` hook named
+    /// [`BUDGET_HOOK_NAME`], in the crew's order of hooks where its first
+    /// budget is given (put it after the gates that may refuse a call, so
+    /// that a refused call is not counted). A call whose counters cannot
+    /// be reached is refused, unless each of its budgets
+    /// [allows it](Budget::allow_when_unavailable).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::budget::Budget;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let looping = Arc::new(ScriptedLlm::new().call("lookup", json!({})).call("lookup", json!({})).answer("done"));
+    /// let lookup = Tool::dynamic("lookup", "Looks up", json!({"type": "object"}), |_| Ok::<_, String>(json!("found")));
+    /// let agent = Agent::builder("Clerk").tool(lookup).llm(looping).build();
+    /// let crew = Crew::builder()
+    ///     .agent(agent.clone())
+    ///     .task(Task::builder("Look it up").agent(&agent).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .budget(Budget::model_calls("turns", 2))
+    ///     .build()?;
+    /// let error = crew.kickoff_blocking(()).unwrap_err();
+    /// assert!(matches!(error, CrewError::BudgetExceeded { ref budget, limit: 2, used: 2, .. } if budget == "turns"), "{error}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn budget(self, budget: Budget) -> Self {
+        self.pending_hook(Box::new(move |scope| {
+            let first = scope.with_state(|given: &mut GivenBudgets| {
+                given.budgets.push(budget);
+                let first = !given.hooked;
+                given.hooked = true;
+                first.then(|| Arc::clone(&given.shared))
+            });
+            if let Some(shared) = first {
+                register_hooks(scope, &shared)?;
+            }
+            Ok(())
+        }))
+    }
+
+    /// Keeps the crew's budgets' counters in `ledger` (the store's, to
+    /// share them with every replica) instead of in this process.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::budget::{Budget, InProcessLedger};
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let ledger = Arc::new(InProcessLedger::new());
+    /// let agent = Agent::builder("Clerk").llm(Arc::new(ScriptedLlm::new().answer("done"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(agent.clone())
+    ///     .task(Task::builder("Answer").agent(&agent).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .budget(Budget::model_calls("turns", 10))
+    ///     .budget_ledger(ledger.clone())
+    ///     .build()?;
+    /// crew.kickoff_blocking(())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn budget_ledger(self, ledger: Arc<dyn Ledger>) -> Self {
+        self.pending_hook(Box::new(move |scope| {
+            scope.with_state(|given: &mut GivenBudgets| given.ledger = Some(ledger));
+            Ok(())
+        }))
+    }
+}
+
+/// What a crew's build collects of [`CrewBuilder::budget`] and
+/// [`CrewBuilder::budget_ledger`].
+#[derive(Default)]
+struct GivenBudgets {
+    budgets: Vec<Budget>,
+    ledger: Option<Arc<dyn Ledger>>,
+    /// Whether the hooks are registered (at the first budget).
+    hooked: bool,
+    /// What the hooks read, set once every budget is given.
+    shared: Arc<OnceLock<CrewBudgets>>,
+}
+
+/// A crew's budgets and their ledger, as its hooks read them.
+struct CrewBudgets {
+    budgets: Vec<Budget>,
+    ledger: Arc<dyn Ledger>,
+}
+
+/// A model call a budget refused, left in the call's extensions for
+/// [`CrewExtension::model_call_refused`].
+#[derive(Debug, Clone)]
+struct ModelCallRefused(CrewError);
+
+/// Left in a tool call's context once its budgets counted it: the same
+/// call checked again (an approved edit re-checked) is not counted twice.
+#[derive(Debug, Clone, Copy)]
+struct Counted;
+
+/// A new id for a call's reservations, unique across processes: this
+/// process's random prefix (drawn once) and a count.
+fn new_reservation_id() -> String {
+    static PREFIX: OnceLock<String> = OnceLock::new();
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let prefix = PREFIX.get_or_init(|| {
+        let mut bytes = [0_u8; 12];
+        // Unguessable is not needed; unique is: a failing source leaves
+        // the process id and the time to tell processes apart.
+        let _ = getrandom::fill(&mut bytes);
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos());
+        format!(
+            "{}-{}-{since:x}",
+            std::process::id(),
+            bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        )
+    });
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}-{n}")
+}
+
+/// Registers the budgets' hooks on the crew's registry, at the place of
+/// its first budget.
+fn register_hooks(
+    scope: &BuildScope<'_>,
+    shared: &Arc<OnceLock<CrewBudgets>>,
+) -> Result<(), BuildError> {
+    let tools = Arc::clone(shared);
+    let tool_hook = hooks_core::async_hook::<ToolCallHookContext, _, _>(move |ctx| {
+        let tools = Arc::clone(&tools);
+        Box::pin(async move {
+            match tools.get() {
+                Some(budgets) => budgets.check_tool_call(ctx).await,
+                None => Ok(()),
+            }
+        })
+    });
+    register_crew_async_hook(
+        scope.registry,
+        PRE_TOOL_CALL,
+        scope.crew,
+        HookOptions::new().name(BUDGET_HOOK_NAME),
+        tool_hook,
+    )?;
+    let models = Arc::clone(shared);
+    let model_hook = hooks_core::async_hook::<LlmCallHookContext, _, _>(move |call| {
+        let models = Arc::clone(&models);
+        Box::pin(async move {
+            match models.get() {
+                Some(budgets) => budgets.check_model_call(call).await,
+                None => Ok(()),
+            }
+        })
+    });
+    register_crew_async_hook(
+        scope.registry,
+        PRE_MODEL_CALL,
+        scope.crew,
+        HookOptions::new().name(BUDGET_HOOK_NAME),
+        model_hook,
+    )?;
+    Ok(())
+}
+
+impl CrewBudgets {
+    /// Reserves `charges` (each with its budget) for call `id`: `Ok` when
+    /// admitted, or the budget that refused and the block's reason.
+    async fn reserve<'a>(
+        &'a self,
+        id: &str,
+        charges: &[(Charge, &'a Budget)],
+    ) -> Result<(), (&'a Budget, LedgerError)> {
+        let only: Vec<Charge> = charges.iter().map(|(charge, _)| charge.clone()).collect();
+        // A call is counted once, as it is: nothing to settle.
+        match self.ledger.count(id, &only).await {
+            Ok(_) => Ok(()),
+            Err(LedgerError::Exceeded(over)) => {
+                let budget = charges
+                    .iter()
+                    .find(|(charge, _)| charge.budget() == over.budget)
+                    .map_or(charges[0].1, |(_, budget)| *budget);
+                Err((budget, LedgerError::Exceeded(over)))
+            }
+            Err(error) => {
+                if charges
+                    .iter()
+                    .all(|(_, budget)| budget.allow_when_unavailable)
+                {
+                    tracing::warn!(target: "crew_runtime::budget", %error, "the budgets' counters cannot be reached: the call goes on uncounted, as its budgets allow");
+                    return Ok(());
+                }
+                let strict = charges
+                    .iter()
+                    .find(|(_, budget)| !budget.allow_when_unavailable)
+                    .map_or(charges[0].1, |(_, budget)| *budget);
+                Err((strict, error))
+            }
+        }
+    }
+
+    /// The charges of the budgets `covers` picks, for a call of `crew`'s
+    /// kickoff; or why a budget cannot count it.
+    fn charges<'a>(
+        &'a self,
+        crew: Option<&Arc<dyn CrewInfo>>,
+        covers: impl Fn(&Budget) -> bool,
+    ) -> Result<Vec<(Charge, &'a Budget)>, (&'a Budget, LedgerError)> {
+        self.budgets
+            .iter()
+            .filter(|budget| covers(budget))
+            .map(|budget| {
+                let key = budget
+                    .key(crew)
+                    .map_err(|why| (budget, LedgerError::Invalid(why)))?;
+                let charge = Charge::over(budget.name.clone(), key, budget.window, budget.limit, 1);
+                Ok((charge, budget))
+            })
+            .collect()
+    }
+
+    async fn check_tool_call(&self, ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
+        if ctx.extensions.get::<Counted>().is_some() {
+            return Ok(());
+        }
+        let tool = ctx.tool_name();
+        let charges = self
+            .charges(ctx.crew.as_ref(), |budget| budget.counts_tool(tool))
+            .map_err(|(budget, error)| refusal(budget, &error))?;
+        if charges.is_empty() {
+            return Ok(());
+        }
+        self.reserve(&new_reservation_id(), &charges)
+            .await
+            .map_err(|(budget, error)| refusal(budget, &error))?;
+        ctx.extensions.insert(Counted);
+        Ok(())
+    }
+
+    async fn check_model_call(&self, call: &mut LlmCallHookContext) -> Result<(), HookAborted> {
+        let charges = match self.charges(call.crew.as_ref(), |budget| {
+            budget.measure == Measure::ModelCalls
+        }) {
+            Ok(charges) => charges,
+            Err((budget, error)) => return Err(refuse_model_call(call, budget, &error)),
+        };
+        if charges.is_empty() {
+            return Ok(());
+        }
+        // Each model call is one call of its own: a retry of a failed one
+        // is counted again (it may be billed again).
+        let id = new_reservation_id();
+        match self.reserve(&id, &charges).await {
+            Ok(()) => Ok(()),
+            Err((budget, error)) => Err(refuse_model_call(call, budget, &error)),
+        }
+    }
+}
+
+/// The block of a model call, with the kickoff's error left in the
+/// call's extensions.
+fn refuse_model_call(
+    call: &mut LlmCallHookContext,
+    budget: &Budget,
+    error: &LedgerError,
+) -> HookAborted {
+    let (key, used) = match error {
+        LedgerError::Exceeded(over) => (over.key.clone(), over.used),
+        _ => (String::new(), budget.limit),
+    };
+    call.extensions
+        .insert(ModelCallRefused(CrewError::BudgetExceeded {
+            budget: budget.name.clone(),
+            key,
+            limit: budget.limit,
+            used,
+        }));
+    refusal(budget, error)
+}
+
+/// The block a budget's refusal is.
+fn refusal(budget: &Budget, error: &LedgerError) -> HookAborted {
+    let reason = match error {
+        LedgerError::Exceeded(over) => over.to_string(),
+        other => format!("budget `{}` cannot count the call: {other}", budget.name),
+    };
+    tracing::info!(target: "crew_runtime::budget", budget = %budget.name, %reason, "a call was refused");
+    HookAborted::new(reason, budget.source())
+}
+
+/// At every crew's build, after its own hooks: the crew's budgets,
+/// checked against its tools, and its extension, if it has any.
+pub(crate) fn at_build(
+    scope: &BuildScope<'_>,
+) -> Result<Option<Arc<dyn CrewExtension>>, BuildError> {
+    let Some(given) = scope.take_state::<GivenBudgets>() else {
+        return Ok(None);
+    };
+    if given.budgets.is_empty() {
+        return Ok(None);
+    }
+    check(&given.budgets, scope).map_err(|error| {
+        BuildError::Integration(IntegrationError::new(
+            INTEGRATION,
+            "the crew's budgets were refused",
+            error,
+        ))
+    })?;
+    let ledger = given
+        .ledger
+        .unwrap_or_else(|| Arc::new(InProcessLedger::new()));
+    let budgets = CrewBudgets {
+        budgets: given.budgets.clone(),
+        ledger,
+    };
+    // Set once, here: the hooks registered at the first budget read it.
+    let _ = given.shared.set(budgets);
+    Ok(Some(Arc::new(CrewBudgetsExtension {
+        budgets: given.budgets,
+    })))
+}
+
+/// The checks of a crew's budgets at its build.
+fn check(budgets: &[Budget], scope: &BuildScope<'_>) -> Result<(), BudgetError> {
+    let tools: BTreeSet<String> = scope
+        .tools
+        .iter()
+        .map(|tool| tool.name().to_owned())
+        .collect();
+    let mut names = BTreeSet::new();
+    for budget in budgets {
+        if budget.name.is_empty() {
+            return Err(BudgetError::EmptyName);
+        }
+        if !names.insert(budget.name.as_str()) {
+            return Err(BudgetError::DuplicateName(budget.name.clone()));
+        }
+        if budget.tools_on_model_calls {
+            return Err(BudgetError::ToolsOnModelCalls(budget.name.clone()));
+        }
+        if let Measure::ToolCalls { tools: named } = &budget.measure {
+            for tool in named {
+                if !tools.contains(tool) {
+                    return Err(BudgetError::UnknownTool {
+                        budget: budget.name.clone(),
+                        tool: tool.clone(),
+                        closest: crate::check::closest(tool, &tools),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A crew's budgets, as its run and `explain` see them.
+struct CrewBudgetsExtension {
+    budgets: Vec<Budget>,
+}
+
+impl CrewExtension for CrewBudgetsExtension {
+    fn explain(&self, tool: &str, _role: Option<&str>, notes: &mut Vec<String>) {
+        for budget in self
+            .budgets
+            .iter()
+            .filter(|budget| budget.counts_tool(tool))
+        {
+            notes.push(format!(
+                "budget `{}`: at most {} call(s) per {} over {}",
+                budget.name,
+                budget.limit,
+                match budget.per {
+                    Per::Kickoff => "kickoff",
+                    Per::Crew => "crew",
+                    Per::User => "user",
+                },
+                budget.window
+            ));
+        }
+    }
+
+    fn model_call_refused(
+        &self,
+        call: &LlmCallHookContext,
+        aborted: &HookAborted,
+    ) -> Option<CrewError> {
+        let ModelCallRefused(error) = call.extensions.get::<ModelCallRefused>()?;
+        match error {
+            CrewError::BudgetExceeded { budget, .. }
+                if aborted.source == format!("budget:{budget}") =>
+            {
+                Some(error.clone())
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Crew {
+    /// The crew's budgets, in the order given.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::budget::Budget;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let agent = Agent::builder("Clerk").llm(Arc::new(ScriptedLlm::new().answer("done"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(agent.clone())
+    ///     .task(Task::builder("Answer").agent(&agent).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .budget(Budget::model_calls("turns", 10))
+    ///     .build()?;
+    /// assert_eq!(crew.budgets()[0].name(), "turns");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn budgets(&self) -> &[Budget] {
+        self.extension::<CrewBudgetsExtension>()
+            .map_or(&[][..], |extension| extension.budgets.as_slice())
+    }
+}

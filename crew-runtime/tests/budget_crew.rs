@@ -1,0 +1,399 @@
+//! Budgets on a crew's calls (SPEC §15, "Reserve, then settle"): a model
+//! call past a budget ends the kickoff with `CrewError::BudgetExceeded`, a
+//! tool call past one is blocked with the source `budget:<name>`, in all
+//! the budgets covering a call or in none; counters fail closed; the
+//! crew's build checks its budgets; the store's ledger shares them.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crew_runtime::budget::{
+    BUDGET_HOOK_NAME, Budget, BudgetError, Charge, InProcessLedger, Ledger, LedgerError, Per,
+    Reserved, Window,
+};
+use crew_runtime::prelude::*;
+use crew_runtime::{CrewBuilder, InterceptionPoint};
+use futures_util::future::BoxFuture;
+
+/// A tool that counts its runs.
+fn counted(name: &str, runs: &Arc<AtomicUsize>) -> Tool {
+    let runs = Arc::clone(runs);
+    Tool::dynamic(
+        name,
+        "Looks something up",
+        json!({"type": "object"}),
+        move |_| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, String>(json!("found"))
+        },
+    )
+}
+
+/// A model that calls `tool` `calls` times, then answers.
+fn calling(tool: &str, calls: usize) -> Arc<ScriptedLlm> {
+    let mut llm = ScriptedLlm::new();
+    for _ in 0..calls {
+        llm = llm.call(tool, json!({}));
+    }
+    Arc::new(llm.answer("done"))
+}
+
+/// The sources of the blocks a crew's tool calls met, from its bus.
+fn blocks(hooks: &HookRegistry) -> Arc<Mutex<Vec<String>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    hooks.events().subscribe(move |event| {
+        if let Event::HookDispatched(dispatched) = event
+            && dispatched.point == InterceptionPoint::PRE_TOOL_CALL
+            && let Some(source) = &dispatched.abort_source
+        {
+            sink.lock().expect("seen").push(source.clone());
+        }
+    });
+    seen
+}
+
+fn crew_of(agent: &Agent, hooks: &Arc<HookRegistry>) -> CrewBuilder {
+    Crew::builder()
+        .agent(agent.clone())
+        .task(Task::builder("Look it up").agent(agent).build())
+        .global_registry(Arc::clone(hooks))
+}
+
+#[test]
+fn a_model_call_past_a_budget_ends_the_kickoff_with_budget_exceeded() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = Agent::builder("Clerk")
+        .tool(counted("lookup", &runs))
+        .llm(calling("lookup", 10))
+        .build();
+    let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
+        .budget(Budget::model_calls("turns", 3))
+        .build()
+        .expect("builds");
+    let error = crew
+        .kickoff_blocking(())
+        .expect_err("stopped by the budget");
+    match &error {
+        CrewError::BudgetExceeded {
+            budget,
+            key,
+            limit,
+            used,
+        } => {
+            assert_eq!((budget.as_str(), limit, used), ("turns", &3, &3));
+            assert!(key.starts_with("kickoff:"), "{key}");
+        }
+        other => panic!("BudgetExceeded, not {other:?}"),
+    }
+    assert!(error.to_string().contains("budget `turns`"), "{error}");
+    // Three model calls ran, each asking for one lookup.
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    // Each kickoff counts apart.
+    let again = crew.kickoff_blocking(()).expect_err("stopped again");
+    assert!(matches!(again, CrewError::BudgetExceeded { used: 3, .. }));
+}
+
+#[test]
+fn a_tool_call_past_a_budget_is_blocked_with_the_source_budget_and_its_name() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let hooks = Arc::new(HookRegistry::new());
+    let seen = blocks(&hooks);
+    let agent = Agent::builder("Clerk")
+        .tool(counted("lookup", &runs))
+        .llm(calling("lookup", 5))
+        .build();
+    let crew = crew_of(&agent, &hooks)
+        .budget(Budget::tool_calls("lookups", 2))
+        .build()
+        .expect("builds");
+    let output = crew.kickoff_blocking(()).expect("the agent goes on");
+    assert_eq!(output.raw, "done");
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "two calls ran");
+    assert_eq!(
+        *seen.lock().expect("seen"),
+        ["budget:lookups", "budget:lookups", "budget:lookups"]
+    );
+}
+
+#[test]
+fn a_budget_of_some_tools_counts_only_those_and_explain_names_it() {
+    let (searches, reads) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("web_search", json!({}))
+            .call("read_file", json!({}))
+            .call("web_search", json!({}))
+            .call("read_file", json!({}))
+            .answer("done"),
+    );
+    let agent = Agent::builder("Researcher")
+        .tool(counted("web_search", &searches))
+        .tool(counted("read_file", &reads))
+        .llm(llm)
+        .build();
+    let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
+        .budget(
+            Budget::tool_calls("searches", 1)
+                .tools(["web_search"])
+                .window(Window::DayUtc),
+        )
+        .build()
+        .expect("builds");
+    crew.kickoff_blocking(()).expect("runs");
+    assert_eq!(searches.load(Ordering::SeqCst), 1);
+    assert_eq!(reads.load(Ordering::SeqCst), 2);
+    let explained = crew.explain("web_search", "Researcher");
+    assert!(
+        explained
+            .notes
+            .iter()
+            .any(|note| note.contains("budget `searches`") && note.contains("at most 1")),
+        "{explained:?}"
+    );
+    assert!(
+        explained
+            .hooks
+            .iter()
+            .any(|explained| explained.hook.name == BUDGET_HOOK_NAME),
+        "{explained:?}"
+    );
+    assert!(
+        !crew
+            .explain("read_file", "Researcher")
+            .notes
+            .iter()
+            .any(|note| note.contains("budget `searches`"))
+    );
+}
+
+#[test]
+fn a_per_user_budget_counts_each_user_across_kickoffs() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = Agent::builder("Clerk")
+        .tool(counted("lookup", &runs))
+        .llm(Arc::new(
+            ScriptedLlm::new()
+                .call("lookup", json!({}))
+                .answer("one")
+                .call("lookup", json!({}))
+                .answer("two")
+                .call("lookup", json!({}))
+                .answer("three")
+                .call("lookup", json!({}))
+                .answer("four"),
+        ))
+        .build();
+    let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
+        .budget(Budget::tool_calls("daily", 2).per(Per::User))
+        .build()
+        .expect("builds");
+    let carol = crew.for_user("carol");
+    carol.kickoff_blocking(()).expect("first");
+    carol.kickoff_blocking(()).expect("second");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    // Carol's third is blocked; dave has his own.
+    carol.kickoff_blocking(()).expect("the agent goes on");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    crew.for_user("dave").kickoff_blocking(()).expect("dave's");
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
+#[test]
+fn one_call_under_two_budgets_one_full_is_reserved_in_neither() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let ledger = Arc::new(InProcessLedger::new());
+    let agent = Agent::builder("Clerk")
+        .tool(counted("lookup", &runs))
+        .llm(calling("lookup", 3))
+        .build();
+    let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
+        .budget(Budget::tool_calls("all-calls", 100).per(Per::Crew))
+        .budget(Budget::tool_calls("lookups", 1).per(Per::Crew))
+        .budget_ledger(ledger.clone())
+        .build()
+        .expect("builds");
+    crew.kickoff_blocking(()).expect("runs");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // The two refused calls reserved nothing in the roomy budget either.
+    let roomy = Charge::new("all-calls", "crew:crew", 100, 1);
+    let held = futures_executor::block_on(ledger.used(&roomy)).expect("reads");
+    assert_eq!(held, 1);
+}
+
+/// A ledger whose counters cannot be reached.
+struct Down;
+
+impl Ledger for Down {
+    fn reserve<'a>(
+        &'a self,
+        _call: &'a str,
+        _charges: &'a [Charge],
+    ) -> BoxFuture<'a, Result<Reserved, LedgerError>> {
+        Box::pin(async { Err(LedgerError::Unavailable("connection refused".into())) })
+    }
+
+    fn settle<'a>(
+        &'a self,
+        _call: &'a str,
+        _costs: &'a [(&'a str, u64)],
+    ) -> BoxFuture<'a, Result<(), LedgerError>> {
+        Box::pin(async { Err(LedgerError::Unavailable("connection refused".into())) })
+    }
+
+    fn used<'a>(&'a self, _charge: &'a Charge) -> BoxFuture<'a, Result<u64, LedgerError>> {
+        Box::pin(async { Err(LedgerError::Unavailable("connection refused".into())) })
+    }
+}
+
+#[test]
+fn a_budget_whose_counters_are_down_fails_closed_unless_it_allows_calls() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let hooks = Arc::new(HookRegistry::new());
+    let seen = blocks(&hooks);
+    let agent = || {
+        Agent::builder("Clerk")
+            .tool(counted("lookup", &runs))
+            .llm(calling("lookup", 2))
+            .build()
+    };
+    let strict = crew_of(&agent(), &hooks)
+        .budget(Budget::tool_calls("lookups", 100))
+        .budget_ledger(Arc::new(Down))
+        .build()
+        .expect("builds");
+    strict.kickoff_blocking(()).expect("the agent goes on");
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "refused: fail closed");
+    assert_eq!(
+        *seen.lock().expect("seen"),
+        ["budget:lookups", "budget:lookups"]
+    );
+
+    // A model-call budget down ends the kickoff.
+    let turns = crew_of(&agent(), &Arc::new(HookRegistry::new()))
+        .budget(Budget::model_calls("turns", 100))
+        .budget_ledger(Arc::new(Down))
+        .build()
+        .expect("builds");
+    let error = turns.kickoff_blocking(()).expect_err("refused");
+    assert!(matches!(error, CrewError::BudgetExceeded { ref budget, .. } if budget == "turns"));
+
+    let lenient = crew_of(&agent(), &Arc::new(HookRegistry::new()))
+        .budget(Budget::tool_calls("lookups", 100).allow_when_unavailable())
+        .budget(Budget::model_calls("turns", 100).allow_when_unavailable())
+        .budget_ledger(Arc::new(Down))
+        .build()
+        .expect("builds");
+    lenient.kickoff_blocking(()).expect("runs, uncounted");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_crews_build_refuses_budgets_it_cannot_count() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = Agent::builder("Clerk")
+        .tool(counted("lookup", &runs))
+        .llm(calling("lookup", 1))
+        .build();
+    let refused = |budgets: Vec<Budget>| {
+        let mut builder = crew_of(&agent, &Arc::new(HookRegistry::new()));
+        for budget in budgets {
+            builder = builder.budget(budget);
+        }
+        let error = builder.build().expect_err("refused");
+        let BuildError::Integration(integration) = &error else {
+            panic!("the budget's error, not {error:?}");
+        };
+        assert_eq!(integration.integration(), "budget");
+        (
+            integration
+                .downcast_ref::<BudgetError>()
+                .cloned()
+                .expect("a BudgetError"),
+            error.to_string(),
+        )
+    };
+    let (error, shown) = refused(vec![Budget::tool_calls("calls", 1).tools(["lookpu"])]);
+    assert!(
+        matches!(error, BudgetError::UnknownTool { ref closest, .. } if closest.as_deref() == Some("lookup"))
+    );
+    assert!(shown.contains("did you mean `lookup`?"), "{shown}");
+    let (error, _) = refused(vec![
+        Budget::tool_calls("calls", 1),
+        Budget::model_calls("calls", 1),
+    ]);
+    assert_eq!(error, BudgetError::DuplicateName("calls".into()));
+    let (error, _) = refused(vec![Budget::model_calls("turns", 1).tools(["lookup"])]);
+    assert_eq!(error, BudgetError::ToolsOnModelCalls("turns".into()));
+    let (error, _) = refused(vec![Budget::model_calls("", 1)]);
+    assert_eq!(error, BudgetError::EmptyName);
+}
+
+/// Two crews on one store, as two replicas: a per-crew budget counted
+/// once for both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_sharing_the_stores_ledger_share_their_budget() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let url = format!("sqlite://{}", dir.path().join("store.db").display());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut crews = Vec::new();
+    for _ in 0..2 {
+        let store = crew_runtime::store::Store::connect(&url)
+            .await
+            .expect("opens");
+        let agent = Agent::builder("Clerk")
+            .tool(counted("lookup", &runs))
+            .llm(calling("lookup", 2))
+            .build();
+        crews.push(
+            crew_of(&agent, &Arc::new(HookRegistry::new()))
+                .name("refunds")
+                .budget(Budget::tool_calls("lookups", 3).per(Per::Crew))
+                .budget_ledger(Arc::new(store))
+                .build()
+                .expect("builds"),
+        );
+    }
+    for crew in &crews {
+        crew.kickoff(()).await.expect("runs");
+    }
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        3,
+        "three of the four calls ran"
+    );
+}
+
+#[test]
+fn a_call_refused_by_a_hook_before_the_budget_is_not_counted() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let hooks = Arc::new(HookRegistry::new());
+    let seen = blocks(&hooks);
+    let agent = Agent::builder("Clerk")
+        .tool(counted("lookup", &runs))
+        .llm(calling("lookup", 3))
+        .build();
+    let asked = Arc::new(AtomicUsize::new(0));
+    let gate = move |_: &mut ToolCallHookContext| -> Result<(), HookAborted> {
+        if asked.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Err(HookAborted::new("not the first one", "first-refused"));
+        }
+        Ok(())
+    };
+    let crew = crew_of(&agent, &hooks)
+        .hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("first-refused"),
+            gate,
+        )
+        .budget(Budget::tool_calls("one", 1))
+        .build()
+        .expect("builds");
+    crew.kickoff_blocking(()).expect("runs");
+    // The gate refused the first call before the budget saw it: the
+    // second is the one the budget admits, the third it refuses.
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(*seen.lock().expect("seen"), ["first-refused", "budget:one"]);
+}
