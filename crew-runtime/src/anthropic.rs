@@ -698,6 +698,10 @@ impl Llm for Anthropic {
         self.model()
     }
 
+    fn max_output_tokens(&self) -> Option<u64> {
+        Some(u64::from(self.max_tokens))
+    }
+
     async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
         self.complete_streaming(request.messages, request.tools, request.stream)
             .await

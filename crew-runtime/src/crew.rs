@@ -74,6 +74,10 @@ impl LlmInfo for ModelInfo {
     fn name(&self) -> &str {
         self.0.name()
     }
+
+    fn max_output_tokens(&self) -> Option<u64> {
+        self.0.max_output_tokens()
+    }
 }
 
 /// A built crew: the plan its kickoffs run, and what the crew checks

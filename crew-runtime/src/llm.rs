@@ -311,6 +311,21 @@ pub trait Llm: Send + Sync {
     /// A short name for logs (`scripted`, `gpt-4o-mini`, …).
     fn name(&self) -> &str;
 
+    /// The most tokens one answer may have, when the client sets a cap
+    /// (Anthropic's `max_tokens`): what a token budget reserves for the
+    /// answer before a call. `None` (the default): nothing bounds an
+    /// answer, and a token budget refuses the model's calls.
+    ///
+    /// ```
+    /// use crew_runtime::llm::Llm;
+    /// use crew_runtime::ScriptedLlm;
+    /// assert_eq!(ScriptedLlm::new().max_output_tokens(), None);
+    /// assert_eq!(ScriptedLlm::new().max_tokens(512).max_output_tokens(), Some(512));
+    /// ```
+    fn max_output_tokens(&self) -> Option<u64> {
+        None
+    }
+
     /// Answers one request. A model that can stream sends its text to
     /// `request.stream` as it arrives, and returns the whole answer.
     async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError>;

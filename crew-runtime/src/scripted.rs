@@ -172,6 +172,7 @@ pub struct ScriptedLlm {
     streaming: bool,
     latency: Option<std::time::Duration>,
     usage: Option<hooks_core::TokenUsage>,
+    max_tokens: Option<u64>,
 }
 
 impl ScriptedLlm {
@@ -187,6 +188,7 @@ impl ScriptedLlm {
             streaming: false,
             latency: None,
             usage: None,
+            max_tokens: None,
         }
     }
 
@@ -254,6 +256,21 @@ impl ScriptedLlm {
     /// ```
     pub fn reporting_usage(mut self, usage: hooks_core::TokenUsage) -> Self {
         self.usage = Some(usage);
+        self
+    }
+
+    /// Declares that no answer has more than `tokens` tokens, as a client
+    /// with a `max_tokens` option does ([`Llm::max_output_tokens`]): what
+    /// a token budget reserves for each answer. The scripted answers are
+    /// not cut to it.
+    ///
+    /// ```
+    /// use crew_runtime::llm::Llm;
+    /// use crew_runtime::ScriptedLlm;
+    /// assert_eq!(ScriptedLlm::new().max_tokens(256).max_output_tokens(), Some(256));
+    /// ```
+    pub fn max_tokens(mut self, tokens: u64) -> Self {
+        self.max_tokens = Some(tokens);
         self
     }
 
@@ -438,6 +455,10 @@ impl Default for ScriptedLlm {
 impl Llm for ScriptedLlm {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn max_output_tokens(&self) -> Option<u64> {
+        self.max_tokens
     }
 
     async fn complete_with_usage(

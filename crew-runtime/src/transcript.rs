@@ -838,6 +838,10 @@ impl Llm for NarratedModel {
         self.inner.name()
     }
 
+    fn max_output_tokens(&self) -> Option<u64> {
+        self.inner.max_output_tokens()
+    }
+
     async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
         let retried = self
             .failed

@@ -14,7 +14,7 @@ use crew_runtime::budget::{
     Reserved, Window,
 };
 use crew_runtime::prelude::*;
-use crew_runtime::{CrewBuilder, InterceptionPoint};
+use crew_runtime::{CrewBuilder, InterceptionPoint, TokenUsage};
 use futures_util::future::BoxFuture;
 
 /// A tool that counts its runs.
@@ -396,4 +396,92 @@ fn a_call_refused_by_a_hook_before_the_budget_is_not_counted() {
     // second is the one the budget admits, the third it refuses.
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert_eq!(*seen.lock().expect("seen"), ["first-refused", "budget:one"]);
+}
+
+/// A crew of one agent on `llm`, with a token budget per crew of `limit`
+/// on `ledger`.
+fn token_crew(
+    llm: ScriptedLlm,
+    limit: u64,
+    ledger: &Arc<InProcessLedger>,
+) -> (Crew, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = Agent::builder("Clerk")
+        .tool(counted("lookup", &runs))
+        .llm(Arc::new(llm))
+        .build();
+    let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
+        .budget(Budget::tokens("tokens", limit).per(Per::Crew))
+        .budget_ledger(ledger.clone())
+        .build()
+        .expect("builds");
+    (crew, runs)
+}
+
+fn tokens_used(ledger: &InProcessLedger, limit: u64) -> u64 {
+    futures_executor::block_on(ledger.used(&Charge::new("tokens", "crew:crew", limit, 1)))
+        .expect("reads")
+}
+
+#[test]
+fn a_token_budget_reserves_the_prompt_and_the_cap_and_settles_at_what_was_reported() {
+    let ledger = Arc::new(InProcessLedger::new());
+    let mut llm = ScriptedLlm::new()
+        .max_tokens(400)
+        .reporting_usage(TokenUsage::new(50, 10, 60));
+    for _ in 0..5 {
+        llm = llm.call("lookup", json!({}));
+    }
+    // Six turns each reserving at least the cap (2 400 in all, over the
+    // limit), each settled at the 60 the provider reported.
+    let (crew, runs) = token_crew(llm.answer("done"), 1_500, &ledger);
+    crew.kickoff_blocking(())
+        .expect("within the budget once settled");
+    assert_eq!(runs.load(Ordering::SeqCst), 5);
+    assert_eq!(tokens_used(&ledger, 1_500), 6 * 60);
+}
+
+#[test]
+fn a_token_budget_past_its_limit_ends_the_kickoff_before_the_call() {
+    let ledger = Arc::new(InProcessLedger::new());
+    let llm = ScriptedLlm::new()
+        .max_tokens(4_000)
+        .reporting_usage(TokenUsage::new(50, 10, 60))
+        .answer("done");
+    let (crew, _) = token_crew(llm, 1_000, &ledger);
+    let error = crew.kickoff_blocking(()).expect_err("refused");
+    assert!(
+        matches!(error, CrewError::BudgetExceeded { ref budget, limit: 1_000, used: 0, .. } if budget == "tokens"),
+        "{error}"
+    );
+    assert_eq!(tokens_used(&ledger, 1_000), 0, "nothing reserved");
+}
+
+#[test]
+fn a_token_budget_refuses_a_model_with_no_output_cap() {
+    let ledger = Arc::new(InProcessLedger::new());
+    let llm = ScriptedLlm::new().answer("done");
+    let (crew, _) = token_crew(llm, 1_000_000, &ledger);
+    let error = crew.kickoff_blocking(()).expect_err("refused");
+    let CrewError::Integration(integration) = &error else {
+        panic!("the budget's error, not {error:?}");
+    };
+    assert!(matches!(
+        integration.downcast_ref::<BudgetError>(),
+        Some(BudgetError::Unbounded { budget, model }) if budget == "tokens" && model == "scripted"
+    ));
+    assert!(error.to_string().contains("no output cap"), "{error}");
+}
+
+#[test]
+fn an_answer_with_no_usage_reported_stays_charged_in_full() {
+    let ledger = Arc::new(InProcessLedger::new());
+    let llm = ScriptedLlm::new().max_tokens(300).answer("done");
+    let (crew, _) = token_crew(llm, 100_000, &ledger);
+    crew.kickoff_blocking(()).expect("runs");
+    let used = tokens_used(&ledger, 100_000);
+    assert!(
+        used > 300,
+        "the prompt's bound and the cap stay charged: {used}"
+    );
 }

@@ -8,8 +8,8 @@ use std::sync::{Arc, OnceLock};
 
 use hooks_core::runtime::register_crew_async_hook;
 use hooks_core::{
-    CrewInfo, HookAborted, HookOptions, LlmCallHookContext, PRE_MODEL_CALL, PRE_TOOL_CALL,
-    ToolCallHookContext,
+    CrewInfo, HookAborted, HookOptions, LlmCallHookContext, POST_MODEL_CALL, PRE_MODEL_CALL,
+    PRE_TOOL_CALL, TokenUsage, ToolCallHookContext,
 };
 
 use super::{Charge, InProcessLedger, Ledger, LedgerError, Window};
@@ -46,6 +46,12 @@ pub enum Measure {
         /// The tools counted (empty: all).
         tools: Vec<String>,
     },
+    /// Tokens of model calls (prompt and answer, as the provider counts
+    /// them): each call reserves an upper bound before it starts (the
+    /// prompt's length in bytes, which no byte-level tokenizer exceeds,
+    /// and a margin per message, plus the model's output cap), and is
+    /// settled at the tokens the provider reported.
+    Tokens,
 }
 
 /// What a budget counts per: each kickoff, the crew, or each user (the
@@ -134,6 +140,24 @@ impl Budget {
         Budget::new(name, Measure::ModelCalls, limit)
     }
 
+    /// At most `limit` tokens per kickoff (prompt and answer, as the
+    /// provider counts them). Before each model call the budget reserves
+    /// what the call may take at most: the prompt's length in bytes (no
+    /// byte-level tokenizer makes more tokens than bytes) with a margin per
+    /// message, plus the model's output cap ([`Llm::max_output_tokens`](crate::llm::Llm::max_output_tokens));
+    /// after the answer, what the provider reported replaces it (an answer
+    /// with no usage reported stays charged in full). A call past the
+    /// limit ends the kickoff with [`CrewError::BudgetExceeded`]; a model
+    /// with no output cap cannot be bounded, and its calls are refused.
+    ///
+    /// ```
+    /// let cap = crew_runtime::budget::Budget::tokens("tokens", 200_000);
+    /// assert_eq!(cap.limit(), 200_000);
+    /// ```
+    pub fn tokens(name: impl Into<String>, limit: u64) -> Self {
+        Budget::new(name, Measure::Tokens, limit)
+    }
+
     /// At most `limit` tool calls per kickoff (of every tool, unless
     /// [`tools`](Budget::tools) names some): a call past it is blocked
     /// with the source `budget:<name>`, and the agent goes on without it.
@@ -164,7 +188,7 @@ impl Budget {
         match &mut self.measure {
             Measure::ToolCalls { tools } => tools.extend(named),
             // For the build to refuse.
-            Measure::ModelCalls => self.tools_on_model_calls = true,
+            Measure::ModelCalls | Measure::Tokens => self.tools_on_model_calls = true,
         }
         self
     }
@@ -234,7 +258,7 @@ impl Budget {
     fn counts_tool(&self, tool: &str) -> bool {
         match &self.measure {
             Measure::ToolCalls { tools } => tools.is_empty() || tools.iter().any(|t| t == tool),
-            Measure::ModelCalls => false,
+            Measure::ModelCalls | Measure::Tokens => false,
         }
     }
 
@@ -301,9 +325,22 @@ pub enum BudgetError {
         /// The crew's tool closest to it.
         closest: Option<String>,
     },
-    /// A model-call budget names tools.
-    #[error("budget `{0}` counts model calls and names tools: tools are for tool-call budgets")]
+    /// A model-call or token budget names tools.
+    #[error(
+        "budget `{0}` counts model calls or tokens and names tools: tools are for tool-call budgets"
+    )]
     ToolsOnModelCalls(String),
+    /// A token budget covers a model call that nothing bounds: the
+    /// model's client sets no output cap. The call was refused.
+    #[error(
+        "budget `{budget}` cannot bound a call of the model `{model}`: its client sets no output cap (max_tokens); give it one"
+    )]
+    Unbounded {
+        /// The budget.
+        budget: String,
+        /// The model's name.
+        model: String,
+    },
 }
 
 impl CrewBuilder {
@@ -456,6 +493,22 @@ fn register_hooks(
         HookOptions::new().name(BUDGET_HOOK_NAME),
         tool_hook,
     )?;
+    let settled = Arc::clone(shared);
+    let settle_hook = hooks_core::async_hook::<LlmCallHookContext, _, _>(move |call| {
+        let settled = Arc::clone(&settled);
+        Box::pin(async move {
+            if let Some(budgets) = settled.get() {
+                budgets.settle_model_call(call).await;
+            }
+        })
+    });
+    register_crew_async_hook(
+        scope.registry,
+        POST_MODEL_CALL,
+        scope.crew,
+        HookOptions::new().name(BUDGET_HOOK_NAME),
+        settle_hook,
+    )?;
     let models = Arc::clone(shared);
     let model_hook = hooks_core::async_hook::<LlmCallHookContext, _, _>(move |call| {
         let models = Arc::clone(&models);
@@ -486,8 +539,20 @@ impl CrewBudgets {
     ) -> Result<(), (&'a Budget, LedgerError)> {
         let only: Vec<Charge> = charges.iter().map(|(charge, _)| charge.clone()).collect();
         // A call is counted once, as it is: nothing to settle.
-        match self.ledger.count(id, &only).await {
-            Ok(_) => Ok(()),
+        let counted = self.ledger.count(id, &only).await.map(|_| ());
+        self.admitted(counted, charges)
+    }
+
+    /// What a ledger's answer means for a call under `charges`: admitted,
+    /// or refused by the budget named (counters down: by the first budget
+    /// that does not allow calls then).
+    fn admitted<'a>(
+        &self,
+        answer: Result<(), LedgerError>,
+        charges: &[(Charge, &'a Budget)],
+    ) -> Result<(), (&'a Budget, LedgerError)> {
+        match answer {
+            Ok(()) => Ok(()),
             Err(LedgerError::Exceeded(over)) => {
                 let budget = charges
                     .iter()
@@ -551,8 +616,8 @@ impl CrewBudgets {
     }
 
     async fn check_model_call(&self, call: &mut LlmCallHookContext) -> Result<(), HookAborted> {
-        let charges = match self.charges(call.crew.as_ref(), |budget| {
-            budget.measure == Measure::ModelCalls
+        let mut charges = match self.charges(call.crew.as_ref(), |budget| {
+            matches!(budget.measure, Measure::ModelCalls | Measure::Tokens)
         }) {
             Ok(charges) => charges,
             Err((budget, error)) => return Err(refuse_model_call(call, budget, &error)),
@@ -560,14 +625,134 @@ impl CrewBudgets {
         if charges.is_empty() {
             return Ok(());
         }
+        let tokens = charges
+            .iter()
+            .any(|(_, budget)| budget.measure == Measure::Tokens);
+        if tokens {
+            let cap = call.llm.as_ref().and_then(|llm| llm.max_output_tokens());
+            let Some(cap) = cap else {
+                let budget = charges
+                    .iter()
+                    .find(|(_, budget)| budget.measure == Measure::Tokens)
+                    .map_or(charges[0].1, |(_, budget)| *budget);
+                return Err(refuse_unbounded(call, budget));
+            };
+            let most = prompt_bound(call).saturating_add(cap);
+            for (charge, budget) in &mut charges {
+                if budget.measure == Measure::Tokens {
+                    *charge = Charge::over(
+                        budget.name.clone(),
+                        charge.key().to_owned(),
+                        budget.window,
+                        budget.limit,
+                        most,
+                    );
+                }
+            }
+        }
         // Each model call is one call of its own: a retry of a failed one
         // is counted again (it may be billed again).
         let id = new_reservation_id();
-        match self.reserve(&id, &charges).await {
-            Ok(()) => Ok(()),
+        let only: Vec<Charge> = charges.iter().map(|(charge, _)| charge.clone()).collect();
+        let admitted = if tokens {
+            self.ledger.reserve(&id, &only).await.map(|_| ())
+        } else {
+            self.ledger.count(&id, &only).await.map(|_| ())
+        };
+        match self.admitted(admitted, &charges) {
+            Ok(()) => {
+                if tokens {
+                    call.extensions.insert(HeldTokens {
+                        id,
+                        budgets: charges
+                            .iter()
+                            .map(|(_, budget)| {
+                                (budget.name.clone(), budget.measure == Measure::Tokens)
+                            })
+                            .collect(),
+                    });
+                }
+                Ok(())
+            }
             Err((budget, error)) => Err(refuse_model_call(call, budget, &error)),
         }
     }
+
+    /// Settles a model call's token reservation at what the provider
+    /// reported; with no report, it stays charged in full.
+    async fn settle_model_call(&self, call: &mut LlmCallHookContext) {
+        let Some(held) = call.extensions.get::<HeldTokens>() else {
+            return;
+        };
+        let Some(usage) = call.extensions.get::<TokenUsage>() else {
+            return;
+        };
+        let total = usage
+            .total_tokens
+            .max(usage.prompt_tokens.saturating_add(usage.completion_tokens));
+        let costs: Vec<(&str, u64)> = held
+            .budgets
+            .iter()
+            .map(|(name, tokens)| (name.as_str(), if *tokens { total } else { 1 }))
+            .collect();
+        if let Err(error) = self.ledger.settle(&held.id, &costs).await {
+            tracing::warn!(target: "crew_runtime::budget", %error, "a model call's tokens could not be settled: its reservation stays charged in full");
+        }
+    }
+}
+
+/// A model call's token reservation, left in its context's extensions
+/// for the settlement after the answer: its id, and its budgets (name,
+/// and whether it counts tokens).
+#[derive(Debug, Clone)]
+struct HeldTokens {
+    id: String,
+    budgets: Vec<(String, bool)>,
+}
+
+/// The prompt's tokens at most: its bytes (no byte-level tokenizer makes
+/// more tokens than bytes), the offered tools' definitions, and a margin
+/// for each message's framing.
+fn prompt_bound(call: &LlmCallHookContext) -> u64 {
+    const FRAMING: u64 = 16;
+    let bytes = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+    let messages = call.messages.iter().fold(FRAMING, |sum, message| {
+        let calls = message.tool_calls.iter().fold(0_u64, |sum, request| {
+            sum.saturating_add(bytes(
+                request.name.len() + request.arguments.len() + request.id.len(),
+            ))
+            .saturating_add(FRAMING)
+        });
+        sum.saturating_add(bytes(message.content.len()))
+            .saturating_add(calls)
+            .saturating_add(FRAMING)
+    });
+    call.tools.iter().fold(messages, |sum, tool| {
+        sum.saturating_add(bytes(
+            tool.name.len() + tool.description.len() + tool.parameters.to_string().len(),
+        ))
+        .saturating_add(FRAMING)
+    })
+}
+
+/// The block of a model call no token budget can bound, with the
+/// kickoff's error left in the call's extensions.
+fn refuse_unbounded(call: &mut LlmCallHookContext, budget: &Budget) -> HookAborted {
+    let error = BudgetError::Unbounded {
+        budget: budget.name.clone(),
+        model: call
+            .llm
+            .as_ref()
+            .map(|llm| llm.name().to_owned())
+            .unwrap_or_default(),
+    };
+    let reason = error.to_string();
+    call.extensions
+        .insert(ModelCallRefused(CrewError::Integration(
+            IntegrationError::new(INTEGRATION, "a budget refused a model call", error),
+        )));
+    tracing::info!(target: "crew_runtime::budget", budget = %budget.name, %reason, "a call was refused");
+    HookAborted::new(reason, budget.source())
 }
 
 /// The block of a model call, with the kickoff's error left in the
@@ -698,14 +883,13 @@ impl CrewExtension for CrewBudgetsExtension {
         aborted: &HookAborted,
     ) -> Option<CrewError> {
         let ModelCallRefused(error) = call.extensions.get::<ModelCallRefused>()?;
-        match error {
-            CrewError::BudgetExceeded { budget, .. }
-                if aborted.source == format!("budget:{budget}") =>
-            {
-                Some(error.clone())
-            }
-            _ => None,
-        }
+        // Only the budgets' own block: a later hook's block of the same
+        // call is the runtime's to report.
+        aborted
+            .source
+            .strip_prefix("budget:")
+            .is_some_and(|name| self.budgets.iter().any(|budget| budget.name == name))
+            .then(|| error.clone())
     }
 }
 

@@ -412,6 +412,9 @@ impl AgentRun {
                 Ok((answer, usage)) => {
                     if let Some(usage) = usage {
                         *self.usage.lock().unwrap_or_else(PoisonError::into_inner) += usage;
+                        // What the answer took, for the POST_MODEL_CALL
+                        // chain (a token budget settles with it).
+                        call.extensions.insert(usage);
                     }
                     if self.listening() {
                         self.report_answer(model.to_owned(), &answer, usage, model_call, turn);

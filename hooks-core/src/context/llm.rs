@@ -88,7 +88,10 @@ pub struct LlmCallHookContext {
     pub tools: Arc<[ToolDefinition]>,
     /// POST only: the model's answer.
     pub response: Option<ModelResponse>,
-    /// Values the hooks of this call share (see [`Extensions`]).
+    /// Values the hooks of this call share (see [`Extensions`]). At
+    /// `POST_MODEL_CALL`, the crew runtime leaves there the
+    /// [`TokenUsage`](crate::TokenUsage) of the answer when the model
+    /// reported it.
     pub extensions: Extensions,
     human_input: Option<Arc<dyn HumanInputSource>>,
     human_input_timeout: Duration,

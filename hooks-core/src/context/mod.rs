@@ -263,6 +263,24 @@ pub trait CrewInfo: Any + Send + Sync {
 pub trait LlmInfo: Any + Send + Sync {
     /// The model's name (`gpt-4o-mini`, `scripted`, …).
     fn name(&self) -> &str;
+
+    /// The most tokens one answer of the model may have, when its client
+    /// sets a cap (Anthropic's `max_tokens`); `None` when nothing bounds
+    /// an answer. What a token budget reserves before a call.
+    ///
+    /// ```
+    /// use hooks_core::LlmInfo;
+    ///
+    /// struct Capped;
+    /// impl LlmInfo for Capped {
+    ///     fn name(&self) -> &str { "claude-sonnet-4-5" }
+    ///     fn max_output_tokens(&self) -> Option<u64> { Some(1024) }
+    /// }
+    /// assert_eq!(Capped.max_output_tokens(), Some(1024));
+    /// ```
+    fn max_output_tokens(&self) -> Option<u64> {
+        None
+    }
 }
 
 #[cfg(test)]
