@@ -886,7 +886,8 @@ fn record_of(event: &Event, task: Option<&str>) -> Option<(&'static str, Value)>
 }
 
 /// What an integration's event records, if anything: a policy set's
-/// decisions (with the feature `policy`; without it none are made).
+/// decisions (with the feature `policy`; without it none are made), a
+/// durable kickoff's turns (`durable`), a budget's refusals (`budget`).
 fn integration_record(event: &IntegrationEvent) -> Option<(&'static str, Value)> {
     #[cfg(feature = "policy")]
     if let Some(e) = event.downcast_ref::<crate::policy::PolicyDecidedEvent>() {
@@ -900,6 +901,14 @@ fn integration_record(event: &IntegrationEvent) -> Option<(&'static str, Value)>
     #[cfg(feature = "durable")]
     if let Some(record) = durable_record(event) {
         return Some(record);
+    }
+    #[cfg(feature = "budget")]
+    if let Some(e) = event.downcast_ref::<crate::budget::BudgetRefusedEvent>() {
+        return Some((
+            "budget_refused",
+            json!({"budget": e.budget, "key": e.key, "call": e.call, "reason": e.reason,
+                   "crew": e.crew, "agent": e.agent}),
+        ));
     }
     let _ = event;
     None

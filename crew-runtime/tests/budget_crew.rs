@@ -485,3 +485,64 @@ fn an_answer_with_no_usage_reported_stays_charged_in_full() {
         "the prompt's bound and the cap stay charged: {used}"
     );
 }
+
+/// Each refusal is an event on the crew's bus and a record on its audit
+/// trail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_budget_refusal_is_an_event_and_an_audit_record() {
+    use crew_runtime::audit::{self, AuditTrail};
+    use crew_runtime::budget::BudgetRefusedEvent;
+
+    let dir = tempfile::tempdir().expect("a directory");
+    let url = format!("sqlite://{}", dir.path().join("store.db").display());
+    let store = crew_runtime::store::Store::connect(&url)
+        .await
+        .expect("opens");
+    let runs = Arc::new(AtomicUsize::new(0));
+    let hooks = Arc::new(HookRegistry::new());
+    let refusals = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&refusals);
+    hooks.events().subscribe(move |event| {
+        if let Event::Integration(integration) = event
+            && let Some(refused) = integration.downcast_ref::<BudgetRefusedEvent>()
+        {
+            sink.lock().expect("seen").push(refused.clone());
+        }
+    });
+    let agent = Agent::builder("Clerk")
+        .tool(counted("lookup", &runs))
+        .llm(calling("lookup", 2))
+        .build();
+    let crew = crew_of(&agent, &hooks)
+        .budget(Budget::tool_calls("lookups", 1).per(Per::User))
+        .build()
+        .expect("builds");
+    let trail = AuditTrail::open(store.clone()).expect("a trail");
+    trail.attach(&crew);
+    crew.for_user("carol").kickoff(()).await.expect("runs");
+    trail.flush().await.expect("written");
+    let seen = refusals.lock().expect("seen").clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        (
+            seen[0].budget.as_str(),
+            seen[0].key.as_str(),
+            seen[0].call.as_str()
+        ),
+        ("lookups", "user:carol", "lookup")
+    );
+    assert_eq!(seen[0].agent.as_deref(), Some("Clerk"));
+    let records = audit::tail(&store, "default", 100).await.expect("reads");
+    let refused: Vec<_> = records
+        .iter()
+        .filter(|record| record.kind == "budget_refused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{records:?}");
+    assert_eq!(refused[0].data["budget"], "lookups");
+    assert_eq!(refused[0].data["call"], "lookup");
+    assert!(
+        records
+            .iter()
+            .any(|record| record.kind == "blocked" && record.data["source"] == "budget:lookups")
+    );
+}

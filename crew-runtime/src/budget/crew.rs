@@ -286,6 +286,45 @@ impl Budget {
     }
 }
 
+/// A budget refused a call (SPEC §15): sent as an
+/// [`Event::Integration`](hooks_core::Event::Integration) of kind
+/// [`KIND`](Self::KIND) on the crew's buses, and recorded as
+/// `budget_refused` on an audit trail attached to the crew.
+///
+/// ```
+/// use crew_runtime::Event;
+/// use crew_runtime::budget::BudgetRefusedEvent;
+///
+/// fn on_event(event: &Event) {
+///     if let Event::Integration(integration) = event
+///         && let Some(refused) = integration.downcast_ref::<BudgetRefusedEvent>()
+///     {
+///         eprintln!("{} refused a call of {}: {}", refused.budget, refused.call, refused.reason);
+///     }
+/// }
+/// # let _ = on_event;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BudgetRefusedEvent {
+    /// The budget's name.
+    pub budget: String,
+    /// What it counts per (`user:carol`); empty when the call could not
+    /// be counted at all.
+    pub key: String,
+    /// What was refused: `model` for a model call, else the tool's name.
+    pub call: String,
+    /// Why, in words (the limit and what was used, or why the call could
+    /// not be counted).
+    pub reason: String,
+    /// The crew's name.
+    pub crew: String,
+    /// The agent whose call it was, when known.
+    pub agent: Option<String>,
+}
+
+crate::extension::integration_event!(BudgetRefusedEvent, "BudgetRefused");
+
 /// A budget the crew's build refused.
 ///
 /// ```
@@ -435,6 +474,13 @@ struct GivenBudgets {
 struct CrewBudgets {
     budgets: Vec<Budget>,
     ledger: Arc<dyn Ledger>,
+    /// The crew's name, and its buses: its own registry's (weak: the
+    /// registry holds the hooks that hold this) and the global one.
+    crew: String,
+    buses: (
+        std::sync::Weak<hooks_core::HookRegistry>,
+        crate::registry::SharedRegistry,
+    ),
 }
 
 /// A model call a budget refused, left in the call's extensions for
@@ -602,17 +648,54 @@ impl CrewBudgets {
             return Ok(());
         }
         let tool = ctx.tool_name();
+        let agent = ctx.agent.as_ref().map(|agent| agent.role().to_owned());
+        let refused = |(budget, error): (&Budget, LedgerError)| {
+            self.refused(budget, &error, tool, agent.clone())
+        };
         let charges = self
             .charges(ctx.crew.as_ref(), |budget| budget.counts_tool(tool))
-            .map_err(|(budget, error)| refusal(budget, &error))?;
+            .map_err(refused)?;
         if charges.is_empty() {
             return Ok(());
         }
         self.reserve(&new_reservation_id(), &charges)
             .await
-            .map_err(|(budget, error)| refusal(budget, &error))?;
+            .map_err(refused)?;
         ctx.extensions.insert(Counted);
         Ok(())
+    }
+
+    /// The block of a refused call (`call`: `model`, or the tool's name),
+    /// sent as a [`BudgetRefusedEvent`] on the crew's buses.
+    fn refused(
+        &self,
+        budget: &Budget,
+        error: &LedgerError,
+        call: &str,
+        agent: Option<String>,
+    ) -> HookAborted {
+        let aborted = refusal(budget, error);
+        let event = hooks_core::Event::from(BudgetRefusedEvent {
+            budget: budget.name.clone(),
+            key: match error {
+                LedgerError::Exceeded(over) => over.key.clone(),
+                _ => String::new(),
+            },
+            call: call.to_owned(),
+            reason: aborted.reason.clone(),
+            crew: self.crew.clone(),
+            agent,
+        });
+        let (scoped, global) = &self.buses;
+        if global.events().has_listeners() {
+            global.events().emit(&event);
+        }
+        if let Some(scoped) = scoped.upgrade()
+            && scoped.events().has_listeners()
+        {
+            scoped.events().emit(&event);
+        }
+        aborted
     }
 
     async fn check_model_call(&self, call: &mut LlmCallHookContext) -> Result<(), HookAborted> {
@@ -620,7 +703,10 @@ impl CrewBudgets {
             matches!(budget.measure, Measure::ModelCalls | Measure::Tokens)
         }) {
             Ok(charges) => charges,
-            Err((budget, error)) => return Err(refuse_model_call(call, budget, &error)),
+            Err((budget, error)) => {
+                let _ = self.refused(budget, &error, "model", agent_of(call));
+                return Err(refuse_model_call(call, budget, &error));
+            }
         };
         if charges.is_empty() {
             return Ok(());
@@ -635,7 +721,10 @@ impl CrewBudgets {
                     .iter()
                     .find(|(_, budget)| budget.measure == Measure::Tokens)
                     .map_or(charges[0].1, |(_, budget)| *budget);
-                return Err(refuse_unbounded(call, budget));
+                let aborted = refuse_unbounded(call, budget);
+                let why = LedgerError::Invalid(aborted.reason.clone());
+                let _ = self.refused(budget, &why, "model", agent_of(call));
+                return Err(aborted);
             };
             let most = prompt_bound(call).saturating_add(cap);
             for (charge, budget) in &mut charges {
@@ -674,7 +763,10 @@ impl CrewBudgets {
                 }
                 Ok(())
             }
-            Err((budget, error)) => Err(refuse_model_call(call, budget, &error)),
+            Err((budget, error)) => {
+                let _ = self.refused(budget, &error, "model", agent_of(call));
+                Err(refuse_model_call(call, budget, &error))
+            }
         }
     }
 
@@ -699,6 +791,11 @@ impl CrewBudgets {
             tracing::warn!(target: "crew_runtime::budget", %error, "a model call's tokens could not be settled: its reservation stays charged in full");
         }
     }
+}
+
+/// The role of the agent whose model call `call` is.
+fn agent_of(call: &LlmCallHookContext) -> Option<String> {
+    call.agent.as_ref().map(|agent| agent.role().to_owned())
 }
 
 /// A model call's token reservation, left in its context's extensions
@@ -810,6 +907,8 @@ pub(crate) fn at_build(
     let budgets = CrewBudgets {
         budgets: given.budgets.clone(),
         ledger,
+        crew: scope.crew.to_owned(),
+        buses: (Arc::downgrade(scope.registry), scope.global.clone()),
     };
     // Set once, here: the hooks registered at the first budget read it.
     let _ = given.shared.set(budgets);

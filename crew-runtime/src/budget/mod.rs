@@ -43,7 +43,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 
 pub(crate) use crew::at_build;
-pub use crew::{BUDGET_HOOK_NAME, Budget, BudgetError, Measure, Per};
+pub use crew::{BUDGET_HOOK_NAME, Budget, BudgetError, BudgetRefusedEvent, Measure, Per};
 pub use in_process::InProcessLedger;
 
 /// Over what time a budget counts.
