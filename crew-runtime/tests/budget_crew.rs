@@ -546,3 +546,77 @@ async fn each_budget_refusal_is_an_event_and_an_audit_record() {
             .any(|record| record.kind == "blocked" && record.data["source"] == "budget:lookups")
     );
 }
+
+#[test]
+fn a_budgets_file_with_a_misspelled_field_is_refused_with_line_column_and_did_you_mean() {
+    let toml = "[[budget]]\nname = \"lookups\"\ncounts = \"tool_calls\"\n  limt = 2\n";
+    let error = Budget::from_toml(toml).expect_err("refused");
+    assert_eq!((error.line, error.column), (4, 3), "{error}");
+    assert!(error.message.contains("unknown field `limt`"), "{error}");
+    assert!(
+        error.to_string().contains("did you mean `limit`?"),
+        "{error}"
+    );
+
+    let json =
+        "{\"budget\": [\n  {\"name\": \"lookups\", \"counts\": \"tool_call\", \"limit\": 2}\n]}";
+    let error = Budget::from_json(json).expect_err("refused");
+    assert_eq!(error.line, 2, "{error}");
+    assert!(
+        error.to_string().contains("did you mean `tool_calls`?"),
+        "{error}"
+    );
+
+    // A value of the wrong kind, a window that is none, a field missing.
+    for (text, said) in [
+        (
+            "[[budget]]\nname = \"a\"\ncounts = \"tokens\"\nlimit = \"ten\"\n",
+            "expected u64",
+        ),
+        (
+            "[[budget]]\nname = \"a\"\ncounts = \"tokens\"\nlimit = 10\nwindow = \"1w\"\n",
+            "window `1w`",
+        ),
+        ("[[budget]]\nname = \"a\"\nlimit = 10\n", "counts"),
+    ] {
+        let error = Budget::from_toml(text).expect_err("refused");
+        assert!(error.line > 0, "{error}");
+        assert!(error.to_string().contains(said), "{said}: {error}");
+    }
+    let error = Budget::from_toml(
+        "[[budget]]\nname = \"a\"\ncounts = \"tokens\"\nlimit = 10\nwindow = \"1w\"\n",
+    )
+    .expect_err("refused");
+    assert_eq!(error.line, 5, "{error}");
+}
+
+#[test]
+fn budgets_from_a_file_limit_a_crew_as_budgets_in_code_do() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let hooks = Arc::new(HookRegistry::new());
+    let seen = blocks(&hooks);
+    let agent = Agent::builder("Clerk")
+        .tool(counted("lookup", &runs))
+        .llm(calling("lookup", 3))
+        .build();
+    let budgets = Budget::from_toml(
+        r#"
+        [[budget]]
+        name = "lookups"
+        counts = "tool_calls"
+        tools = ["lookup"]
+        limit = 2
+        per = "user"
+        window = "day"
+        "#,
+    )
+    .expect("loads");
+    let mut builder = crew_of(&agent, &hooks);
+    for budget in budgets {
+        builder = builder.budget(budget);
+    }
+    let crew = builder.build().expect("builds");
+    crew.for_user("carol").kickoff_blocking(()).expect("runs");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(*seen.lock().expect("seen"), ["budget:lookups"]);
+}

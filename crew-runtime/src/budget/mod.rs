@@ -35,6 +35,7 @@
 //! ```
 
 mod crew;
+mod data;
 mod in_process;
 
 use std::fmt;
@@ -44,6 +45,7 @@ use futures_util::future::BoxFuture;
 
 pub(crate) use crew::at_build;
 pub use crew::{BUDGET_HOOK_NAME, Budget, BudgetError, BudgetRefusedEvent, Measure, Per};
+pub use data::BudgetsFileError;
 pub use in_process::InProcessLedger;
 
 /// Over what time a budget counts.
