@@ -620,3 +620,70 @@ fn budgets_from_a_file_limit_a_crew_as_budgets_in_code_do() {
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     assert_eq!(*seen.lock().expect("seen"), ["budget:lookups"]);
 }
+
+/// A crew of one agent on `llm`, with a money budget per crew of `limit`
+/// micro-units on `ledger`, priced by `prices`.
+fn money_crew(
+    llm: ScriptedLlm,
+    limit: u64,
+    prices: crew_runtime::budget::Prices,
+    ledger: &Arc<InProcessLedger>,
+) -> (Crew, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = Agent::builder("Clerk")
+        .tool(counted("lookup", &runs))
+        .llm(Arc::new(llm))
+        .build();
+    let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
+        .budget(Budget::money("spend", limit).per(Per::Crew))
+        .budget_prices(prices)
+        .budget_ledger(ledger.clone())
+        .build()
+        .expect("builds");
+    (crew, runs)
+}
+
+#[test]
+fn a_money_budget_reserves_the_priced_bound_and_settles_at_the_reported_tokens_priced() {
+    use crew_runtime::budget::{Price, Prices};
+    let ledger = Arc::new(InProcessLedger::new());
+    // $1 in and $2 out per million tokens; answers of at most 1 000.
+    let prices = Prices::empty().with("house-model", Price::per_million(1.0, 2.0));
+    let mut llm = ScriptedLlm::new()
+        .named("house-model-2026-01")
+        .max_tokens(1_000)
+        .reporting_usage(TokenUsage::new(50, 10, 60));
+    for _ in 0..5 {
+        llm = llm.call("lookup", json!({}));
+    }
+    // Each turn reserves over 2 000 micro-dollars (the cap alone), six of
+    // them over the limit; each settles at 50 × 1 + 10 × 2 = 70.
+    let (crew, runs) = money_crew(llm.answer("done"), 5_000, prices, &ledger);
+    crew.kickoff_blocking(())
+        .expect("within the budget once settled");
+    assert_eq!(runs.load(Ordering::SeqCst), 5);
+    let spent =
+        futures_executor::block_on(ledger.used(&Charge::new("spend", "crew:crew", 5_000, 1)))
+            .expect("reads");
+    assert_eq!(spent, 6 * 70);
+}
+
+#[test]
+fn a_money_budget_refuses_a_model_with_no_price() {
+    let ledger = Arc::new(InProcessLedger::new());
+    let llm = ScriptedLlm::new().max_tokens(100).answer("done");
+    let (crew, _) = money_crew(
+        llm,
+        1_000_000,
+        crew_runtime::budget::Prices::builtin(),
+        &ledger,
+    );
+    let error = crew.kickoff_blocking(()).expect_err("refused");
+    let CrewError::Integration(integration) = &error else {
+        panic!("the budget's error, not {error:?}");
+    };
+    assert!(matches!(
+        integration.downcast_ref::<BudgetError>(),
+        Some(BudgetError::Unpriced { budget, model }) if budget == "spend" && model == "scripted"
+    ));
+}

@@ -12,7 +12,7 @@ use hooks_core::{
     PRE_TOOL_CALL, TokenUsage, ToolCallHookContext,
 };
 
-use super::{Charge, InProcessLedger, Ledger, LedgerError, Window};
+use super::{Charge, InProcessLedger, Ledger, LedgerError, Price, Prices, Window};
 use crate::error::{BuildError, IntegrationError};
 use crate::extension::{BuildScope, CrewExtension};
 use crate::{Crew, CrewBuilder, CrewError};
@@ -52,6 +52,11 @@ pub enum Measure {
     /// and a margin per message, plus the model's output cap), and is
     /// settled at the tokens the provider reported.
     Tokens,
+    /// What model calls cost, in millionths of the prices' currency unit
+    /// (micro-dollars with the shipped [`Prices`]): reserved as the token
+    /// bound priced (every prompt token at the input price, the output
+    /// cap at the output price), settled at the reported tokens priced.
+    Money,
 }
 
 /// What a budget counts per: each kickoff, the crew, or each user (the
@@ -158,6 +163,24 @@ impl Budget {
         Budget::new(name, Measure::Tokens, limit)
     }
 
+    /// At most `limit` millionths of the currency unit (micro-dollars with
+    /// the shipped [`Prices`]) spent on model calls per kickoff: each
+    /// call reserves what its token bound (see [`Budget::tokens`]) costs,
+    /// every prompt token at the input price; the reported tokens, priced,
+    /// replace it after the answer. A model the crew's prices do not name
+    /// cannot be priced, and its calls are refused
+    /// ([`CrewBuilder::budget_prices`] adds or overrides prices).
+    ///
+    /// ```
+    /// use crew_runtime::budget::{Budget, Per, Window};
+    /// // $5 a day per user.
+    /// let spend = Budget::money("daily-spend", 5_000_000).per(Per::User).window(Window::DayUtc);
+    /// assert_eq!(spend.limit(), 5_000_000);
+    /// ```
+    pub fn money(name: impl Into<String>, limit: u64) -> Self {
+        Budget::new(name, Measure::Money, limit)
+    }
+
     /// At most `limit` tool calls per kickoff (of every tool, unless
     /// [`tools`](Budget::tools) names some): a call past it is blocked
     /// with the source `budget:<name>`, and the agent goes on without it.
@@ -188,7 +211,9 @@ impl Budget {
         match &mut self.measure {
             Measure::ToolCalls { tools } => tools.extend(named),
             // For the build to refuse.
-            Measure::ModelCalls | Measure::Tokens => self.tools_on_model_calls = true,
+            Measure::ModelCalls | Measure::Tokens | Measure::Money => {
+                self.tools_on_model_calls = true;
+            }
         }
         self
     }
@@ -258,8 +283,13 @@ impl Budget {
     fn counts_tool(&self, tool: &str) -> bool {
         match &self.measure {
             Measure::ToolCalls { tools } => tools.is_empty() || tools.iter().any(|t| t == tool),
-            Measure::ModelCalls | Measure::Tokens => false,
+            Measure::ModelCalls | Measure::Tokens | Measure::Money => false,
         }
+    }
+
+    /// Whether it counts what a model call takes (tokens or money).
+    fn bounds_model_calls(&self) -> bool {
+        matches!(self.measure, Measure::Tokens | Measure::Money)
     }
 
     /// The key this budget counts a call of `crew`'s kickoff under.
@@ -369,6 +399,17 @@ pub enum BudgetError {
         "budget `{0}` counts model calls or tokens and names tools: tools are for tool-call budgets"
     )]
     ToolsOnModelCalls(String),
+    /// A model call that no price in the crew's table names, under a
+    /// money budget. The call was refused.
+    #[error(
+        "budget `{budget}` cannot price a call of the model `{model}`: the crew's prices do not name it; add it with CrewBuilder::budget_prices"
+    )]
+    Unpriced {
+        /// The budget.
+        budget: String,
+        /// The model's name.
+        model: String,
+    },
     /// A token budget covers a model call that nothing bounds: the
     /// model's client sets no output cap. The call was refused.
     #[error(
@@ -456,6 +497,33 @@ impl CrewBuilder {
             Ok(())
         }))
     }
+
+    /// Prices the crew's model calls for its money budgets with `prices`
+    /// instead of the shipped table ([`Prices::builtin`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::budget::{Budget, Price, Prices};
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let llm = Arc::new(ScriptedLlm::new().named("house-model").max_tokens(1_000).answer("done"));
+    /// let agent = Agent::builder("Clerk").llm(llm).build();
+    /// let crew = Crew::builder()
+    ///     .agent(agent.clone())
+    ///     .task(Task::builder("Answer").agent(&agent).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .budget(Budget::money("spend", 1_000_000))
+    ///     .budget_prices(Prices::builtin().with("house-model", Price::per_million(1.0, 2.0)))
+    ///     .build()?;
+    /// crew.kickoff_blocking(())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn budget_prices(self, prices: Prices) -> Self {
+        self.pending_hook(Box::new(move |scope| {
+            scope.with_state(|given: &mut GivenBudgets| given.prices = Some(prices));
+            Ok(())
+        }))
+    }
 }
 
 /// What a crew's build collects of [`CrewBuilder::budget`] and
@@ -464,6 +532,7 @@ impl CrewBuilder {
 struct GivenBudgets {
     budgets: Vec<Budget>,
     ledger: Option<Arc<dyn Ledger>>,
+    prices: Option<Prices>,
     /// Whether the hooks are registered (at the first budget).
     hooked: bool,
     /// What the hooks read, set once every budget is given.
@@ -474,6 +543,7 @@ struct GivenBudgets {
 struct CrewBudgets {
     budgets: Vec<Budget>,
     ledger: Arc<dyn Ledger>,
+    prices: Prices,
     /// The crew's name, and its buses: its own registry's (weak: the
     /// registry holds the hooks that hold this) and the global one.
     crew: String,
@@ -700,7 +770,7 @@ impl CrewBudgets {
 
     async fn check_model_call(&self, call: &mut LlmCallHookContext) -> Result<(), HookAborted> {
         let mut charges = match self.charges(call.crew.as_ref(), |budget| {
-            matches!(budget.measure, Measure::ModelCalls | Measure::Tokens)
+            budget.measure == Measure::ModelCalls || budget.bounds_model_calls()
         }) {
             Ok(charges) => charges,
             Err((budget, error)) => {
@@ -711,53 +781,88 @@ impl CrewBudgets {
         if charges.is_empty() {
             return Ok(());
         }
-        let tokens = charges
+        let bounded = charges
             .iter()
-            .any(|(_, budget)| budget.measure == Measure::Tokens);
-        if tokens {
+            .any(|(_, budget)| budget.bounds_model_calls());
+        let mut price = None;
+        if bounded {
+            let model = call
+                .llm
+                .as_ref()
+                .map(|llm| llm.name().to_owned())
+                .unwrap_or_default();
             let cap = call.llm.as_ref().and_then(|llm| llm.max_output_tokens());
-            let Some(cap) = cap else {
-                let budget = charges
+            let first = |measure: Measure| {
+                charges
                     .iter()
-                    .find(|(_, budget)| budget.measure == Measure::Tokens)
-                    .map_or(charges[0].1, |(_, budget)| *budget);
-                let aborted = refuse_unbounded(call, budget);
+                    .find(|(_, budget)| budget.measure == measure)
+                    .map(|(_, budget)| *budget)
+            };
+            let unbounded = match cap {
+                None => first(Measure::Tokens)
+                    .or_else(|| first(Measure::Money))
+                    .map(|budget| {
+                        (
+                            budget,
+                            BudgetError::Unbounded {
+                                budget: budget.name.clone(),
+                                model: model.clone(),
+                            },
+                        )
+                    }),
+                Some(_) => None,
+            };
+            price = self.prices.price(&model);
+            let unpriced = match (price, first(Measure::Money)) {
+                (None, Some(budget)) => Some((
+                    budget,
+                    BudgetError::Unpriced {
+                        budget: budget.name.clone(),
+                        model: model.clone(),
+                    },
+                )),
+                _ => None,
+            };
+            if let Some((budget, error)) = unbounded.or(unpriced) {
+                let aborted = refuse_unboundable(call, budget, error);
                 let why = LedgerError::Invalid(aborted.reason.clone());
                 let _ = self.refused(budget, &why, "model", agent_of(call));
                 return Err(aborted);
-            };
-            let most = prompt_bound(call).saturating_add(cap);
+            }
+            let (prompt, cap) = (prompt_bound(call), cap.unwrap_or(0));
             for (charge, budget) in &mut charges {
-                if budget.measure == Measure::Tokens {
-                    *charge = Charge::over(
-                        budget.name.clone(),
-                        charge.key().to_owned(),
-                        budget.window,
-                        budget.limit,
-                        most,
-                    );
-                }
+                let most = match budget.measure {
+                    Measure::Tokens => prompt.saturating_add(cap),
+                    Measure::Money => price.map_or(u64::MAX, |price| price.cost(prompt, cap)),
+                    _ => continue,
+                };
+                *charge = Charge::over(
+                    budget.name.clone(),
+                    charge.key().to_owned(),
+                    budget.window,
+                    budget.limit,
+                    most,
+                );
             }
         }
         // Each model call is one call of its own: a retry of a failed one
         // is counted again (it may be billed again).
         let id = new_reservation_id();
         let only: Vec<Charge> = charges.iter().map(|(charge, _)| charge.clone()).collect();
-        let admitted = if tokens {
+        let admitted = if bounded {
             self.ledger.reserve(&id, &only).await.map(|_| ())
         } else {
             self.ledger.count(&id, &only).await.map(|_| ())
         };
         match self.admitted(admitted, &charges) {
             Ok(()) => {
-                if tokens {
+                if bounded {
                     call.extensions.insert(HeldTokens {
                         id,
+                        price,
                         budgets: charges
                             .iter()
-                            .map(|(_, budget)| {
-                                (budget.name.clone(), budget.measure == Measure::Tokens)
-                            })
+                            .map(|(_, budget)| (budget.name.clone(), budget.measure.clone()))
                             .collect(),
                     });
                 }
@@ -770,8 +875,9 @@ impl CrewBudgets {
         }
     }
 
-    /// Settles a model call's token reservation at what the provider
-    /// reported; with no report, it stays charged in full.
+    /// Settles a model call's reservation at what the provider reported
+    /// (tokens, and their price); with no report, it stays charged in
+    /// full.
     async fn settle_model_call(&self, call: &mut LlmCallHookContext) {
         let Some(held) = call.extensions.get::<HeldTokens>() else {
             return;
@@ -785,10 +891,27 @@ impl CrewBudgets {
         let costs: Vec<(&str, u64)> = held
             .budgets
             .iter()
-            .map(|(name, tokens)| (name.as_str(), if *tokens { total } else { 1 }))
+            .map(|(name, measure)| {
+                let cost = match measure {
+                    Measure::Tokens => total,
+                    Measure::Money => held.price.map_or(u64::MAX, |price| {
+                        // Tokens the provider counted beyond prompt and
+                        // answer priced as answer tokens: never less.
+                        let extra = total
+                            .saturating_sub(usage.prompt_tokens)
+                            .saturating_sub(usage.completion_tokens);
+                        price.cost(
+                            usage.prompt_tokens,
+                            usage.completion_tokens.saturating_add(extra),
+                        )
+                    }),
+                    _ => 1,
+                };
+                (name.as_str(), cost)
+            })
             .collect();
         if let Err(error) = self.ledger.settle(&held.id, &costs).await {
-            tracing::warn!(target: "crew_runtime::budget", %error, "a model call's tokens could not be settled: its reservation stays charged in full");
+            tracing::warn!(target: "crew_runtime::budget", %error, "a model call's cost could not be settled: its reservation stays charged in full");
         }
     }
 }
@@ -798,13 +921,15 @@ fn agent_of(call: &LlmCallHookContext) -> Option<String> {
     call.agent.as_ref().map(|agent| agent.role().to_owned())
 }
 
-/// A model call's token reservation, left in its context's extensions
-/// for the settlement after the answer: its id, and its budgets (name,
-/// and whether it counts tokens).
+/// A model call's reservation, left in its context's extensions for the
+/// settlement after the answer: its id, the model's price, and its
+/// budgets (name, and what each counts).
 #[derive(Debug, Clone)]
 struct HeldTokens {
     id: String,
-    budgets: Vec<(String, bool)>,
+    /// The model's price, for money budgets.
+    price: Option<Price>,
+    budgets: Vec<(String, Measure)>,
 }
 
 /// The prompt's tokens at most: its bytes (no byte-level tokenizer makes
@@ -832,17 +957,14 @@ fn prompt_bound(call: &LlmCallHookContext) -> u64 {
     })
 }
 
-/// The block of a model call no token budget can bound, with the
-/// kickoff's error left in the call's extensions.
-fn refuse_unbounded(call: &mut LlmCallHookContext, budget: &Budget) -> HookAborted {
-    let error = BudgetError::Unbounded {
-        budget: budget.name.clone(),
-        model: call
-            .llm
-            .as_ref()
-            .map(|llm| llm.name().to_owned())
-            .unwrap_or_default(),
-    };
+/// The block of a model call a token or money budget cannot bound (no
+/// output cap, no price), with the kickoff's error left in the call's
+/// extensions.
+fn refuse_unboundable(
+    call: &mut LlmCallHookContext,
+    budget: &Budget,
+    error: BudgetError,
+) -> HookAborted {
     let reason = error.to_string();
     call.extensions
         .insert(ModelCallRefused(CrewError::Integration(
@@ -907,6 +1029,7 @@ pub(crate) fn at_build(
     let budgets = CrewBudgets {
         budgets: given.budgets.clone(),
         ledger,
+        prices: given.prices.unwrap_or_else(Prices::builtin),
         crew: scope.crew.to_owned(),
         buses: (Arc::downgrade(scope.registry), scope.global.clone()),
     };

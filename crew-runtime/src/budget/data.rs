@@ -25,6 +25,7 @@ enum Counts {
     ModelCalls,
     ToolCalls,
     Tokens,
+    Money,
 }
 
 /// What a budget counts per, as written.
@@ -84,6 +85,7 @@ const NAMES: &[&str] = &[
     "model_calls",
     "tool_calls",
     "tokens",
+    "money",
     "kickoff",
     "crew",
     "user",
@@ -128,7 +130,7 @@ impl fmt::Display for BudgetsFileError {
 }
 
 /// The line and column (from 1) of byte `offset` of `text`.
-fn place(text: &str, offset: usize) -> (usize, usize) {
+pub(super) fn place(text: &str, offset: usize) -> (usize, usize) {
     let mut end = offset.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;
@@ -144,9 +146,10 @@ fn place(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-/// `message` with the name meant, when it names an unknown field or
-/// value (serde's words: "unknown field `limt`", "unknown variant `x`").
-fn with_suggestion(message: &str) -> String {
+/// `message` with the name of `names` meant, when it names an unknown
+/// field or value (serde's words: "unknown field `limt`", "unknown
+/// variant `x`").
+pub(super) fn with_suggestion(message: &str, names: &[&str]) -> String {
     let message = message.trim().to_owned();
     let unknown = ["unknown field `", "unknown variant `"]
         .iter()
@@ -156,7 +159,7 @@ fn with_suggestion(message: &str) -> String {
     let Some(unknown) = unknown else {
         return message;
     };
-    let closest = NAMES
+    let closest = names
         .iter()
         .map(|name| {
             (
@@ -207,6 +210,7 @@ impl Entry {
             Counts::ModelCalls => Budget::model_calls(self.name, self.limit),
             Counts::ToolCalls => Budget::tool_calls(self.name, self.limit),
             Counts::Tokens => Budget::tokens(self.name, self.limit),
+            Counts::Money => Budget::money(self.name, self.limit),
         };
         if !self.tools.is_empty() {
             budget = budget.tools(self.tools);
@@ -228,7 +232,8 @@ impl Entry {
 
 impl Budget {
     /// The budgets of a TOML text: `[[budget]]` tables with `name`,
-    /// `counts` (`model_calls`, `tool_calls` or `tokens`), `limit`, and
+    /// `counts` (`model_calls`, `tool_calls`, `tokens`, or `money` in
+    /// millionths of the prices' currency unit), `limit`, and
     /// optionally `tools`, `per` (`kickoff`, `crew` or `user`), `window`
     /// (`lifetime`, `day`, or a rolling `90s`, `15m`, `1h`, `7d`) and
     /// `on_unavailable` (`refuse` or `allow`). Checked whole: a field or
@@ -264,7 +269,7 @@ impl Budget {
             BudgetsFileError {
                 line,
                 column,
-                message: with_suggestion(error.message()),
+                message: with_suggestion(error.message(), NAMES),
             }
         })?;
         Ok(file.budget.into_iter().map(Entry::budget).collect())
@@ -293,7 +298,7 @@ impl Budget {
             BudgetsFileError {
                 line: error.line(),
                 column: error.column(),
-                message: with_suggestion(message),
+                message: with_suggestion(message, NAMES),
             }
         })?;
         Ok(file.budget.into_iter().map(Entry::budget).collect())

@@ -37,6 +37,7 @@
 mod crew;
 mod data;
 mod in_process;
+mod prices;
 
 use std::fmt;
 use std::time::Duration;
@@ -47,6 +48,7 @@ pub(crate) use crew::at_build;
 pub use crew::{BUDGET_HOOK_NAME, Budget, BudgetError, BudgetRefusedEvent, Measure, Per};
 pub use data::BudgetsFileError;
 pub use in_process::InProcessLedger;
+pub use prices::{Price, Prices};
 
 /// Over what time a budget counts.
 ///
