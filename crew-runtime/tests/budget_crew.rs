@@ -398,11 +398,12 @@ fn a_call_refused_by_a_hook_before_the_budget_is_not_counted() {
     assert_eq!(*seen.lock().expect("seen"), ["first-refused", "budget:one"]);
 }
 
-/// A crew of one agent on `llm`, with a token budget per crew of `limit`
-/// on `ledger`.
-fn token_crew(
+/// A crew of one agent on `llm`, with `budget` (counted per crew) on
+/// `ledger`, priced by `prices`.
+fn budgeted_crew(
     llm: ScriptedLlm,
-    limit: u64,
+    budget: Budget,
+    prices: crew_runtime::budget::Prices,
     ledger: &Arc<InProcessLedger>,
 ) -> (Crew, Arc<AtomicUsize>) {
     let runs = Arc::new(AtomicUsize::new(0));
@@ -411,11 +412,26 @@ fn token_crew(
         .llm(Arc::new(llm))
         .build();
     let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
-        .budget(Budget::tokens("tokens", limit).per(Per::Crew))
+        .budget(budget.per(Per::Crew))
+        .budget_prices(prices)
         .budget_ledger(ledger.clone())
         .build()
         .expect("builds");
     (crew, runs)
+}
+
+/// A crew with a token budget of `limit`.
+fn token_crew(
+    llm: ScriptedLlm,
+    limit: u64,
+    ledger: &Arc<InProcessLedger>,
+) -> (Crew, Arc<AtomicUsize>) {
+    budgeted_crew(
+        llm,
+        Budget::tokens("tokens", limit),
+        crew_runtime::budget::Prices::builtin(),
+        ledger,
+    )
 }
 
 fn tokens_used(ledger: &InProcessLedger, limit: u64) -> u64 {
@@ -621,26 +637,14 @@ fn budgets_from_a_file_limit_a_crew_as_budgets_in_code_do() {
     assert_eq!(*seen.lock().expect("seen"), ["budget:lookups"]);
 }
 
-/// A crew of one agent on `llm`, with a money budget per crew of `limit`
-/// micro-units on `ledger`, priced by `prices`.
+/// A crew with a money budget of `limit` micro-units, priced by `prices`.
 fn money_crew(
     llm: ScriptedLlm,
     limit: u64,
     prices: crew_runtime::budget::Prices,
     ledger: &Arc<InProcessLedger>,
 ) -> (Crew, Arc<AtomicUsize>) {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let agent = Agent::builder("Clerk")
-        .tool(counted("lookup", &runs))
-        .llm(Arc::new(llm))
-        .build();
-    let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
-        .budget(Budget::money("spend", limit).per(Per::Crew))
-        .budget_prices(prices)
-        .budget_ledger(ledger.clone())
-        .build()
-        .expect("builds");
-    (crew, runs)
+    budgeted_crew(llm, Budget::money("spend", limit), prices, ledger)
 }
 
 #[test]

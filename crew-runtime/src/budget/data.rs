@@ -130,7 +130,7 @@ impl fmt::Display for BudgetsFileError {
 }
 
 /// The line and column (from 1) of byte `offset` of `text`.
-pub(super) fn place(text: &str, offset: usize) -> (usize, usize) {
+fn place(text: &str, offset: usize) -> (usize, usize) {
     let mut end = offset.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;
@@ -149,7 +149,7 @@ pub(super) fn place(text: &str, offset: usize) -> (usize, usize) {
 /// `message` with the name of `names` meant, when it names an unknown
 /// field or value (serde's words: "unknown field `limt`", "unknown
 /// variant `x`").
-pub(super) fn with_suggestion(message: &str, names: &[&str]) -> String {
+fn with_suggestion(message: &str, names: &[&str]) -> String {
     let message = message.trim().to_owned();
     let unknown = ["unknown field `", "unknown variant `"]
         .iter()
@@ -173,6 +173,22 @@ pub(super) fn with_suggestion(message: &str, names: &[&str]) -> String {
         Some((_, name)) => format!("{message}; did you mean `{name}`?"),
         None => message,
     }
+}
+
+/// `text` read as TOML into a `T`, or the parser's error at its place,
+/// with the one of `names` meant when it names an unknown one.
+pub(super) fn from_toml<T: serde::de::DeserializeOwned>(
+    text: &str,
+    names: &[&str],
+) -> Result<T, BudgetsFileError> {
+    toml::from_str(text).map_err(|error| {
+        let (line, column) = error.span().map_or((0, 0), |span| place(text, span.start));
+        BudgetsFileError {
+            line,
+            column,
+            message: with_suggestion(error.message(), names),
+        }
+    })
 }
 
 /// A window as written: `lifetime`, `day` (the calendar day, UTC), or a
@@ -264,14 +280,7 @@ impl Budget {
     /// # Ok::<(), crew_runtime::budget::BudgetsFileError>(())
     /// ```
     pub fn from_toml(text: &str) -> Result<Vec<Budget>, BudgetsFileError> {
-        let file: File = toml::from_str(text).map_err(|error| {
-            let (line, column) = error.span().map_or((0, 0), |span| place(text, span.start));
-            BudgetsFileError {
-                line,
-                column,
-                message: with_suggestion(error.message(), NAMES),
-            }
-        })?;
+        let file: File = from_toml(text, NAMES)?;
         Ok(file.budget.into_iter().map(Entry::budget).collect())
     }
 

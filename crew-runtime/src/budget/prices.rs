@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use serde::Deserialize;
 
 use super::BudgetsFileError;
-use super::data::{place, with_suggestion};
+use super::data::from_toml;
 
 /// The table shipped with the runtime (`prices.toml` beside this file).
 const BUILTIN: &str = include_str!("prices.toml");
@@ -142,14 +142,7 @@ impl Prices {
     /// # Ok::<(), crew_runtime::budget::BudgetsFileError>(())
     /// ```
     pub fn from_toml(text: &str) -> Result<Prices, BudgetsFileError> {
-        let file: File = toml::from_str(text).map_err(|error| {
-            let (line, column) = error.span().map_or((0, 0), |span| place(text, span.start));
-            BudgetsFileError {
-                line,
-                column,
-                message: with_suggestion(error.message(), NAMES),
-            }
-        })?;
+        let file: File = from_toml(text, NAMES)?;
         Ok(Prices {
             models: Arc::new(
                 file.model
