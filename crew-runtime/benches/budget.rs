@@ -1,6 +1,7 @@
 //! What a budget's reservation costs (SPEC §5, §15): the round trip of a
 //! reservation and its settlement, one call after another, on the
-//! in-process counters, a SQLite file and PostgreSQL; one budget per call,
+//! in-process counters, a SQLite file, PostgreSQL and Redis (each started
+//! here where installed); one budget per call,
 //! then three. Medians of `RUNS` runs of `CALLS` calls.
 //!
 //! And what budgets add to a kickoff: a crew on the scripted model makes
@@ -10,7 +11,7 @@
 //! budgets). The kickoff's time over its 10,000 calls, medians of
 //! `RUNS` kickoffs of fresh crews.
 //!
-//! `cargo bench -p crew-runtime --features budget,store --bench budget`
+//! `cargo bench -p crew-runtime --features budget,store,redis --bench budget`
 
 #[path = "shared/stores.rs"]
 mod stores;
@@ -160,5 +161,18 @@ fn main() {
             report(backend, &store).await;
         })
         .await;
+        match support::RedisServer::start() {
+            Some(server) => {
+                let ledger = async {
+                    crew_runtime::budget::RedisLedger::initialize(&server.url()).await?;
+                    crew_runtime::budget::RedisLedger::connect(&server.url()).await
+                };
+                match ledger.await {
+                    Ok(ledger) => report("Redis", &ledger).await,
+                    Err(error) => fail("Redis", error),
+                }
+            }
+            None => println!("Redis: skipped (not installed here)"),
+        }
     });
 }

@@ -1,7 +1,7 @@
 //! Budgets' counters (SPEC §15, "Reserve, then settle" and "Exact"): the
-//! in-process ledger and the store's, on a real SQLite file and a real
-//! PostgreSQL; and the store's exact under 8 processes × 1,000 concurrent
-//! calls against one budget.
+//! in-process ledger, the store's on a real SQLite file and a real
+//! PostgreSQL, and Redis's on a real Redis; exact under 8 processes ×
+//! 1,000 concurrent calls against one budget.
 
 #[path = "support/stores.rs"]
 mod stores;
@@ -200,6 +200,125 @@ mod in_process {
     }
 }
 
+/// Each scenario on a Redis of its own.
+mod on_redis {
+    use super::*;
+    use crew_runtime::budget::RedisLedger;
+
+    /// A Redis, initialized, and a ledger on it; `None` where Redis is
+    /// not installed (said loudly, or failed under
+    /// `CREW_REQUIRE_SERVICES=1`).
+    pub(crate) async fn ledger() -> Option<(support::RedisServer, RedisLedger)> {
+        let server = support::RedisServer::start()?;
+        RedisLedger::initialize(&server.url())
+            .await
+            .expect("initialized");
+        let ledger = RedisLedger::connect(&server.url()).await.expect("connects");
+        Some((server, ledger))
+    }
+
+    macro_rules! on_redis {
+        ($($scenario:ident),* $(,)?) => {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    let Some((_server, ledger)) = ledger().await else {
+                        return;
+                    };
+                    scenarios::$scenario(&ledger).await;
+                }
+            )*
+        };
+    }
+
+    on_redis!(
+        a_budget_admits_calls_up_to_its_limit_and_refuses_the_next,
+        one_call_under_three_budgets_one_full_reserves_in_none,
+        a_call_reserving_again_is_counted_once,
+        settling_replaces_the_reservation_and_an_unsettled_one_stays_in_full,
+        bad_charges_are_refused_with_what_is_wrong,
+    );
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_budget_on_a_redis_that_lost_its_counters_is_refused_until_it_is_initialized() {
+        let Some((server, ledger)) = ledger().await else {
+            return;
+        };
+        let charge = Charge::new("tool-calls", "tenant:acme", 2, 1);
+        ledger
+            .reserve("a", from_ref(&charge))
+            .await
+            .expect("counted");
+        // Restarted without persistence: every counter is gone, and so is
+        // the marker.
+        server.restart();
+        // Refused while the ledger reconnects, then for the marker.
+        let started = std::time::Instant::now();
+        loop {
+            match ledger.reserve("b", from_ref(&charge)).await {
+                Err(LedgerError::Unavailable(why)) if why.contains("marker") => break,
+                Err(LedgerError::Unavailable(_)) if started.elapsed() < Duration::from_secs(20) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                other => panic!("refused for the marker, not {other:?}"),
+            }
+        }
+        let again = RedisLedger::connect(&server.url()).await;
+        assert!(
+            matches!(&again, Err(LedgerError::Unavailable(why)) if why.contains("lost its data")),
+            "{again:?}"
+        );
+        // An operator initializes it, knowing what was lost.
+        RedisLedger::initialize(&server.url())
+            .await
+            .expect("initialized");
+        assert!(
+            ledger.reserve("b", from_ref(&charge)).await.is_err(),
+            "an old epoch"
+        );
+        let fresh = RedisLedger::connect(&server.url()).await.expect("connects");
+        fresh
+            .reserve("b", from_ref(&charge))
+            .await
+            .expect("counted again");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_budget_whose_redis_stops_refuses_calls_then_admits_them_once_it_is_back() {
+        let Some(server) = support::RedisServer::start_persistent() else {
+            return;
+        };
+        RedisLedger::initialize(&server.url())
+            .await
+            .expect("initialized");
+        let ledger = RedisLedger::connect(&server.url()).await.expect("connects");
+        let charge = Charge::new("tool-calls", "tenant:acme", 3, 1);
+        ledger
+            .reserve("a", from_ref(&charge))
+            .await
+            .expect("counted");
+        server.stop();
+        let refused = ledger.reserve("b", from_ref(&charge)).await;
+        assert!(
+            matches!(refused, Err(LedgerError::Unavailable(_))),
+            "{refused:?}"
+        );
+        server.run();
+        // The same ledger reconnects; what it counted before is still there.
+        let started = std::time::Instant::now();
+        loop {
+            match ledger.reserve("b", from_ref(&charge)).await {
+                Ok(_) => break,
+                Err(LedgerError::Unavailable(_)) if started.elapsed() < Duration::from_secs(20) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                other => panic!("admitted once Redis is back, not {other:?}"),
+            }
+        }
+        assert_eq!(ledger.used(&charge).await.expect("reads"), 2);
+    }
+}
+
 /// A daily budget and an hourly rolling one, as `advance` moves the
 /// ledger's clock.
 async fn windows(ledger: &dyn Ledger, advance: impl Fn(Duration)) {
@@ -296,6 +415,7 @@ const WORKER_URL: &str = "CREW_BUDGET_WORKER_URL";
 const WORKER_ID: &str = "CREW_BUDGET_WORKER_ID";
 const WORKER_CALLS: &str = "CREW_BUDGET_WORKER_CALLS";
 const WORKER_LIMIT: &str = "CREW_BUDGET_WORKER_LIMIT";
+const WORKER_KIND: &str = "CREW_BUDGET_WORKER_KIND";
 
 /// One worker process of the concurrency test: its calls all at once
 /// against the one budget, then a line with what became of them.
@@ -307,12 +427,20 @@ async fn budget_worker() {
     let id = read(WORKER_ID);
     let calls: usize = read(WORKER_CALLS).parse().expect("a count");
     let limit: u64 = read(WORKER_LIMIT).parse().expect("a limit");
-    let store = Store::connect(&url).await.expect("the store opens");
+    let ledger: Arc<dyn Ledger> = if read(WORKER_KIND) == "redis" {
+        Arc::new(
+            crew_runtime::budget::RedisLedger::connect(&url)
+                .await
+                .expect("Redis answers"),
+        )
+    } else {
+        Arc::new(Store::connect(&url).await.expect("the store opens"))
+    };
     let charge = Charge::new("tool-calls", "tenant:acme", limit, 1);
     let tasks: Vec<_> = (0..calls)
         .map(|n| {
-            let (store, charge, call) = (store.clone(), charge.clone(), format!("{id}-{n}"));
-            tokio::spawn(async move { store.reserve(&call, &[charge]).await })
+            let (ledger, charge, call) = (Arc::clone(&ledger), charge.clone(), format!("{id}-{n}"));
+            tokio::spawn(async move { ledger.reserve(&call, &[charge]).await })
         })
         .collect();
     let (mut admitted, mut exceeded, mut unavailable) = (0, 0, Vec::new());
@@ -333,7 +461,7 @@ async fn budget_worker() {
 /// `processes` worker processes of `calls` concurrent calls each, against
 /// one budget of `limit` on the store at `url`: the calls admitted, and
 /// what the counter holds after.
-fn run_workers(url: &str, processes: usize, calls: usize, limit: u64) -> u64 {
+fn run_workers(kind: &str, url: &str, processes: usize, calls: usize, limit: u64) -> u64 {
     let exe = std::env::current_exe().expect("the test binary");
     let children: Vec<_> = (0..processes)
         .map(|id| {
@@ -343,6 +471,7 @@ fn run_workers(url: &str, processes: usize, calls: usize, limit: u64) -> u64 {
                 .env(WORKER_ID, format!("p{id}"))
                 .env(WORKER_CALLS, calls.to_string())
                 .env(WORKER_LIMIT, limit.to_string())
+                .env(WORKER_KIND, kind)
                 .stdout(std::process::Stdio::piped())
                 .spawn()
                 .expect("a worker starts")
@@ -375,22 +504,40 @@ fn run_workers(url: &str, processes: usize, calls: usize, limit: u64) -> u64 {
 }
 
 /// SPEC §15, "Exact": 8 processes × 1,000 concurrent calls against one
-/// budget on a real PostgreSQL: the calls admitted never exceed the limit
-/// (each reserves 1, so not by one call either), and the counter holds
-/// exactly what was admitted. On SQLite, 4 processes × 250.
+/// budget on a real PostgreSQL and a real Redis: the calls admitted never
+/// exceed the limit (each reserves 1, so not by one call either), and the
+/// counter holds exactly what was admitted. On SQLite, 4 processes × 250.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn budget_exact_under_concurrency() {
-    for (kind, processes, calls, limit) in [("postgres", 8, 1_000, 3_000), ("sqlite", 4, 250, 600)]
-    {
-        let Some((store, keep)) = stores::store(kind).await else {
-            continue;
+    for (kind, processes, calls, limit) in [
+        ("postgres", 8, 1_000, 3_000),
+        ("redis", 8, 1_000, 3_000),
+        ("sqlite", 4, 250, 600),
+    ] {
+        // What keeps the counters' home alive, its URL, and a ledger on it.
+        let (keep, url, ledger): (Box<dyn std::any::Any>, String, Arc<dyn Ledger>) = match kind {
+            "redis" => {
+                let Some((server, ledger)) = on_redis::ledger().await else {
+                    continue;
+                };
+                let url = server.url();
+                (Box::new(server), url, Arc::new(ledger))
+            }
+            _ => {
+                let Some((store, keep)) = stores::store(kind).await else {
+                    continue;
+                };
+                let url = keep.url.clone();
+                (Box::new(keep), url, Arc::new(store))
+            }
         };
-        let url = keep.url.clone();
-        let admitted =
-            tokio::task::spawn_blocking(move || run_workers(&url, processes, calls, limit))
-                .await
-                .expect("the workers ran");
-        let used = store
+        let worker_url = url.clone();
+        let admitted = tokio::task::spawn_blocking(move || {
+            run_workers(kind, &worker_url, processes, calls, limit)
+        })
+        .await
+        .expect("the workers ran");
+        let used = ledger
             .used(&Charge::new("tool-calls", "tenant:acme", limit, 1))
             .await
             .expect("reads");
@@ -407,5 +554,6 @@ async fn budget_exact_under_concurrency() {
             used, admitted,
             "{kind}: the counter holds what was admitted"
         );
+        drop(keep);
     }
 }

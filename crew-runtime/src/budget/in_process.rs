@@ -73,7 +73,8 @@ impl Default for InProcessLedger {
     }
 }
 
-fn system_ms() -> i64 {
+/// The system's clock, in ms since the Unix epoch.
+pub(super) fn system_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| {

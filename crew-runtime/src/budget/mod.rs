@@ -38,6 +38,8 @@ mod crew;
 mod data;
 mod in_process;
 mod prices;
+#[cfg(feature = "redis")]
+mod redis_ledger;
 
 use std::fmt;
 use std::time::Duration;
@@ -49,6 +51,8 @@ pub use crew::{BUDGET_HOOK_NAME, Budget, BudgetError, BudgetRefusedEvent, Measur
 pub use data::BudgetsFileError;
 pub use in_process::InProcessLedger;
 pub use prices::{Price, Prices};
+#[cfg(feature = "redis")]
+pub use redis_ledger::RedisLedger;
 
 /// Over what time a budget counts.
 ///

@@ -1,6 +1,7 @@
 //! Real services for the tests, started by the test binary itself: a
-//! throw-away PostgreSQL cluster ([`postgres_database`]) and a headless
-//! Chromium driven through WebDriver ([`browser`]).
+//! throw-away PostgreSQL cluster ([`postgres_database`]), a throw-away
+//! Redis ([`RedisServer`]) and a headless Chromium driven through
+//! WebDriver ([`browser`]).
 //!
 //! A test file includes it with `mod support;` and needs the `store`
 //! feature (the databases are made through sqlx). Unix only: the server
@@ -23,6 +24,7 @@
 mod browser;
 mod inbox;
 mod postgres;
+mod redis;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -35,6 +37,8 @@ pub(crate) use browser::{Browser, browser, sign_in};
 pub(crate) use inbox::{ServedInbox, serve_inbox};
 #[allow(unused_imports)]
 pub(crate) use postgres::{postgres_database, restart_postgres};
+#[allow(unused_imports)]
+pub(crate) use redis::RedisServer;
 
 /// The environment variable that turns a missing service into a failure.
 pub(crate) const REQUIRE_SERVICES: &str = "CREW_REQUIRE_SERVICES";
