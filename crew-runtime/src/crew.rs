@@ -184,6 +184,8 @@ pub struct Crew {
     inner: Arc<CrewInner>,
     /// Who the kickoffs of this value run for ([`Crew::for_user`]).
     user: Option<Arc<str>>,
+    /// The tenant they run for ([`Crew::for_tenant`]).
+    tenant: Option<Arc<str>>,
     /// The running kickoff's id, on the value a kickoff hands its hooks.
     kickoff_id: Option<Arc<str>>,
 }
@@ -220,6 +222,7 @@ impl Crew {
         Crew {
             inner: Arc::clone(&self.inner),
             user: Some(Arc::from(user.into())),
+            tenant: self.tenant.clone(),
             kickoff_id: None,
         }
     }
@@ -230,6 +233,7 @@ impl Crew {
         Crew {
             inner: Arc::clone(&self.inner),
             user: self.user.clone(),
+            tenant: self.tenant.clone(),
             kickoff_id: Some(Arc::from(uuid::Uuid::new_v4().to_string())),
         }
     }
@@ -240,6 +244,7 @@ impl Crew {
         Crew {
             inner: Arc::clone(&self.inner),
             user: self.user.clone(),
+            tenant: self.tenant.clone(),
             kickoff_id: Some(Arc::from(kickoff_id)),
         }
     }
@@ -253,6 +258,7 @@ impl Crew {
         Crew {
             inner: Arc::clone(&self.inner),
             user: user.map(Arc::from),
+            tenant: self.tenant.clone(),
             kickoff_id: None,
         }
     }
@@ -260,6 +266,40 @@ impl Crew {
     /// Who this value's kickoffs run for (see [`Crew::for_user`]).
     pub fn user(&self) -> Option<&str> {
         self.user.as_deref()
+    }
+
+    /// The same crew, whose kickoffs run for the tenant `tenant` (the
+    /// customer account of a service that runs crews for several): hooks
+    /// read it as [`CrewInfo::tenant`], and budgets counted per tenant
+    /// count it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crew_runtime::prelude::*;
+    ///
+    /// let agent = Agent::builder("Writer").llm(Arc::new(ScriptedLlm::new().answer("draft"))).build();
+    /// let crew = Crew::builder()
+    ///     .agent(agent.clone())
+    ///     .task(Task::builder("Draft").agent(&agent).build())
+    ///     .global_registry(Arc::new(HookRegistry::new()))
+    ///     .build()?;
+    /// let for_acme = crew.for_tenant("acme").for_user("alice");
+    /// assert_eq!((for_acme.tenant(), for_acme.user()), (Some("acme"), Some("alice")));
+    /// assert_eq!(crew.tenant(), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn for_tenant(&self, tenant: impl Into<String>) -> Crew {
+        Crew {
+            inner: Arc::clone(&self.inner),
+            user: self.user.clone(),
+            tenant: Some(Arc::from(tenant.into())),
+            kickoff_id: self.kickoff_id.clone(),
+        }
+    }
+
+    /// The tenant this value's kickoffs run for (see [`Crew::for_tenant`]).
+    pub fn tenant(&self) -> Option<&str> {
+        self.tenant.as_deref()
     }
 
     /// The crew's name.
@@ -604,6 +644,10 @@ impl CrewInfo for Crew {
 
     fn user(&self) -> Option<&str> {
         self.user.as_deref()
+    }
+
+    fn tenant(&self) -> Option<&str> {
+        self.tenant.as_deref()
     }
 
     fn kickoff_id(&self) -> Option<&str> {
@@ -1598,6 +1642,7 @@ impl CrewBuilder {
         Ok(Crew {
             inner: Arc::new(inner),
             user: None,
+            tenant: None,
             kickoff_id: None,
         })
     }

@@ -691,3 +691,32 @@ fn a_money_budget_refuses_a_model_with_no_price() {
         Some(BudgetError::Unpriced { budget, model }) if budget == "spend" && model == "scripted"
     ));
 }
+
+#[test]
+fn a_per_tenant_budget_counts_every_user_of_a_tenant_together() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut llm = ScriptedLlm::new();
+    for _ in 0..4 {
+        llm = llm.call("lookup", json!({})).answer("done");
+    }
+    let agent = Agent::builder("Clerk")
+        .tool(counted("lookup", &runs))
+        .llm(Arc::new(llm))
+        .build();
+    let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
+        .budget(Budget::tool_calls("per-tenant", 2).per(Per::Tenant))
+        .build()
+        .expect("builds");
+    let acme = crew.for_tenant("acme");
+    acme.for_user("alice").kickoff_blocking(()).expect("alice");
+    acme.for_user("bob").kickoff_blocking(()).expect("bob");
+    // Acme's two calls are spent, whoever asks; globex has its own.
+    acme.for_user("carol")
+        .kickoff_blocking(())
+        .expect("blocked, goes on");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    crew.for_tenant("globex")
+        .kickoff_blocking(())
+        .expect("globex's");
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+}

@@ -59,8 +59,10 @@ pub enum Measure {
     Money,
 }
 
-/// What a budget counts per: each kickoff, the crew, or each user (the
-/// kickoff's `user`; kickoffs with no user share one counter).
+/// What a budget counts per: each kickoff, the crew, each user (the
+/// kickoff's [`user`](crate::Crew::for_user)) or each tenant (its
+/// [`tenant`](crate::Crew::for_tenant)); kickoffs with no user (or no
+/// tenant) share one counter.
 ///
 /// ```
 /// use crew_runtime::budget::{Budget, Per};
@@ -77,6 +79,8 @@ pub enum Per {
     Crew,
     /// Each user of the crew's kickoffs.
     User,
+    /// Each tenant of the crew's kickoffs.
+    Tenant,
 }
 
 /// A limit on a crew's calls (SPEC §15): so many model calls or tool
@@ -302,6 +306,10 @@ impl Budget {
             Per::User => Ok(format!(
                 "user:{}",
                 crew.and_then(|crew| crew.user()).unwrap_or("")
+            )),
+            Per::Tenant => Ok(format!(
+                "tenant:{}",
+                crew.and_then(|crew| crew.tenant()).unwrap_or("")
             )),
             Per::Kickoff => crew
                 .and_then(|crew| crew.kickoff_id())
@@ -1093,6 +1101,7 @@ impl CrewExtension for CrewBudgetsExtension {
                     Per::Kickoff => "kickoff",
                     Per::Crew => "crew",
                     Per::User => "user",
+                    Per::Tenant => "tenant",
                 },
                 budget.window
             ));

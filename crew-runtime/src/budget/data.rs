@@ -35,6 +35,7 @@ enum PerEntry {
     Kickoff,
     Crew,
     User,
+    Tenant,
 }
 
 /// What a budget does while its counters cannot be reached.
@@ -89,6 +90,7 @@ const NAMES: &[&str] = &[
     "kickoff",
     "crew",
     "user",
+    "tenant",
     "refuse",
     "allow",
 ];
@@ -235,6 +237,7 @@ impl Entry {
             None | Some(PerEntry::Kickoff) => Per::Kickoff,
             Some(PerEntry::Crew) => Per::Crew,
             Some(PerEntry::User) => Per::User,
+            Some(PerEntry::Tenant) => Per::Tenant,
         });
         if let Some(WindowEntry(window)) = self.window {
             budget = budget.window(window);
@@ -250,7 +253,7 @@ impl Budget {
     /// The budgets of a TOML text: `[[budget]]` tables with `name`,
     /// `counts` (`model_calls`, `tool_calls`, `tokens`, or `money` in
     /// millionths of the prices' currency unit), `limit`, and
-    /// optionally `tools`, `per` (`kickoff`, `crew` or `user`), `window`
+    /// optionally `tools`, `per` (`kickoff`, `crew`, `user` or `tenant`), `window`
     /// (`lifetime`, `day`, or a rolling `90s`, `15m`, `1h`, `7d`) and
     /// `on_unavailable` (`refuse` or `allow`). Checked whole: a field or
     /// value misspelled, missing or of the wrong type is refused with its

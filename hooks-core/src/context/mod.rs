@@ -215,6 +215,24 @@ pub trait CrewInfo: Any + Send + Sync {
         None
     }
 
+    /// The tenant the kickoff runs for, when it names one (the customer
+    /// account of a service that runs crews for several). The default
+    /// names none.
+    ///
+    /// ```
+    /// use hooks_core::CrewInfo;
+    ///
+    /// struct Support;
+    /// impl CrewInfo for Support {
+    ///     fn name(&self) -> &str { "support" }
+    ///     fn tenant(&self) -> Option<&str> { Some("acme") }
+    /// }
+    /// assert_eq!(Support.tenant(), Some("acme"));
+    /// ```
+    fn tenant(&self) -> Option<&str> {
+        None
+    }
+
     /// The id of the kickoff running the call: unguessable, unique per
     /// kickoff, the same for every call of one kickoff. The default has
     /// none.
