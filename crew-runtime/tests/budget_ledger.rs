@@ -416,6 +416,7 @@ const WORKER_ID: &str = "CREW_BUDGET_WORKER_ID";
 const WORKER_CALLS: &str = "CREW_BUDGET_WORKER_CALLS";
 const WORKER_LIMIT: &str = "CREW_BUDGET_WORKER_LIMIT";
 const WORKER_KIND: &str = "CREW_BUDGET_WORKER_KIND";
+const WORKER_HOLDS: &str = "CREW_BUDGET_WORKER_HOLDS";
 
 /// One worker process of the concurrency test: its calls all at once
 /// against the one budget, then a line with what became of them.
@@ -436,6 +437,18 @@ async fn budget_worker() {
     } else {
         Arc::new(Store::connect(&url).await.expect("the store opens"))
     };
+    if std::env::var(WORKER_HOLDS).is_ok() {
+        // Reserves a model turn's tokens, says so, and waits to be killed
+        // before it settles.
+        let tokens = Charge::new("tokens", "tenant:acme", limit, 4_000);
+        ledger
+            .reserve(&format!("{id}-turn"), &[tokens])
+            .await
+            .expect("reserved");
+        println!("BUDGET_WORKER held");
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        return;
+    }
     let charge = Charge::new("tool-calls", "tenant:acme", limit, 1);
     let tasks: Vec<_> = (0..calls)
         .map(|n| {
@@ -553,6 +566,71 @@ async fn budget_exact_under_concurrency() {
         assert_eq!(
             used, admitted,
             "{kind}: the counter holds what was admitted"
+        );
+        drop(keep);
+    }
+}
+
+/// SPEC §15: a process killed while it holds a reservation (its model
+/// call under way, never settled) leaves it charged in full: the call may
+/// have been billed. On PostgreSQL and on Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_keeps_a_killed_process_reservation_charged_in_full() {
+    use std::io::BufRead as _;
+    for kind in ["postgres", "redis"] {
+        let (keep, url, ledger): (Box<dyn std::any::Any>, String, Arc<dyn Ledger>) = match kind {
+            "redis" => {
+                let Some((server, ledger)) = on_redis::ledger().await else {
+                    continue;
+                };
+                let url = server.url();
+                (Box::new(server), url, Arc::new(ledger))
+            }
+            _ => {
+                let Some((store, keep)) = stores::store(kind).await else {
+                    continue;
+                };
+                let url = keep.url.clone();
+                (Box::new(keep), url, Arc::new(store))
+            }
+        };
+        let exe = std::env::current_exe().expect("the test binary");
+        let mut child = std::process::Command::new(exe)
+            .args(["--ignored", "--exact", "budget_worker", "--nocapture"])
+            .env(WORKER_URL, &url)
+            .env(WORKER_ID, "killed")
+            .env(WORKER_CALLS, "0")
+            .env(WORKER_LIMIT, "10000")
+            .env(WORKER_KIND, kind)
+            .env(WORKER_HOLDS, "1")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("a worker starts");
+        let stdout = child.stdout.take().expect("its output");
+        let held = tokio::task::spawn_blocking(move || {
+            std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .any(|line| line.contains("BUDGET_WORKER held"))
+        })
+        .await
+        .expect("read");
+        assert!(held, "{kind}: the worker reserved");
+        child.kill().expect("killed");
+        let _ = child.wait();
+        let tokens = Charge::new("tokens", "tenant:acme", 10_000, 4_000);
+        assert_eq!(ledger.used(&tokens).await.expect("reads"), 4_000, "{kind}");
+        // The budget has 6 000 left: one more such turn, not two.
+        ledger
+            .reserve("after-1", from_ref(&tokens))
+            .await
+            .expect("fits");
+        assert!(
+            matches!(
+                ledger.reserve("after-2", from_ref(&tokens)).await,
+                Err(LedgerError::Exceeded(_))
+            ),
+            "{kind}"
         );
         drop(keep);
     }
