@@ -490,7 +490,7 @@ fn a_token_budget_refuses_a_model_with_no_output_cap() {
 }
 
 #[test]
-fn an_answer_with_no_usage_reported_stays_charged_in_full() {
+fn an_answer_with_no_usage_reported_stays_charged_in_full_in_its_budget() {
     let ledger = Arc::new(InProcessLedger::new());
     let llm = ScriptedLlm::new().max_tokens(300).answer("done");
     let (crew, _) = token_crew(llm, 100_000, &ledger);
@@ -719,4 +719,63 @@ fn a_per_tenant_budget_counts_every_user_of_a_tenant_together() {
         .kickoff_blocking(())
         .expect("globex's");
     assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
+#[test]
+fn a_budget_of_some_capabilities_counts_the_calls_of_the_tools_declaring_them() {
+    let (fetches, reads) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let open_world = crew_runtime::ToolAnnotations::new()
+        .read_only(true)
+        .open_world(true);
+    let closed = crew_runtime::ToolAnnotations::new()
+        .read_only(true)
+        .open_world(false);
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .call("fetch_url", json!({}))
+            .call("read_file", json!({}))
+            .call("fetch_url", json!({}))
+            .call("read_file", json!({}))
+            .answer("done"),
+    );
+    let agent = Agent::builder("Researcher")
+        .tool(counted("fetch_url", &fetches).with_annotations(open_world))
+        .tool(counted("read_file", &reads).with_annotations(closed))
+        .llm(llm)
+        .build();
+    let budgets = Budget::from_toml(
+        "[[budget]]\nname = \"outside\"\ncounts = \"tool_calls\"\ncapabilities = [\"open_world\"]\nlimit = 1\n",
+    )
+    .expect("loads");
+    let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
+        .budget(budgets.into_iter().next().expect("one"))
+        .build()
+        .expect("builds");
+    crew.kickoff_blocking(()).expect("runs");
+    assert_eq!(fetches.load(Ordering::SeqCst), 1);
+    assert_eq!(reads.load(Ordering::SeqCst), 2);
+    let explained = crew.explain("fetch_url", "Researcher");
+    assert!(
+        explained
+            .notes
+            .iter()
+            .any(|note| note.contains("budget `outside`")),
+        "{explained:?}"
+    );
+    assert!(
+        !crew
+            .explain("read_file", "Researcher")
+            .notes
+            .iter()
+            .any(|note| note.contains("budget `outside`"))
+    );
+    let error = Budget::from_toml(
+        "[[budget]]\nname = \"x\"\ncounts = \"tool_calls\"\ncapabilities = [\"open_wrld\"]\nlimit = 1\n",
+    )
+    .expect_err("refused");
+    assert!(
+        error.to_string().contains("did you mean `open_world`?"),
+        "{error}"
+    );
+    assert_eq!(error.line, 4);
 }

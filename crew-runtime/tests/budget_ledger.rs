@@ -84,7 +84,7 @@ mod scenarios {
         assert_eq!(ledger.used(&per_kickoff).await.expect("reads"), 4_000);
     }
 
-    pub(crate) async fn a_call_reserving_again_is_counted_once(ledger: &dyn Ledger) {
+    pub(crate) async fn a_call_reserving_again_is_counted_once_in_its_budget(ledger: &dyn Ledger) {
         let charge = Charge::new("model-calls", "crew:support", 10, 1);
         assert_eq!(
             ledger
@@ -103,7 +103,7 @@ mod scenarios {
         assert_eq!(ledger.used(&charge).await.expect("reads"), 1);
     }
 
-    pub(crate) async fn settling_replaces_the_reservation_and_an_unsettled_one_stays_in_full(
+    pub(crate) async fn settling_replaces_a_budgets_reservation_and_an_unsettled_one_stays_in_full(
         ledger: &dyn Ledger,
     ) {
         let tokens = Charge::new("tokens", "kickoff:k2", 10_000, 6_000);
@@ -137,7 +137,7 @@ mod scenarios {
         assert!(ledger.reserve("turn-3", from_ref(&tokens)).await.is_err());
     }
 
-    pub(crate) async fn bad_charges_are_refused_with_what_is_wrong(ledger: &dyn Ledger) {
+    pub(crate) async fn bad_budget_charges_are_refused_with_what_is_wrong(ledger: &dyn Ledger) {
         let charge = Charge::new("tool-calls", "user:carol", 3, 1);
         let empty = ledger.reserve("", from_ref(&charge)).await;
         assert!(
@@ -180,9 +180,9 @@ mod in_process {
     in_process!(
         a_budget_admits_calls_up_to_its_limit_and_refuses_the_next,
         one_call_under_three_budgets_one_full_reserves_in_none,
-        a_call_reserving_again_is_counted_once,
-        settling_replaces_the_reservation_and_an_unsettled_one_stays_in_full,
-        bad_charges_are_refused_with_what_is_wrong,
+        a_call_reserving_again_is_counted_once_in_its_budget,
+        settling_replaces_a_budgets_reservation_and_an_unsettled_one_stays_in_full,
+        bad_budget_charges_are_refused_with_what_is_wrong,
     );
 
     #[tokio::test]
@@ -234,9 +234,9 @@ mod on_redis {
     on_redis!(
         a_budget_admits_calls_up_to_its_limit_and_refuses_the_next,
         one_call_under_three_budgets_one_full_reserves_in_none,
-        a_call_reserving_again_is_counted_once,
-        settling_replaces_the_reservation_and_an_unsettled_one_stays_in_full,
-        bad_charges_are_refused_with_what_is_wrong,
+        a_call_reserving_again_is_counted_once_in_its_budget,
+        settling_replaces_a_budgets_reservation_and_an_unsettled_one_stays_in_full,
+        bad_budget_charges_are_refused_with_what_is_wrong,
     );
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -358,19 +358,20 @@ async fn one_call_under_three_budgets_one_full_reserves_in_none(store: Store, _k
     scenarios::one_call_under_three_budgets_one_full_reserves_in_none(&store).await;
 }
 
-async fn a_call_reserving_again_is_counted_once(store: Store, _keep: Keep) {
-    scenarios::a_call_reserving_again_is_counted_once(&store).await;
+async fn a_call_reserving_again_is_counted_once_in_its_budget(store: Store, _keep: Keep) {
+    scenarios::a_call_reserving_again_is_counted_once_in_its_budget(&store).await;
 }
 
-async fn settling_replaces_the_reservation_and_an_unsettled_one_stays_in_full(
+async fn settling_replaces_a_budgets_reservation_and_an_unsettled_one_stays_in_full(
     store: Store,
     _keep: Keep,
 ) {
-    scenarios::settling_replaces_the_reservation_and_an_unsettled_one_stays_in_full(&store).await;
+    scenarios::settling_replaces_a_budgets_reservation_and_an_unsettled_one_stays_in_full(&store)
+        .await;
 }
 
-async fn bad_charges_are_refused_with_what_is_wrong(store: Store, _keep: Keep) {
-    scenarios::bad_charges_are_refused_with_what_is_wrong(&store).await;
+async fn bad_budget_charges_are_refused_with_what_is_wrong(store: Store, _keep: Keep) {
+    scenarios::bad_budget_charges_are_refused_with_what_is_wrong(&store).await;
 }
 
 async fn a_daily_budget_starts_afresh_each_utc_day_and_a_rolling_one_as_its_window_passes(
@@ -380,7 +381,7 @@ async fn a_daily_budget_starts_afresh_each_utc_day_and_a_rolling_one_as_its_wind
     windows(&store, |by| store.advance_clock(by)).await;
 }
 
-async fn a_second_replica_sees_the_first_ones_reservations(store: Store, keep: Keep) {
+async fn a_second_replica_sees_the_first_ones_budget_reservations(store: Store, keep: Keep) {
     let other = Store::connect(&keep.url).await.expect("opens again");
     let charge = Charge::new("model-calls", "tenant:acme", 2, 1);
     store.reserve("r1", from_ref(&charge)).await.expect("first");
@@ -403,11 +404,11 @@ async fn a_second_replica_sees_the_first_ones_reservations(store: Store, keep: K
 on_both_stores!(
     a_budget_admits_calls_up_to_its_limit_and_refuses_the_next,
     one_call_under_three_budgets_one_full_reserves_in_none,
-    a_call_reserving_again_is_counted_once,
-    settling_replaces_the_reservation_and_an_unsettled_one_stays_in_full,
-    bad_charges_are_refused_with_what_is_wrong,
+    a_call_reserving_again_is_counted_once_in_its_budget,
+    settling_replaces_a_budgets_reservation_and_an_unsettled_one_stays_in_full,
+    bad_budget_charges_are_refused_with_what_is_wrong,
     a_daily_budget_starts_afresh_each_utc_day_and_a_rolling_one_as_its_window_passes,
-    a_second_replica_sees_the_first_ones_reservations,
+    a_second_replica_sees_the_first_ones_budget_reservations,
 );
 
 /// The environment a worker process of the concurrency test reads.

@@ -8,8 +8,8 @@ use std::sync::{Arc, OnceLock};
 
 use hooks_core::runtime::register_crew_async_hook;
 use hooks_core::{
-    CrewInfo, HookAborted, HookOptions, LlmCallHookContext, POST_MODEL_CALL, PRE_MODEL_CALL,
-    PRE_TOOL_CALL, TokenUsage, ToolCallHookContext,
+    Capabilities, Capability, CrewInfo, HookAborted, HookOptions, LlmCallHookContext,
+    POST_MODEL_CALL, PRE_MODEL_CALL, PRE_TOOL_CALL, TokenUsage, ToolCallHookContext,
 };
 
 use super::{Charge, InProcessLedger, Ledger, LedgerError, Price, Prices, Window};
@@ -108,6 +108,9 @@ pub struct Budget {
     window: Window,
     limit: u64,
     allow_when_unavailable: bool,
+    /// Tool calls of tools having any of these capabilities count (with
+    /// those of the tools named).
+    capabilities: Vec<Capability>,
     /// Tools were named on a model-call budget (refused at the build).
     tools_on_model_calls: bool,
 }
@@ -133,6 +136,7 @@ impl Budget {
             window: Window::Lifetime,
             limit,
             allow_when_unavailable: false,
+            capabilities: Vec::new(),
             tools_on_model_calls: false,
         }
     }
@@ -283,10 +287,41 @@ impl Budget {
         self.limit
     }
 
-    /// Whether a tool call of `tool` counts.
-    fn counts_tool(&self, tool: &str) -> bool {
+    /// Counts only the calls of tools having any of `capabilities` (as
+    /// they declare them: a tool that declares nothing counts as
+    /// destructive and open-world), with those of the tools
+    /// [named](Budget::tools). A tool-call budget; the build refuses it on
+    /// another.
+    ///
+    /// ```
+    /// use crew_runtime::budget::Budget;
+    /// use crew_runtime::Capability;
+    /// // At most 10 calls a kickoff of tools that reach the open world.
+    /// let budget = Budget::tool_calls("outside", 10).capabilities([Capability::OpenWorld]);
+    /// assert_eq!(budget.capabilities_of(), [Capability::OpenWorld]);
+    /// ```
+    pub fn capabilities(mut self, capabilities: impl IntoIterator<Item = Capability>) -> Self {
+        self.capabilities.extend(capabilities);
+        if !matches!(self.measure, Measure::ToolCalls { .. }) {
+            self.tools_on_model_calls = true;
+        }
+        self
+    }
+
+    /// The capabilities whose tools' calls it counts (none: see
+    /// [`Measure::ToolCalls`]).
+    pub fn capabilities_of(&self) -> &[Capability] {
+        &self.capabilities
+    }
+
+    /// Whether a tool call of `tool`, a tool having `has`, counts.
+    fn counts_tool(&self, tool: &str, has: Capabilities) -> bool {
         match &self.measure {
-            Measure::ToolCalls { tools } => tools.is_empty() || tools.iter().any(|t| t == tool),
+            Measure::ToolCalls { tools } => {
+                (tools.is_empty() && self.capabilities.is_empty())
+                    || tools.iter().any(|t| t == tool)
+                    || self.capabilities.iter().any(|c| has.contains(*c))
+            }
             Measure::ModelCalls | Measure::Tokens | Measure::Money => false,
         }
     }
@@ -402,9 +437,9 @@ pub enum BudgetError {
         /// The crew's tool closest to it.
         closest: Option<String>,
     },
-    /// A model-call or token budget names tools.
+    /// A model-call, token or money budget names tools or capabilities.
     #[error(
-        "budget `{0}` counts model calls or tokens and names tools: tools are for tool-call budgets"
+        "budget `{0}` counts model calls, tokens or money and names tools or capabilities: they are for tool-call budgets"
     )]
     ToolsOnModelCalls(String),
     /// A model call that no price in the crew's table names, under a
@@ -726,12 +761,16 @@ impl CrewBudgets {
             return Ok(());
         }
         let tool = ctx.tool_name();
+        let has = ctx
+            .tool
+            .as_deref()
+            .map_or(Capabilities::NONE, |tool| tool.annotations().capabilities());
         let agent = ctx.agent.as_ref().map(|agent| agent.role().to_owned());
         let refused = |(budget, error): (&Budget, LedgerError)| {
             self.refused(budget, &error, tool, agent.clone())
         };
         let charges = self
-            .charges(ctx.crew.as_ref(), |budget| budget.counts_tool(tool))
+            .charges(ctx.crew.as_ref(), |budget| budget.counts_tool(tool, has))
             .map_err(refused)?;
         if charges.is_empty() {
             return Ok(());
@@ -1045,6 +1084,11 @@ pub(crate) fn at_build(
     let _ = given.shared.set(budgets);
     Ok(Some(Arc::new(CrewBudgetsExtension {
         budgets: given.budgets,
+        tools: scope
+            .tools
+            .iter()
+            .map(|tool| (tool.name().to_owned(), tool.annotations().capabilities()))
+            .collect(),
     })))
 }
 
@@ -1084,15 +1128,16 @@ fn check(budgets: &[Budget], scope: &BuildScope<'_>) -> Result<(), BudgetError> 
 /// A crew's budgets, as its run and `explain` see them.
 struct CrewBudgetsExtension {
     budgets: Vec<Budget>,
+    /// The crew's tools and their capabilities, for `explain`.
+    tools: std::collections::HashMap<String, Capabilities>,
 }
 
 impl CrewExtension for CrewBudgetsExtension {
     fn explain(&self, tool: &str, _role: Option<&str>, notes: &mut Vec<String>) {
-        for budget in self
-            .budgets
-            .iter()
-            .filter(|budget| budget.counts_tool(tool))
-        {
+        for budget in self.budgets.iter().filter(|budget| {
+            let has = self.tools.get(tool).copied().unwrap_or(Capabilities::NONE);
+            budget.counts_tool(tool, has)
+        }) {
             notes.push(format!(
                 "budget `{}`: at most {} call(s) per {} over {}",
                 budget.name,

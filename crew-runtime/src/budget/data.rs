@@ -55,9 +55,29 @@ struct Entry {
     limit: u64,
     #[serde(default)]
     tools: Vec<String>,
+    #[serde(default)]
+    capabilities: Vec<CapabilityEntry>,
     per: Option<PerEntry>,
     window: Option<WindowEntry>,
     on_unavailable: Option<Unavailable>,
+}
+
+/// A capability as written (`read_only`, `destructive`, `idempotent`,
+/// `open_world`).
+struct CapabilityEntry(hooks_core::Capability);
+
+impl<'de> Deserialize<'de> for CapabilityEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        hooks_core::Capability::from_name(&text)
+            .map(CapabilityEntry)
+            .ok_or_else(|| {
+                serde::de::Error::unknown_variant(
+                    &text,
+                    &["read_only", "destructive", "idempotent", "open_world"],
+                )
+            })
+    }
 }
 
 /// A window as written, read by [`window`]: a mistake is the parser's
@@ -80,6 +100,11 @@ const NAMES: &[&str] = &[
     "counts",
     "limit",
     "tools",
+    "capabilities",
+    "read_only",
+    "destructive",
+    "idempotent",
+    "open_world",
     "per",
     "window",
     "on_unavailable",
@@ -233,6 +258,9 @@ impl Entry {
         if !self.tools.is_empty() {
             budget = budget.tools(self.tools);
         }
+        if !self.capabilities.is_empty() {
+            budget = budget.capabilities(self.capabilities.into_iter().map(|entry| entry.0));
+        }
         budget = budget.per(match self.per {
             None | Some(PerEntry::Kickoff) => Per::Kickoff,
             Some(PerEntry::Crew) => Per::Crew,
@@ -253,7 +281,9 @@ impl Budget {
     /// The budgets of a TOML text: `[[budget]]` tables with `name`,
     /// `counts` (`model_calls`, `tool_calls`, `tokens`, or `money` in
     /// millionths of the prices' currency unit), `limit`, and
-    /// optionally `tools`, `per` (`kickoff`, `crew`, `user` or `tenant`), `window`
+    /// optionally `tools`, `capabilities` (`read_only`, `destructive`,
+    /// `idempotent`, `open_world`), `per` (`kickoff`, `crew`, `user` or
+    /// `tenant`), `window`
     /// (`lifetime`, `day`, or a rolling `90s`, `15m`, `1h`, `7d`) and
     /// `on_unavailable` (`refuse` or `allow`). Checked whole: a field or
     /// value misspelled, missing or of the wrong type is refused with its
