@@ -432,11 +432,12 @@ pub enum CrewError {
         /// The most kickoffs that may be nested, the outermost included.
         limit: usize,
     },
-    /// A budget (feature `budget`) refused a model call before it started:
-    /// the call would have taken the budget past its limit (or its
-    /// counters could not be reached, with `used` the limit). Nothing of
-    /// the call was reserved in any budget.
-    #[error("budget `{budget}` ({key}) refused a model call: {used} of {limit} used")]
+    /// A budget (feature `budget`) refused a model call before it started
+    /// (or a tool call, when the budget ends the kickoff then): the call
+    /// would have taken the budget past its limit (or its counters could
+    /// not be reached, with `used` the limit). Nothing of the call was
+    /// reserved in any budget.
+    #[error("budget `{budget}` ({key}) refused a call: {used} of {limit} used")]
     BudgetExceeded {
         /// The budget's name.
         budget: String,

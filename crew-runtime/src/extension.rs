@@ -96,6 +96,18 @@ pub(crate) trait CrewExtension: Any + Send + Sync {
     ) -> Option<crate::CrewError> {
         None
     }
+
+    /// The error the kickoff ends with, once the call's end is reported,
+    /// when the extension's own hook blocked the tool call in `ctx`
+    /// (`blocked`) and the extension says a block of its ends the
+    /// kickoff; `None` (the default): the agent goes on without the call.
+    fn tool_call_refused(
+        &self,
+        _ctx: &ToolCallHookContext,
+        _blocked: &HookAborted,
+    ) -> Option<crate::CrewError> {
+        None
+    }
 }
 
 /// What an integration does at every crew's build, once the crew's own

@@ -767,3 +767,22 @@ fn a_budget_of_some_capabilities_counts_the_calls_of_the_tools_declaring_them() 
     );
     assert_eq!(error.line, 4);
 }
+
+#[test]
+fn a_budget_that_ends_the_kickoff_when_it_refuses_a_tool_call_does() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = Agent::builder("Clerk")
+        .tool(counted("lookup", &runs))
+        .llm(calling("lookup", 3))
+        .build();
+    let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
+        .budget(Budget::tool_calls("lookups", 1).end_kickoff_when_refused())
+        .build()
+        .expect("builds");
+    let error = crew.kickoff_blocking(()).expect_err("ended");
+    assert!(
+        matches!(error, CrewError::BudgetExceeded { ref budget, limit: 1, used: 1, .. } if budget == "lookups"),
+        "{error}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}

@@ -108,6 +108,8 @@ pub struct Budget {
     window: Window,
     limit: u64,
     allow_when_unavailable: bool,
+    /// A tool call it refuses ends the kickoff (instead of being blocked).
+    ends_kickoff: bool,
     /// Tool calls of tools having any of these capabilities count (with
     /// those of the tools named).
     capabilities: Vec<Capability>,
@@ -136,6 +138,7 @@ impl Budget {
             window: Window::Lifetime,
             limit,
             allow_when_unavailable: false,
+            ends_kickoff: false,
             capabilities: Vec::new(),
             tools_on_model_calls: false,
         }
@@ -259,6 +262,19 @@ impl Budget {
     /// ```
     pub fn allow_when_unavailable(mut self) -> Self {
         self.allow_when_unavailable = true;
+        self
+    }
+
+    /// Ends the kickoff with [`CrewError::BudgetExceeded`] when it refuses
+    /// a tool call, instead of blocking the call and letting the agent go
+    /// on (a model call it refuses always ends the kickoff).
+    ///
+    /// ```
+    /// let strict = crew_runtime::budget::Budget::tool_calls("payments", 3).end_kickoff_when_refused();
+    /// # let _ = strict;
+    /// ```
+    pub fn end_kickoff_when_refused(mut self) -> Self {
+        self.ends_kickoff = true;
         self
     }
 
@@ -601,6 +617,11 @@ struct CrewBudgets {
 #[derive(Debug, Clone)]
 struct ModelCallRefused(CrewError);
 
+/// A tool call refused by a budget that ends the kickoff, left in the
+/// call's extensions for [`CrewExtension::tool_call_refused`].
+#[derive(Debug, Clone)]
+struct ToolCallRefused(CrewError);
+
 /// Left in a tool call's context once its budgets counted it: the same
 /// call checked again (an approved edit re-checked) is not counted twice.
 #[derive(Debug, Clone, Copy)]
@@ -775,9 +796,25 @@ impl CrewBudgets {
         if charges.is_empty() {
             return Ok(());
         }
-        self.reserve(&new_reservation_id(), &charges)
-            .await
-            .map_err(refused)?;
+        if let Err((budget, error)) = self.reserve(&new_reservation_id(), &charges).await {
+            let ends = budget.ends_kickoff.then(|| {
+                let (key, used) = match &error {
+                    LedgerError::Exceeded(over) => (over.key.clone(), over.used),
+                    _ => (String::new(), budget.limit),
+                };
+                ToolCallRefused(CrewError::BudgetExceeded {
+                    budget: budget.name.clone(),
+                    key,
+                    limit: budget.limit,
+                    used,
+                })
+            });
+            let aborted = refused((budget, error));
+            if let Some(ends) = ends {
+                ctx.extensions.insert(ends);
+            }
+            return Err(aborted);
+        }
         ctx.extensions.insert(Counted);
         Ok(())
     }
@@ -1132,6 +1169,17 @@ struct CrewBudgetsExtension {
     tools: std::collections::HashMap<String, Capabilities>,
 }
 
+impl CrewBudgetsExtension {
+    /// Whether `aborted` is one of the crew's budgets' blocks: a later
+    /// hook's block of the same call is the runtime's to report.
+    fn is_own(&self, aborted: &HookAborted) -> bool {
+        aborted
+            .source
+            .strip_prefix("budget:")
+            .is_some_and(|name| self.budgets.iter().any(|budget| budget.name == name))
+    }
+}
+
 impl CrewExtension for CrewBudgetsExtension {
     fn explain(&self, tool: &str, _role: Option<&str>, notes: &mut Vec<String>) {
         for budget in self.budgets.iter().filter(|budget| {
@@ -1153,19 +1201,22 @@ impl CrewExtension for CrewBudgetsExtension {
         }
     }
 
+    fn tool_call_refused(
+        &self,
+        ctx: &ToolCallHookContext,
+        blocked: &HookAborted,
+    ) -> Option<CrewError> {
+        let ToolCallRefused(error) = ctx.extensions.get::<ToolCallRefused>()?;
+        self.is_own(blocked).then(|| error.clone())
+    }
+
     fn model_call_refused(
         &self,
         call: &LlmCallHookContext,
         aborted: &HookAborted,
     ) -> Option<CrewError> {
         let ModelCallRefused(error) = call.extensions.get::<ModelCallRefused>()?;
-        // Only the budgets' own block: a later hook's block of the same
-        // call is the runtime's to report.
-        aborted
-            .source
-            .strip_prefix("budget:")
-            .is_some_and(|name| self.budgets.iter().any(|budget| budget.name == name))
-            .then(|| error.clone())
+        self.is_own(aborted).then(|| error.clone())
     }
 }
 

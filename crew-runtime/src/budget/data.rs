@@ -46,6 +46,14 @@ enum Unavailable {
     Allow,
 }
 
+/// What a refused tool call does, as written.
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum Refused {
+    Block,
+    EndKickoff,
+}
+
 /// One budget, as written.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -60,6 +68,7 @@ struct Entry {
     per: Option<PerEntry>,
     window: Option<WindowEntry>,
     on_unavailable: Option<Unavailable>,
+    on_refused: Option<Refused>,
 }
 
 /// A capability as written (`read_only`, `destructive`, `idempotent`,
@@ -108,6 +117,9 @@ const NAMES: &[&str] = &[
     "per",
     "window",
     "on_unavailable",
+    "on_refused",
+    "block",
+    "end_kickoff",
     "model_calls",
     "tool_calls",
     "tokens",
@@ -273,6 +285,9 @@ impl Entry {
         if matches!(self.on_unavailable, Some(Unavailable::Allow)) {
             budget = budget.allow_when_unavailable();
         }
+        if matches!(self.on_refused, Some(Refused::EndKickoff)) {
+            budget = budget.end_kickoff_when_refused();
+        }
         budget
     }
 }
@@ -284,8 +299,9 @@ impl Budget {
     /// optionally `tools`, `capabilities` (`read_only`, `destructive`,
     /// `idempotent`, `open_world`), `per` (`kickoff`, `crew`, `user` or
     /// `tenant`), `window`
-    /// (`lifetime`, `day`, or a rolling `90s`, `15m`, `1h`, `7d`) and
-    /// `on_unavailable` (`refuse` or `allow`). Checked whole: a field or
+    /// (`lifetime`, `day`, or a rolling `90s`, `15m`, `1h`, `7d`),
+    /// `on_unavailable` (`refuse` or `allow`) and `on_refused` (`block` or
+    /// `end_kickoff`, for a tool call). Checked whole: a field or
     /// value misspelled, missing or of the wrong type is refused with its
     /// line and column (and, for a name, the one meant). Names of tools
     /// are checked against the crew's at its build.

@@ -25,9 +25,9 @@ use std::time::Duration;
 use hooks_core::events::EventId;
 use hooks_core::runtime::Dispatcher;
 use hooks_core::{
-    CrewInfo, CrewOutput, DispatchOutcome, ExecutionEndContext, ExecutionStartContext,
+    CrewInfo, CrewOutput, DispatchOutcome, ExecutionEndContext, ExecutionStartContext, HookAborted,
     HookRegistry, HumanInputSource, InputContext, Inputs, InterceptionPoint, LlmCallHookContext,
-    LlmInfo, OutputContext, StepContext,
+    LlmInfo, OutputContext, StepContext, ToolCallHookContext,
 };
 
 use crate::agent::Agent;
@@ -171,6 +171,18 @@ impl RunSettings {
             return Err(error);
         }
         go_on(outcome, InterceptionPoint::PRE_MODEL_CALL, Some(agent))
+    }
+
+    /// The error a kickoff ends with when a hook blocked the tool call in
+    /// `ctx` (`blocked`) and an extension says its block ends the kickoff.
+    pub(crate) fn tool_call_refused(
+        &self,
+        ctx: &ToolCallHookContext,
+        blocked: &HookAborted,
+    ) -> Option<CrewError> {
+        self.extensions
+            .iter()
+            .find_map(|extension| extension.tool_call_refused(ctx, blocked))
     }
 
     /// The crew's name as the lifecycle events carry it: empty for a

@@ -196,6 +196,14 @@ async fn stack(cx: &RunContext, turn: usize, call: &ToolCallRequest) -> Result<S
                     .record_result(at.place(turn, &call.id), &observation)
                     .await?;
             }
+            // A block that ends the kickoff (a budget's, when it says so).
+            if let Some(error) = outcome
+                .blocked
+                .as_ref()
+                .and_then(|blocked| cx.settings().tool_call_refused(&ctx, blocked))
+            {
+                return Err(error);
+            }
             Ok(observation)
         }
         Err(abort) => {
