@@ -797,18 +797,9 @@ impl CrewBudgets {
             return Ok(());
         }
         if let Err((budget, error)) = self.reserve(&new_reservation_id(), &charges).await {
-            let ends = budget.ends_kickoff.then(|| {
-                let (key, used) = match &error {
-                    LedgerError::Exceeded(over) => (over.key.clone(), over.used),
-                    _ => (String::new(), budget.limit),
-                };
-                ToolCallRefused(CrewError::BudgetExceeded {
-                    budget: budget.name.clone(),
-                    key,
-                    limit: budget.limit,
-                    used,
-                })
-            });
+            let ends = budget
+                .ends_kickoff
+                .then(|| ToolCallRefused(exceeded(budget, &error)));
             let aborted = refused((budget, error));
             if let Some(ends) = ends {
                 ctx.extensions.insert(ends);
@@ -1065,18 +1056,24 @@ fn refuse_model_call(
     budget: &Budget,
     error: &LedgerError,
 ) -> HookAborted {
+    call.extensions
+        .insert(ModelCallRefused(exceeded(budget, error)));
+    refusal(budget, error)
+}
+
+/// The kickoff's error when `budget` refused a call for `error` (counters
+/// that could not be reached: `used` is the limit, the key unknown).
+fn exceeded(budget: &Budget, error: &LedgerError) -> CrewError {
     let (key, used) = match error {
         LedgerError::Exceeded(over) => (over.key.clone(), over.used),
         _ => (String::new(), budget.limit),
     };
-    call.extensions
-        .insert(ModelCallRefused(CrewError::BudgetExceeded {
-            budget: budget.name.clone(),
-            key,
-            limit: budget.limit,
-            used,
-        }));
-    refusal(budget, error)
+    CrewError::BudgetExceeded {
+        budget: budget.name.clone(),
+        key,
+        limit: budget.limit,
+        used,
+    }
 }
 
 /// The block a budget's refusal is.
