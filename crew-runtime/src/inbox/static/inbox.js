@@ -195,13 +195,11 @@
       events.close();
       window.location.assign(base + "/login");
     });
-    // After a lost connection, what was missed is fetched at once.
-    var opened = false;
+    // Whenever the stream opens, what changed while it was not listening
+    // is fetched at once: between the page and the stream's first start
+    // (a question asked then is told to no one), or while it reconnected.
     events.addEventListener("open", function () {
-      if (opened) {
-        refresh();
-      }
-      opened = true;
+      refresh();
       say("");
     });
     events.addEventListener("error", function () {
