@@ -2515,6 +2515,12 @@ impl KickoffJournal for DurableRun {
         )
     }
 
+    fn model_key(&self, task: usize, turn: usize) -> IdempotencyKey {
+        // Unlike any call's place ("task …/turn …/call …").
+        let place = format!("task {task}/turn {turn}/model");
+        IdempotencyKey::derive(self.lease.kickoff.as_bytes(), &place, 0)
+    }
+
     fn record_gate<'a>(
         &'a self,
         place: Place<'a>,

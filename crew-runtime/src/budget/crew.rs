@@ -15,6 +15,7 @@ use hooks_core::{
 use super::{Charge, InProcessLedger, Ledger, LedgerError, Price, Prices, Window};
 use crate::error::{BuildError, IntegrationError};
 use crate::extension::{BuildScope, CrewExtension};
+use crate::tool::IdempotencyKey;
 use crate::{Crew, CrewBuilder, CrewError};
 
 /// The integration's name in its errors: its cargo feature's.
@@ -650,6 +651,15 @@ fn new_reservation_id() -> String {
     format!("{prefix}-{n}")
 }
 
+/// The id a call's reservations are kept under: its idempotency key in a
+/// durable kickoff (the same in every process that runs it, so a call
+/// whose hooks run again after a crash is counted once), else a new id.
+fn reservation_id(extensions: &hooks_core::Extensions) -> String {
+    extensions
+        .get::<IdempotencyKey>()
+        .map_or_else(new_reservation_id, |key| key.as_str().to_owned())
+}
+
 /// Registers the budgets' hooks on the crew's registry, at the place of
 /// its first budget.
 fn register_hooks(
@@ -796,7 +806,10 @@ impl CrewBudgets {
         if charges.is_empty() {
             return Ok(());
         }
-        if let Err((budget, error)) = self.reserve(&new_reservation_id(), &charges).await {
+        if let Err((budget, error)) = self
+            .reserve(&reservation_id(&ctx.extensions), &charges)
+            .await
+        {
             let ends = budget
                 .ends_kickoff
                 .then(|| ToolCallRefused(exceeded(budget, &error)));
@@ -920,9 +933,10 @@ impl CrewBudgets {
                 );
             }
         }
-        // Each model call is one call of its own: a retry of a failed one
-        // is counted again (it may be billed again).
-        let id = new_reservation_id();
+        // A model turn is one call, its retries after a failure included;
+        // a durable kickoff's turn asked again after a crash is the same
+        // call (its key), counted once.
+        let id = reservation_id(&call.extensions);
         let only: Vec<Charge> = charges.iter().map(|(charge, _)| charge.clone()).collect();
         let admitted = if bounded {
             self.ledger.reserve(&id, &only).await.map(|_| ())

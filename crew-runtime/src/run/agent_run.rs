@@ -325,6 +325,11 @@ impl AgentRun {
             if self.task.opening().is_none() {
                 call.task = Some(Arc::clone(&self.task_info));
             }
+            // A durable kickoff's turn has a key of its own, the same when
+            // it is asked again after a crash (a budget counts it once).
+            if let Some(at) = &self.journal {
+                call.extensions.insert(at.journal.model_key(at.task, turn));
+            }
             let outcome = hooks.dispatch_async(PRE_MODEL_CALL, &mut call).await;
             self.settings()
                 .model_call_refused(&call, outcome, self.role())?;

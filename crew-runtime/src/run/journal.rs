@@ -158,6 +158,11 @@ pub(crate) trait KickoffJournal: Send + Sync {
     /// The idempotency key of the call at `place`, at `attempt` (0 first):
     /// the same in every process that runs the kickoff.
     fn key(&self, place: Place<'_>, attempt: u32) -> IdempotencyKey;
+    /// The idempotency key of the model turn `turn` of task `task`: the
+    /// same in every process that runs the kickoff, and unlike any tool
+    /// call's (a budget keys the turn's reservation by it, so a turn asked
+    /// again after a crash is counted once).
+    fn model_key(&self, task: usize, turn: usize) -> IdempotencyKey;
     /// Commits where the call at `place` asks a person about it (see
     /// [`HumanInputSource::keep_gate`]), with the id the question gets:
     /// returns that id.

@@ -21,7 +21,11 @@ use serde_json::{Map, Value};
 /// a tool of an MCP server gets it in the `_meta` of its `tools/call`
 /// request, under [`IdempotencyKey::MCP_META_KEY`]. A call has one only in
 /// a durable kickoff, which derives it with `IdempotencyKey::derive`
-/// (feature `durable`).
+/// (feature `durable`). The call's `PRE_TOOL_CALL` and `POST_TOOL_CALL`
+/// hooks find it in the context's extensions
+/// (`ctx.extensions.get::<IdempotencyKey>()`), as a model turn's hooks find
+/// the turn's own key: a hook that counts calls (a budget) keys them by
+/// it, so a call whose hooks run again after a crash is counted once.
 ///
 /// ```
 /// use crew_runtime::IdempotencyKey;

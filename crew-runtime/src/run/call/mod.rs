@@ -296,6 +296,12 @@ fn context(
             None => settings.human_input_timeout,
         })
         .with_block_reasons_shown(settings.tell_model_why_blocked);
+    // A durable kickoff's call has its key from the start: its PRE hooks
+    // see it (a budget counts a call whose chain runs again once).
+    if let Some(at) = &cx.journal {
+        ctx.extensions
+            .insert(at.journal.key(at.place(turn, &call.id), 0));
+    }
     for extension in &settings.extensions {
         extension.enter_tool_call(&mut ctx);
     }
