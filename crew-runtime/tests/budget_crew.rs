@@ -14,7 +14,10 @@ use crew_runtime::budget::{
     Reserved, Window,
 };
 use crew_runtime::prelude::*;
-use crew_runtime::{CrewBuilder, InterceptionPoint, TokenUsage};
+use crew_runtime::{
+    CrewBuilder, HumanAnswer, HumanInputError, HumanInputRequest, HumanInputSource,
+    InterceptionPoint, TokenUsage,
+};
 use futures_util::future::BoxFuture;
 
 /// A tool that counts its runs.
@@ -785,4 +788,70 @@ fn a_budget_that_ends_the_kickoff_when_it_refuses_a_tool_call_does() {
         "{error}"
     );
     assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+/// Approves every call, with its `order` changed to `B-2`.
+struct EditsTheOrder;
+
+#[crew_runtime::async_trait]
+impl HumanInputSource for EditsTheOrder {
+    async fn ask(&self, _: HumanInputRequest) -> Result<String, HumanInputError> {
+        Ok("yes".to_owned())
+    }
+
+    async fn answer(&self, request: HumanInputRequest) -> Result<HumanAnswer, HumanInputError> {
+        let mut input = request
+            .tool_input
+            .and_then(|input| input.as_object().cloned())
+            .unwrap_or_default();
+        input.insert("order".to_owned(), json!("B-2"));
+        Ok(HumanAnswer::new("yes").with_edited_input(input))
+    }
+}
+
+#[test]
+fn an_approved_edit_checked_again_by_the_budget_is_counted_once() {
+    // The budget stands before the gate: the edited call goes through it
+    // again (SPEC §11), and is admitted as the call it already counted.
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let tool = {
+        let ran = Arc::clone(&ran);
+        Tool::dynamic(
+            "refund",
+            "Refunds an order",
+            json!({"type": "object"}),
+            move |args| {
+                ran.lock().expect("ran").push(args["order"].clone());
+                Ok::<_, String>(json!("refunded"))
+            },
+        )
+    };
+    let agent = Agent::builder("Clerk")
+        .tool(tool)
+        .llm(Arc::new(
+            ScriptedLlm::new()
+                .call("refund", json!({"order": "A-1"}))
+                .answer("done"),
+        ))
+        .build();
+    let hooks = Arc::new(HookRegistry::new());
+    let seen = blocks(&hooks);
+    let ledger = Arc::new(InProcessLedger::new());
+    let crew = crew_of(&agent, &hooks)
+        .human_input(Arc::new(EditsTheOrder))
+        .budget(Budget::tool_calls("one", 1).per(Per::Crew))
+        .budget_ledger(ledger.clone())
+        .async_hook_with(
+            PRE_TOOL_CALL,
+            HookOptions::new().name("approval-gate"),
+            crew_runtime::guards::ApprovalGate::for_tools(["refund"]).pre_hook(),
+        )
+        .build()
+        .expect("builds");
+    crew.kickoff_blocking(()).expect("runs");
+    assert_eq!(*ran.lock().expect("ran"), [json!("B-2")], "the edit ran");
+    assert!(seen.lock().expect("seen").is_empty(), "nothing blocked");
+    let used = futures_executor::block_on(ledger.used(&Charge::new("one", "crew:crew", 1, 1)))
+        .expect("reads");
+    assert_eq!(used, 1, "counted once");
 }
