@@ -36,7 +36,7 @@ pub(crate) use browser::{Browser, browser, sign_in};
 #[allow(unused_imports)]
 pub(crate) use inbox::{ServedInbox, serve_inbox};
 #[allow(unused_imports)]
-pub(crate) use postgres::{postgres_database, restart_postgres};
+pub(crate) use postgres::{postgres_database, restart_postgres, start_postgres, stop_postgres};
 #[allow(unused_imports)]
 pub(crate) use redis::RedisServer;
 

@@ -107,6 +107,37 @@ pub(crate) async fn postgres_database() -> Option<String> {
 ///
 /// When no cluster runs, or the restart fails.
 pub(crate) fn restart_postgres() {
+    pg_ctl("restart", &["-m", "fast"]);
+}
+
+/// Stops this test binary's cluster (`pg_ctl stop -m fast`: every
+/// connection is cut), for a test of what a process does while its
+/// database is down; [`start_postgres`] brings it back. Blocking, and seen
+/// by every test of the binary, as [`restart_postgres`].
+///
+/// # Panics
+///
+/// When no cluster runs, or it will not stop.
+pub(crate) fn stop_postgres() {
+    pg_ctl("stop", &["-m", "fast"]);
+}
+
+/// Starts this test binary's cluster again after [`stop_postgres`], with
+/// the options it first started with.
+///
+/// # Panics
+///
+/// When no cluster was started, or it will not start.
+pub(crate) fn start_postgres() {
+    let Some(State::Running(cluster)) = CLUSTER.get() else {
+        panic!("no PostgreSQL cluster of this test binary runs");
+    };
+    pg_ctl("start", &["-o", &server_options(&cluster.dir)]);
+}
+
+/// Runs `pg_ctl <action>` on this binary's cluster, with `args`, waiting
+/// until it is done.
+fn pg_ctl(action: &str, args: &[&str]) {
     let Some(State::Running(cluster)) = CLUSTER.get() else {
         panic!("no PostgreSQL cluster of this test binary runs");
     };
@@ -116,10 +147,21 @@ pub(crate) fn restart_postgres() {
         .arg(cluster.dir.join("data"))
         .arg("-l")
         .arg(cluster.dir.join("log"))
-        .args(["-m", "fast", "-w", "restart"]);
-    if let Err(error) = run(pg_ctl, "pg_ctl restart") {
-        panic!("restarting the tests' PostgreSQL cluster: {error}");
+        .args(args)
+        .args(["-w", action]);
+    if let Err(error) = run(pg_ctl, &format!("pg_ctl {action}")) {
+        panic!("pg_ctl {action} on the tests' PostgreSQL cluster: {error}");
     }
+}
+
+/// The server's options: a Unix socket in `dir` only, no `fsync`, and
+/// room above the default 100 connections (many tests at once, each with
+/// its own pool).
+fn server_options(dir: &Path) -> String {
+    format!(
+        "-c listen_addresses='' -k {} -c fsync=off -c max_connections=300",
+        dir.display()
+    )
 }
 
 /// A database name that says which test made it: `t<n>_<test name>`, cut
@@ -284,11 +326,7 @@ impl Cluster {
             .arg(&log)
             .arg("-w")
             .arg("-o")
-            // Many tests at once, each with its own pool: room above the
-            // default 100 connections.
-            .arg(format!(
-                "-c listen_addresses='' -k {shown} -c fsync=off -c max_connections=300"
-            ))
+            .arg(server_options(&dir))
             .arg("start");
         run(pg_ctl, "pg_ctl start").map_err(|error| {
             let log = std::fs::read_to_string(&log).unwrap_or_default();
