@@ -263,10 +263,15 @@ mod on_redis {
                 other => panic!("refused for the marker, not {other:?}"),
             }
         }
-        let again = RedisLedger::connect(&server.url()).await;
+        // A ledger connecting now finds the loss recorded: it connects,
+        // and refuses the same.
+        let again = RedisLedger::connect(&server.url())
+            .await
+            .expect("connects to a Redis whose loss was found");
+        let refused = again.reserve("b", from_ref(&charge)).await;
         assert!(
-            matches!(&again, Err(LedgerError::Unavailable(why)) if why.contains("lost its data")),
-            "{again:?}"
+            matches!(&refused, Err(LedgerError::Unavailable(why)) if why.contains("lost its data")),
+            "{refused:?}"
         );
         // An operator initializes it, knowing what was lost.
         RedisLedger::initialize(&server.url())
@@ -281,6 +286,143 @@ mod on_redis {
             .reserve("b", from_ref(&charge))
             .await
             .expect("counted again");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_budget_ledger_refuses_a_redis_never_initialized() {
+        let Some(server) = support::RedisServer::start() else {
+            return;
+        };
+        let refused = RedisLedger::connect(&server.url()).await;
+        assert!(
+            matches!(&refused, Err(LedgerError::Unavailable(why)) if why.contains("no budgets' marker")),
+            "{refused:?}"
+        );
+    }
+
+    /// The UTC day (from the epoch) on this machine's clock.
+    fn today() -> u128 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis() / 86_400_000)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_budget_on_a_redis_that_lost_its_counters_counts_again_once_its_window_has_passed() {
+        let Some((server, ledger)) = ledger().await else {
+            return;
+        };
+        // One machine: no clock skew between the ledger and Redis.
+        let ledger = ledger.with_clock_skew(Duration::ZERO);
+        let second = Charge::new("per-second", "user:carol", 50, 1)
+            .window(Window::Rolling(Duration::from_secs(1)));
+        let daily = Charge::new("daily", "user:carol", 50, 1).window(Window::DayUtc);
+        let life = Charge::new("lifetime", "user:carol", 50, 1);
+        for charge in [&second, &daily, &life] {
+            ledger
+                .reserve(&format!("before-{}", charge.budget()), from_ref(charge))
+                .await
+                .expect("counted");
+        }
+        let day = today();
+        server.restart();
+        // Refused while the ledger reconnects, then for the loss, found
+        // at the first call that reached Redis.
+        let lost = |result: &Result<Reserved, LedgerError>| matches!(result, Err(LedgerError::Unavailable(why)) if why.contains("lost its data"));
+        let found = loop {
+            let asked = std::time::Instant::now();
+            let result = ledger.reserve("second-1", from_ref(&second)).await;
+            if lost(&result) {
+                break asked;
+            }
+            assert!(
+                matches!(result, Err(LedgerError::Unavailable(_)))
+                    && asked.elapsed() < Duration::from_secs(20),
+                "refused for the loss, not {result:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        // A rolling second: counted again once a second and one slice
+        // passed since the loss was found.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = ledger
+                .reserve(&format!("second-{attempt}"), from_ref(&second))
+                .await;
+            if result.is_ok() {
+                break;
+            }
+            assert!(
+                lost(&result) && found.elapsed() < Duration::from_secs(20),
+                "refused for the loss until its window passed, then admitted, not {result:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            found.elapsed() >= Duration::from_secs(1),
+            "admitted {:?} after the loss was found",
+            found.elapsed()
+        );
+        assert!(attempt > 1, "refused at first");
+        assert_eq!(
+            ledger.used(&second).await.expect("reads"),
+            1,
+            "counted afresh"
+        );
+        // Settled, though the marker is still gone.
+        ledger
+            .reserve("held", from_ref(&second))
+            .await
+            .expect("counted");
+        ledger
+            .settle("held", &[("per-second", 0)])
+            .await
+            .expect("settled");
+        assert_eq!(ledger.used(&second).await.expect("reads"), 1);
+        // The day of the loss and a lifetime: still refused.
+        if today() == day {
+            assert!(lost(&ledger.reserve("daily-1", from_ref(&daily)).await));
+        }
+        assert!(lost(&ledger.reserve("life-1", from_ref(&life)).await));
+        // A loss found yesterday: the day's budget counts again, a
+        // lifetime's never does.
+        let client = redis::Client::open(server.url()).expect("a client");
+        let mut raw = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connects");
+        let yesterday = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after the epoch")
+            .as_millis()
+            - 86_400_000;
+        redis::cmd("SET")
+            .arg("crew:budget:lost")
+            .arg(yesterday.to_string())
+            .query_async::<()>(&mut raw)
+            .await
+            .expect("set");
+        ledger
+            .reserve("daily-2", from_ref(&daily))
+            .await
+            .expect("counted afresh the day after the loss");
+        assert_eq!(ledger.used(&daily).await.expect("reads"), 1);
+        assert!(lost(&ledger.reserve("life-2", from_ref(&life)).await));
+        // An operator initializes it: the loss is forgotten, and ledgers
+        // connected before connect again.
+        RedisLedger::initialize(&server.url())
+            .await
+            .expect("initialized");
+        assert!(
+            ledger.reserve("life-3", from_ref(&life)).await.is_err(),
+            "an old epoch"
+        );
+        let fresh = RedisLedger::connect(&server.url()).await.expect("connects");
+        fresh
+            .reserve("life-3", from_ref(&life))
+            .await
+            .expect("counted on the counters it holds");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

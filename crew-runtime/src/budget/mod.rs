@@ -116,6 +116,25 @@ impl Window {
         }
     }
 
+    /// How long after its counts were lost a counter of this window holds
+    /// none of them again, in ms: a rolling window's length and one slice
+    /// (its first slice may reach that far back); `Some(0)` for a
+    /// calendar day (from the next day on); `None` for a lifetime.
+    #[cfg_attr(
+        not(feature = "redis"),
+        allow(dead_code, reason = "read by the Redis ledger only")
+    )]
+    pub(crate) fn recovers_after_ms(self) -> Option<i64> {
+        match self {
+            Window::Lifetime => None,
+            Window::DayUtc => Some(0),
+            Window::Rolling(length) => {
+                let length = i64::try_from(length.as_millis()).unwrap_or(i64::MAX).max(1);
+                Some(length.saturating_add((length / SLICES).max(1)))
+            }
+        }
+    }
+
     /// A short name of the window, part of the counters' keys: a budget
     /// whose window changes counts afresh.
     pub(crate) fn tag(self) -> String {
@@ -417,6 +436,17 @@ mod tests {
         let (first, last) = hour.slices(now);
         assert_eq!((first, last), (9 * 60 + 30, 10 * 60 + 30));
         assert_eq!(Window::DayUtc.slices(DAY_MS * 3 + 5), (3, 3));
+        // After a loss: a rolling window's length and one slice.
+        assert_eq!(Window::Lifetime.recovers_after_ms(), None);
+        assert_eq!(Window::DayUtc.recovers_after_ms(), Some(0));
+        assert_eq!(
+            Window::Rolling(Duration::from_secs(60)).recovers_after_ms(),
+            Some(61_000)
+        );
+        assert_eq!(
+            Window::Rolling(Duration::from_millis(1)).recovers_after_ms(),
+            Some(2)
+        );
         assert_eq!(Window::Lifetime.slices(now), (0, 0));
     }
 

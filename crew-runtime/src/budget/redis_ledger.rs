@@ -14,21 +14,55 @@ use super::{
 /// [`RedisLedger::initialize`], gone when Redis lost its data.
 const MARKER: &str = "crew:budget:marker";
 
+/// Where the first ledger that found the marker gone writes when (ms on
+/// Redis's clock): the counters are trusted again for a budget once its
+/// window has passed since.
+const LOST: &str = "crew:budget:lost";
+
 /// How long a call's record (for "reserved before" and settling) is kept.
 const CALL_KEPT_SECONDS: u64 = 7 * 24 * 3_600;
+
+/// How far a replica's clock may run from Redis's, by default, when a
+/// ledger judges whether a budget's window passed since a loss.
+const DEFAULT_CLOCK_SKEW: Duration = Duration::from_secs(5);
 
 /// Admits a call if every charge fits, and counts them, atomically. A
 /// counter is a hash of its slices. KEYS: none (one Redis, not a
 /// cluster). ARGV: marker key, epoch, call key, kept seconds, hold (1:
-/// keep for a settlement), charges count, then per charge: counter,
-/// first slice, slice, amount, limit, budget, expiry seconds (0: none).
+/// keep for a settlement), charges count, lost key, clock skew (ms), then
+/// per charge: counter, first slice, slice, amount, limit, budget, expiry
+/// seconds (0: none), and how long after a loss its counter is trusted
+/// again (ms; 0: from the next UTC day on; -1: never).
+///
+/// A marker gone (Redis lost its data) is recorded with the time it was
+/// first found gone; a charge is then admitted only once its window has
+/// passed since (clock skew allowed for both ways), else refused with
+/// `{-3, charge}`. A marker of another epoch (initialized again) refuses
+/// the call with `{-1}`: the ledger must connect again.
 const RESERVE: &str = r#"
 local marker, epoch, call, kept, hold, n = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
-if redis.call('GET', marker) ~= epoch then return {-1} end
+local lost, skew = ARGV[7], tonumber(ARGV[8])
+local mark = redis.call('GET', marker)
+if mark ~= epoch then
+  if mark then return {-1} end
+  local time = redis.call('TIME')
+  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  redis.call('SET', lost, string.format('%d', now), 'NX')
+  local since = tonumber(redis.call('GET', lost))
+  for i = 0, n - 1 do
+    local recover = tonumber(ARGV[9 + i * 8 + 7])
+    if recover < 0 then return {-3, i} end
+    if recover == 0 then
+      if math.floor((now - skew) / 86400000) <= math.floor((since + skew) / 86400000) then return {-3, i} end
+    elseif now - since < recover + 2 * skew then
+      return {-3, i}
+    end
+  end
+end
 if redis.call('EXISTS', call) == 1 then return {0} end
 local used = {}
 for i = 0, n - 1 do
-  local at = 7 + i * 7
+  local at = 9 + i * 8
   local counter, first, slice = ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
   local amount, limit = tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4])
   local sum = 0
@@ -45,7 +79,7 @@ for i = 0, n - 1 do
   used[i] = sum
 end
 for i = 0, n - 1 do
-  local at = 7 + i * 7
+  local at = 9 + i * 8
   local counter, slice, amount = ARGV[at], ARGV[at + 2], ARGV[at + 3]
   redis.call('HINCRBY', counter, slice, amount)
   local expiry = tonumber(ARGV[at + 6])
@@ -65,10 +99,13 @@ return {1}
 "#;
 
 /// Replaces a call's reservations by what it cost. ARGV: marker key,
-/// epoch, call key, costs count, then per cost: budget, cost.
+/// epoch, call key, costs count, then per cost: budget, cost. With the
+/// marker gone, a call's record is one made since the loss (the others
+/// went with it): it is settled.
 const SETTLE: &str = r#"
 local marker, epoch, call, n = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-if redis.call('GET', marker) ~= epoch then return -1 end
+local mark = redis.call('GET', marker)
+if mark and mark ~= epoch then return -1 end
 local held = redis.call('HGETALL', call)
 for f = 1, #held, 2 do
   local field, amount = held[f], tonumber(held[f + 1])
@@ -92,9 +129,14 @@ return 1
 /// Run Redis with persistence (AOF or RDB): a Redis that restarts
 /// without its data has lost every counter, and would admit each budget's
 /// limit again. The ledger tells: [`RedisLedger::initialize`] leaves a
-/// marker with a random epoch, every call checks it, and a Redis without
-/// it (or with another) is unavailable to the ledger (its budgets fail
-/// closed) until an operator initializes it again, knowing what was lost.
+/// marker with a random epoch, and every call checks it. A Redis whose
+/// marker is gone lost its data: the first call to find it so records
+/// when, and each budget is unavailable to the ledger (its calls fail
+/// closed) until its window has passed since (a rolling window's length,
+/// the UTC day's end; never, for a budget over a kickoff's or the
+/// crew's whole life), or until an operator initializes it again, knowing
+/// what was lost. A marker of another epoch (initialized again since) is
+/// unavailable until the ledger connects again.
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -118,8 +160,11 @@ return 1
 #[derive(Clone)]
 pub struct RedisLedger {
     connection: ConnectionManager,
-    /// The marker's epoch when this ledger connected.
+    /// The marker's epoch when this ledger connected (empty: it had
+    /// none, its data lost).
     epoch: String,
+    /// How far a replica's clock may run from Redis's, in ms.
+    skew_ms: u64,
     /// Where: the URL without its password.
     shown: String,
     reserve: redis::Script,
@@ -151,6 +196,11 @@ fn shown(url: &str) -> String {
         }
         None => url.to_owned(),
     }
+}
+
+/// `duration` in ms, for a script's argument.
+fn duration_ms(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn unavailable(shown: &str, error: impl fmt::Display) -> LedgerError {
@@ -185,35 +235,74 @@ impl RedisLedger {
             .query_async(&mut connection)
             .await
             .map_err(|error| unavailable(&shown, error))?;
-        let Some(epoch) = epoch else {
-            return Err(unavailable(
-                &shown,
-                "it holds no budgets' marker: it is new, or it lost its data (a restart without persistence); \
-                 if its counters may be taken as empty, initialize it (RedisLedger::initialize)",
-            ));
+        let epoch = match epoch {
+            Some(epoch) => epoch,
+            None => {
+                // Lost, as a ledger found before: its budgets count again
+                // as their windows pass.
+                let lost: bool = redis::cmd("EXISTS")
+                    .arg(LOST)
+                    .query_async(&mut connection)
+                    .await
+                    .map_err(|error| unavailable(&shown, error))?;
+                if !lost {
+                    return Err(unavailable(
+                        &shown,
+                        "it holds no budgets' marker: it is new, or it lost its data (a restart without persistence); \
+                         if its counters may be taken as empty, initialize it (RedisLedger::initialize)",
+                    ));
+                }
+                String::new()
+            }
         };
         Ok(RedisLedger {
             connection,
             epoch,
+            skew_ms: duration_ms(DEFAULT_CLOCK_SKEW),
             shown,
             reserve: redis::Script::new(RESERVE),
             settle: redis::Script::new(SETTLE),
         })
     }
 
+    /// How far a replica's clock may run ahead of or behind Redis's
+    /// (5 s unless told): after a loss, a budget's window is judged to
+    /// have passed only that much later, so that no replica counts afresh
+    /// a window whose lost counts it still covers.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use crew_runtime::budget::RedisLedger;
+    ///
+    /// # async fn run() -> Result<(), crew_runtime::budget::LedgerError> {
+    /// let ledger = RedisLedger::connect("redis://budgets:6379/")
+    ///     .await?
+    ///     .with_clock_skew(Duration::from_millis(500)); // NTP keeps them close
+    /// # let _ = ledger;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_clock_skew(mut self, skew: Duration) -> Self {
+        self.skew_ms = duration_ms(skew);
+        self
+    }
+
     /// Makes the Redis at `url` a ledger's: a new marker, with a new epoch
     /// (ledgers connected before refuse to count on it until connected
-    /// again). Run once for a new Redis, and again after it lost its data,
-    /// deliberately: the counters start from what it holds.
+    /// again), and any record of a loss gone. Run once for a new Redis,
+    /// and again after it lost its data, deliberately: the counters start
+    /// from what it holds.
     pub async fn initialize(url: &str) -> Result<(), LedgerError> {
         let shown = shown(url);
         let mut connection = connect(url, &shown).await?;
         let mut bytes = [0_u8; 16];
         getrandom::fill(&mut bytes).map_err(|error| unavailable(&shown, error))?;
         let epoch: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        redis::cmd("SET")
-            .arg(MARKER)
-            .arg(&epoch)
+        redis::pipe()
+            .atomic()
+            .set(MARKER, &epoch)
+            .del(LOST)
             .query_async::<()>(&mut connection)
             .await
             .map_err(|error| unavailable(&shown, error))
@@ -238,7 +327,9 @@ impl RedisLedger {
             .arg(format!("crew:budget:call:{call}"))
             .arg(CALL_KEPT_SECONDS)
             .arg(if hold { "1" } else { "0" })
-            .arg(ordered.len());
+            .arg(ordered.len())
+            .arg(LOST)
+            .arg(self.skew_ms);
         for charge in &ordered {
             let (first, slice) = charge.window_of().slices(now);
             let expiry = match charge.window_of() {
@@ -246,6 +337,9 @@ impl RedisLedger {
                 Window::DayUtc => 2 * 86_400,
                 Window::Rolling(length) => length.as_secs().saturating_add(86_400),
             };
+            // After a loss: -1 never counted again, 0 from the next UTC
+            // day on, else after that many ms.
+            let recovers = charge.window_of().recovers_after_ms().unwrap_or(-1);
             invocation
                 .arg(format!("crew:budget:counter:{}", charge.counter()))
                 .arg(first)
@@ -253,7 +347,8 @@ impl RedisLedger {
                 .arg(charge.amount())
                 .arg(charge.limit())
                 .arg(charge.budget())
-                .arg(expiry);
+                .arg(expiry)
+                .arg(recovers);
         }
         let mut connection = self.connection.clone();
         let answer: Vec<i64> = invocation
@@ -264,6 +359,20 @@ impl RedisLedger {
             [1] => Ok(Reserved::New),
             [0] => Ok(Reserved::Before),
             [-1] => Err(self.lost()),
+            [-3, index] => {
+                let budget = usize::try_from(*index)
+                    .ok()
+                    .and_then(|index| ordered.get(index))
+                    .map_or("?", |charge| charge.budget());
+                Err(unavailable(
+                    &self.shown,
+                    format!(
+                        "its budgets' marker is gone: it lost its data (a restart without persistence), and budget \
+                         `{budget}` is not counted on it until its window has passed since the loss was found, or \
+                         an operator initializes it (RedisLedger::initialize) and the ledger connects again"
+                    ),
+                ))
+            }
             [-2, index, used] => {
                 let charge = usize::try_from(*index)
                     .ok()
