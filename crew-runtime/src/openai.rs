@@ -109,7 +109,7 @@ use crate::llm::{ChatMessage, DeltaSink, Llm, LlmError, LlmRequest, ModelTurn, T
 use crate::model_options::{self, ModelOptions};
 use hooks_core::TokenUsage;
 use stream::{Progress, TurnAssembler};
-use wire::{error_message, parse_response, wire_request};
+use wire::{CapField, error_message, parse_response, wire_request};
 
 /// The environment variable naming the server's base URL.
 ///
@@ -341,6 +341,8 @@ pub struct OpenAiCompatible {
     /// and key, as [`OpenAiCompatible::config`] shows them.
     config: OpenAiConfig,
     options: ModelOptions,
+    /// The answer's cap and the field that carries it, if set.
+    cap: Option<(u32, CapField)>,
     /// The HTTP client, or why it could not be set up (reported by
     /// [`OpenAiCompatible::check`] and by every call, so that building a
     /// client stays infallible).
@@ -352,6 +354,7 @@ impl fmt::Debug for OpenAiCompatible {
         f.debug_struct("OpenAiCompatible")
             .field("config", &self.config)
             .field("options", &self.options)
+            .field("cap", &self.cap)
             .finish_non_exhaustive()
     }
 }
@@ -414,6 +417,7 @@ impl OpenAiCompatible {
         OpenAiCompatible {
             config: config_of(&options),
             options,
+            cap: None,
             http: build_http_client(),
         }
     }
@@ -535,6 +539,44 @@ impl OpenAiCompatible {
     /// ```
     pub fn temperature(self, temperature: f32) -> Self {
         self.change(|options| options.temperature(temperature))
+    }
+
+    /// Caps each answer at `tokens`, sent as `max_tokens` (the field every
+    /// OpenAI-compatible server reads). A token or money budget needs a
+    /// cap to bound a call (see [`crate::budget`]); OpenAI's reasoning
+    /// models take only [`max_completion_tokens`](Self::max_completion_tokens).
+    /// Unset by default: the server's own limit applies, and nothing
+    /// bounds an answer. A cap of 0 fails every call with
+    /// [`LlmError::Config`].
+    ///
+    /// ```
+    /// use crew_runtime::llm::Llm;
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// let llm = OpenAiCompatible::new("http://localhost:11434/v1", "llama3.1").max_tokens(1_024);
+    /// assert_eq!(llm.max_output_tokens(), Some(1_024));
+    /// ```
+    pub fn max_tokens(mut self, tokens: u32) -> Self {
+        self.cap = Some((tokens, CapField::MaxTokens));
+        self
+    }
+
+    /// Caps each answer at `tokens`, sent as `max_completion_tokens`:
+    /// OpenAI's own field, which counts reasoning tokens too and is the
+    /// only one its reasoning models take. As [`max_tokens`](Self::max_tokens)
+    /// otherwise.
+    ///
+    /// ```
+    /// use crew_runtime::llm::Llm;
+    /// use crew_runtime::openai::OpenAiCompatible;
+    ///
+    /// let llm = OpenAiCompatible::new("https://api.openai.com/v1", "o4-mini")
+    ///     .max_completion_tokens(4_096);
+    /// assert_eq!(llm.max_output_tokens(), Some(4_096));
+    /// ```
+    pub fn max_completion_tokens(mut self, tokens: u32) -> Self {
+        self.cap = Some((tokens, CapField::MaxCompletionTokens));
+        self
     }
 
     /// Asks for streamed answers (`"stream": true`), whose text reaches the
@@ -708,6 +750,10 @@ impl Llm for OpenAiCompatible {
         self.model()
     }
 
+    fn max_output_tokens(&self) -> Option<u64> {
+        self.cap.map(|(tokens, _)| u64::from(tokens))
+    }
+
     async fn complete(&self, request: &LlmRequest<'_>) -> Result<ModelTurn, LlmError> {
         self.complete_streaming(request.messages, request.tools, request.stream)
             .await
@@ -750,6 +796,7 @@ impl OpenAiCompatible {
         let request = wire_request(
             &self.options.model,
             self.options.temperature,
+            self.cap,
             self.options.stream,
             messages,
             tools,
@@ -771,7 +818,14 @@ impl OpenAiCompatible {
     /// The URL, headers and limits of a call's requests, or why none can be
     /// made.
     fn call(&self) -> Result<Call<'_>, LlmError> {
-        PROVIDER.call(&self.options, &self.http, HeaderMap::new())
+        let call = PROVIDER.call(&self.options, &self.http, HeaderMap::new())?;
+        if let Some((0, _)) = self.cap {
+            return Err(LlmError::Config(
+                "the answer's cap (max_tokens) is 0: the server needs room for at least one token"
+                    .to_owned(),
+            ));
+        }
+        Ok(call)
     }
 }
 

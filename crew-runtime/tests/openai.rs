@@ -11,7 +11,7 @@ mod model_servers;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crew_runtime::llm::{ChatMessage, LlmError, ModelTurn};
+use crew_runtime::llm::{ChatMessage, Llm, LlmError, ModelTurn};
 use crew_runtime::openai::{DEFAULT_BASE_URL, MissingEnv, OpenAiCompatible, OpenAiConfig};
 use model_servers::{
     Collect, RawServer, Reply, STREAM_HEAD, TestServer, call, event, script, weather_tool,
@@ -162,6 +162,61 @@ async fn request_without_key_or_tools_omits_them() {
             "messages": [{"role": "user", "content": "hello"}],
         })
     );
+}
+
+#[tokio::test]
+async fn an_answers_cap_is_sent_in_the_field_the_client_was_told() {
+    let server = TestServer::start(vec![
+        ok(final_answer_body("one")),
+        ok(final_answer_body("two")),
+    ]);
+    let compatible = OpenAiCompatible::new(&server.base_url, "llama3.1").max_tokens(256);
+    let openai = OpenAiCompatible::new(&server.base_url, "o4-mini").max_completion_tokens(4_096);
+    // What a token budget reserves for the answer.
+    assert_eq!(compatible.max_output_tokens(), Some(256));
+    assert_eq!(openai.max_output_tokens(), Some(4_096));
+    assert_eq!(
+        OpenAiCompatible::new(&server.base_url, "llama3.1").max_output_tokens(),
+        None
+    );
+    for client in [&compatible, &openai] {
+        ask(client, &[ChatMessage::user("hello")])
+            .await
+            .expect("an answer");
+    }
+
+    let received = server.finish();
+    assert_eq!(received.len(), 2);
+    assert_eq!(
+        received[0].json(),
+        json!({
+            "model": "llama3.1",
+            "messages": [{"role": "user", "content": "hello"}],
+            "max_tokens": 256,
+        })
+    );
+    assert_eq!(
+        received[1].json(),
+        json!({
+            "model": "o4-mini",
+            "messages": [{"role": "user", "content": "hello"}],
+            "max_completion_tokens": 4_096,
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_cap_of_zero_tokens_is_a_config_error_and_sends_nothing() {
+    let server = TestServer::start(vec![]);
+    let client = OpenAiCompatible::new(&server.base_url, "llama3.1").max_tokens(0);
+    let error = ask(&client, &[ChatMessage::user("hello")])
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(&error, LlmError::Config(why) if why.contains("max_tokens")),
+        "{error:?}"
+    );
+    assert!(server.finish().is_empty());
 }
 
 #[tokio::test]

@@ -19,6 +19,11 @@ pub(super) struct ChatCompletionRequest<'a> {
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
+    /// The answer's cap, in the field the client was told to use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
     /// Sent only when on, so that a plain request is the same as from any
     /// other client.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -65,9 +70,20 @@ struct WireFunction<'a> {
     parameters: &'a Value,
 }
 
+/// Which field carries an answer's cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CapField {
+    /// `max_tokens`: what every OpenAI-compatible server reads.
+    MaxTokens,
+    /// `max_completion_tokens`: OpenAI's own (its reasoning models take
+    /// no other).
+    MaxCompletionTokens,
+}
+
 pub(super) fn wire_request<'a>(
     model: &'a str,
     temperature: Option<f32>,
+    cap: Option<(u32, CapField)>,
     stream: bool,
     messages: &'a [ChatMessage],
     tools: &'a [ToolDefinition],
@@ -87,6 +103,10 @@ pub(super) fn wire_request<'a>(
             })
             .collect(),
         temperature,
+        max_tokens: cap
+            .and_then(|(tokens, field)| (field == CapField::MaxTokens).then_some(tokens)),
+        max_completion_tokens: cap
+            .and_then(|(tokens, field)| (field == CapField::MaxCompletionTokens).then_some(tokens)),
         stream,
     }
 }
