@@ -249,16 +249,17 @@ impl Crew {
         }
     }
 
-    /// The same crew, whose kickoffs run for `user`, or for nobody.
+    /// The same crew, whose kickoffs run for `user` of `tenant` (or for
+    /// nobody, of no tenant): a resumed kickoff's, as it started.
     #[allow(
         dead_code,
         reason = "used by the integration compiled in, if any (`durable`)"
     )]
-    pub(crate) fn for_user_or_none(&self, user: Option<&str>) -> Crew {
+    pub(crate) fn as_started_for(&self, user: Option<&str>, tenant: Option<&str>) -> Crew {
         Crew {
             inner: Arc::clone(&self.inner),
             user: user.map(Arc::from),
-            tenant: self.tenant.clone(),
+            tenant: tenant.map(Arc::from),
             kickoff_id: None,
         }
     }

@@ -689,7 +689,9 @@ impl Crew {
     /// journal: what was recorded is replayed (no model asked, no hook or
     /// tool run again), the rest runs live. The kickoff must be claimable:
     /// started and not running elsewhere (its holder's lease ran out, or it
-    /// was given up), not ended.
+    /// was given up), not ended. It runs for the user and the tenant it
+    /// started for ([`Crew::for_user`], [`Crew::for_tenant`]), whichever
+    /// value of the crew resumes it.
     ///
     /// Errors: the crew is not durable; no such kickoff; another crew's
     /// kickoff or a crew that changed since
@@ -765,7 +767,8 @@ impl Crew {
                 .into_crew("the kickoff had ended")),
             };
         }
-        let crew = self.for_user_or_none(run.start.user.as_deref());
+        // It runs for whom it started for, whatever value resumes it.
+        let crew = self.as_started_for(run.start.user.as_deref(), run.start.tenant.as_deref());
         let inputs = run.start.inputs.clone().into_inputs();
         tracing::info!(
             target: "crew_runtime::durable",
@@ -1349,11 +1352,13 @@ impl From<ToolCallReconciledEvent> for Event {
 #[serde(tag = "kind", rename_all = "snake_case")]
 enum Entry {
     /// The kickoff as started: the crew's shape, the inputs given, who it
-    /// runs for.
+    /// runs for, and for which tenant.
     Start {
         crew: Value,
         inputs: SavedInputs,
         user: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tenant: Option<String>,
     },
     /// The inputs the tasks begin with (after `EXECUTION_START`, `INPUT`),
     /// and the id of the kickoff's start event.
@@ -1798,6 +1803,7 @@ struct Started {
     shape: Value,
     inputs: SavedInputs,
     user: Option<String>,
+    tenant: Option<String>,
 }
 
 /// A kickoff's writer: what is deferred to the next write, and how many
@@ -1864,6 +1870,7 @@ impl DurableRun {
             crew: shape.clone(),
             inputs: SavedInputs::of(inputs),
             user: crew.user().map(str::to_owned),
+            tenant: crew.tenant().map(str::to_owned),
         };
         let run = DurableRun::held(
             durable,
@@ -1872,6 +1879,7 @@ impl DurableRun {
                 shape,
                 inputs: SavedInputs::of(inputs),
                 user: crew.user().map(str::to_owned),
+                tenant: crew.tenant().map(str::to_owned),
             },
             Recorded::default(),
             0,
@@ -1893,6 +1901,7 @@ impl DurableRun {
                 shape: Value::Null,
                 inputs: SavedInputs(Default::default()),
                 user: None,
+                tenant: None,
             };
             let run = DurableRun::held(durable, lease, empty, Recorded::default(), 0);
             Refused { run, error, end }
@@ -2300,11 +2309,17 @@ fn read_entries(
             ));
         }
         match parsed {
-            Entry::Start { crew, inputs, user } => {
+            Entry::Start {
+                crew,
+                inputs,
+                user,
+                tenant,
+            } => {
                 start = Some(Started {
                     shape: crew,
                     inputs,
                     user,
+                    tenant,
                 });
             }
             Entry::Inputs { inputs, started } => {
@@ -2812,6 +2827,7 @@ mod tests {
             crew: serde_json::json!({"crew": "refunds"}),
             inputs: SavedInputs(Default::default()),
             user: None,
+            tenant: None,
         }
     }
 

@@ -33,6 +33,7 @@ on_both_stores!(
     a_budgeted_call_whose_hooks_run_again_after_a_crash_is_counted_once,
     a_budgeted_model_turn_asked_again_after_a_crash_is_counted_once,
     a_budget_counts_the_calls_of_two_durable_kickoffs_apart,
+    a_resumed_kickoff_counts_in_the_budgets_of_the_tenant_it_started_for,
 );
 
 /// A tool that counts its runs.
@@ -103,6 +104,18 @@ fn durable_crew(
     runs: &Arc<AtomicUsize>,
     after: impl FnOnce(CrewBuilder) -> CrewBuilder,
 ) -> Crew {
+    durable_crew_per(store, key, llm, runs, Per::Crew, after)
+}
+
+/// [`durable_crew`], its budgets counted `per`.
+fn durable_crew_per(
+    store: &Store,
+    key: &JournalKey,
+    llm: Arc<dyn Llm>,
+    runs: &Arc<AtomicUsize>,
+    per: Per,
+    after: impl FnOnce(CrewBuilder) -> CrewBuilder,
+) -> Crew {
     let clerk = Agent::builder("Clerk")
         .llm(llm)
         .tool(counted("refund", runs))
@@ -112,8 +125,8 @@ fn durable_crew(
         .agent(clerk.clone())
         .task(Task::builder("Refund {order}").agent(&clerk).build())
         .global_registry(Arc::new(HookRegistry::new()))
-        .budget(Budget::tool_calls("refunds", 10).per(Per::Crew))
-        .budget(Budget::model_calls("turns", 10).per(Per::Crew))
+        .budget(Budget::tool_calls("refunds", 10).per(per))
+        .budget(Budget::model_calls("turns", 10).per(per))
         .budget_ledger(Arc::new(store.clone()));
     after(builder)
         .durable(
@@ -127,8 +140,13 @@ fn durable_crew(
 
 /// What the budget `name` (per crew `refunds`) has counted.
 async fn used(store: &Store, name: &str) -> u64 {
+    used_by(store, name, "crew:refunds").await
+}
+
+/// What the budget `name` has counted for `key`.
+async fn used_by(store: &Store, name: &str, key: &str) -> u64 {
     store
-        .used(&Charge::new(name, "crew:refunds", 10, 1))
+        .used(&Charge::new(name, key, 10, 1))
         .await
         .expect("reads the counter")
 }
@@ -274,4 +292,28 @@ async fn a_budget_counts_the_calls_of_two_durable_kickoffs_apart(store: Store, _
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     assert_eq!(used(&store, "refunds").await, 2);
     assert_eq!(used(&store, "turns").await, 4);
+}
+
+async fn a_resumed_kickoff_counts_in_the_budgets_of_the_tenant_it_started_for(
+    store: Store,
+    _keep: Keep,
+) {
+    let key = JournalKey::generate().expect("a key");
+    let runs = Arc::new(AtomicUsize::new(0));
+    let stalled = Arc::new(Notify::new());
+    let llm = Arc::new(Refunder {
+        stall: Some(Arc::clone(&stalled)),
+        ..Refunder::default()
+    });
+    let crew = durable_crew_per(&store, &key, llm, &runs, Per::Tenant, |builder| builder);
+    let id = interrupted(&crew.for_tenant("acme"), &store, &stalled).await;
+    assert_eq!(used_by(&store, "turns", "tenant:acme").await, 1);
+
+    // Resumed by a value of the crew for no tenant: the kickoff still
+    // runs for acme, whose budgets count its calls.
+    let output = resume(&crew, &id).await;
+    assert_eq!(output.raw, "refunded");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(used_by(&store, "turns", "tenant:acme").await, 2);
+    assert_eq!(used_by(&store, "refunds", "tenant:acme").await, 1);
 }
