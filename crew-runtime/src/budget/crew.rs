@@ -613,6 +613,12 @@ struct CrewBudgets {
     ),
 }
 
+/// The charges of the budgets covering one call, each beside its budget.
+struct Covered<'a> {
+    charges: Vec<Charge>,
+    budgets: Vec<&'a Budget>,
+}
+
 /// A model call a budget refused, left in the call's extensions for
 /// [`CrewExtension::model_call_refused`].
 #[derive(Debug, Clone)]
@@ -720,48 +726,39 @@ fn register_hooks(
 }
 
 impl CrewBudgets {
-    /// Reserves `charges` (each with its budget) for call `id`: `Ok` when
-    /// admitted, or the budget that refused and the block's reason.
-    async fn reserve<'a>(
-        &'a self,
-        id: &str,
-        charges: &[(Charge, &'a Budget)],
-    ) -> Result<(), (&'a Budget, LedgerError)> {
-        let only: Vec<Charge> = charges.iter().map(|(charge, _)| charge.clone()).collect();
-        // A call is counted once, as it is: nothing to settle.
-        let counted = self.ledger.count(id, &only).await.map(|_| ());
-        self.admitted(counted, charges)
-    }
-
-    /// What a ledger's answer means for a call under `charges`: admitted,
+    /// What a ledger's answer means for a call under `covered`: admitted,
     /// or refused by the budget named (counters down: by the first budget
     /// that does not allow calls then).
     fn admitted<'a>(
         &self,
         answer: Result<(), LedgerError>,
-        charges: &[(Charge, &'a Budget)],
+        covered: &Covered<'a>,
     ) -> Result<(), (&'a Budget, LedgerError)> {
+        let first = covered.budgets[0];
         match answer {
             Ok(()) => Ok(()),
             Err(LedgerError::Exceeded(over)) => {
-                let budget = charges
+                let budget = covered
+                    .budgets
                     .iter()
-                    .find(|(charge, _)| charge.budget() == over.budget)
-                    .map_or(charges[0].1, |(_, budget)| *budget);
+                    .find(|budget| budget.name == over.budget)
+                    .map_or(first, |budget| *budget);
                 Err((budget, LedgerError::Exceeded(over)))
             }
             Err(error) => {
-                if charges
+                if covered
+                    .budgets
                     .iter()
-                    .all(|(_, budget)| budget.allow_when_unavailable)
+                    .all(|budget| budget.allow_when_unavailable)
                 {
                     tracing::warn!(target: "crew_runtime::budget", %error, "the budgets' counters cannot be reached: the call goes on uncounted, as its budgets allow");
                     return Ok(());
                 }
-                let strict = charges
+                let strict = covered
+                    .budgets
                     .iter()
-                    .find(|(_, budget)| !budget.allow_when_unavailable)
-                    .map_or(charges[0].1, |(_, budget)| *budget);
+                    .find(|budget| !budget.allow_when_unavailable)
+                    .map_or(first, |budget| *budget);
                 Err((strict, error))
             }
         }
@@ -773,18 +770,25 @@ impl CrewBudgets {
         &'a self,
         crew: Option<&Arc<dyn CrewInfo>>,
         covers: impl Fn(&Budget) -> bool,
-    ) -> Result<Vec<(Charge, &'a Budget)>, (&'a Budget, LedgerError)> {
-        self.budgets
-            .iter()
-            .filter(|budget| covers(budget))
-            .map(|budget| {
-                let key = budget
-                    .key(crew)
-                    .map_err(|why| (budget, LedgerError::Invalid(why)))?;
-                let charge = Charge::over(budget.name.clone(), key, budget.window, budget.limit, 1);
-                Ok((charge, budget))
-            })
-            .collect()
+    ) -> Result<Covered<'a>, (&'a Budget, LedgerError)> {
+        let mut covered = Covered {
+            charges: Vec::new(),
+            budgets: Vec::new(),
+        };
+        for budget in self.budgets.iter().filter(|budget| covers(budget)) {
+            let key = budget
+                .key(crew)
+                .map_err(|why| (budget, LedgerError::Invalid(why)))?;
+            covered.charges.push(Charge::over(
+                budget.name.clone(),
+                key,
+                budget.window,
+                budget.limit,
+                1,
+            ));
+            covered.budgets.push(budget);
+        }
+        Ok(covered)
     }
 
     async fn check_tool_call(&self, ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {
@@ -800,16 +804,19 @@ impl CrewBudgets {
         let refused = |(budget, error): (&Budget, LedgerError)| {
             self.refused(budget, &error, tool, agent.clone())
         };
-        let charges = self
+        let covered = self
             .charges(ctx.crew.as_ref(), |budget| budget.counts_tool(tool, has))
             .map_err(refused)?;
-        if charges.is_empty() {
+        if covered.charges.is_empty() {
             return Ok(());
         }
-        if let Err((budget, error)) = self
-            .reserve(&reservation_id(&ctx.extensions), &charges)
+        // A tool call is counted once, as it is: nothing to settle.
+        let counted = self
+            .ledger
+            .count(&reservation_id(&ctx.extensions), &covered.charges)
             .await
-        {
+            .map(|_| ());
+        if let Err((budget, error)) = self.admitted(counted, &covered) {
             let ends = budget
                 .ends_kickoff
                 .then(|| ToolCallRefused(exceeded(budget, &error)));
@@ -857,21 +864,22 @@ impl CrewBudgets {
     }
 
     async fn check_model_call(&self, call: &mut LlmCallHookContext) -> Result<(), HookAborted> {
-        let mut charges = match self.charges(call.crew.as_ref(), |budget| {
+        let mut covered = match self.charges(call.crew.as_ref(), |budget| {
             budget.measure == Measure::ModelCalls || budget.bounds_model_calls()
         }) {
-            Ok(charges) => charges,
+            Ok(covered) => covered,
             Err((budget, error)) => {
                 let _ = self.refused(budget, &error, "model", agent_of(call));
                 return Err(refuse_model_call(call, budget, &error));
             }
         };
-        if charges.is_empty() {
+        if covered.charges.is_empty() {
             return Ok(());
         }
-        let bounded = charges
+        let bounded = covered
+            .budgets
             .iter()
-            .any(|(_, budget)| budget.bounds_model_calls());
+            .any(|budget| budget.bounds_model_calls());
         let mut price = None;
         if bounded {
             let model = call
@@ -881,10 +889,11 @@ impl CrewBudgets {
                 .unwrap_or_default();
             let cap = call.llm.as_ref().and_then(|llm| llm.max_output_tokens());
             let first = |measure: Measure| {
-                charges
+                covered
+                    .budgets
                     .iter()
-                    .find(|(_, budget)| budget.measure == measure)
-                    .map(|(_, budget)| *budget)
+                    .find(|budget| budget.measure == measure)
+                    .copied()
             };
             let unbounded = match cap {
                 None => first(Measure::Tokens)
@@ -918,40 +927,33 @@ impl CrewBudgets {
                 return Err(aborted);
             }
             let (prompt, cap) = (prompt_bound(call), cap.unwrap_or(0));
-            for (charge, budget) in &mut charges {
-                let most = match budget.measure {
+            for (charge, budget) in covered.charges.iter_mut().zip(&covered.budgets) {
+                charge.amount = match budget.measure {
                     Measure::Tokens => prompt.saturating_add(cap),
                     Measure::Money => price.map_or(u64::MAX, |price| price.cost(prompt, cap)),
                     _ => continue,
                 };
-                *charge = Charge::over(
-                    budget.name.clone(),
-                    charge.key().to_owned(),
-                    budget.window,
-                    budget.limit,
-                    most,
-                );
             }
         }
         // A model turn is one call, its retries after a failure included;
         // a durable kickoff's turn asked again after a crash is the same
         // call (its key), counted once.
         let id = reservation_id(&call.extensions);
-        let only: Vec<Charge> = charges.iter().map(|(charge, _)| charge.clone()).collect();
         let admitted = if bounded {
-            self.ledger.reserve(&id, &only).await.map(|_| ())
+            self.ledger.reserve(&id, &covered.charges).await.map(|_| ())
         } else {
-            self.ledger.count(&id, &only).await.map(|_| ())
+            self.ledger.count(&id, &covered.charges).await.map(|_| ())
         };
-        match self.admitted(admitted, &charges) {
+        match self.admitted(admitted, &covered) {
             Ok(()) => {
                 if bounded {
                     call.extensions.insert(HeldTokens {
                         id,
                         price,
-                        budgets: charges
+                        budgets: covered
+                            .budgets
                             .iter()
-                            .map(|(_, budget)| (budget.name.clone(), budget.measure.clone()))
+                            .map(|budget| (budget.name.clone(), budget.measure.clone()))
                             .collect(),
                     });
                 }
