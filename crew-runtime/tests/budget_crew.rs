@@ -855,3 +855,27 @@ fn an_approved_edit_checked_again_by_the_budget_is_counted_once() {
         .expect("reads");
     assert_eq!(used, 1, "counted once");
 }
+
+#[test]
+fn a_kickoffs_own_budget_counters_are_dropped_when_it_ends() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = Agent::builder("Clerk")
+        .tool(counted("lookup", &runs))
+        .llm(calling("lookup", 3))
+        .build();
+    let ledger = Arc::new(InProcessLedger::new());
+    let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
+        .budget(Budget::tool_calls("calls", 2))
+        .budget(Budget::model_calls("turns", 100).per(Per::Crew))
+        .budget_ledger(ledger.clone())
+        .build()
+        .expect("builds");
+    crew.kickoff_blocking(()).expect("runs");
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "the kickoff's limit held");
+    // Its own counter went with it; the crew's stays.
+    let shown = format!("{ledger:?}");
+    assert!(shown.contains("counters: 1"), "{shown}");
+    let turns = futures_executor::block_on(ledger.used(&Charge::new("turns", "crew:crew", 100, 1)))
+        .expect("reads");
+    assert_eq!(turns, 4);
+}

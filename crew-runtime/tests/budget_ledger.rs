@@ -159,6 +159,23 @@ mod scenarios {
         ));
         assert_eq!(ledger.used(&charge).await.expect("reads"), 0);
     }
+
+    pub(crate) async fn a_forgotten_budget_counter_counts_from_nothing(ledger: &dyn Ledger) {
+        let kickoff = Charge::new("turns", "kickoff:k1", 2, 1);
+        let other = Charge::new("turns", "kickoff:k2", 2, 1);
+        for call in ["t1", "t2"] {
+            ledger.count(call, from_ref(&kickoff)).await.expect(call);
+        }
+        ledger.count("u1", from_ref(&other)).await.expect("u1");
+        ledger.forget(from_ref(&kickoff)).await.expect("forgets");
+        assert_eq!(ledger.used(&kickoff).await.expect("reads"), 0);
+        assert_eq!(
+            ledger.used(&other).await.expect("reads"),
+            1,
+            "only the counter named"
+        );
+        ledger.forget(&[]).await.expect("nothing to forget");
+    }
 }
 
 /// Each scenario on the in-process ledger.
@@ -183,6 +200,7 @@ mod in_process {
         a_call_reserving_again_is_counted_once_in_its_budget,
         settling_replaces_a_budgets_reservation_and_an_unsettled_one_stays_in_full,
         bad_budget_charges_are_refused_with_what_is_wrong,
+        a_forgotten_budget_counter_counts_from_nothing,
     );
 
     #[tokio::test]
@@ -237,6 +255,7 @@ mod on_redis {
         a_call_reserving_again_is_counted_once_in_its_budget,
         settling_replaces_a_budgets_reservation_and_an_unsettled_one_stays_in_full,
         bad_budget_charges_are_refused_with_what_is_wrong,
+        a_forgotten_budget_counter_counts_from_nothing,
     );
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -516,6 +535,10 @@ async fn bad_budget_charges_are_refused_with_what_is_wrong(store: Store, _keep: 
     scenarios::bad_budget_charges_are_refused_with_what_is_wrong(&store).await;
 }
 
+async fn a_forgotten_budget_counter_counts_from_nothing(store: Store, _keep: Keep) {
+    scenarios::a_forgotten_budget_counter_counts_from_nothing(&store).await;
+}
+
 async fn a_daily_budget_starts_afresh_each_utc_day_and_a_rolling_one_as_its_window_passes(
     store: Store,
     _keep: Keep,
@@ -543,7 +566,76 @@ async fn a_second_replica_sees_the_first_ones_budget_reservations(store: Store, 
     );
 }
 
+/// How many rows the counters of budget `budget` have in the store at
+/// `url`.
+async fn counter_rows(url: &str, budget: &str) -> i64 {
+    rows(url, "crew_budget_counters", budget).await
+}
+
+/// How many rows of `table` are of budget `budget`'s counters.
+async fn rows(url: &str, table: &str, budget: &str) -> i64 {
+    let sql = format!("SELECT COUNT(*) FROM {table} WHERE counter LIKE $1");
+    let sql = sql.as_str();
+    let like = format!("{budget}|%");
+    if url.starts_with("sqlite") {
+        let pool = sqlx::SqlitePool::connect(url).await.expect("opens");
+        sqlx::query_scalar(sql)
+            .bind(like)
+            .fetch_one(&pool)
+            .await
+            .expect("counts")
+    } else {
+        let pool = sqlx::PgPool::connect(url).await.expect("opens");
+        sqlx::query_scalar(sql)
+            .bind(like)
+            .fetch_one(&pool)
+            .await
+            .expect("counts")
+    }
+}
+
+async fn a_budget_store_keeps_only_what_can_still_count(store: Store, keep: Keep) {
+    let daily = Charge::new("daily", "user:carol", 10, 1).window(Window::DayUtc);
+    let life = Charge::new("life", "crew:support", 10, 1);
+    let kickoff = Charge::new("turns", "kickoff:k1", 10, 1);
+    store
+        .reserve("a", &[daily.clone(), life.clone(), kickoff.clone()])
+        .await
+        .expect("counted");
+    assert_eq!(counter_rows(&keep.url, "daily").await, 1);
+    // The next day's first call drops yesterday's row.
+    store.advance_clock(Duration::from_secs(86_400));
+    store
+        .reserve("b", &[daily.clone(), life.clone()])
+        .await
+        .expect("counted");
+    assert_eq!(counter_rows(&keep.url, "daily").await, 1, "today's only");
+    assert_eq!(store.used(&daily).await.expect("reads"), 1);
+    // A kickoff's counters, forgotten once it ended.
+    store.forget(from_ref(&kickoff)).await.expect("forgets");
+    assert_eq!(counter_rows(&keep.url, "turns").await, 0);
+    assert_eq!(store.used(&kickoff).await.expect("reads"), 0);
+    // A week on, the calls' reservations are purged; their amounts stay.
+    assert_eq!(rows(&keep.url, "crew_budget_reservations", "life").await, 2);
+    store.advance_clock(Duration::from_secs(8 * 86_400));
+    // (A purge the ledger started in the background may have taken some.)
+    let purged = store.purge_budget_reservations().await.expect("purges");
+    assert!(purged <= 5, "a's three reservations and b's two");
+    for budget in ["daily", "life", "turns"] {
+        assert_eq!(rows(&keep.url, "crew_budget_reservations", budget).await, 0);
+    }
+    assert_eq!(store.used(&life).await.expect("reads"), 2);
+    // Purged, call `a` is a call the ledger no longer knows.
+    assert_eq!(
+        store.reserve("a", from_ref(&life)).await.expect("counted"),
+        Reserved::New
+    );
+    assert_eq!(store.used(&life).await.expect("reads"), 3);
+}
+
 on_both_stores!(
+    a_budget_store_keeps_only_what_can_still_count,
+    a_forgotten_budget_counter_counts_from_nothing,
     a_budget_admits_calls_up_to_its_limit_and_refuses_the_next,
     one_call_under_three_budgets_one_full_reserves_in_none,
     a_call_reserving_again_is_counted_once_in_its_budget,

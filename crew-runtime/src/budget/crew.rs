@@ -8,8 +8,9 @@ use std::sync::{Arc, OnceLock};
 
 use hooks_core::runtime::register_crew_async_hook;
 use hooks_core::{
-    Capabilities, Capability, CrewInfo, HookAborted, HookOptions, LlmCallHookContext,
-    POST_MODEL_CALL, PRE_MODEL_CALL, PRE_TOOL_CALL, TokenUsage, ToolCallHookContext,
+    Capabilities, Capability, CrewInfo, EXECUTION_END, ExecutionEndContext, HookAborted,
+    HookOptions, LlmCallHookContext, POST_MODEL_CALL, PRE_MODEL_CALL, PRE_TOOL_CALL, TokenUsage,
+    ToolCallHookContext,
 };
 
 use super::{Charge, InProcessLedger, Ledger, LedgerError, Price, Prices, Window};
@@ -722,6 +723,22 @@ fn register_hooks(
         HookOptions::new().name(BUDGET_HOOK_NAME),
         model_hook,
     )?;
+    let ended = Arc::clone(shared);
+    let end_hook = hooks_core::async_hook::<ExecutionEndContext, _, _>(move |end| {
+        let ended = Arc::clone(&ended);
+        Box::pin(async move {
+            if let Some(budgets) = ended.get() {
+                budgets.forget_kickoff(end.crew.as_ref()).await;
+            }
+        })
+    });
+    register_crew_async_hook(
+        scope.registry,
+        EXECUTION_END,
+        scope.crew,
+        HookOptions::new().name(BUDGET_HOOK_NAME),
+        end_hook,
+    )?;
     Ok(())
 }
 
@@ -789,6 +806,21 @@ impl CrewBudgets {
             covered.budgets.push(budget);
         }
         Ok(covered)
+    }
+
+    /// Drops the counters of the budgets counted per kickoff, once
+    /// `crew`'s kickoff ended: no call counts in them again, and a
+    /// long-lived process or store would otherwise keep one per kickoff.
+    async fn forget_kickoff(&self, crew: Option<&Arc<dyn CrewInfo>>) {
+        let Ok(covered) = self.charges(crew, |budget| budget.per == Per::Kickoff) else {
+            return;
+        };
+        if covered.charges.is_empty() {
+            return;
+        }
+        if let Err(error) = self.ledger.forget(&covered.charges).await {
+            tracing::warn!(target: "crew_runtime::budget", %error, "the ended kickoff's budget counters could not be dropped: they stay, counting nothing more");
+        }
     }
 
     async fn check_tool_call(&self, ctx: &mut ToolCallHookContext) -> Result<(), HookAborted> {

@@ -15,8 +15,8 @@ use super::{
 type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 
 /// One counter: what each slice of its window holds.
-#[derive(Default)]
 struct Counter {
+    window: Window,
     slices: BTreeMap<i64, u64>,
 }
 
@@ -28,11 +28,39 @@ struct Held {
     amount: u64,
 }
 
+/// How often the ledger drops what no window reaches any more and the
+/// reservations kept past [`CALL_KEPT`](super::CALL_KEPT), in ms.
+const SWEEP_EVERY_MS: i64 = 60_000;
+
 #[derive(Default)]
 struct State {
     counters: HashMap<String, Counter>,
-    /// The reservations not settled yet, by call.
-    held: HashMap<String, Vec<Held>>,
+    /// The reservations not settled yet, by call, with when they were
+    /// made.
+    held: HashMap<String, (i64, Vec<Held>)>,
+    /// When the next sweep is due (ms on the ledger's clock).
+    next_sweep: i64,
+}
+
+impl State {
+    /// Drops the counters whose window holds nothing any more (a user's
+    /// yesterday, a rolling window gone quiet) and the reservations never
+    /// settled within [`CALL_KEPT`](super::CALL_KEPT) (they stay counted
+    /// in full): a long-lived process keeps only what can still count.
+    fn sweep(&mut self, now: i64) {
+        self.counters.retain(|_, counter| {
+            let (first, _) = counter.window.slices(now);
+            counter.window == Window::Lifetime
+                || counter
+                    .slices
+                    .last_key_value()
+                    .is_some_and(|(newest, _)| *newest >= first)
+        });
+        let kept = i64::try_from(super::CALL_KEPT.as_millis()).unwrap_or(i64::MAX);
+        let oldest = now.saturating_sub(kept);
+        self.held.retain(|_, (at, _)| *at >= oldest);
+        self.next_sweep = now.saturating_add(SWEEP_EVERY_MS);
+    }
 }
 
 /// Budgets counted in this process: exact for one process, and nothing
@@ -128,6 +156,9 @@ impl InProcessLedger {
         let ordered = in_counter_order(charges)?;
         let now = (self.clock)();
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if now >= state.next_sweep {
+            state.sweep(now);
+        }
         if state.held.contains_key(call) {
             return Ok(Reserved::Before);
         }
@@ -148,9 +179,13 @@ impl InProcessLedger {
         for charge in ordered {
             let (first, slice) = charge.window.slices(now);
             if !state.counters.contains_key(charge.counter()) {
-                state
-                    .counters
-                    .insert(charge.counter().to_owned(), Counter::default());
+                state.counters.insert(
+                    charge.counter().to_owned(),
+                    Counter {
+                        window: charge.window,
+                        slices: BTreeMap::new(),
+                    },
+                );
             }
             if let Some(counter) = state.counters.get_mut(charge.counter()) {
                 // What no window reaches any more is dropped.
@@ -174,14 +209,14 @@ impl InProcessLedger {
             }
         }
         if hold {
-            state.held.insert(call.to_owned(), held);
+            state.held.insert(call.to_owned(), (now, held));
         }
         Ok(Reserved::New)
     }
 
     fn settle_now(&self, call: &str, costs: &[(&str, u64)]) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(held) = state.held.remove(call) else {
+        let Some((_, held)) = state.held.remove(call) else {
             return;
         };
         for held in held {
@@ -240,10 +275,75 @@ impl Ledger for InProcessLedger {
         Box::pin(async { Ok(()) })
     }
 
+    fn forget<'a>(&'a self, charges: &'a [Charge]) -> BoxFuture<'a, Result<(), LedgerError>> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        for charge in charges {
+            state.counters.remove(charge.counter());
+        }
+        Box::pin(async { Ok(()) })
+    }
+
     fn used<'a>(&'a self, charge: &'a Charge) -> BoxFuture<'a, Result<u64, LedgerError>> {
         let now = (self.clock)();
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let used = window_sum(state.counters.get(charge.counter()), charge.window, now);
         Box::pin(async move { Ok(used) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+
+    const DAY: i64 = 86_400_000;
+
+    /// What the ledger holds: counters, and calls held for a settlement.
+    fn held(ledger: &InProcessLedger) -> (usize, usize) {
+        let state = ledger.state.lock().unwrap_or_else(PoisonError::into_inner);
+        (state.counters.len(), state.held.len())
+    }
+
+    #[test]
+    fn a_budget_ledger_in_process_drops_what_no_window_reaches_and_calls_kept_a_week() {
+        let now = Arc::new(AtomicI64::new(10 * DAY));
+        let clock = Arc::clone(&now);
+        let ledger = InProcessLedger::with_clock(Arc::new(move || clock.load(Ordering::Relaxed)));
+        let daily = Charge::new("daily", "user:carol", 10, 1).window(Window::DayUtc);
+        let minute = Charge::new("minute", "user:carol", 10, 1)
+            .window(Window::Rolling(Duration::from_secs(60)));
+        let life = Charge::new("life", "crew:support", 10, 1);
+        let reserve = |call: &str, charges: &[Charge]| {
+            futures_executor::block_on(ledger.reserve(call, charges)).expect("admitted")
+        };
+        reserve("a", &[daily.clone(), minute.clone(), life.clone()]);
+        assert_eq!(held(&ledger), (3, 1));
+        // Within their windows: all kept.
+        now.fetch_add(30_000, Ordering::Relaxed);
+        reserve("b", std::slice::from_ref(&life));
+        assert_eq!(held(&ledger), (3, 2));
+        // The next day: yesterday's counter and the quiet minute's go; the
+        // lifetime stays, and so do the calls held (less than a week).
+        now.store(11 * DAY, Ordering::Relaxed);
+        reserve("c", std::slice::from_ref(&life));
+        assert_eq!(held(&ledger), (1, 3));
+        assert_eq!(
+            futures_executor::block_on(ledger.used(&life)).expect("reads"),
+            3
+        );
+        // A week on: the calls never settled are let go (their amounts
+        // stay counted).
+        now.store(18 * DAY + 1, Ordering::Relaxed);
+        reserve("d", std::slice::from_ref(&life));
+        assert_eq!(held(&ledger), (1, 1), "only the newest call is held");
+        assert_eq!(
+            futures_executor::block_on(ledger.used(&life)).expect("reads"),
+            4
+        );
+        // Forgotten: gone.
+        futures_executor::block_on(ledger.forget(std::slice::from_ref(&life))).expect("forgets");
+        assert_eq!(held(&ledger).0, 0);
     }
 }

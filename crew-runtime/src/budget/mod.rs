@@ -392,7 +392,35 @@ pub trait Ledger: Send + Sync {
     /// What `charge`'s counter holds now in its window (settled and
     /// reserved), without reserving.
     fn used<'a>(&'a self, charge: &'a Charge) -> BoxFuture<'a, Result<u64, LedgerError>>;
+
+    /// Drops the counters of `charges` (their amounts do not matter): a
+    /// kickoff's own counters once it ended, which no call counts in
+    /// again. The crew's budgets do so for their per-kickoff counters at
+    /// `EXECUTION_END`. By default, nothing is dropped.
+    ///
+    /// ```
+    /// use crew_runtime::budget::{Charge, InProcessLedger, Ledger};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), crew_runtime::budget::LedgerError> {
+    /// let ledger = InProcessLedger::new();
+    /// let turns = Charge::new("turns", "kickoff:1", 10, 1);
+    /// ledger.count("turn-1", &[turns.clone()]).await?;
+    /// ledger.forget(&[turns.clone()]).await?;
+    /// assert_eq!(ledger.used(&turns).await?, 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn forget<'a>(&'a self, charges: &'a [Charge]) -> BoxFuture<'a, Result<(), LedgerError>> {
+        let _ = charges;
+        Box::pin(async { Ok(()) })
+    }
 }
+
+/// How long a ledger keeps a call's reservations for "reserved before"
+/// and its settlement (a resumed call, a late answer): a week. Its
+/// amounts stay in the counters.
+pub(crate) const CALL_KEPT: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3_600);
 
 /// Refuses an empty call id: it would key every call's reservations
 /// together.

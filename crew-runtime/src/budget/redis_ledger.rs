@@ -19,9 +19,6 @@ const MARKER: &str = "crew:budget:marker";
 /// window has passed since.
 const LOST: &str = "crew:budget:lost";
 
-/// How long a call's record (for "reserved before" and settling) is kept.
-const CALL_KEPT_SECONDS: u64 = 7 * 24 * 3_600;
-
 /// How far a replica's clock may run from Redis's, by default, when a
 /// ledger judges whether a budget's window passed since a loss.
 const DEFAULT_CLOCK_SKEW: Duration = Duration::from_secs(5);
@@ -325,7 +322,7 @@ impl RedisLedger {
             .arg(MARKER)
             .arg(&self.epoch)
             .arg(format!("crew:budget:call:{call}"))
-            .arg(CALL_KEPT_SECONDS)
+            .arg(super::CALL_KEPT.as_secs())
             .arg(if hold { "1" } else { "0" })
             .arg(ordered.len())
             .arg(LOST)
@@ -446,6 +443,24 @@ impl Ledger for RedisLedger {
                 return Err(self.lost());
             }
             Ok(())
+        })
+    }
+
+    fn forget<'a>(&'a self, charges: &'a [Charge]) -> BoxFuture<'a, Result<(), LedgerError>> {
+        Box::pin(async move {
+            if charges.is_empty() {
+                return Ok(());
+            }
+            let keys: Vec<String> = charges
+                .iter()
+                .map(|charge| format!("crew:budget:counter:{}", charge.counter()))
+                .collect();
+            let mut connection = self.connection.clone();
+            redis::cmd("DEL")
+                .arg(keys)
+                .query_async::<()>(&mut connection)
+                .await
+                .map_err(|error| unavailable(&self.shown, error))
         })
     }
 

@@ -2,6 +2,11 @@
 //! on the store shares. On PostgreSQL a reservation is one conditional
 //! upsert per budget, in one transaction for all the budgets of a call;
 //! SQLite serves the processes of one machine.
+//!
+//! What is kept: a counter's first row in a new slice drops its slices no
+//! window reaches any more; a kickoff's own counters are dropped at its
+//! end ([`Ledger::forget`]); reservations are kept a week, then purged in
+//! the background ([`Store::purge_budget_reservations`]).
 
 use futures_util::future::BoxFuture;
 
@@ -9,6 +14,9 @@ use super::{Store, StoreError, on_pool};
 use crate::budget::{
     Charge, Exceeded, Ledger, LedgerError, Reserved, check_call, in_counter_order,
 };
+
+/// How often a store value purges budgets' old reservations, in ms.
+const PURGE_EVERY_MS: i64 = 60_000;
 
 /// A figure as the database keeps it (BIGINT).
 fn stored(amount: u64) -> i64 {
@@ -70,6 +78,10 @@ impl Store {
                     SET updated_at = $2";
         let others = "SELECT CAST(COALESCE(SUM(used), 0) AS BIGINT) FROM crew_budget_counters \
                       WHERE counter = $1 AND slice >= $2 AND slice < $3";
+        // A counter's first row in a new slice drops its slices that no
+        // window reaches any more (not a rolling window's row -1).
+        let gone =
+            "DELETE FROM crew_budget_counters WHERE counter = $1 AND slice >= 0 AND slice < $2";
         self.file_still_there().map_err(unavailable)?;
         let outcome: Result<Outcome, StoreError> = on_pool!(self, |pool| {
             async {
@@ -125,9 +137,16 @@ impl Store {
                         .bind(now)
                         .fetch_optional(&mut *transaction)
                         .await?;
-                    if counted.is_none() {
+                    let Some(counted) = counted else {
                         transaction.rollback().await?;
                         return Ok(Outcome::Over(index));
+                    };
+                    if counted == stored(charge.amount()) && slice > 0 {
+                        sqlx::query(gone)
+                            .bind(counter)
+                            .bind(first)
+                            .execute(&mut *transaction)
+                            .await?;
                     }
                 }
                 transaction.commit().await?;
@@ -136,7 +155,10 @@ impl Store {
             .await
         });
         match outcome.map_err(unavailable)? {
-            Outcome::Reserved => Ok(Reserved::New),
+            Outcome::Reserved => {
+                self.purge_budgets_when_due();
+                Ok(Reserved::New)
+            }
             Outcome::Before => Ok(Reserved::Before),
             Outcome::Over(index) => {
                 let charge = ordered[index];
@@ -200,6 +222,107 @@ impl Store {
         settled.map_err(unavailable)
     }
 
+    /// Purges budgets' reservations older than a week, in the background,
+    /// once a minute at most per store value.
+    fn purge_budgets_when_due(&self) {
+        use std::sync::atomic::Ordering;
+        let now = self.now();
+        let due = &self.inner.budget_purge_at;
+        let at = due.load(Ordering::Relaxed);
+        if now < at
+            || due
+                .compare_exchange(
+                    at,
+                    now.saturating_add(PURGE_EVERY_MS),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_err()
+        {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let store = self.clone();
+        runtime.spawn(async move {
+            if let Err(error) = store.purge_budget_reservations().await {
+                tracing::warn!(target: "crew_runtime::budget", %error, "budgets' old reservations could not be purged: tried again in a minute");
+            }
+        });
+    }
+
+    /// Deletes budgets' reservations made more than a week ago (on the
+    /// store's clock), a batch at a time; the number deleted. Their
+    /// amounts stay in the counters: what goes is only what told a call
+    /// that reserved before ("reserved before") and a late settlement.
+    /// The store's ledger runs it in the background once a minute; an
+    /// operator may run it at will.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let store = crew_runtime::store::Store::connect("postgres://crew@db/crew").await?;
+    /// let purged = store.purge_budget_reservations().await?;
+    /// println!("{purged} old reservations purged");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn purge_budget_reservations(&self) -> Result<u64, StoreError> {
+        let kept = i64::try_from(crate::budget::CALL_KEPT.as_millis()).unwrap_or(i64::MAX);
+        let before = self.now().saturating_sub(kept);
+        let batch = "DELETE FROM crew_budget_reservations WHERE (call_id, counter) IN \
+                     (SELECT call_id, counter FROM crew_budget_reservations \
+                      WHERE created_at < $1 LIMIT 5000)";
+        self.file_still_there()?;
+        let mut purged = 0;
+        loop {
+            let deleted: Result<u64, StoreError> = on_pool!(self, |pool| {
+                async {
+                    // A connection first, then the write turn, as every
+                    // writer takes them (the other way round waits in a
+                    // circle with writers holding connections).
+                    let mut connection = pool.acquire().await?;
+                    let _turn = self.write_turn().await;
+                    Ok(sqlx::query(batch)
+                        .bind(before)
+                        .execute(&mut *connection)
+                        .await?
+                        .rows_affected())
+                }
+                .await
+            });
+            let deleted = deleted?;
+            purged += deleted;
+            if deleted < 5000 {
+                return Ok(purged);
+            }
+        }
+    }
+
+    async fn forget_budgets(&self, charges: &[Charge]) -> Result<(), LedgerError> {
+        if charges.is_empty() {
+            return Ok(());
+        }
+        let sql = "DELETE FROM crew_budget_counters WHERE counter = $1";
+        self.file_still_there().map_err(unavailable)?;
+        let forgotten: Result<(), StoreError> = on_pool!(self, |pool| {
+            async {
+                let mut transaction = pool.begin().await?;
+                let _turn = self.write_turn().await;
+                for charge in charges {
+                    sqlx::query(sql)
+                        .bind(charge.counter())
+                        .execute(&mut *transaction)
+                        .await?;
+                }
+                transaction.commit().await?;
+                Ok(())
+            }
+            .await
+        });
+        forgotten.map_err(unavailable)
+    }
+
     async fn budget_used(&self, charge: &Charge) -> Result<u64, LedgerError> {
         let (first, last) = charge.window_of().slices(self.now());
         let sql = "SELECT CAST(COALESCE(SUM(used), 0) AS BIGINT) FROM crew_budget_counters \
@@ -258,5 +381,11 @@ impl Ledger for Store {
 
     fn used<'a>(&'a self, charge: &'a Charge) -> BoxFuture<'a, Result<u64, LedgerError>> {
         Box::pin(self.budget_used(charge))
+    }
+
+    /// Deletes the counters' rows; the reservations of their calls go
+    /// with the week-old ones ([`Store::purge_budget_reservations`]).
+    fn forget<'a>(&'a self, charges: &'a [Charge]) -> BoxFuture<'a, Result<(), LedgerError>> {
+        Box::pin(self.forget_budgets(charges))
     }
 }

@@ -146,6 +146,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
     (12, "outbox", include_str!("migrations/0012_outbox.sql")),
     (13, "budgets", include_str!("migrations/0013_budgets.sql")),
+    (
+        14,
+        "budget_purge",
+        include_str!("migrations/0014_budget_purge.sql"),
+    ),
 ];
 
 /// The migrations whose text differs on PostgreSQL (triggers are written
@@ -414,6 +419,10 @@ struct StoreInner {
     /// [`Store::write_turn`]).
     #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     write_turns: WriteTurns,
+    /// When this process next purges budgets' old reservations (ms on the
+    /// store's clock).
+    #[cfg(feature = "budget")]
+    budget_purge_at: std::sync::atomic::AtomicI64,
 }
 
 /// The hex SHA-256 of `bytes` (a secret as stored, a policy set's key).
@@ -796,6 +805,8 @@ impl Store {
                 journal_writer,
                 clock: std::sync::atomic::AtomicI64::new(0),
                 write_turns: WriteTurns::default(),
+                #[cfg(feature = "budget")]
+                budget_purge_at: std::sync::atomic::AtomicI64::new(0),
             }),
         }
     }
