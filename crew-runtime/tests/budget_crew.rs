@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crew_runtime::budget::{
-    BUDGET_HOOK_NAME, Budget, BudgetError, Charge, InProcessLedger, Ledger, LedgerError, Per,
-    Reserved, Window,
+    BUDGET_HOOK_NAME, Budget, BudgetError, Charge, InProcessLedger, Ledger, LedgerError, Measure,
+    Per, Reserved, Window,
 };
 use crew_runtime::prelude::*;
 use crew_runtime::{
@@ -878,4 +878,72 @@ fn a_kickoffs_own_budget_counters_are_dropped_when_it_ends() {
     let turns = futures_executor::block_on(ledger.used(&Charge::new("turns", "crew:crew", 100, 1)))
         .expect("reads");
     assert_eq!(turns, 4);
+}
+
+#[test]
+fn prompt_and_completion_token_budgets_count_their_own_part_of_each_call() {
+    // Each turn: 50 prompt tokens, 10 answer tokens, and 5 more the
+    // provider counted (reasoning) in its total.
+    let script = || {
+        ScriptedLlm::new()
+            .reporting_usage(TokenUsage::new(50, 10, 65))
+            .call("lookup", json!({}))
+            .call("lookup", json!({}))
+            .answer("done")
+    };
+    let used = |ledger: &InProcessLedger, name: &str| {
+        futures_executor::block_on(ledger.used(&Charge::new(name, "crew:crew", 1, 1)))
+            .expect("reads")
+    };
+    let prices = crew_runtime::budget::Prices::builtin;
+
+    // A prompt-token budget bounds a call with no output cap.
+    let ledger = Arc::new(InProcessLedger::new());
+    let (crew, runs) = budgeted_crew(
+        script(),
+        Budget::prompt_tokens("prompt", 10_000),
+        prices(),
+        &ledger,
+    );
+    crew.kickoff_blocking(()).expect("runs");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(used(&ledger, "prompt"), 3 * 50);
+
+    // An answer-token budget needs the cap, and counts all beyond the
+    // prompt.
+    let ledger = Arc::new(InProcessLedger::new());
+    let (crew, _) = budgeted_crew(
+        script(),
+        Budget::completion_tokens("answers", 10_000),
+        prices(),
+        &ledger,
+    );
+    let error = crew.kickoff_blocking(()).expect_err("unbounded");
+    assert!(error.to_string().contains("no output cap"), "{error}");
+    let (crew, _) = budgeted_crew(
+        script().max_tokens(100),
+        Budget::completion_tokens("answers", 10_000),
+        prices(),
+        &ledger,
+    );
+    crew.kickoff_blocking(()).expect("runs");
+    assert_eq!(used(&ledger, "answers"), 3 * 15);
+}
+
+#[test]
+fn a_budgets_file_names_prompt_and_completion_token_budgets() {
+    let budgets = Budget::from_toml(
+        "[[budget]]\nname = \"p\"\ncounts = \"prompt_tokens\"\nlimit = 9\n\n\
+         [[budget]]\nname = \"c\"\ncounts = \"completion_tokens\"\nlimit = 9\n",
+    )
+    .expect("loads");
+    assert_eq!(budgets[0].measure(), &Measure::PromptTokens);
+    assert_eq!(budgets[1].measure(), &Measure::CompletionTokens);
+    let error =
+        Budget::from_toml("[[budget]]\nname = \"p\"\ncounts = \"prompt_token\"\nlimit = 9\n")
+            .expect_err("refused");
+    assert!(
+        error.to_string().contains("did you mean `prompt_tokens`?"),
+        "{error}"
+    );
 }

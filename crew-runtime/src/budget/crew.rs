@@ -54,6 +54,13 @@ pub enum Measure {
     /// and a margin per message, plus the model's output cap), and is
     /// settled at the tokens the provider reported.
     Tokens,
+    /// Prompt tokens of model calls only: reserved as the prompt's bound
+    /// (no output cap needed), settled at the prompt tokens reported.
+    PromptTokens,
+    /// Answer tokens of model calls only (reasoning tokens included, as
+    /// the provider counts them): reserved as the model's output cap,
+    /// settled at what the provider counted beyond the prompt.
+    CompletionTokens,
     /// What model calls cost, in millionths of the prices' currency unit
     /// (micro-dollars with the shipped [`Prices`]): reserved as the token
     /// bound priced (every prompt token at the input price, the output
@@ -176,6 +183,35 @@ impl Budget {
         Budget::new(name, Measure::Tokens, limit)
     }
 
+    /// At most `limit` prompt tokens per kickoff (what is sent to the
+    /// model, as the provider counts it): each call reserves the prompt's
+    /// bound (see [`Budget::tokens`]), and the prompt tokens reported
+    /// replace it. No output cap is needed to bound a call.
+    ///
+    /// ```
+    /// use crew_runtime::budget::{Budget, Measure};
+    /// let cap = Budget::prompt_tokens("context", 1_000_000);
+    /// assert_eq!(cap.measure(), &Measure::PromptTokens);
+    /// ```
+    pub fn prompt_tokens(name: impl Into<String>, limit: u64) -> Self {
+        Budget::new(name, Measure::PromptTokens, limit)
+    }
+
+    /// At most `limit` answer tokens per kickoff (reasoning tokens
+    /// included, as the provider counts them): each call reserves the
+    /// model's output cap, and what the provider counted beyond the
+    /// prompt replaces it. A model with no output cap cannot be bounded,
+    /// and its calls are refused.
+    ///
+    /// ```
+    /// use crew_runtime::budget::{Budget, Measure};
+    /// let cap = Budget::completion_tokens("answers", 50_000);
+    /// assert_eq!(cap.measure(), &Measure::CompletionTokens);
+    /// ```
+    pub fn completion_tokens(name: impl Into<String>, limit: u64) -> Self {
+        Budget::new(name, Measure::CompletionTokens, limit)
+    }
+
     /// At most `limit` millionths of the currency unit (micro-dollars with
     /// the shipped [`Prices`]) spent on model calls per kickoff: each
     /// call reserves what its token bound (see [`Budget::tokens`]) costs,
@@ -224,7 +260,11 @@ impl Budget {
         match &mut self.measure {
             Measure::ToolCalls { tools } => tools.extend(named),
             // For the build to refuse.
-            Measure::ModelCalls | Measure::Tokens | Measure::Money => {
+            Measure::ModelCalls
+            | Measure::Tokens
+            | Measure::PromptTokens
+            | Measure::CompletionTokens
+            | Measure::Money => {
                 self.tools_on_model_calls = true;
             }
         }
@@ -340,13 +380,20 @@ impl Budget {
                     || tools.iter().any(|t| t == tool)
                     || self.capabilities.iter().any(|c| has.contains(*c))
             }
-            Measure::ModelCalls | Measure::Tokens | Measure::Money => false,
+            Measure::ModelCalls
+            | Measure::Tokens
+            | Measure::PromptTokens
+            | Measure::CompletionTokens
+            | Measure::Money => false,
         }
     }
 
     /// Whether it counts what a model call takes (tokens or money).
     fn bounds_model_calls(&self) -> bool {
-        matches!(self.measure, Measure::Tokens | Measure::Money)
+        matches!(
+            self.measure,
+            Measure::Tokens | Measure::PromptTokens | Measure::CompletionTokens | Measure::Money
+        )
     }
 
     /// The key this budget counts a call of `crew`'s kickoff under.
@@ -929,6 +976,7 @@ impl CrewBudgets {
             };
             let unbounded = match cap {
                 None => first(Measure::Tokens)
+                    .or_else(|| first(Measure::CompletionTokens))
                     .or_else(|| first(Measure::Money))
                     .map(|budget| {
                         (
@@ -962,6 +1010,8 @@ impl CrewBudgets {
             for (charge, budget) in covered.charges.iter_mut().zip(&covered.budgets) {
                 charge.amount = match budget.measure {
                     Measure::Tokens => prompt.saturating_add(cap),
+                    Measure::PromptTokens => prompt,
+                    Measure::CompletionTokens => cap,
                     Measure::Money => price.map_or(u64::MAX, |price| price.cost(prompt, cap)),
                     _ => continue,
                 };
@@ -1017,6 +1067,12 @@ impl CrewBudgets {
             .map(|(name, measure)| {
                 let cost = match measure {
                     Measure::Tokens => total,
+                    Measure::PromptTokens => usage.prompt_tokens,
+                    // What the provider counted beyond the prompt: never
+                    // less than the answer's own count.
+                    Measure::CompletionTokens => total
+                        .saturating_sub(usage.prompt_tokens)
+                        .max(usage.completion_tokens),
                     Measure::Money => held.price.map_or(u64::MAX, |price| {
                         // Tokens the provider counted beyond prompt and
                         // answer priced as answer tokens: never less.

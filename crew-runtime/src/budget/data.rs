@@ -25,6 +25,8 @@ enum Counts {
     ModelCalls,
     ToolCalls,
     Tokens,
+    PromptTokens,
+    CompletionTokens,
     Money,
 }
 
@@ -123,6 +125,8 @@ const NAMES: &[&str] = &[
     "model_calls",
     "tool_calls",
     "tokens",
+    "prompt_tokens",
+    "completion_tokens",
     "money",
     "kickoff",
     "crew",
@@ -265,6 +269,8 @@ impl Entry {
             Counts::ModelCalls => Budget::model_calls(self.name, self.limit),
             Counts::ToolCalls => Budget::tool_calls(self.name, self.limit),
             Counts::Tokens => Budget::tokens(self.name, self.limit),
+            Counts::PromptTokens => Budget::prompt_tokens(self.name, self.limit),
+            Counts::CompletionTokens => Budget::completion_tokens(self.name, self.limit),
             Counts::Money => Budget::money(self.name, self.limit),
         };
         if !self.tools.is_empty() {
@@ -294,8 +300,9 @@ impl Entry {
 
 impl Budget {
     /// The budgets of a TOML text: `[[budget]]` tables with `name`,
-    /// `counts` (`model_calls`, `tool_calls`, `tokens`, or `money` in
-    /// millionths of the prices' currency unit), `limit`, and
+    /// `counts` (`model_calls`, `tool_calls`, `tokens`, `prompt_tokens`,
+    /// `completion_tokens`, or `money` in millionths of the prices'
+    /// currency unit), `limit`, and
     /// optionally `tools`, `capabilities` (`read_only`, `destructive`,
     /// `idempotent`, `open_world`), `per` (`kickoff`, `crew`, `user` or
     /// `tenant`), `window`
