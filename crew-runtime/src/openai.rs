@@ -543,7 +543,7 @@ impl OpenAiCompatible {
 
     /// Caps each answer at `tokens`, sent as `max_tokens` (the field every
     /// OpenAI-compatible server reads). A token or money budget needs a
-    /// cap to bound a call (see [`crate::budget`]); OpenAI's reasoning
+    /// cap to bound a call (feature `budget`); OpenAI's reasoning
     /// models take only [`max_completion_tokens`](Self::max_completion_tokens).
     /// Unset by default: the server's own limit applies, and nothing
     /// bounds an answer. A cap of 0 fails every call with
