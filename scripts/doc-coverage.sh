@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 minimum="${1:-0}"
 target="${CARGO_TARGET_DIR:-target}"
-features="openai,anthropic,mcp,policy,store,inbox,audit,otel,durable,channels"
+features="openai,anthropic,mcp,policy,store,inbox,audit,otel,durable,channels,budget,redis"
 cargo doc -p crew-runtime --no-deps --features "$features" --quiet
 root="$target/doc/crew_runtime"
 total=0
