@@ -250,10 +250,14 @@ async fn a_budgeted_call_whose_hooks_run_again_after_a_crash_is_counted_once(
     );
 }
 
-async fn a_budgeted_model_turn_asked_again_after_a_crash_is_counted_once(
-    store: Store,
-    _keep: Keep,
-) {
+/// A durable crew whose budgets count `per`, its kickoff (for `tenant`,
+/// if given) dropped while its model answers the first turn: the crew,
+/// its model, the tool's runs, and the kickoff's id.
+async fn interrupted_in_the_first_turn(
+    store: &Store,
+    per: Per,
+    tenant: Option<&str>,
+) -> (Crew, Arc<Refunder>, Arc<AtomicUsize>, KickoffId) {
     let key = JournalKey::generate().expect("a key");
     let runs = Arc::new(AtomicUsize::new(0));
     let stalled = Arc::new(Notify::new());
@@ -261,8 +265,20 @@ async fn a_budgeted_model_turn_asked_again_after_a_crash_is_counted_once(
         stall: Some(Arc::clone(&stalled)),
         ..Refunder::default()
     });
-    let crew = durable_crew(&store, &key, llm.clone(), &runs, |builder| builder);
-    let id = interrupted(&crew, &store, &stalled).await;
+    let crew = durable_crew_per(store, &key, llm.clone(), &runs, per, |builder| builder);
+    let started = match tenant {
+        Some(tenant) => crew.for_tenant(tenant),
+        None => crew.clone(),
+    };
+    let id = interrupted(&started, store, &stalled).await;
+    (crew, llm, runs, id)
+}
+
+async fn a_budgeted_model_turn_asked_again_after_a_crash_is_counted_once(
+    store: Store,
+    _keep: Keep,
+) {
+    let (crew, llm, _, id) = interrupted_in_the_first_turn(&store, Per::Crew, None).await;
     assert_eq!(used(&store, "turns").await, 1, "the first turn reserved");
 
     let output = resume(&crew, &id).await;
@@ -298,15 +314,8 @@ async fn a_resumed_kickoff_counts_in_the_budgets_of_the_tenant_it_started_for(
     store: Store,
     _keep: Keep,
 ) {
-    let key = JournalKey::generate().expect("a key");
-    let runs = Arc::new(AtomicUsize::new(0));
-    let stalled = Arc::new(Notify::new());
-    let llm = Arc::new(Refunder {
-        stall: Some(Arc::clone(&stalled)),
-        ..Refunder::default()
-    });
-    let crew = durable_crew_per(&store, &key, llm, &runs, Per::Tenant, |builder| builder);
-    let id = interrupted(&crew.for_tenant("acme"), &store, &stalled).await;
+    let (crew, _, runs, id) =
+        interrupted_in_the_first_turn(&store, Per::Tenant, Some("acme")).await;
     assert_eq!(used_by(&store, "turns", "tenant:acme").await, 1);
 
     // Resumed by a value of the crew for no tenant: the kickoff still
