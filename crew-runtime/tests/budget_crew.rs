@@ -58,6 +58,15 @@ fn blocks(hooks: &HookRegistry) -> Arc<Mutex<Vec<String>>> {
     seen
 }
 
+/// An agent `Clerk` with the tool `lookup` (counting its runs in `runs`),
+/// on `llm`.
+fn clerk(runs: &Arc<AtomicUsize>, llm: Arc<dyn Llm>) -> Agent {
+    Agent::builder("Clerk")
+        .tool(counted("lookup", runs))
+        .llm(llm)
+        .build()
+}
+
 fn crew_of(agent: &Agent, hooks: &Arc<HookRegistry>) -> CrewBuilder {
     Crew::builder()
         .agent(agent.clone())
@@ -68,10 +77,7 @@ fn crew_of(agent: &Agent, hooks: &Arc<HookRegistry>) -> CrewBuilder {
 #[test]
 fn a_model_call_past_a_budget_ends_the_kickoff_with_budget_exceeded() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let agent = Agent::builder("Clerk")
-        .tool(counted("lookup", &runs))
-        .llm(calling("lookup", 10))
-        .build();
+    let agent = clerk(&runs, calling("lookup", 10));
     let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
         .budget(Budget::model_calls("turns", 3))
         .build()
@@ -104,10 +110,7 @@ fn a_tool_call_past_a_budget_is_blocked_with_the_source_budget_and_its_name() {
     let runs = Arc::new(AtomicUsize::new(0));
     let hooks = Arc::new(HookRegistry::new());
     let seen = blocks(&hooks);
-    let agent = Agent::builder("Clerk")
-        .tool(counted("lookup", &runs))
-        .llm(calling("lookup", 5))
-        .build();
+    let agent = clerk(&runs, calling("lookup", 5));
     let crew = crew_of(&agent, &hooks)
         .budget(Budget::tool_calls("lookups", 2))
         .build()
@@ -176,9 +179,9 @@ fn explains(crew: &Crew, tool: &str, said: &str) -> bool {
 #[test]
 fn a_per_user_budget_counts_each_user_across_kickoffs() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let agent = Agent::builder("Clerk")
-        .tool(counted("lookup", &runs))
-        .llm(Arc::new(
+    let agent = clerk(
+        &runs,
+        Arc::new(
             ScriptedLlm::new()
                 .call("lookup", json!({}))
                 .answer("one")
@@ -188,8 +191,8 @@ fn a_per_user_budget_counts_each_user_across_kickoffs() {
                 .answer("three")
                 .call("lookup", json!({}))
                 .answer("four"),
-        ))
-        .build();
+        ),
+    );
     let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
         .budget(Budget::tool_calls("daily", 2).per(Per::User))
         .build()
@@ -209,10 +212,7 @@ fn a_per_user_budget_counts_each_user_across_kickoffs() {
 fn one_call_under_two_budgets_one_full_is_reserved_in_neither() {
     let runs = Arc::new(AtomicUsize::new(0));
     let ledger = Arc::new(InProcessLedger::new());
-    let agent = Agent::builder("Clerk")
-        .tool(counted("lookup", &runs))
-        .llm(calling("lookup", 3))
-        .build();
+    let agent = clerk(&runs, calling("lookup", 3));
     let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
         .budget(Budget::tool_calls("all-calls", 100).per(Per::Crew))
         .budget(Budget::tool_calls("lookups", 1).per(Per::Crew))
@@ -257,12 +257,7 @@ fn a_budget_whose_counters_are_down_fails_closed_unless_it_allows_calls() {
     let runs = Arc::new(AtomicUsize::new(0));
     let hooks = Arc::new(HookRegistry::new());
     let seen = blocks(&hooks);
-    let agent = || {
-        Agent::builder("Clerk")
-            .tool(counted("lookup", &runs))
-            .llm(calling("lookup", 2))
-            .build()
-    };
+    let agent = || clerk(&runs, calling("lookup", 2));
     let strict = crew_of(&agent(), &hooks)
         .budget(Budget::tool_calls("lookups", 100))
         .budget_ledger(Arc::new(Down))
@@ -297,10 +292,7 @@ fn a_budget_whose_counters_are_down_fails_closed_unless_it_allows_calls() {
 #[test]
 fn a_crews_build_refuses_budgets_it_cannot_count() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let agent = Agent::builder("Clerk")
-        .tool(counted("lookup", &runs))
-        .llm(calling("lookup", 1))
-        .build();
+    let agent = clerk(&runs, calling("lookup", 1));
     let refused = |budgets: Vec<Budget>| {
         let mut builder = crew_of(&agent, &Arc::new(HookRegistry::new()));
         for budget in budgets {
@@ -347,10 +339,7 @@ async fn replicas_sharing_the_stores_ledger_share_their_budget() {
         let store = crew_runtime::store::Store::connect(&url)
             .await
             .expect("opens");
-        let agent = Agent::builder("Clerk")
-            .tool(counted("lookup", &runs))
-            .llm(calling("lookup", 2))
-            .build();
+        let agent = clerk(&runs, calling("lookup", 2));
         crews.push(
             crew_of(&agent, &Arc::new(HookRegistry::new()))
                 .name("refunds")
@@ -375,10 +364,7 @@ fn a_call_refused_by_a_hook_before_the_budget_is_not_counted() {
     let runs = Arc::new(AtomicUsize::new(0));
     let hooks = Arc::new(HookRegistry::new());
     let seen = blocks(&hooks);
-    let agent = Agent::builder("Clerk")
-        .tool(counted("lookup", &runs))
-        .llm(calling("lookup", 3))
-        .build();
+    let agent = clerk(&runs, calling("lookup", 3));
     let asked = Arc::new(AtomicUsize::new(0));
     let gate = move |_: &mut ToolCallHookContext| -> Result<(), HookAborted> {
         if asked.fetch_add(1, Ordering::SeqCst) == 0 {
@@ -411,10 +397,7 @@ fn budgeted_crew(
     ledger: &Arc<InProcessLedger>,
 ) -> (Crew, Arc<AtomicUsize>) {
     let runs = Arc::new(AtomicUsize::new(0));
-    let agent = Agent::builder("Clerk")
-        .tool(counted("lookup", &runs))
-        .llm(Arc::new(llm))
-        .build();
+    let agent = clerk(&runs, Arc::new(llm));
     let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
         .budget(budget.per(Per::Crew))
         .budget_prices(prices)
@@ -529,10 +512,7 @@ async fn each_budget_refusal_is_an_event_and_an_audit_record() {
             sink.lock().expect("seen").push(refused.clone());
         }
     });
-    let agent = Agent::builder("Clerk")
-        .tool(counted("lookup", &runs))
-        .llm(calling("lookup", 2))
-        .build();
+    let agent = clerk(&runs, calling("lookup", 2));
     let crew = crew_of(&agent, &hooks)
         .budget(Budget::tool_calls("lookups", 1).per(Per::User))
         .build()
@@ -615,10 +595,7 @@ fn budgets_from_a_file_limit_a_crew_as_budgets_in_code_do() {
     let runs = Arc::new(AtomicUsize::new(0));
     let hooks = Arc::new(HookRegistry::new());
     let seen = blocks(&hooks);
-    let agent = Agent::builder("Clerk")
-        .tool(counted("lookup", &runs))
-        .llm(calling("lookup", 3))
-        .build();
+    let agent = clerk(&runs, calling("lookup", 3));
     let budgets = Budget::from_toml(
         r#"
         [[budget]]
@@ -703,10 +680,7 @@ fn a_per_tenant_budget_counts_every_user_of_a_tenant_together() {
     for _ in 0..4 {
         llm = llm.call("lookup", json!({})).answer("done");
     }
-    let agent = Agent::builder("Clerk")
-        .tool(counted("lookup", &runs))
-        .llm(Arc::new(llm))
-        .build();
+    let agent = clerk(&runs, Arc::new(llm));
     let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
         .budget(Budget::tool_calls("per-tenant", 2).per(Per::Tenant))
         .build()
@@ -774,10 +748,7 @@ fn a_budget_of_some_capabilities_counts_the_calls_of_the_tools_declaring_them() 
 #[test]
 fn a_budget_that_ends_the_kickoff_when_it_refuses_a_tool_call_does() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let agent = Agent::builder("Clerk")
-        .tool(counted("lookup", &runs))
-        .llm(calling("lookup", 3))
-        .build();
+    let agent = clerk(&runs, calling("lookup", 3));
     let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
         .budget(Budget::tool_calls("lookups", 1).end_kickoff_when_refused())
         .build()
@@ -859,10 +830,7 @@ fn an_approved_edit_checked_again_by_the_budget_is_counted_once() {
 #[test]
 fn a_kickoffs_own_budget_counters_are_dropped_when_it_ends() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let agent = Agent::builder("Clerk")
-        .tool(counted("lookup", &runs))
-        .llm(calling("lookup", 3))
-        .build();
+    let agent = clerk(&runs, calling("lookup", 3));
     let ledger = Arc::new(InProcessLedger::new());
     let crew = crew_of(&agent, &Arc::new(HookRegistry::new()))
         .budget(Budget::tool_calls("calls", 2))
