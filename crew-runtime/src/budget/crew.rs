@@ -41,7 +41,9 @@ pub const BUDGET_HOOK_NAME: &str = "budget";
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Measure {
-    /// Model calls (each attempt at a model turn).
+    /// Model calls: each model turn once (its `PRE_MODEL_CALL`), the
+    /// client's own retries after a failure included, and a durable
+    /// kickoff's turn asked again after a crash too (by its key).
     ModelCalls,
     /// Tool calls: of the tools named, or of every tool when none is.
     ToolCalls {
