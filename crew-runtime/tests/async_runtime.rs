@@ -511,17 +511,32 @@ fn spans_nest_kickoff_task_model_call_and_tool_call_with_gen_ai_fields() {
     let spans = SpanLog::default();
     let subscriber = tracing_subscriber::registry().with(spans.clone());
     let received = log();
-    let llm = Arc::new(
-        ScriptedLlm::new()
-            .named("scripted-model")
-            .call("web_search", json!({"query": "rust"}))
-            .answer("done"),
-    );
-    let crew = one_task_crew(agent("Researcher", vec![search_tool(&received)], &llm))
-        .build()
-        .expect("builds");
+    let crew = || {
+        let llm = Arc::new(
+            ScriptedLlm::new()
+                .named("scripted-model")
+                .call("web_search", json!({"query": "rust"}))
+                .answer("done"),
+        );
+        one_task_crew(agent("Researcher", vec![search_tool(&received)], &llm))
+            .build()
+            .expect("builds")
+    };
     tracing::subscriber::with_default(subscriber, || {
-        crew.kickoff_blocking(()).expect("runs");
+        // tracing caches each callsite's interest once for the process,
+        // and with one subscriber installed it asks the registering
+        // thread's: a sibling test running a kickoff on a thread with none
+        // may register the run's spans as never enabled
+        // (tokio-rs/tracing#3611). A first kickoff registers them all, the
+        // cache is rebuilt from this thread, and the second is observed.
+        crew().kickoff_blocking(()).expect("runs");
+        tracing::callsite::rebuild_interest_cache();
+        spans
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        crew().kickoff_blocking(()).expect("runs");
     });
     let spans = spans
         .0
