@@ -268,6 +268,24 @@ pub(crate) fn closest(entry: &str, known: &BTreeSet<String>) -> Option<String> {
         .map(|(_, name)| name.clone())
 }
 
+/// The line and column (from 1, in characters) of byte `offset` of
+/// `source` (an offset past the end counts as the end): where a policy or
+/// budgets file's parser stopped.
+#[cfg_attr(
+    not(any(feature = "policy", feature = "budget")),
+    allow(dead_code, reason = "read by the policy and budgets loaders")
+)]
+pub(crate) fn line_column(source: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(source.len());
+    while !source.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &source[..offset];
+    let line = before.matches('\n').count() + 1;
+    let start = before.rfind('\n').map_or(0, |at| at + 1);
+    (line, before[start..].chars().count() + 1)
+}
+
 /// What the crews built on one global registry have, and which of its
 /// hooks' entries were already reported. Kept on the registry itself (its
 /// extensions), so it goes with the registry.

@@ -172,23 +172,6 @@ impl fmt::Display for BudgetsFileError {
     }
 }
 
-/// The line and column (from 1) of byte `offset` of `text`.
-fn place(text: &str, offset: usize) -> (usize, usize) {
-    let mut end = offset.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let before = &text[..end];
-    let line = before.matches('\n').count() + 1;
-    let column = before
-        .rsplit_once('\n')
-        .map_or(before, |(_, last)| last)
-        .chars()
-        .count()
-        + 1;
-    (line, column)
-}
-
 /// `message` with the name of `names` meant, when it names an unknown
 /// field or value (serde's words: "unknown field `limt`", "unknown
 /// variant `x`").
@@ -202,18 +185,9 @@ fn with_suggestion(message: &str, names: &[&str]) -> String {
     let Some(unknown) = unknown else {
         return message;
     };
-    let closest = names
-        .iter()
-        .map(|name| {
-            (
-                strsim::damerau_levenshtein(&unknown.to_lowercase(), name),
-                *name,
-            )
-        })
-        .filter(|(distance, name)| *distance <= (name.len().max(unknown.len()) / 3).max(1))
-        .min_by_key(|(distance, _)| *distance);
-    match closest {
-        Some((_, name)) => format!("{message}; did you mean `{name}`?"),
+    let known = names.iter().map(|name| (*name).to_owned()).collect();
+    match crate::check::closest(&unknown, &known) {
+        Some(name) => format!("{message}; did you mean `{name}`?"),
         None => message,
     }
 }
@@ -225,7 +199,9 @@ pub(super) fn from_toml<T: serde::de::DeserializeOwned>(
     names: &[&str],
 ) -> Result<T, BudgetsFileError> {
     toml::from_str(text).map_err(|error| {
-        let (line, column) = error.span().map_or((0, 0), |span| place(text, span.start));
+        let (line, column) = error
+            .span()
+            .map_or((0, 0), |span| crate::check::line_column(text, span.start));
         BudgetsFileError {
             line,
             column,
@@ -377,6 +353,7 @@ mod tests {
     #[test]
     fn places_count_lines_and_characters_from_one() {
         let text = "a\nbé c\n";
+        let place = crate::check::line_column;
         assert_eq!(place(text, 0), (1, 1));
         assert_eq!(place(text, 2), (2, 1));
         assert_eq!(place(text, 6), (2, 4));

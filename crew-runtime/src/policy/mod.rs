@@ -1233,7 +1233,8 @@ impl PolicyProblem {
     }
 
     fn at(source: &str, policy: Option<String>, offset: Option<usize>, message: String) -> Self {
-        let (line, column) = offset.map_or((0, 0), |offset| line_column(source, offset));
+        let (line, column) =
+            offset.map_or((0, 0), |offset| crate::check::line_column(source, offset));
         PolicyProblem {
             policy,
             line,
@@ -1259,16 +1260,4 @@ impl fmt::Display for PolicyProblem {
         }
         f.write_str(&self.message)
     }
-}
-
-/// The line and column (from 1, in characters) of a byte offset.
-fn line_column(source: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(source.len());
-    while !source.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    let before = &source[..offset];
-    let line = before.matches('\n').count() + 1;
-    let start = before.rfind('\n').map_or(0, |at| at + 1);
-    (line, before[start..].chars().count() + 1)
 }
