@@ -293,18 +293,30 @@ mod on_redis {
             "{refused:?}"
         );
         // An operator initializes it, knowing what was lost.
+        initialized_again(&server, &ledger, &charge, "b").await;
+    }
+
+    /// An operator initializes `server` again: `old`, connected before,
+    /// refuses `call` of `charge` (an old epoch); a ledger connected now
+    /// counts it.
+    async fn initialized_again(
+        server: &support::RedisServer,
+        old: &RedisLedger,
+        charge: &Charge,
+        call: &str,
+    ) {
         RedisLedger::initialize(&server.url())
             .await
             .expect("initialized");
         assert!(
-            ledger.reserve("b", from_ref(&charge)).await.is_err(),
+            old.reserve(call, from_ref(charge)).await.is_err(),
             "an old epoch"
         );
         let fresh = RedisLedger::connect(&server.url()).await.expect("connects");
         fresh
-            .reserve("b", from_ref(&charge))
+            .reserve(call, from_ref(charge))
             .await
-            .expect("counted again");
+            .expect("counted on the counters it holds");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -430,18 +442,7 @@ mod on_redis {
         assert!(lost(&ledger.reserve("life-2", from_ref(&life)).await));
         // An operator initializes it: the loss is forgotten, and ledgers
         // connected before connect again.
-        RedisLedger::initialize(&server.url())
-            .await
-            .expect("initialized");
-        assert!(
-            ledger.reserve("life-3", from_ref(&life)).await.is_err(),
-            "an old epoch"
-        );
-        let fresh = RedisLedger::connect(&server.url()).await.expect("connects");
-        fresh
-            .reserve("life-3", from_ref(&life))
-            .await
-            .expect("counted on the counters it holds");
+        initialized_again(&server, &ledger, &life, "life-3").await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
